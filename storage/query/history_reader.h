@@ -1,0 +1,41 @@
+// The query library: everything the command line and the GUI read from a
+// history goes through here (the GUI has no SQL of its own).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lazyscope/events.pb.h"
+#include "lazyscope/history.pb.h"
+
+namespace lazyscope::storage {
+
+class HistoryFile;
+
+class HistoryReader {
+ public:
+  // Opens read-only. Throws HistoryError (missing, corrupt, newer schema).
+  explicit HistoryReader(const std::string& path);
+  ~HistoryReader();
+  HistoryReader(const HistoryReader&) = delete;
+  HistoryReader& operator=(const HistoryReader&) = delete;
+
+  // Newest first. A run still marked RUNNING whose writer process is gone is
+  // reported as CRASHED.
+  std::vector<pb::RunSummary> list_runs() const;
+  std::optional<pb::RunSummary> run_summary(int64_t run_id) const;
+  // Id of the newest run, if any.
+  std::optional<int64_t> last_run_id() const;
+  // Uncached compiles of a run, in order.
+  std::vector<pb::CompileEvent> compilations(int64_t run_id) const;
+  // Per-step timings of a run (replica 0), in step order.
+  std::vector<pb::StepEvent> steps(int64_t run_id) const;
+
+ private:
+  std::unique_ptr<HistoryFile> file_;
+};
+
+}  // namespace lazyscope::storage

@@ -1,0 +1,46 @@
+// Records one run into a history file. The training thread only enqueues
+// protobuf events; a writer thread stores them in batched transactions, so
+// recording costs the training loop a lock and a move per event.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lazyscope/events.pb.h"
+#include "lazyscope/history.pb.h"
+
+namespace lazyscope::storage {
+
+class Recorder {
+ public:
+  // Opens (creating if needed) the history at `path` and inserts the run
+  // described by `info` with status RUNNING. Throws HistoryError.
+  Recorder(const std::string& path, const pb::RunInfo& info);
+  // Flushes; a run never finish()ed is left RUNNING (and later seen as
+  // crashed once its writer process is gone).
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  int64_t run_id() const;
+
+  // Thread-safe, does not block on the database.
+  void record(pb::Event event);
+
+  // Script output, in arrival order; stream is "stdout" or "stderr".
+  void record_output(const std::string& stream, std::string text);
+
+  // Blocks until everything enqueued so far is committed.
+  void flush();
+
+  // Flushes and stores the final status; later record() calls are ignored.
+  void finish(pb::RunStatus status, int exit_code, const std::string& error,
+              const std::string& traceback);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazyscope::storage
