@@ -1,0 +1,52 @@
+// The backend boundary, in the spirit of PJRT: a Backend says what it lowers
+// and compiles a graph into an Executable; an Executable runs on parameter
+// buffers and returns output buffers. Buffers are backend memory.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/buffer.h"
+#include "ir/node.h"
+
+namespace lazyscope {
+
+// A graph ready to compile: nodes in post-order (operands first). Each entry
+// of `operands` holds positions into `nodes`. Parameters are the leaf
+// positions in the order their buffers are passed to execute(); outputs are
+// the positions whose values are returned, in order.
+struct GraphView {
+  std::vector<const Node*> nodes;
+  std::vector<std::vector<int>> operands;
+  std::vector<int> parameters;
+  std::vector<int> outputs;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // `parameters` is [graph.parameters.size()]; returns [graph.outputs.size()].
+  virtual std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) = 0;
+  // The lowered program, human-readable: kernels, buffers, sizes.
+  virtual std::string program_text() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // Whether `op` producing `dtype` runs on the device; anything else falls
+  // back to the host.
+  virtual bool lowers(OpKind op, DType dtype) const = 0;
+  // The executable must not keep pointers into `graph`: its nodes die when
+  // the tensors that traced them are bound to results.
+  virtual std::unique_ptr<Executable> compile(const GraphView& graph) = 0;
+};
+
+// The backend of the lazy devices (the CPU backend for now).
+Backend& default_backend();
+
+}  // namespace lazyscope

@@ -1,0 +1,26 @@
+// Errors the engine raises. Messages name the op, the shapes or devices
+// involved and, when known, the user's source line; the Python bindings turn
+// them into exceptions (EngineError -> RuntimeError, ShapeError -> ValueError).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace lazyscope {
+
+class EngineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ShapeError : public EngineError {
+ public:
+  using EngineError::EngineError;
+};
+
+class DeviceMismatchError : public EngineError {
+ public:
+  using EngineError::EngineError;
+};
+
+}  // namespace lazyscope

@@ -1,0 +1,32 @@
+// The user's source line an op or a sync came from. The engine cannot see
+// Python frames; the front end installs a provider that can. File and
+// function names are interned so that a node carries three words, not strings.
+#pragma once
+
+#include <string>
+
+namespace lazyscope {
+
+struct SourceLocation {
+  const std::string* file = nullptr;      // interned; null when unknown
+  const std::string* function = nullptr;  // interned; null when unknown
+  int line = 0;
+
+  bool known() const { return file != nullptr; }
+  std::string str() const;  // "train.py:41" or "<unknown>"
+};
+
+// Returns a stable pointer for `s`; equal strings give equal pointers.
+const std::string* intern(const std::string& s);
+
+using SourceLocationProvider = SourceLocation (*)();
+// Installed by the Python bindings; with none, locations are unknown.
+void set_source_location_provider(SourceLocationProvider provider);
+SourceLocation current_source_location();
+
+// The nn.Module scope path ops are traced in ("model.fc1"), per thread so
+// that data-parallel replicas on threads keep their own.
+const std::string* current_scope();  // interned; null at top level
+void set_current_scope(const std::string* scope);
+
+}  // namespace lazyscope

@@ -1,0 +1,25 @@
+// The engine publishes what it does (compiles, executions, steps, ...) as
+// protobuf events to whoever subscribed: the runner's recorder, tests. With
+// no subscriber, enabled() is false and callers skip building the event.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "lazyscope/events.pb.h"
+
+namespace lazyscope::events {
+
+using Subscriber = std::function<void(const pb::Event&)>;
+
+// Returns an id for unsubscribe(). Subscribers are called on the thread that
+// emits the event and must be quick (the recorder only enqueues).
+int subscribe(Subscriber subscriber);
+void unsubscribe(int id);
+bool enabled();
+void publish(const pb::Event& event);
+
+// Nanoseconds on the steady clock since the engine's epoch (first call).
+int64_t now_ns();
+
+}  // namespace lazyscope::events

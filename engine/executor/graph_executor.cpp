@@ -1,0 +1,351 @@
+#include "executor/graph_executor.h"
+
+#include <cctype>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/hash.h"
+#include "core/settings.h"
+#include "events/event_bus.h"
+#include "executor/compile_cache.h"
+#include "executor/graph_signature.h"
+#include "metrics/metrics.h"
+
+namespace lazyscope::executor {
+namespace {
+
+struct CallSite {
+  const std::string* file;
+  int line;
+  pb::SyncCause cause;
+  bool operator==(const CallSite&) const = default;
+};
+
+struct CallSiteHash {
+  size_t operator()(const CallSite& s) const {
+    return hash_combine(hash_combine(reinterpret_cast<uintptr_t>(s.file), static_cast<uint64_t>(s.line)),
+                        static_cast<uint64_t>(s.cause));
+  }
+};
+
+struct DeviceState {
+  std::recursive_mutex mu;  // one sync at a time; recursive for sync-within-sync safety
+  std::vector<std::weak_ptr<TensorImpl>> live;
+  size_t compacted_size = 0;
+  int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit
+  int64_t step = 0;
+  int64_t step_start_ns = -1;
+  int64_t compile_ns = 0, execute_ns = 0, transfer_ns = 0, host_wait_ns = 0;
+  // Last graph compiled at each call site, to explain the next recompile.
+  std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
+};
+
+DeviceState& state(const Device& device) {
+  static std::mutex mu;
+  static auto* states = new std::unordered_map<int, std::unique_ptr<DeviceState>>();
+  std::lock_guard lock(mu);
+  auto& slot = (*states)[device.ordinal];
+  if (!slot) slot = std::make_unique<DeviceState>();
+  return *slot;
+}
+
+// "mark_step", "item", ...: the enum name without its prefix, for counters.
+std::string sync_cause_name(pb::SyncCause cause) {
+  std::string name = pb::SyncCause_Name(cause);
+  const std::string prefix = "SYNC_CAUSE_";
+  if (name.starts_with(prefix)) name = name.substr(prefix.size());
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
+  if (!loc.known()) return;
+  out->set_file(*loc.file);
+  out->set_line(loc.line);
+  if (loc.function) out->set_function(*loc.function);
+}
+
+// Post-order over the nodes the roots need; leaves become parameters in the
+// order they are first reached. The graph hash folds in each node's local
+// hash and its operand positions, which covers structure, attributes, input
+// shapes and dtypes, and input aliasing — never input values.
+struct LoweredGraph {
+  GraphView view;
+  uint64_t hash = 0;
+};
+
+LoweredGraph lower(const std::vector<const Node*>& roots) {
+  LoweredGraph g;
+  std::unordered_map<const Node*, int> position;
+  std::vector<std::pair<const Node*, size_t>> stack;
+  for (const Node* root : roots) {
+    if (position.contains(root)) continue;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->operands().size()) {
+        const Node* operand = node->operands()[next++].get();
+        if (!position.contains(operand)) stack.emplace_back(operand, 0);
+        continue;
+      }
+      const int pos = static_cast<int>(g.view.nodes.size());
+      position.emplace(node, pos);
+      g.view.nodes.push_back(node);
+      std::vector<int> operand_positions;
+      operand_positions.reserve(node->operands().size());
+      uint64_t h = node->local_hash();
+      for (const NodePtr& operand : node->operands()) {
+        const int p = position.at(operand.get());
+        operand_positions.push_back(p);
+        h = hash_combine(h, static_cast<uint64_t>(p));
+      }
+      g.hash = hash_combine(g.hash, h);
+      g.view.operands.push_back(std::move(operand_positions));
+      if (node->is_leaf()) g.view.parameters.push_back(pos);
+      stack.pop_back();
+    }
+  }
+  for (const Node* root : roots) {
+    const int p = position.at(root);
+    g.view.outputs.push_back(p);
+    g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
+  }
+  return g;
+}
+
+pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
+  pb::IrGraph graph;
+  graph.set_hash(hash);
+  graph.set_parameter_count(static_cast<int32_t>(view.parameters.size()));
+  std::vector<int> parameter_of(view.nodes.size(), -1);
+  for (size_t p = 0; p < view.parameters.size(); ++p) parameter_of[view.parameters[p]] = static_cast<int>(p);
+  for (size_t i = 0; i < view.nodes.size(); ++i) {
+    const Node* n = view.nodes[i];
+    pb::IrNode* out = graph.add_nodes();
+    out->set_id(static_cast<int32_t>(i));
+    out->set_op(std::string(op_name(n->op())));
+    for (int p : view.operands[i]) out->add_operands(p);
+    for (int64_t d : n->shape()) out->add_shape(d);
+    out->set_dtype(std::string(dtype_name(n->dtype())));
+    for (const Attr& a : n->attrs().items()) (*out->mutable_attrs())[a.name] = Attrs::value_str(a.value);
+    set_source(out->mutable_source(), n->source());
+    if (n->scope()) out->set_scope(*n->scope());
+    out->set_hash(n->hash());
+    out->set_parameter_index(parameter_of[i]);
+  }
+  for (int o : view.outputs) graph.add_outputs(o);
+  return graph;
+}
+
+// Pending tensors of the device, compacting the registry as it goes.
+std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
+  std::vector<std::shared_ptr<TensorImpl>> pending;
+  size_t kept = 0;
+  for (auto& weak : st.live) {
+    auto t = weak.lock();
+    if (!t || !t->pending()) continue;
+    pending.push_back(t);
+    st.live[kept++] = std::move(weak);
+  }
+  st.live.resize(kept);
+  st.compacted_size = kept;
+  return pending;
+}
+
+void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
+  LAZYSCOPE_COUNTER("MarkStep")->add(1);
+  if (events::enabled()) {
+    pb::Event e;
+    e.set_replica(device.ordinal);
+    auto* s = e.mutable_step();
+    s->set_step(st.step);
+    s->set_start_ns(st.step_start_ns);
+    s->set_end_ns(end_ns);
+    s->set_compile_ns(st.compile_ns);
+    s->set_execute_ns(st.execute_ns);
+    s->set_transfer_ns(st.transfer_ns);
+    s->set_host_wait_ns(st.host_wait_ns);
+    const int64_t busy = st.compile_ns + st.execute_ns + st.transfer_ns + st.host_wait_ns;
+    s->set_trace_ns(std::max<int64_t>(0, end_ns - st.step_start_ns - busy));
+    events::publish(e);
+  }
+  ++st.step;
+  st.step_start_ns = end_ns;
+  st.compile_ns = st.execute_ns = st.transfer_ns = st.host_wait_ns = 0;
+}
+
+void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
+                 pb::SyncCause cause) {
+  if (targets.empty()) {
+    targets = collect_pending(st);
+  } else {
+    std::erase_if(targets, [](const auto& t) { return !t->pending(); });
+  }
+  st.pending_nodes = 0;
+  if (targets.empty()) return;
+  const int64_t start = events::now_ns();
+  const SourceLocation sync_site = current_source_location();
+
+  std::vector<const Node*> roots;
+  roots.reserve(targets.size());
+  for (const auto& t : targets) roots.push_back(t->ir.get());
+  LoweredGraph graph = lower(roots);
+
+  std::shared_ptr<CompiledGraph> compiled = compile_cache().get(graph.hash);
+  const bool cache_hit = compiled != nullptr;
+  int64_t compile_ns = 0;
+  if (cache_hit) {
+    LAZYSCOPE_COUNTER("CachedCompile")->add(1);
+  } else {
+    const int64_t compile_start = events::now_ns();
+    compiled = std::make_shared<CompiledGraph>();
+    compiled->hash = graph.hash;
+    compiled->node_count = static_cast<int>(graph.view.nodes.size());
+    compiled->executable = default_backend().compile(graph.view);
+    compile_cache().put(compiled);
+    compile_ns = events::now_ns() - compile_start;
+    LAZYSCOPE_COUNTER("UncachedCompile")->add(1);
+    LAZYSCOPE_METRIC("CompileTime")->add(static_cast<double>(compile_ns) / 1e6);
+
+    // Explain the compile against the last graph from the same call site.
+    auto signature = std::make_shared<const GraphSignature>(make_signature(graph.view, graph.hash));
+    const CallSite site{sync_site.file, sync_site.line, cause};
+    auto previous = st.last_at_site.find(site);
+    const CompileReason reason = explain_recompile(
+        *signature, previous == st.last_at_site.end() ? nullptr : previous->second.get(),
+        compile_cache().was_evicted(graph.hash));
+    st.last_at_site[site] = signature;
+    if (events::enabled()) {
+      pb::Event e;
+      e.set_replica(device.ordinal);
+      auto* c = e.mutable_compile();
+      c->set_step(st.step);
+      c->set_graph_hash(graph.hash);
+      c->set_start_ns(compile_start);
+      c->set_duration_ns(compile_ns);
+      c->set_reason_kind(reason.kind);
+      c->set_reason(reason.text);
+      c->set_compared_with(reason.compared_with);
+      set_source(c->mutable_source(), sync_site);
+      *c->mutable_graph() = to_proto(graph.view, graph.hash);
+      c->set_program_text(compiled->executable->program_text());
+      events::publish(e);
+    }
+  }
+
+  std::vector<BufferPtr> parameters;
+  parameters.reserve(graph.view.parameters.size());
+  for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
+  const int64_t execute_start = events::now_ns();
+  std::vector<BufferPtr> outputs = compiled->executable->execute(parameters);
+  const int64_t execute_ns = events::now_ns() - execute_start;
+  LAZYSCOPE_COUNTER("ExecuteCount")->add(1);
+  LAZYSCOPE_METRIC("ExecuteTime")->add(static_cast<double>(execute_ns) / 1e6);
+
+  // Bind: each target now holds its buffer behind a device-data leaf, which
+  // releases the traced graph it no longer needs.
+  for (size_t i = 0; i < targets.size(); ++i) {
+    targets[i]->buffer = outputs[i];
+    targets[i]->ir = std::make_shared<Node>(outputs[i]);
+  }
+
+  st.compile_ns += compile_ns;
+  st.execute_ns += execute_ns;
+  if (cause != pb::SYNC_CAUSE_MARK_STEP) {
+    // A value read inside the step: the host waited for the device.
+    st.host_wait_ns += events::now_ns() - start - compile_ns - execute_ns;
+  }
+  metrics::counter("SyncCause." + sync_cause_name(cause))->add(1);
+  if (events::enabled()) {
+    pb::Event e;
+    e.set_replica(device.ordinal);
+    auto* x = e.mutable_execute();
+    x->set_step(st.step);
+    x->set_graph_hash(graph.hash);
+    x->set_start_ns(execute_start);
+    x->set_duration_ns(execute_ns);
+    x->set_cause(cause);
+    set_source(x->mutable_source(), sync_site);
+    x->set_cache_hit(cache_hit);
+    x->set_node_count(static_cast<int32_t>(graph.view.nodes.size()));
+    events::publish(e);
+  }
+}
+
+}  // namespace
+
+void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
+  DeviceState& st = state(tensor->device);
+  bool over_limit = false;
+  {
+    std::lock_guard lock(st.mu);
+    if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
+    st.live.push_back(tensor);
+    // Compact dead entries once the registry doubles, so a long step of
+    // temporaries does not grow it without bound.
+    if (st.live.size() > 2 * st.compacted_size + 1024) {
+      std::erase_if(st.live, [](const auto& w) { return w.expired(); });
+      st.compacted_size = st.live.size();
+    }
+    over_limit = ++st.pending_nodes > settings::graph_node_limit();
+  }
+  if (over_limit) {
+    LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
+    sync(tensor->device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
+  }
+}
+
+void sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.mu);
+  sync_locked(device, st, targets, cause);
+}
+
+void mark_step(const Device& device) {
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.mu);
+  if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
+  sync_locked(device, st, {}, pb::SYNC_CAUSE_MARK_STEP);
+  publish_step(device, st, events::now_ns());
+}
+
+int64_t current_step(const Device& device) {
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.mu);
+  return st.step;
+}
+
+void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes) {
+  DeviceState& st = state(device);
+  int64_t step;
+  {
+    std::lock_guard lock(st.mu);
+    st.transfer_ns += duration_ns;
+    step = st.step;
+  }
+  if (events::enabled()) {
+    pb::Event e;
+    e.set_replica(device.ordinal);
+    auto* t = e.mutable_transfer();
+    t->set_step(step);
+    t->set_to_device(to_device);
+    t->set_start_ns(start_ns);
+    t->set_duration_ns(duration_ns);
+    t->set_bytes(bytes);
+    events::publish(e);
+  }
+}
+
+pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.mu);
+  std::vector<std::shared_ptr<TensorImpl>> pending = targets.empty() ? collect_pending(st) : targets;
+  std::vector<const Node*> roots;
+  for (const auto& t : pending) {
+    if (t->ir) roots.push_back(t->ir.get());
+  }
+  LoweredGraph graph = lower(roots);
+  return to_proto(graph.view, graph.hash);
+}
+
+}  // namespace lazyscope::executor

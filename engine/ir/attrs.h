@@ -1,0 +1,42 @@
+// Op attributes: a short list of named, typed values. They take part in the
+// node hash, so two graphs that differ only in an attribute (a reduction's
+// dims, say) are different graphs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace lazyscope {
+
+using AttrValue = std::variant<int64_t, double, bool, std::vector<int64_t>>;
+
+struct Attr {
+  const char* name;  // a string literal
+  AttrValue value;
+};
+
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<Attr> attrs) : attrs_(attrs) {}
+
+  const std::vector<Attr>& items() const { return attrs_; }
+  bool empty() const { return attrs_.empty(); }
+
+  // Throws EngineError if the attribute is missing or has another type.
+  int64_t get_int(const char* name) const;
+  bool get_bool(const char* name) const;
+  double get_double(const char* name) const;
+  const std::vector<int64_t>& get_ints(const char* name) const;
+
+  uint64_t hash() const;
+  static std::string value_str(const AttrValue& v);
+
+ private:
+  const AttrValue& find(const char* name) const;
+  std::vector<Attr> attrs_;
+};
+
+}  // namespace lazyscope

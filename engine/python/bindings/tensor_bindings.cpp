@@ -1,0 +1,157 @@
+#include "bindings/tensor_bindings.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "executor/graph_executor.h"
+#include "tensor/ops.h"
+
+namespace py = pybind11;
+
+namespace lazyscope::python {
+namespace {
+
+DType dtype_of(const py::dtype& dt) {
+  switch (dt.kind()) {
+    case 'b': return DType::kBool;
+    case 'u':
+      if (dt.itemsize() == 1) return DType::kUInt8;
+      break;
+    case 'i':
+      if (dt.itemsize() == 4) return DType::kInt32;
+      if (dt.itemsize() == 8) return DType::kInt64;
+      break;
+    case 'f':
+      if (dt.itemsize() == 2) return DType::kFloat16;
+      if (dt.itemsize() == 4) return DType::kFloat32;
+      if (dt.itemsize() == 8) return DType::kFloat64;
+      break;
+    default: break;
+  }
+  throw EngineError("unsupported NumPy dtype '" + py::str(static_cast<const py::handle&>(dt)).cast<std::string>() + "'");
+}
+
+py::dtype numpy_dtype(DType t) {
+  switch (t) {
+    case DType::kBool: return py::dtype("bool");
+    case DType::kUInt8: return py::dtype("uint8");
+    case DType::kInt32: return py::dtype("int32");
+    case DType::kInt64: return py::dtype("int64");
+    case DType::kFloat16: return py::dtype("float16");
+    case DType::kFloat32: return py::dtype("float32");
+    case DType::kFloat64: return py::dtype("float64");
+    case DType::kBFloat16: break;
+  }
+  throw EngineError("bfloat16 tensors have no NumPy dtype; convert to float32 first");
+}
+
+// Copies a NumPy array (any strides) into a new host buffer, without a
+// Python-level loop.
+Tensor from_numpy(const py::array& source, const std::string& device) {
+  py::array array = py::array::ensure(source, py::array::c_style | py::array::forcecast);
+  if (!array) throw EngineError("from_numpy: could not convert the input to a contiguous array");
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  BufferPtr buffer = Buffer::allocate(dtype_of(array.dtype()), shape);
+  if (buffer->bytes()) std::memcpy(buffer->data(), array.data(), buffer->bytes());
+  return Tensor::wrap(std::move(buffer), Device{}).to(parse_device(device));
+}
+
+py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
+  BufferPtr buffer = t.host_buffer(cause);
+  py::array out(numpy_dtype(t.dtype()), t.shape());
+  if (buffer->bytes()) std::memcpy(out.mutable_data(), buffer->data(), buffer->bytes());
+  return out;
+}
+
+Tensor scalar_like(const Tensor& t, double value) { return ops::scalar(value, t.dtype(), t.device()); }
+
+std::vector<int64_t> dims_arg(const py::object& dim) {
+  if (dim.is_none()) return {};
+  if (py::isinstance<py::int_>(dim)) return {dim.cast<int64_t>()};
+  return dim.cast<std::vector<int64_t>>();
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::enum_<DType>(m, "dtype")
+      .value("bool", DType::kBool)
+      .value("uint8", DType::kUInt8)
+      .value("int32", DType::kInt32)
+      .value("int64", DType::kInt64)
+      .value("float16", DType::kFloat16)
+      .value("bfloat16", DType::kBFloat16)
+      .value("float32", DType::kFloat32)
+      .value("float64", DType::kFloat64)
+      .def("__repr__", [](DType t) { return "lazyscope." + std::string(dtype_name(t)); })
+      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); })
+      .def_property_readonly("itemsize", [](DType t) { return dtype_size(t); });
+
+  py::class_<Device>(m, "device")
+      .def(py::init([](const std::string& text) { return parse_device(text); }), py::arg("type"))
+      .def_property_readonly("type", [](const Device& d) { return d.is_lazy() ? "lazy" : "cpu"; })
+      .def_property_readonly("index", [](const Device& d) -> py::object {
+        return d.is_lazy() ? py::object(py::int_(d.ordinal)) : py::object(py::none());
+      })
+      .def("__str__", &Device::str)
+      .def("__repr__", [](const Device& d) { return "device(type='" + d.str() + "')"; })
+      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
+      .def("__eq__", [](const Device& a, const std::string& b) { return a == parse_device(b); })
+      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.str())); });
+
+  py::class_<Tensor>(m, "Tensor")
+      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def("size", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def("dim", [](const Tensor& t) { return t.shape().size(); })
+      .def("numel", &Tensor::numel)
+      .def_property_readonly("dtype", &Tensor::dtype)
+      .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
+      .def("to", [](const Tensor& t, const Device& d) { return t.to(d); })
+      .def("to", [](const Tensor& t, const std::string& d) { return t.to(parse_device(d)); })
+      .def("cpu", [](const Tensor& t) { return t.to(Device{}); })
+      .def("numpy", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST); })
+      .def("tolist", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST).attr("tolist")(); })
+      .def("item",
+           [](const Tensor& t) {
+             if (t.numel() != 1) {
+               throw EngineError("item(): a tensor with " + std::to_string(t.numel()) +
+                                 " elements cannot be converted to a Python number");
+             }
+             return to_numpy(t, pb::SYNC_CAUSE_ITEM).attr("reshape")(-1)[py::int_(0)].attr("item")();
+           })
+      .def("__bool__",
+           [](const Tensor& t) {
+             if (t.numel() != 1) throw EngineError("the truth value of a tensor with more than one element is ambiguous");
+             return to_numpy(t, pb::SYNC_CAUSE_CONTROL_FLOW).attr("reshape")(-1)[py::int_(0)].cast<bool>();
+           })
+      .def("_host_repr", [](const Tensor& t) { return py::repr(to_numpy(t, pb::SYNC_CAUSE_TO_HOST)); })
+      .def("__add__", &ops::add)
+      .def("__add__", [](const Tensor& a, double b) { return ops::add(a, scalar_like(a, b)); })
+      .def("__radd__", [](const Tensor& a, double b) { return ops::add(scalar_like(a, b), a); })
+      .def("__mul__", &ops::mul)
+      .def("__mul__", [](const Tensor& a, double b) { return ops::mul(a, scalar_like(a, b)); })
+      .def("__rmul__", [](const Tensor& a, double b) { return ops::mul(scalar_like(a, b), a); })
+      .def("__matmul__", &ops::matmul)
+      .def("add", &ops::add)
+      .def("mul", &ops::mul)
+      .def("matmul", &ops::matmul)
+      .def("mm", &ops::matmul)
+      .def("relu", &ops::relu)
+      .def(
+          "sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false);
+
+  m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
+        "Copies a NumPy array into a new tensor on `device`.");
+  m.def("scalar_tensor", [](double v, DType dt, const std::string& d) { return ops::scalar(v, dt, parse_device(d)); },
+        py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
+  m.def("relu", &ops::relu);
+  m.def("matmul", &ops::matmul);
+  m.def("sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
+        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+}
+
+}  // namespace lazyscope::python

@@ -1,0 +1,10 @@
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace lazyscope::python {
+
+// Tensor, dtype and device classes, creation from NumPy, and the ops.
+void bind_tensor(pybind11::module_& m);
+
+}  // namespace lazyscope::python

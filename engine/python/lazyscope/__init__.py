@@ -1,0 +1,128 @@
+"""LazyScope: a lazy-tensor engine with PyTorch's names.
+
+Tensors on the ``cpu`` device run at once; tensors on a lazy device
+(``lazy:0`` …) record their ops into an IR graph that runs at a barrier
+(``lazyscope.core.lazy_model.mark_step()``) or when a value is read.
+"""
+import os as _os
+
+import numpy as _np
+
+from lazyscope import _C
+from lazyscope._C import (  # noqa: F401  (re-exported API)
+    DeviceMismatchError,
+    EngineError,
+    ShapeError,
+    Tensor,
+    device,
+    dtype,
+    matmul,
+    relu,
+    sum,
+)
+
+_C._install_source_provider(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
+
+bool = dtype.bool  # noqa: A001  (PyTorch's name)
+uint8 = dtype.uint8
+int32 = dtype.int32
+int64 = dtype.int64
+long = dtype.int64
+float16 = dtype.float16
+half = dtype.float16
+bfloat16 = dtype.bfloat16
+float32 = dtype.float32
+float = dtype.float32  # noqa: A001
+float64 = dtype.float64
+double = dtype.float64
+
+_NUMPY_OF = {
+    dtype.bool: _np.bool_, dtype.uint8: _np.uint8, dtype.int32: _np.int32,
+    dtype.int64: _np.int64, dtype.float16: _np.float16,
+    dtype.float32: _np.float32, dtype.float64: _np.float64,
+}
+
+_rng = _np.random.default_rng(0)
+
+
+def manual_seed(seed):
+    """Seeds the generator behind rand/randn."""
+    global _rng
+    _rng = _np.random.default_rng(seed)
+
+
+def _device_str(dev):
+    return "cpu" if dev is None else str(dev)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def tensor(data, dtype=None, device=None):
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy arrays)."""
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    array = _np.asarray(data)
+    if dtype is not None:
+        array = array.astype(_NUMPY_OF[dtype])
+    elif array.dtype == _np.float64 and not isinstance(data, _np.ndarray):
+        array = array.astype(_np.float32)  # Python floats default to float32, as in PyTorch
+    return _C.from_numpy(array, _device_str(device))
+
+
+def from_numpy(array):
+    return _C.from_numpy(array, "cpu")
+
+
+def _filled(value, size, dtype, device):
+    dt = _NUMPY_OF[dtype or float32]
+    return _C.from_numpy(_np.full(_shape(size), value, dtype=dt), _device_str(device))
+
+
+def zeros(*size, dtype=None, device=None):
+    return _filled(0, size, dtype, device)
+
+
+def ones(*size, dtype=None, device=None):
+    return _filled(1, size, dtype, device)
+
+
+def full(size, fill_value, dtype=None, device=None):
+    return _filled(fill_value, (size,), dtype, device)
+
+
+def randn(*size, dtype=None, device=None):
+    dt = _NUMPY_OF[dtype or float32]
+    return _C.from_numpy(_rng.standard_normal(_shape(size)).astype(dt), _device_str(device))
+
+
+def rand(*size, dtype=None, device=None):
+    dt = _NUMPY_OF[dtype or float32]
+    return _C.from_numpy(_rng.random(_shape(size)).astype(dt), _device_str(device))
+
+
+def mm(a, b):
+    return _C.matmul(a, b)
+
+
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a * b
+
+
+def _tensor_repr(self):
+    suffix = "" if self.device.type == "cpu" else f", device='{self.device}'"
+    body = _np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+    return f"tensor({body}{suffix})"
+
+
+Tensor.__repr__ = _tensor_repr
+Tensor.__str__ = _tensor_repr
+
+from lazyscope.core import lazy_model  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""Device helpers in the spirit of ``torch_xla.core``."""

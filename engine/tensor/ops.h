@@ -1,0 +1,27 @@
+// The ops users call. Each checks its operands' devices, infers the output
+// spec at the call (so shape errors name the user's line), then runs at once
+// on the cpu device or records an IR node on a lazy device.
+#pragma once
+
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace lazyscope::ops {
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor relu(const Tensor& a);
+// dims empty = all dims.
+Tensor sum(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+
+// A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
+// becomes a graph input, not a constant, so a changing learning rate does not
+// recompile.
+Tensor scalar(double value, DType dtype, const Device& device);
+
+// Generic entry used by the named ops above.
+Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs = {});
+
+}  // namespace lazyscope::ops
