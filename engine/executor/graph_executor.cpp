@@ -197,6 +197,7 @@ void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_
   if (cache_hit) {
     LAZYSCOPE_COUNTER("CachedCompile")->add(1);
   } else {
+    const bool was_evicted = compile_cache().was_evicted(graph.hash);  // before put() forgets it
     const int64_t compile_start = events::now_ns();
     compiled = std::make_shared<CompiledGraph>();
     compiled->hash = graph.hash;
@@ -212,8 +213,7 @@ void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_
     const CallSite site{sync_site.file, sync_site.line, cause};
     auto previous = st.last_at_site.find(site);
     const CompileReason reason = explain_recompile(
-        *signature, previous == st.last_at_site.end() ? nullptr : previous->second.get(),
-        compile_cache().was_evicted(graph.hash));
+        *signature, previous == st.last_at_site.end() ? nullptr : previous->second.get(), was_evicted);
     st.last_at_site[site] = signature;
     if (events::enabled()) {
       pb::Event e;

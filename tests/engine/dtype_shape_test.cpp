@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+
+namespace lazyscope {
+namespace {
+
+TEST(DType, PromotionFollowsPyTorch) {
+  // Expected values from torch.promote_types.
+  EXPECT_EQ(promote_types(DType::kInt64, DType::kFloat32), DType::kFloat32);
+  EXPECT_EQ(promote_types(DType::kFloat32, DType::kFloat64), DType::kFloat64);
+  EXPECT_EQ(promote_types(DType::kBool, DType::kUInt8), DType::kUInt8);
+  EXPECT_EQ(promote_types(DType::kInt32, DType::kInt64), DType::kInt64);
+  EXPECT_EQ(promote_types(DType::kFloat16, DType::kBFloat16), DType::kFloat32);
+  EXPECT_EQ(promote_types(DType::kBFloat16, DType::kFloat32), DType::kFloat32);
+  EXPECT_EQ(promote_types(DType::kUInt8, DType::kFloat16), DType::kFloat16);
+}
+
+TEST(DType, NamesRoundTrip) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const auto t = static_cast<DType>(i);
+    EXPECT_EQ(parse_dtype(dtype_name(t)), t);
+  }
+  EXPECT_EQ(parse_dtype("torch.float"), DType::kFloat32);
+  EXPECT_THROW(parse_dtype("complex64"), EngineError);
+}
+
+TEST(Shape, Broadcasting) {
+  EXPECT_EQ(broadcast_shapes({3, 1}, {1, 4}, "add"), (Shape{3, 4}));
+  EXPECT_EQ(broadcast_shapes({5, 3, 4}, {4}, "add"), (Shape{5, 3, 4}));
+  EXPECT_EQ(broadcast_shapes({}, {2, 2}, "add"), (Shape{2, 2}));
+  try {
+    broadcast_shapes({3, 2}, {4, 2}, "add");
+    FAIL() << "expected a ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[3, 2] and [4, 2]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Device, ParsesNamesAndRefusesUnknownOnes) {
+  EXPECT_EQ(parse_device("cpu"), (Device{DeviceKind::kCpu, 0}));
+  EXPECT_EQ(parse_device("lazy:0"), (Device{DeviceKind::kLazy, 0}));
+  EXPECT_EQ(parse_device("xla"), (Device{DeviceKind::kLazy, 0}));
+  EXPECT_EQ(parse_device("lazy:0").str(), "lazy:0");
+  EXPECT_THROW(parse_device("cuda:0"), EngineError);
+  EXPECT_THROW(parse_device("lazy:99"), EngineError);
+  EXPECT_THROW(parse_device("lazy:x"), EngineError);
+}
+
+}  // namespace
+}  // namespace lazyscope

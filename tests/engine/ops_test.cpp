@@ -1,0 +1,89 @@
+// Every op against a plain-loop reference written in the test, on the eager
+// cpu device and on lazy:0.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tensor/ops.h"
+#include "test_util.h"
+
+namespace lazyscope {
+namespace {
+
+using testing::make;
+using testing::values;
+
+class OpsOnDevice : public ::testing::TestWithParam<Device> {};
+
+TEST_P(OpsOnDevice, AddBroadcastsRowAgainstColumn) {
+  Tensor a = make({1, 2, 3}, {3, 1}, GetParam());
+  Tensor b = make({10, 20}, {1, 2}, GetParam());
+  EXPECT_EQ(values(ops::add(a, b)), (std::vector<float>{11, 21, 12, 22, 13, 23}));
+}
+
+TEST_P(OpsOnDevice, MulByScalarInput) {
+  Tensor a = make({1, -2, 3, -4}, {2, 2}, GetParam());
+  Tensor s = ops::scalar(0.5, DType::kFloat32, GetParam());
+  EXPECT_EQ(values(ops::mul(a, s)), (std::vector<float>{0.5f, -1, 1.5f, -2}));
+}
+
+TEST_P(OpsOnDevice, MatmulMatchesLoopReference) {
+  const int m = 5, k = 7, n = 3;
+  std::vector<float> av(m * k), bv(k * n), expected(m * n, 0);
+  for (int i = 0; i < m * k; ++i) av[i] = static_cast<float>((i * 37 % 11) - 5) / 4;
+  for (int i = 0; i < k * n; ++i) bv[i] = static_cast<float>((i * 13 % 7) - 3) / 2;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p) expected[i * n + j] += av[i * k + p] * bv[p * n + j];
+  auto got = values(ops::matmul(make(av, {m, k}, GetParam()), make(bv, {k, n}, GetParam())));
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-4) << i;
+}
+
+TEST_P(OpsOnDevice, ReluClampsNegatives) {
+  EXPECT_EQ(values(ops::relu(make({-1, 0, 2, -3}, {4}, GetParam()))), (std::vector<float>{0, 0, 2, 0}));
+}
+
+TEST_P(OpsOnDevice, SumOverAllAndOverDims) {
+  Tensor a = make({1, 2, 3, 4, 5, 6}, {2, 3}, GetParam());
+  EXPECT_EQ(values(ops::sum(a)), (std::vector<float>{21}));
+  EXPECT_EQ(values(ops::sum(a, {0})), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(values(ops::sum(a, {-1})), (std::vector<float>{6, 15}));
+  Tensor kept = ops::sum(a, {1}, /*keepdim=*/true);
+  EXPECT_EQ(kept.shape(), (Shape{2, 1}));
+  EXPECT_EQ(values(kept), (std::vector<float>{6, 15}));
+}
+
+TEST_P(OpsOnDevice, ShapeErrorRaisedAtTheCall) {
+  Tensor a = make({1, 2, 3, 4, 5, 6}, {2, 3}, GetParam());
+  EXPECT_THROW(ops::matmul(a, a), ShapeError);
+  EXPECT_THROW(ops::add(a, make({1, 2}, {2}, GetParam())), ShapeError);
+  EXPECT_THROW(ops::sum(a, {2}), ShapeError);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
+                         [](const auto& param_info) { return param_info.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
+
+TEST(Ops, MixingDevicesNamesBoth) {
+  Tensor a = make({1}, {1});
+  Tensor b = make({1}, {1}, testing::lazy0());
+  try {
+    ops::add(a, b);
+    FAIL() << "expected DeviceMismatchError";
+  } catch (const DeviceMismatchError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cpu"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lazy:0"), std::string::npos) << msg;
+  }
+}
+
+TEST(Ops, LazyOpsDoNotRunUntilNeeded) {
+  Tensor a = make({1, 2}, {2}, testing::lazy0());
+  Tensor b = ops::add(a, a);
+  EXPECT_TRUE(b.impl()->pending());
+  EXPECT_EQ(b.impl()->buffer, nullptr);
+  EXPECT_EQ(values(b), (std::vector<float>{2, 4}));
+  EXPECT_FALSE(b.impl()->pending());
+}
+
+}  // namespace
+}  // namespace lazyscope
