@@ -17,6 +17,7 @@ TensorSpec infer_binary(const char* op, std::span<const TensorSpec> in) {
 }
 
 TensorSpec infer_add(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("add", in); }
+TensorSpec infer_sub(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("sub", in); }
 TensorSpec infer_mul(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("mul", in); }
 TensorSpec infer_same(std::span<const TensorSpec> in, const Attrs&) { return in[0]; }
 
@@ -54,13 +55,21 @@ TensorSpec infer_sum(std::span<const TensorSpec> in, const Attrs& attrs) {
   return {out, dt};
 }
 
+TensorSpec infer_transpose(std::span<const TensorSpec> in, const Attrs&) {
+  const Shape& s = in[0].shape;
+  if (s.size() != 2) throw ShapeError("t: expected a 2-D tensor, got shape " + shape_str(s));
+  return {{s[1], s[0]}, in[0].dtype};
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf},
     {"add", 2, infer_add},
+    {"sub", 2, infer_sub},
     {"mul", 2, infer_mul},
     {"matmul", 2, infer_matmul},
     {"relu", 1, infer_same},
     {"sum", 1, infer_sum},
+    {"transpose", 1, infer_transpose},
 }};
 
 }  // namespace

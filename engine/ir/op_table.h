@@ -16,10 +16,12 @@ namespace lazyscope {
 enum class OpKind : uint16_t {
   kDeviceData,  // graph input: a materialized buffer, a Python scalar, RNG state
   kAdd,
+  kSub,
   kMul,
   kMatmul,
   kRelu,
   kSum,
+  kTranspose,  // 2-D: swaps the two dimensions
   kNumOps
 };
 

@@ -87,7 +87,9 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return apply(OpKind::kAdd, {a, b}); }
+Tensor sub(const Tensor& a, const Tensor& b) { return apply(OpKind::kSub, {a, b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMul, {a, b}); }
+Tensor t(const Tensor& a) { return apply(OpKind::kTranspose, {a}); }
 Tensor matmul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMatmul, {a, b}); }
 Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }
 

@@ -10,7 +10,10 @@
 namespace lazyscope::ops {
 
 Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
+// 2-D transpose.
+Tensor t(const Tensor& a);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor relu(const Tensor& a);
 // dims empty = all dims.

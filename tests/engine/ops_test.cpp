@@ -39,6 +39,15 @@ TEST_P(OpsOnDevice, MatmulMatchesLoopReference) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-4) << i;
 }
 
+TEST_P(OpsOnDevice, SubBroadcastsAndTransposeSwapsDims) {
+  Tensor a = make({1, 2, 3, 4, 5, 6}, {2, 3}, GetParam());
+  EXPECT_EQ(values(ops::sub(a, make({1, 1, 1}, {3}, GetParam()))), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  Tensor at = ops::t(a);
+  EXPECT_EQ(at.shape(), (Shape{3, 2}));
+  EXPECT_EQ(values(at), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_THROW(ops::t(make({1, 2}, {2}, GetParam())), ShapeError);
+}
+
 TEST_P(OpsOnDevice, ReluClampsNegatives) {
   EXPECT_EQ(values(ops::relu(make({-1, 0, 2, -3}, {4}, GetParam()))), (std::vector<float>{0, 0, 2, 0}));
 }

@@ -55,6 +55,7 @@ void binary(const KernelArgs& k, Op op) {
 }
 
 template <typename T> void add_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x + y); }); }
+template <typename T> void sub_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x - y); }); }
 template <typename T> void mul_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x * y); }); }
 
 template <typename T> void relu_kernel(const KernelArgs& k) {
@@ -62,6 +63,15 @@ template <typename T> void relu_kernel(const KernelArgs& k) {
   T* out = k.out.as<T>();
   const int64_t n = k.out.numel();
   for (int64_t i = 0; i < n; ++i) out[i] = in[i] > T(0) ? in[i] : T(0);
+}
+
+template <typename T> void transpose_kernel(const KernelArgs& k) {
+  const Buffer& in = *k.inputs[0];
+  const int64_t rows = in.shape()[0], cols = in.shape()[1];
+  const T* src = in.as<T>();
+  T* out = k.out.as<T>();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) out[j * rows + i] = src[i * cols + j];
 }
 
 // Accumulates in double (floats) or int64 (integers) to keep long sums exact
@@ -134,6 +144,13 @@ const std::map<Key, KernelFn>& kernel_table() {
     t[{OpKind::kAdd, DType::kFloat64}] = add_kernel<double>;
     t[{OpKind::kAdd, DType::kInt64}] = add_kernel<int64_t>;
     t[{OpKind::kAdd, DType::kInt32}] = add_kernel<int32_t>;
+    t[{OpKind::kSub, DType::kFloat32}] = sub_kernel<float>;
+    t[{OpKind::kSub, DType::kFloat64}] = sub_kernel<double>;
+    t[{OpKind::kSub, DType::kInt64}] = sub_kernel<int64_t>;
+    t[{OpKind::kSub, DType::kInt32}] = sub_kernel<int32_t>;
+    t[{OpKind::kTranspose, DType::kFloat32}] = transpose_kernel<float>;
+    t[{OpKind::kTranspose, DType::kFloat64}] = transpose_kernel<double>;
+    t[{OpKind::kTranspose, DType::kInt64}] = transpose_kernel<int64_t>;
     t[{OpKind::kMul, DType::kFloat32}] = mul_kernel<float>;
     t[{OpKind::kMul, DType::kFloat64}] = mul_kernel<double>;
     t[{OpKind::kMul, DType::kInt64}] = mul_kernel<int64_t>;

@@ -1,0 +1,71 @@
+#include "summary_format.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace lazyscope::runner {
+namespace {
+
+std::string printf_str(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+std::string local_time(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string status_name(pb::RunStatus status) {
+  switch (status) {
+    case pb::RUN_STATUS_RUNNING: return "running";
+    case pb::RUN_STATUS_SUCCEEDED: return "succeeded";
+    case pb::RUN_STATUS_FAILED: return "failed";
+    case pb::RUN_STATUS_INTERRUPTED: return "interrupted";
+    case pb::RUN_STATUS_CRASHED: return "crashed";
+    default: return "unknown";
+  }
+}
+
+std::string format_duration_ms(double ms) {
+  if (ms < 1) return printf_str("%.0f us", ms * 1000);
+  if (ms < 1000) return printf_str("%.1f ms", ms);
+  if (ms < 120000) return printf_str("%.2f s", ms / 1000);
+  return printf_str("%.1f min", ms / 60000);
+}
+
+std::string format_summary(const pb::RunSummary& s) {
+  const pb::RunInfo& r = s.run();
+  std::string out = printf_str("run #%lld \"%s\" %s in %s (exit code %d)\n", static_cast<long long>(r.id()),
+                               r.name().c_str(), status_name(r.status()).c_str(),
+                               format_duration_ms(s.wall_ms()).c_str(), r.exit_code());
+  if (!r.error().empty()) out += "  error        " + r.error() + "\n";
+  out += printf_str("  steps        %lld, median %s per step after warm-up\n", static_cast<long long>(s.steps()),
+                    format_duration_ms(s.median_step_ms()).c_str());
+  const double hit_rate = s.executions() ? 100.0 * static_cast<double>(s.cache_hits()) / static_cast<double>(s.executions()) : 0;
+  out += printf_str("  compiles     %lld uncached (%s in total)\n", static_cast<long long>(s.compiles()),
+                    format_duration_ms(s.compile_ms()).c_str());
+  out += printf_str("  executions   %lld, %lld of them cached (hit rate %.0f%%), %s in total\n",
+                    static_cast<long long>(s.executions()), static_cast<long long>(s.cache_hits()), hit_rate,
+                    format_duration_ms(s.execute_ms()).c_str());
+  if (s.fallbacks()) out += printf_str("  fallbacks    %lld\n", static_cast<long long>(s.fallbacks()));
+  out += "  started      " + local_time(r.started_unix_ms()) + " on " + r.host() + "\n";
+  return out;
+}
+
+std::string format_run_line(const pb::RunSummary& s) {
+  const pb::RunInfo& r = s.run();
+  return printf_str("%5lld  %-24s %-11s %-19s %7lld steps %4lld compiles  %s", static_cast<long long>(r.id()),
+                    r.name().substr(0, 24).c_str(), status_name(r.status()).c_str(),
+                    local_time(r.started_unix_ms()).c_str(), static_cast<long long>(s.steps()),
+                    static_cast<long long>(s.compiles()), format_duration_ms(s.wall_ms()).c_str());
+}
+
+}  // namespace lazyscope::runner
