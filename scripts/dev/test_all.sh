@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs every test: C++ (engine, storage) and GUI tests
+# under ctest (the GUI on Qt's offscreen platform), then the Python front-end
+# and end-to-end tests under Debian's own pytest.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/dev/install_deps.sh
+scripts/dev/build.sh
+PRESET="${LAZYSCOPE_PRESET:-release}"
+export QT_QPA_PLATFORM=offscreen
+export LAZYSCOPE_BUILD_DIR="$PWD/build/$PRESET"
+ctest --preset "$PRESET" -j2
+/usr/bin/python3 -m pytest -q tests/python tests/e2e
