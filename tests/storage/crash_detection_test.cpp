@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "db/run_liveness.h"
 #include "db/history_file.h"
@@ -103,6 +105,19 @@ TEST(CrashDetection, LiveRecorderIsRunningWithGrowingWallTime) {
   EXPECT_EQ(summary->run().ended_unix_ms(), 0);
   EXPECT_GE(summary->wall_ms(), 2'000.0);
   EXPECT_LT(summary->wall_ms(), 60'000.0);
+}
+
+TEST(CrashDetection, RecordingRefreshesTheHeartbeat) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("history.sqlite");
+  Recorder recorder(path, pb::RunInfo());
+  const std::string query = "SELECT heartbeat_unix_ms FROM runs";
+  const int64_t at_start = test_support::raw_int64(path, query);
+  // The writer refreshes it at most once a second; wait that out.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  recorder.record(test_support::step_event(0, 0, 1, 0));
+  recorder.flush();
+  EXPECT_GE(test_support::raw_int64(path, query), at_start + 1000);
 }
 
 TEST(CrashDetection, ObservedStatusRules) {

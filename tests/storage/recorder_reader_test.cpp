@@ -38,7 +38,7 @@ int64_t record_sample_run(const std::string& path, pb::Event* first_compile = nu
   recorder.record(test_support::step_event(3, 300 * ms, 314 * ms, 0));
   recorder.record(test_support::step_event(4, 400 * ms, 412 * ms, 0));
   recorder.record(test_support::step_event(5, 500 * ms, 520 * ms, 0));
-  recorder.record(test_support::step_event(5, 500 * ms, 999 * ms, 0, /*replica=*/1));
+  recorder.record(test_support::step_event(6, 500 * ms, 999 * ms, 0, /*replica=*/1));
 
   pb::Event compile_a = test_support::compile_event(0, kGraphA, 30 * ms, 5);
   if (first_compile != nullptr) *first_compile = compile_a;
