@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "db/statement.h"
 #include "query/history_reader.h"
 #include "recorder/recorder.h"
 #include "test_support.h"
@@ -46,6 +47,30 @@ TEST(HistoryFile, CreatesFileAndParentFoldersAtCurrentSchemaInWalMode) {
                                                    "type = 'table' AND name = '") + table + "'"),
               1)
         << table;
+  }
+}
+
+// Foreign keys are per connection: each open must turn them on, or deleting a
+// run would leave its rows behind.
+TEST(HistoryFile, DeletingARunCascadesToItsRows) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("history.sqlite");
+  {
+    Recorder recorder(path, test_support::sample_run_info("doomed"));
+    recorder.record(test_support::step_event(0, 0, 1, 0));
+    recorder.record(test_support::compile_event(0, 7, 1, 2));
+    recorder.record(test_support::scalar_event(0, "loss", 1.0));
+    recorder.record_output("stdout", "x");
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  HistoryFile file(path, OpenMode::kReadWrite);
+  Statement foreign_keys(file, "PRAGMA foreign_keys");
+  ASSERT_TRUE(foreign_keys.next_row());
+  EXPECT_EQ(foreign_keys.int64_at(0), 1);
+  foreign_keys.reset();
+  Statement(file, "DELETE FROM runs").execute();
+  for (const char* table : {"steps", "graphs", "compilations", "scalars", "output"}) {
+    EXPECT_EQ(test_support::raw_int64(path, std::string("SELECT COUNT(*) FROM ") + table), 0) << table;
   }
 }
 
