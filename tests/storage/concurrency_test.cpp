@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <latch>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,6 +91,32 @@ TEST(Concurrency, TwoRecordersAndAPollingReaderLoseNothing) {
     EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM output WHERE run_id = " +
                                            std::to_string(run.run().id())),
               kSteps / 500);
+  }
+}
+
+// Several writers finding the same file missing race to create and migrate it;
+// the migration's write lock must make all but one find the work done.
+TEST(Concurrency, WritersCreatingOneFileAtOnceAllSucceed) {
+  for (int round = 0; round < 10; ++round) {
+    ScratchFolder scratch;
+    const std::string path = scratch.file("history.sqlite");
+    constexpr int kWriters = 6;
+    std::latch start(kWriters);
+    std::vector<std::string> errors(kWriters);
+    std::vector<std::thread> writers;
+    for (int i = 0; i < kWriters; ++i) {
+      writers.emplace_back([&, i] {
+        start.arrive_and_wait();
+        try {
+          HistoryFile file(path, OpenMode::kReadWrite);
+        } catch (const HistoryError& error) {
+          errors[static_cast<size_t>(i)] = error.what();
+        }
+      });
+    }
+    for (std::thread& writer : writers) writer.join();
+    for (const std::string& error : errors) EXPECT_EQ(error, "") << "round " << round;
+    EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 1);
   }
 }
 
