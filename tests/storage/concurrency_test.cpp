@@ -1,5 +1,7 @@
 // Two recorders write one file at once while a reader polls it.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -92,6 +94,48 @@ TEST(Concurrency, TwoRecordersAndAPollingReaderLoseNothing) {
                                            std::to_string(run.run().id())),
               kSteps / 500);
   }
+}
+
+// SQLite locks differently between processes (POSIX locks) than between
+// connections of one process; the runner records in another process than the GUI.
+TEST(Concurrency, RecorderInAnotherProcessWhileReaderPolls) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("history.sqlite");
+  { HistoryFile create(path, OpenMode::kReadWrite); }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int exit_code = 0;
+    try {
+      Recorder recorder(path, test_support::sample_run_info("child"));
+      for (int step = 0; step < kSteps; ++step) {
+        recorder.record(test_support::step_event(step, 0, 5, 0));
+        recorder.record(test_support::execute_event(step, 0x77, 2, true));
+      }
+      recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+      exit_code = recorder.first_write_error().empty() ? 0 : 1;
+    } catch (...) {
+      exit_code = 2;
+    }
+    _exit(exit_code);
+  }
+
+  HistoryReader reader(path);
+  int polls = 0;
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    for (const pb::RunSummary& run : reader.list_runs()) EXPECT_LE(run.steps(), kSteps);
+    ++polls;
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_GT(polls, 0);
+  const auto runs = reader.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run().status(), pb::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(runs[0].run().pid(), child);
+  EXPECT_EQ(runs[0].steps(), kSteps);
+  EXPECT_EQ(runs[0].executions(), kSteps);
 }
 
 // Several writers finding the same file missing race to create and migrate it;
