@@ -27,8 +27,9 @@ enum class OpenMode { kReadOnly, kReadWrite };
 
 // An open connection to one history file. kReadWrite creates the file and its
 // folder if missing and migrates an older schema forward; kReadOnly refuses a
-// missing file. Both refuse a file whose schema is newer than kSchemaVersion
-// and a file that is not an SQLite database, with a HistoryError.
+// missing file. Both refuse a file whose schema is newer than kSchemaVersion,
+// a file that is not an SQLite database (or is corrupt), and another
+// application's SQLite database, with a HistoryError naming the file.
 class HistoryFile {
  public:
   HistoryFile(const std::string& path, OpenMode mode);
