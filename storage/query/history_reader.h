@@ -1,9 +1,12 @@
 // The query library: everything the command line and the GUI read from a
-// history goes through here (the GUI has no SQL of its own).
+// history goes through here (the GUI has no SQL of its own). Never writes to
+// the file, and reads while a Recorder (here or in another process) writes.
+// Thread-safe: calls are serialized on the one connection.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +39,9 @@ class HistoryReader {
 
  private:
   std::unique_ptr<HistoryFile> file_;
+  // Each call reads in one transaction on the shared connection; two threads'
+  // transactions cannot nest.
+  mutable std::mutex mutex_;
 };
 
 }  // namespace lazyscope::storage

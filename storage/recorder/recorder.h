@@ -38,6 +38,11 @@ class Recorder {
   void finish(pb::RunStatus status, int exit_code, const std::string& error,
               const std::string& traceback);
 
+  // The first database error the writer thread met, empty while every batch
+  // was stored. Recording never throws into the training process: a failed
+  // batch is dropped, reported once on stderr and kept here.
+  std::string first_write_error() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

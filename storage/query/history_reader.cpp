@@ -1,0 +1,102 @@
+#include "query/history_reader.h"
+
+#include <string>
+
+#include "db/history_file.h"
+#include "db/statement.h"
+#include "db/transaction.h"
+#include "query/run_summaries.h"
+#include "query/stored_enum.h"
+
+namespace lazyscope::storage {
+
+HistoryReader::HistoryReader(const std::string& path)
+    : file_(std::make_unique<HistoryFile>(path, OpenMode::kReadOnly)) {}
+
+HistoryReader::~HistoryReader() = default;
+
+std::vector<pb::RunSummary> HistoryReader::list_runs() const {
+  std::lock_guard lock(mutex_);
+  Transaction snapshot(*file_, Transaction::Kind::kRead);
+  std::vector<pb::RunSummary> runs = RunSummaryQuery(*file_).all();
+  snapshot.commit();
+  return runs;
+}
+
+std::optional<pb::RunSummary> HistoryReader::run_summary(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Transaction snapshot(*file_, Transaction::Kind::kRead);
+  std::optional<pb::RunSummary> summary = RunSummaryQuery(*file_).one(run_id);
+  snapshot.commit();
+  return summary;
+}
+
+std::optional<int64_t> HistoryReader::last_run_id() const {
+  std::lock_guard lock(mutex_);
+  // Same order as list_runs(): the run started last.
+  Statement newest(*file_, "SELECT id FROM runs ORDER BY started_unix_ms DESC, id DESC LIMIT 1");
+  if (!newest.next_row()) return std::nullopt;
+  const int64_t run_id = newest.int64_at(0);
+  newest.reset();
+  return run_id;
+}
+
+std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Statement rows(*file_, R"sql(
+    SELECT c.step, c.graph_hash, c.start_ns, c.duration_ns, c.reason_kind, c.reason,
+           c.compared_with, c.source_file, c.source_line, c.source_function, g.ir, g.program_text
+    FROM compilations AS c
+    LEFT JOIN graphs AS g ON g.run_id = c.run_id AND g.hash = c.graph_hash
+    WHERE c.run_id = ?1
+    ORDER BY c.start_ns, c.id)sql");
+  rows.bind_int64(1, run_id);
+  std::vector<pb::CompileEvent> compiles;
+  while (rows.next_row()) {
+    pb::CompileEvent& compile = compiles.emplace_back();
+    compile.set_step(rows.int64_at(0));
+    compile.set_graph_hash(rows.hash_at(1));
+    compile.set_start_ns(rows.int64_at(2));
+    compile.set_duration_ns(rows.int64_at(3));
+    compile.set_reason_kind(
+        enum_or_unspecified<pb::CompileReasonKind>(rows.int64_at(4), pb::CompileReasonKind_IsValid));
+    compile.set_reason(rows.text_at(5));
+    compile.set_compared_with(rows.hash_at(6));
+    compile.mutable_source()->set_file(rows.text_at(7));
+    compile.mutable_source()->set_line(static_cast<int32_t>(rows.int64_at(8)));
+    compile.mutable_source()->set_function(rows.text_at(9));
+    if (!rows.is_null_at(10)) {
+      if (!compile.mutable_graph()->ParseFromString(rows.blob_at(10))) {
+        throw HistoryError(file_->path() + ": the stored graph " + std::to_string(compile.graph_hash()) +
+                           " of run " + std::to_string(run_id) + " is corrupt");
+      }
+      compile.set_program_text(rows.text_at(11));
+    }
+  }
+  return compiles;
+}
+
+std::vector<pb::StepEvent> HistoryReader::steps(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Statement rows(*file_, R"sql(
+    SELECT step, start_ns, end_ns, trace_ns, compile_ns, execute_ns, transfer_ns, host_wait_ns
+    FROM steps
+    WHERE run_id = ?1 AND replica = 0
+    ORDER BY step, start_ns)sql");
+  rows.bind_int64(1, run_id);
+  std::vector<pb::StepEvent> steps;
+  while (rows.next_row()) {
+    pb::StepEvent& step = steps.emplace_back();
+    step.set_step(rows.int64_at(0));
+    step.set_start_ns(rows.int64_at(1));
+    step.set_end_ns(rows.int64_at(2));
+    step.set_trace_ns(rows.int64_at(3));
+    step.set_compile_ns(rows.int64_at(4));
+    step.set_execute_ns(rows.int64_at(5));
+    step.set_transfer_ns(rows.int64_at(6));
+    step.set_host_wait_ns(rows.int64_at(7));
+  }
+  return steps;
+}
+
+}  // namespace lazyscope::storage

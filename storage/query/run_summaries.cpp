@@ -1,0 +1,139 @@
+#include "query/run_summaries.h"
+
+#include <algorithm>
+#include <string>
+
+#include "db/history_file.h"
+#include "db/run_liveness.h"
+#include "query/step_median.h"
+#include "query/stored_enum.h"
+
+namespace lazyscope::storage {
+namespace {
+
+// Column order shared by the SELECT below and summary_from_row().
+enum Column {
+  kId, kName, kScriptPath, kScriptSha256, kScriptText, kArgsJson, kSettingsJson, kBackend,
+  kDeviceCount, kHost, kPid, kStartedUnixMs, kEndedUnixMs, kHeartbeatUnixMs, kStatus, kExitCode,
+  kError, kTraceback, kTagsJson,
+  kSteps, kCompiles, kCompileNs, kExecutions, kCacheHits, kExecuteNs, kFallbacks,
+};
+
+// Aggregates as correlated subqueries: each one is a range scan of its
+// table's (run_id, ...) index, so listing costs the size of the runs listed.
+constexpr const char* kSelectSummaries = R"sql(
+  SELECT r.id, r.name, r.script_path, r.script_sha256, r.script_text, r.args_json,
+         r.settings_json, r.backend, r.device_count, r.host, r.pid, r.started_unix_ms,
+         r.ended_unix_ms, r.heartbeat_unix_ms, r.status, r.exit_code, r.error, r.traceback,
+         r.tags_json,
+         (SELECT COUNT(DISTINCT step) FROM steps WHERE run_id = r.id AND replica = 0),
+         (SELECT COUNT(*) FROM compilations WHERE run_id = r.id),
+         (SELECT TOTAL(duration_ns) FROM compilations WHERE run_id = r.id),
+         (SELECT COUNT(*) FROM executions WHERE run_id = r.id),
+         (SELECT COUNT(*) FROM executions WHERE run_id = r.id AND cache_hit <> 0),
+         (SELECT TOTAL(duration_ns) FROM executions WHERE run_id = r.id),
+         (SELECT COUNT(*) FROM fallbacks WHERE run_id = r.id)
+  FROM runs AS r
+)sql";
+
+constexpr double kNsPerMs = 1e6;
+
+}  // namespace
+
+RunSummaryQuery::RunSummaryQuery(const HistoryFile& file)
+    : file_(file),
+      json_entries_(file, "SELECT key, value FROM json_each(?1)"),
+      // Warm steps are those that did not compile: their median is the
+      // run's steady-state step time.
+      step_durations_(file, R"sql(
+        SELECT end_ns - start_ns, compile_ns = 0 FROM steps
+        WHERE run_id = ?1 AND replica = 0)sql") {}
+
+std::vector<pb::RunSummary> RunSummaryQuery::all() {
+  Statement rows(file_, std::string(kSelectSummaries) +
+                            "ORDER BY r.started_unix_ms DESC, r.id DESC");
+  const int64_t now = unix_now_ms();
+  std::vector<pb::RunSummary> summaries;
+  while (rows.next_row()) summaries.push_back(summary_from_row(rows, now));
+  return summaries;
+}
+
+std::optional<pb::RunSummary> RunSummaryQuery::one(int64_t run_id) {
+  Statement rows(file_, std::string(kSelectSummaries) + "WHERE r.id = ?1");
+  rows.bind_int64(1, run_id);
+  if (!rows.next_row()) return std::nullopt;
+  pb::RunSummary summary = summary_from_row(rows, unix_now_ms());
+  rows.reset();
+  return summary;
+}
+
+pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t now_unix_ms) {
+  pb::RunSummary summary;
+  pb::RunInfo& run = *summary.mutable_run();
+  run.set_id(row.int64_at(kId));
+  run.set_name(row.text_at(kName));
+  run.set_script_path(row.text_at(kScriptPath));
+  run.set_script_sha256(row.text_at(kScriptSha256));
+  run.set_script_text(row.text_at(kScriptText));
+  read_json_values(row.text_at(kArgsJson), [&](std::string, std::string value) {
+    run.add_args(std::move(value));
+  });
+  read_json_values(row.text_at(kSettingsJson), [&](std::string key, std::string value) {
+    (*run.mutable_settings())[std::move(key)] = std::move(value);
+  });
+  run.set_backend(row.text_at(kBackend));
+  run.set_device_count(static_cast<int32_t>(row.int64_at(kDeviceCount)));
+  run.set_host(row.text_at(kHost));
+  run.set_pid(row.int64_at(kPid));
+  run.set_started_unix_ms(row.int64_at(kStartedUnixMs));
+  run.set_ended_unix_ms(row.int64_at(kEndedUnixMs));
+  const int64_t heartbeat = row.int64_at(kHeartbeatUnixMs);
+  run.set_status(observed_status(enum_or_unspecified<pb::RunStatus>(row.int64_at(kStatus), pb::RunStatus_IsValid), run.host(), run.pid(),
+                                 heartbeat, now_unix_ms));
+  run.set_exit_code(static_cast<int32_t>(row.int64_at(kExitCode)));
+  run.set_error(row.text_at(kError));
+  run.set_traceback(row.text_at(kTraceback));
+  read_json_values(row.text_at(kTagsJson), [&](std::string, std::string value) {
+    run.add_tags(std::move(value));
+  });
+
+  summary.set_steps(row.int64_at(kSteps));
+  summary.set_compiles(row.int64_at(kCompiles));
+  summary.set_compile_ms(row.double_at(kCompileNs) / kNsPerMs);
+  summary.set_executions(row.int64_at(kExecutions));
+  summary.set_cache_hits(row.int64_at(kCacheHits));
+  summary.set_execute_ms(row.double_at(kExecuteNs) / kNsPerMs);
+  summary.set_fallbacks(row.int64_at(kFallbacks));
+  summary.set_median_step_ms(median_step_ms(run.id()));
+
+  // A crashed run never wrote its end: its last heartbeat is the best guess.
+  int64_t last_alive = run.ended_unix_ms();
+  if (last_alive == 0) {
+    last_alive = run.status() == pb::RUN_STATUS_RUNNING ? now_unix_ms : heartbeat;
+  }
+  summary.set_wall_ms(static_cast<double>(std::max<int64_t>(last_alive - run.started_unix_ms(), 0)));
+  return summary;
+}
+
+double RunSummaryQuery::median_step_ms(int64_t run_id) {
+  std::vector<int64_t> warm;
+  std::vector<int64_t> all;
+  step_durations_.bind_int64(1, run_id);
+  while (step_durations_.next_row()) {
+    const int64_t duration = step_durations_.int64_at(0);
+    all.push_back(duration);
+    if (step_durations_.int64_at(1) != 0) warm.push_back(duration);
+  }
+  // A run where every step compiled has no warm steps; all of them beat none.
+  return median_ms(warm.empty() ? std::move(all) : std::move(warm));
+}
+
+template <typename AddValue>
+void RunSummaryQuery::read_json_values(const std::string& json, AddValue add_value) {
+  json_entries_.bind_text(1, json);
+  while (json_entries_.next_row()) {
+    add_value(json_entries_.text_at(0), json_entries_.text_at(1));
+  }
+}
+
+}  // namespace lazyscope::storage

@@ -1,0 +1,186 @@
+#include "recorder/batch_writer.h"
+
+#include <string>
+
+#include "db/transaction.h"
+
+namespace lazyscope::storage {
+
+BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
+    : file_(file),
+      run_id_(run_id),
+      insert_step_(file, R"sql(
+        INSERT INTO steps (run_id, replica, step, start_ns, end_ns, trace_ns, compile_ns,
+                           execute_ns, transfer_ns, host_wait_ns)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+      // A graph recompiled after eviction is already stored: keep the first copy.
+      insert_graph_(file, R"sql(
+        INSERT OR IGNORE INTO graphs (run_id, hash, node_count, ir, program_text)
+        VALUES (?1, ?2, ?3, ?4, ?5))sql"),
+      insert_compilation_(file, R"sql(
+        INSERT INTO compilations (run_id, replica, step, graph_hash, start_ns, duration_ns,
+                                  reason_kind, reason, compared_with, source_file, source_line,
+                                  source_function)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
+      insert_execution_(file, R"sql(
+        INSERT INTO executions (run_id, replica, step, graph_hash, start_ns, duration_ns, cause,
+                                cache_hit, node_count, source_file, source_line, source_function)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
+      insert_fallback_(file, R"sql(
+        INSERT INTO fallbacks (run_id, replica, step, op, start_ns, duration_ns, bytes,
+                               source_file, source_line, source_function)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+      insert_transfer_(file, R"sql(
+        INSERT INTO transfers (run_id, replica, step, to_device, start_ns, duration_ns, bytes)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql"),
+      insert_scalar_(file, R"sql(
+        INSERT INTO scalars (run_id, replica, step, name, value)
+        VALUES (?1, ?2, ?3, ?4, ?5))sql"),
+      insert_output_(file, R"sql(
+        INSERT INTO output (run_id, seq, stream, text) VALUES (?1, ?2, ?3, ?4))sql"),
+      update_heartbeat_(file, "UPDATE runs SET heartbeat_unix_ms = ?2 WHERE id = ?1"),
+      update_end_(file, R"sql(
+        UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, traceback = ?5,
+                        ended_unix_ms = ?6, heartbeat_unix_ms = ?6
+        WHERE id = ?1)sql") {}
+
+void BatchWriter::write(std::span<const PendingRecord> batch,
+                        std::optional<int64_t> heartbeat_unix_ms) {
+  Transaction transaction(file_, Transaction::Kind::kWrite);
+  for (const PendingRecord& record : batch) {
+    if (const auto* event = std::get_if<pb::Event>(&record)) {
+      write_event(*event);
+    } else if (const auto* chunk = std::get_if<OutputChunk>(&record)) {
+      write_output(*chunk);
+    } else {
+      write_end(std::get<RunEnd>(record));
+    }
+  }
+  if (heartbeat_unix_ms) {
+    update_heartbeat_.bind_int64(1, run_id_).bind_int64(2, *heartbeat_unix_ms).execute();
+  }
+  transaction.commit();
+}
+
+void BatchWriter::write_event(const pb::Event& event) {
+  const int replica = event.replica();
+  switch (event.kind_case()) {
+    case pb::Event::kStep: write_step(replica, event.step()); break;
+    case pb::Event::kCompile: write_compile(replica, event.compile()); break;
+    case pb::Event::kExecute: write_execute(replica, event.execute()); break;
+    case pb::Event::kFallback: write_fallback(replica, event.fallback()); break;
+    case pb::Event::kTransfer: write_transfer(replica, event.transfer()); break;
+    case pb::Event::kScalar: write_scalar(replica, event.scalar()); break;
+    case pb::Event::KIND_NOT_SET: break;  // nothing to store
+  }
+}
+
+void BatchWriter::write_step(int replica, const pb::StepEvent& step) {
+  insert_step_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_int64(3, step.step())
+      .bind_int64(4, step.start_ns())
+      .bind_int64(5, step.end_ns())
+      .bind_int64(6, step.trace_ns())
+      .bind_int64(7, step.compile_ns())
+      .bind_int64(8, step.execute_ns())
+      .bind_int64(9, step.transfer_ns())
+      .bind_int64(10, step.host_wait_ns())
+      .execute();
+}
+
+void BatchWriter::write_compile(int replica, const pb::CompileEvent& compile) {
+  // The compile row always names its graph; the IR is stored when the engine
+  // sent it (it may leave it out, e.g. for a graph too large to keep).
+  if (compile.has_graph() || !compile.program_text().empty()) {
+    insert_graph_.bind_int64(1, run_id_)
+        .bind_hash(2, compile.graph_hash())
+        .bind_int64(3, compile.graph().nodes_size())
+        .bind_blob(4, compile.graph().SerializeAsString())
+        .bind_text(5, compile.program_text())
+        .execute();
+  }
+  insert_compilation_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_int64(3, compile.step())
+      .bind_hash(4, compile.graph_hash())
+      .bind_int64(5, compile.start_ns())
+      .bind_int64(6, compile.duration_ns())
+      .bind_int64(7, compile.reason_kind())
+      .bind_text(8, compile.reason())
+      .bind_hash(9, compile.compared_with())
+      .bind_text(10, compile.source().file())
+      .bind_int64(11, compile.source().line())
+      .bind_text(12, compile.source().function())
+      .execute();
+}
+
+void BatchWriter::write_execute(int replica, const pb::ExecuteEvent& execute) {
+  insert_execution_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_int64(3, execute.step())
+      .bind_hash(4, execute.graph_hash())
+      .bind_int64(5, execute.start_ns())
+      .bind_int64(6, execute.duration_ns())
+      .bind_int64(7, execute.cause())
+      .bind_int64(8, execute.cache_hit() ? 1 : 0)
+      .bind_int64(9, execute.node_count())
+      .bind_text(10, execute.source().file())
+      .bind_int64(11, execute.source().line())
+      .bind_text(12, execute.source().function())
+      .execute();
+}
+
+void BatchWriter::write_fallback(int replica, const pb::FallbackEvent& fallback) {
+  insert_fallback_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_int64(3, fallback.step())
+      .bind_text(4, fallback.op())
+      .bind_int64(5, fallback.start_ns())
+      .bind_int64(6, fallback.duration_ns())
+      .bind_int64(7, fallback.bytes())
+      .bind_text(8, fallback.source().file())
+      .bind_int64(9, fallback.source().line())
+      .bind_text(10, fallback.source().function())
+      .execute();
+}
+
+void BatchWriter::write_transfer(int replica, const pb::TransferEvent& transfer) {
+  insert_transfer_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_int64(3, transfer.step())
+      .bind_int64(4, transfer.to_device() ? 1 : 0)
+      .bind_int64(5, transfer.start_ns())
+      .bind_int64(6, transfer.duration_ns())
+      .bind_int64(7, transfer.bytes())
+      .execute();
+}
+
+void BatchWriter::write_scalar(int replica, const pb::ScalarEvent& scalar) {
+  insert_scalar_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_int64(3, scalar.step())
+      .bind_text(4, scalar.name())
+      .bind_double(5, scalar.value())
+      .execute();
+}
+
+void BatchWriter::write_output(const OutputChunk& chunk) {
+  insert_output_.bind_int64(1, run_id_)
+      .bind_int64(2, chunk.seq)
+      .bind_text(3, chunk.stream)
+      .bind_text(4, chunk.text)
+      .execute();
+}
+
+void BatchWriter::write_end(const RunEnd& end) {
+  update_end_.bind_int64(1, run_id_)
+      .bind_int64(2, end.status)
+      .bind_int64(3, end.exit_code)
+      .bind_text(4, end.error)
+      .bind_text(5, end.traceback)
+      .bind_int64(6, end.ended_unix_ms)
+      .execute();
+}
+
+}  // namespace lazyscope::storage

@@ -1,0 +1,49 @@
+// Stores batches of pending records for one run. Owns a prepared statement per
+// row kind, reused across batches; lives on the recorder's writer thread only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "db/statement.h"
+#include "recorder/pending_record.h"
+
+namespace lazyscope::storage {
+
+class HistoryFile;
+
+class BatchWriter {
+ public:
+  BatchWriter(const HistoryFile& file, int64_t run_id);
+
+  // Writes `batch` in one transaction, and the heartbeat when given: all of it
+  // or none (HistoryError).
+  void write(std::span<const PendingRecord> batch, std::optional<int64_t> heartbeat_unix_ms);
+
+ private:
+  void write_event(const pb::Event& event);
+  void write_step(int replica, const pb::StepEvent& step);
+  void write_compile(int replica, const pb::CompileEvent& compile);
+  void write_execute(int replica, const pb::ExecuteEvent& execute);
+  void write_fallback(int replica, const pb::FallbackEvent& fallback);
+  void write_transfer(int replica, const pb::TransferEvent& transfer);
+  void write_scalar(int replica, const pb::ScalarEvent& scalar);
+  void write_output(const OutputChunk& chunk);
+  void write_end(const RunEnd& end);
+
+  const HistoryFile& file_;
+  const int64_t run_id_;
+  Statement insert_step_;
+  Statement insert_graph_;
+  Statement insert_compilation_;
+  Statement insert_execution_;
+  Statement insert_fallback_;
+  Statement insert_transfer_;
+  Statement insert_scalar_;
+  Statement insert_output_;
+  Statement update_heartbeat_;
+  Statement update_end_;
+};
+
+}  // namespace lazyscope::storage
