@@ -14,8 +14,11 @@ namespace {
 
 QString fromStd(const std::string& text) { return QString::fromStdString(text); }
 
-// Wall time of a finished run in ms, or -1 while it is still running.
-double durationMs(const pb::RunInfo& run) {
+// Wall time in ms: start to end; for a running run, so far; for a crashed
+// one, to its last sign of life. -1 when unknown.
+double durationMs(const pb::RunSummary& summary) {
+  if (summary.wall_ms() > 0) return summary.wall_ms();
+  const pb::RunInfo& run = summary.run();
   if (run.ended_unix_ms() > 0 && run.started_unix_ms() > 0) {
     return static_cast<double>(run.ended_unix_ms() - run.started_unix_ms());
   }
@@ -89,7 +92,7 @@ QVariant RunListModel::displayData(const pb::RunSummary& summary, int column) co
     case Status: return statusText(run.status());
     case Started: return formatTimestamp(run.started_unix_ms());
     case Duration: {
-      const double ms = durationMs(run);
+      const double ms = durationMs(summary);
       return ms < 0 ? QStringLiteral("—") : formatDuration(ms);
     }
     case Steps: return QVariant::fromValue<qint64>(summary.steps());
@@ -109,7 +112,7 @@ QVariant RunListModel::sortData(const pb::RunSummary& summary, int column) const
     case Script: return QFileInfo(fromStd(run.script_path())).fileName();
     case Status: return statusText(run.status());
     case Started: return QVariant::fromValue<qint64>(run.started_unix_ms());
-    case Duration: return durationMs(run);
+    case Duration: return durationMs(summary);
     case Steps: return QVariant::fromValue<qint64>(summary.steps());
     case Compiles: return QVariant::fromValue<qint64>(summary.compiles());
     case CacheHits: return QVariant::fromValue<qint64>(summary.cache_hits());
@@ -133,6 +136,10 @@ QVariant RunListModel::toolTipData(const pb::RunSummary& summary, int column) co
         case pb::RUN_STATUS_RUNNING: return tr("Still being recorded");
         default: return {};
       }
+    case Duration:
+      if (run.status() == pb::RUN_STATUS_RUNNING) return tr("Still running: time so far");
+      if (run.status() == pb::RUN_STATUS_CRASHED) return tr("Until the last sign of life of the recording process");
+      return {};
     case Started:
       if (run.started_unix_ms() <= 0) return {};
       return QDateTime::fromMSecsSinceEpoch(run.started_unix_ms()).toString(Qt::ISODateWithMs);

@@ -141,9 +141,12 @@ void TestRunListModel::showsWhatWasRecorded() {
   QCOMPARE(cell(model, bad, RunListModel::Compiles).toLongLong(), 1);
   QCOMPARE(cell(model, live, RunListModel::Steps).toLongLong(), 3);
 
-  // A finished run has a duration; a running one does not yet.
-  QVERIFY(cell(model, ok, RunListModel::Duration).toString().endsWith(QLatin1String("s")));
-  QCOMPARE(cell(model, live, RunListModel::Duration).toString(), QStringLiteral("—"));
+  // The finished run started an hour before it finished; the live one 5 s
+  // before the fixture was written, and its duration is the time so far.
+  QCOMPARE(cell(model, ok, RunListModel::Duration).toString(), QStringLiteral("1 h 00 min"));
+  const double liveMs = cell(model, live, RunListModel::Duration, RunListModel::SortRole).toDouble();
+  QVERIFY2(liveMs >= 5000.0 && liveMs < 65'000.0, qPrintable(QString::number(liveMs)));
+  QVERIFY(cell(model, live, RunListModel::Duration, Qt::ToolTipRole).toString().contains(QStringLiteral("so far")));
   QVERIFY(!cell(model, ok, RunListModel::Started).toString().isEmpty());
 
   // Only the status column is coloured.
@@ -166,7 +169,12 @@ void TestRunListModel::sortRoleGivesRawNumbers() {
   QCOMPARE(cell(model, ok, RunListModel::Started, RunListModel::SortRole).typeId(),
            QMetaType::LongLong);
   QVERIFY(cell(model, ok, RunListModel::Duration, RunListModel::SortRole).toDouble() >= 0.0);
-  QVERIFY(cell(model, fixture_->runningId, RunListModel::Duration, RunListModel::SortRole).toDouble() < 0.0);
+  QVERIFY(cell(model, fixture_->succeededId, RunListModel::Duration, RunListModel::SortRole).toDouble() >= 3'600'000.0);
+  std::vector<pb::RunSummary> unknown(1);  // no times at all
+  model.setRuns(unknown);
+  QCOMPARE(model.index(0, RunListModel::Duration).data().toString(), QStringLiteral("—"));
+  QVERIFY(model.index(0, RunListModel::Duration).data(RunListModel::SortRole).toDouble() < 0.0);
+  QCOMPARE(model.index(0, RunListModel::Status).data().toString(), QStringLiteral("unknown"));
 }
 
 void TestRunListModel::proxySortsNumerically() {
