@@ -18,6 +18,7 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <exception>
 
 #include "db/history_file.h"
@@ -65,6 +66,7 @@ MainWindow::MainWindow(QWidget* parent)
 
   readSettings();
   updateRunCount();
+  updatePlaceholder();
 }
 
 MainWindow::~MainWindow() = default;
@@ -102,6 +104,7 @@ QWidget* MainWindow::createRunsPage() {
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
     proxy_->setFilterFixedString(text);
     updateRunCount();
+    updatePlaceholder();
   });
   auto* focusFilter = new QAction(this);
   focusFilter->setShortcut(QKeySequence::Find);
@@ -131,6 +134,16 @@ QWidget* MainWindow::createRunsPage() {
   table_->horizontalHeader()->setHighlightSections(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->horizontalHeader()->setSectionResizeMode(RunListModel::Name, QHeaderView::Stretch);
+
+  placeholder_ = new QLabel(table_->viewport());
+  placeholder_->setObjectName(QStringLiteral("runTablePlaceholder"));
+  placeholder_->setAlignment(Qt::AlignCenter);
+  placeholder_->setWordWrap(true);
+  placeholder_->setTextFormat(Qt::PlainText);
+  placeholder_->setAttribute(Qt::WA_TransparentForMouseEvents);
+  placeholder_->setForegroundRole(QPalette::PlaceholderText);
+  table_->viewport()->installEventFilter(this);
+  applyDefaultColumnWidths();
 
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(6, 6, 6, 0);
@@ -203,6 +216,8 @@ void MainWindow::openDefaultHistory() {
   banner_->dismiss();
   setCurrentPath(path);
   isDefaultHistory_ = true;
+  emptyReason_ = EmptyReason::NoHistory;
+  updatePlaceholder();
   pathLabel_->setText(
       tr("No runs recorded yet. Runs recorded with `lazyscope run` will appear here (%1).").arg(path));
   updateRunCount();
@@ -232,6 +247,8 @@ void MainWindow::showOpenDialog() {
 }
 
 void MainWindow::onLoadStarted() {
+  emptyReason_ = EmptyReason::Loading;
+  updatePlaceholder();
   busy_->show();
   statusBar()->showMessage(tr("Loading…"));
 }
@@ -240,21 +257,33 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   busy_->hide();
   statusBar()->clearMessage();
   if (path != historyPath_) return;
+  emptyReason_ = EmptyReason::Loaded;
   model_->setRuns(runs);
   if (!columnsSized_ && !runs.empty()) {
-    // Fit the columns to the first rows shown, unless the user's own widths
-    // were restored from the settings.
-    if (!QSettings().contains(kHeaderKey)) table_->resizeColumnsToContents();
+    // Widen columns the first rows do not fit in, unless the user's own
+    // widths were restored from the settings.
+    if (!QSettings().contains(kHeaderKey)) {
+      QHeaderView* header = table_->horizontalHeader();
+      const QAbstractItemView* view = table_;  // sizeHintForColumn() is public there
+      for (int column = 0; column < RunListModel::NUM_COLUMNS; ++column) {
+        if (header->sectionResizeMode(column) != QHeaderView::Interactive) continue;
+        const int wanted = view->sizeHintForColumn(column) + 12;  // breathing room
+        header->resizeSection(column, std::max(header->sectionSize(column), wanted));
+      }
+    }
     columnsSized_ = true;
   }
   updateRunCount();
+  updatePlaceholder();
 }
 
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
   busy_->hide();
   statusBar()->clearMessage();
   if (path != historyPath_) return;
+  emptyReason_ = EmptyReason::Failed;
   model_->setRuns({});
+  updatePlaceholder();
   banner_->showMessage(MessageBanner::Kind::Error, tr("Could not load the history. %1").arg(message));
   countLabel_->setText(tr("no runs"));
 }
@@ -264,6 +293,50 @@ void MainWindow::updateRunCount() {
   const int shown = proxy_->rowCount();
   const QString runs = total == 1 ? tr("1 run") : tr("%1 runs").arg(total);
   countLabel_->setText(shown == total ? runs : tr("%1 of %2").arg(shown).arg(runs));
+}
+
+void MainWindow::updatePlaceholder() {
+  QString text;
+  if (proxy_->rowCount() == 0) {
+    switch (emptyReason_) {
+      case EmptyReason::NoHistory:
+        text = tr("No runs recorded yet.\nRun a script with `lazyscope run train.py` and it will "
+                  "appear here.");
+        break;
+      case EmptyReason::Loading: text = tr("Loading runs…"); break;
+      case EmptyReason::Failed: text = tr("No runs to show.\nOpen another history with File ▸ Open… (Ctrl+O)."); break;
+      case EmptyReason::Loaded:
+        text = model_->rowCount() == 0 ? tr("This history has no runs yet.")
+                                       : tr("No runs match “%1”.").arg(filter_->text());
+        break;
+    }
+  }
+  placeholder_->setText(text);
+  placeholder_->setGeometry(table_->viewport()->rect().adjusted(24, 24, -24, -24));
+  placeholder_->setVisible(!text.isEmpty());
+}
+
+void MainWindow::applyDefaultColumnWidths() {
+  // Wide enough for typical values, so that even an empty table looks laid out.
+  const QFontMetrics metrics(table_->font());
+  const QString samples[RunListModel::NUM_COLUMNS] = {
+      QStringLiteral("0000"),        QStringLiteral("mnist-mlp baseline"),
+      QStringLiteral("train_mlp.py"), QStringLiteral("interrupted"),
+      QStringLiteral("2024-12-31 23:59:59"), QStringLiteral("44 min 00 s"),
+      QStringLiteral("000000"),      QStringLiteral("0000"),
+      QStringLiteral("000000"),      QStringLiteral("000.0 ms")};
+  QHeaderView* header = table_->horizontalHeader();
+  for (int column = 0; column < RunListModel::NUM_COLUMNS; ++column) {
+    const QString title = model_->headerData(column, Qt::Horizontal).toString();
+    const int width = std::max(metrics.horizontalAdvance(samples[column]),
+                               metrics.horizontalAdvance(title) + 16);  // + sort arrow
+    header->resizeSection(column, width + 24);
+  }
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == table_->viewport() && event->type() == QEvent::Resize) updatePlaceholder();
+  return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -45,6 +45,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -59,6 +60,10 @@ class MainWindow : public QMainWindow {
   void onLoadFailed(const QString& path, const QString& message);
   void setCurrentPath(const QString& path);
   void updateRunCount();
+  // The text centred in the table while it has no rows (why it is empty and
+  // what to do); hidden as soon as rows show.
+  void updatePlaceholder();
+  void applyDefaultColumnWidths();
 
   void readSettings();
   void writeSettings() const;
@@ -66,6 +71,8 @@ class MainWindow : public QMainWindow {
   QString historyPath_;
   bool isDefaultHistory_ = false;
   bool columnsSized_ = false;
+  enum class EmptyReason { NoHistory, Loading, Failed, Loaded };
+  EmptyReason emptyReason_ = EmptyReason::NoHistory;
 
   HistoryLoader* loader_;
   RunListModel* model_;
@@ -73,6 +80,7 @@ class MainWindow : public QMainWindow {
   MessageBanner* banner_ = nullptr;
   QLineEdit* filter_ = nullptr;
   QTableView* table_ = nullptr;
+  QLabel* placeholder_ = nullptr;
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;
   QProgressBar* busy_ = nullptr;

@@ -31,6 +31,9 @@ QString labelText(const MainWindow& w, const char* name) {
   auto* label = w.findChild<QLabel*>(QString::fromLatin1(name));
   return label ? label->text() : QStringLiteral("<no label %1>").arg(QLatin1String(name));
 }
+QLabel* placeholder(const MainWindow& w) {
+  return w.findChild<QLabel*>(QStringLiteral("runTablePlaceholder"));
+}
 QAction* fileAction(const MainWindow& w, const QKeySequence& shortcut) {
   for (QAction* menu : w.menuBar()->actions()) {
     if (!menu->menu()) continue;
@@ -91,8 +94,11 @@ void TestMainWindow::showsRunsAfterBackgroundLoad() {
   w.openHistory(fixture_->path());
   QVERIFY(w.isLoading());
   QCOMPARE(table(w)->model()->rowCount(), 0);
+  QVERIFY(placeholder(w)->isVisible());
+  QCOMPARE(placeholder(w)->text(), QStringLiteral("Loading runs…"));
   QTRY_COMPARE(table(w)->model()->rowCount(), 3);
   QVERIFY(!w.isLoading());
+  QVERIFY(!placeholder(w)->isVisible());
   QVERIFY(!banner(w)->isVisible());
   QCOMPARE(labelText(w, "runCountLabel"), QStringLiteral("3 runs"));
   QCOMPARE(labelText(w, "historyPathLabel"), fixture_->path());
@@ -157,6 +163,8 @@ void TestMainWindow::missingDefaultHistoryIsNotAnError() {
   QVERIFY2(status.contains(QStringLiteral("No runs recorded yet")), qPrintable(status));
   QVERIFY2(status.contains(path), qPrintable(status));
   QCOMPARE(labelText(w, "runCountLabel"), QStringLiteral("0 runs"));
+  QVERIFY(placeholder(w)->isVisible());
+  QVERIFY(placeholder(w)->text().contains(QStringLiteral("lazyscope run")));
   QVERIFY(!QFileInfo::exists(path));  // looking must not create it
 
   // Once something is recorded there, F5 shows it.
@@ -183,6 +191,10 @@ void TestMainWindow::filterNarrowsRows() {
   QTRY_COMPARE(table(w)->model()->rowCount(), 3);
   auto* filter = w.findChild<QLineEdit*>(QStringLiteral("runFilter"));
   QVERIFY(filter);
+  // Shortcuts (Esc below) need the window active and the filter focused.
+  w.activateWindow();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  filter->setFocus();
   QTest::keyClicks(filter, QStringLiteral("FAIL"));
   QCOMPARE(table(w)->model()->rowCount(), 1);
   QCOMPARE(table(w)->model()->index(0, lazyscope::gui::RunListModel::Name).data().toString(),
@@ -194,6 +206,15 @@ void TestMainWindow::filterNarrowsRows() {
   QCOMPARE(table(w)->model()->rowCount(), 1);
   QCOMPARE(table(w)->model()->index(0, lazyscope::gui::RunListModel::Name).data().toString(),
            QStringLiteral("live"));
+  QVERIFY(!placeholder(w)->isVisible());
+  QTest::keyClicks(filter, QStringLiteral("zzz"));
+  QCOMPARE(table(w)->model()->rowCount(), 0);
+  QVERIFY(placeholder(w)->isVisible());
+  QCOMPARE(placeholder(w)->text(), QStringLiteral("No runs match “train_livezzz”."));
+  // Esc in the filter clears it.
+  QTest::keyClick(filter, Qt::Key_Escape);
+  QCOMPARE(filter->text(), QString());
+  QCOMPARE(table(w)->model()->rowCount(), 3);
 }
 
 void TestMainWindow::reloadPicksUpNewRuns() {
