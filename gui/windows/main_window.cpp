@@ -25,6 +25,7 @@
 #include "loaders/history_loader.h"
 #include "models/run_list_model.h"
 #include "widgets/message_banner.h"
+#include "windows/recent_files.h"
 
 namespace lazyscope::gui {
 
@@ -78,6 +79,11 @@ void MainWindow::createMenus() {
   open->setShortcut(QKeySequence::Open);
   open->setIcon(QIcon::fromTheme(QStringLiteral("document-open")));
   open->setStatusTip(tr("Open another history file"));
+
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  recentMenu_->setObjectName(QStringLiteral("recentMenu"));
+  recentMenu_->setIcon(QIcon::fromTheme(QStringLiteral("document-open-recent")));
+  connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
 
   QAction* reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
   reloadAction->setShortcut(QKeySequence(Qt::Key_F5));
@@ -246,6 +252,27 @@ void MainWindow::showOpenDialog() {
   openHistory(path);
 }
 
+void MainWindow::fillRecentMenu() {
+  recentMenu_->clear();
+  const QStringList paths = RecentFiles().paths();
+  int number = 0;
+  for (const QString& path : paths) {
+    const QFileInfo info(path);
+    const QString label = QStringLiteral("&%1  %2  —  %3")
+                              .arg(++number)
+                              .arg(info.fileName(), QDir::toNativeSeparators(info.absolutePath()));
+    QAction* action = recentMenu_->addAction(label, this, [this, path] { openHistory(path); });
+    action->setData(path);
+    action->setToolTip(path);
+  }
+  if (paths.isEmpty()) {
+    recentMenu_->addAction(tr("No recent histories"))->setEnabled(false);
+    return;
+  }
+  recentMenu_->addSeparator();
+  recentMenu_->addAction(tr("&Clear Menu"), this, [] { RecentFiles().clear(); });
+}
+
 void MainWindow::onLoadStarted() {
   emptyReason_ = EmptyReason::Loading;
   updatePlaceholder();
@@ -258,6 +285,7 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   statusBar()->clearMessage();
   if (path != historyPath_) return;
   emptyReason_ = EmptyReason::Loaded;
+  RecentFiles().add(path);
   model_->setRuns(runs);
   if (!columnsSized_ && !runs.empty()) {
     // Widen columns the first rows do not fit in, unless the user's own

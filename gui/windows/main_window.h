@@ -11,6 +11,7 @@
 
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
 class QTableView;
@@ -55,6 +56,7 @@ class MainWindow : public QMainWindow {
   void createStatusBar();
 
   void showOpenDialog();
+  void fillRecentMenu();
   void onLoadStarted();
   void onRunsLoaded(const QString& path, const std::vector<pb::RunSummary>& runs);
   void onLoadFailed(const QString& path, const QString& message);
@@ -81,6 +83,7 @@ class MainWindow : public QMainWindow {
   QLineEdit* filter_ = nullptr;
   QTableView* table_ = nullptr;
   QLabel* placeholder_ = nullptr;
+  QMenu* recentMenu_ = nullptr;
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;
   QProgressBar* busy_ = nullptr;

@@ -4,6 +4,7 @@
 #include <QAction>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMenuBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
@@ -16,6 +17,7 @@
 #include "models/run_list_model.h"
 #include "widgets/message_banner.h"
 #include "windows/main_window.h"
+#include "windows/recent_files.h"
 
 using lazyscope::gui::MainWindow;
 using lazyscope::gui::MessageBanner;
@@ -66,6 +68,7 @@ class TestMainWindow : public QObject {
   void reloadPicksUpNewRuns();
   void newerRequestWins();
   void menuHasShortcuts();
+  void recentFilesRememberSuccessfulOpens();
   void geometryIsRestored();
 
  private:
@@ -254,6 +257,40 @@ void TestMainWindow::menuHasShortcuts() {
   QVERIFY(w.isVisible());
   quit->trigger();
   QVERIFY(!w.isVisible());
+}
+
+void TestMainWindow::recentFilesRememberSuccessfulOpens() {
+  const QString other = dir_.filePath(QStringLiteral("other.sqlite"));
+  lazyscope::gui::testing::recordFinishedRun(other, QStringLiteral("solo"), 1);
+  MainWindow w;
+  w.show();
+  w.openHistory(fixture_->path());
+  QTRY_COMPARE(table(w)->model()->rowCount(), 3);
+  w.openHistory(garbage_);  // a failed open is not remembered
+  QTRY_VERIFY(banner(w)->isVisible());
+  w.openHistory(other);
+  QTRY_COMPARE(table(w)->model()->rowCount(), 1);
+  QCOMPARE(lazyscope::gui::RecentFiles().paths(), (QStringList{other, fixture_->path()}));
+
+  // The menu lists them newest first; choosing one opens it.
+  auto* menu = w.findChild<QMenu*>(QStringLiteral("recentMenu"));
+  QVERIFY(menu);
+  QMetaObject::invokeMethod(menu, "aboutToShow");
+  QList<QAction*> entries;
+  for (QAction* action : menu->actions()) {
+    if (!action->data().toString().isEmpty()) entries.append(action);
+  }
+  QCOMPARE(entries.size(), 2);
+  QCOMPARE(entries.at(0)->data().toString(), other);
+  QCOMPARE(entries.at(1)->data().toString(), fixture_->path());
+  entries.at(1)->trigger();
+  QTRY_COMPARE(table(w)->model()->rowCount(), 3);
+  QCOMPARE(w.historyPath(), fixture_->path());
+  QCOMPARE(lazyscope::gui::RecentFiles().paths().constFirst(), fixture_->path());
+
+  for (int i = 0; i < 12; ++i) lazyscope::gui::RecentFiles().add(dir_.filePath(QStringLiteral("h%1.sqlite").arg(i)));
+  QCOMPARE(lazyscope::gui::RecentFiles().paths().size(), lazyscope::gui::RecentFiles::kMaxEntries);
+  QCOMPARE(lazyscope::gui::RecentFiles().paths().constFirst(), dir_.filePath(QStringLiteral("h11.sqlite")));
 }
 
 void TestMainWindow::geometryIsRestored() {
