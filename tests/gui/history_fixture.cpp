@@ -20,7 +20,8 @@ pb::RunInfo runInfo(const std::string& name, const std::string& script, int64_t 
   info.set_script_path(script);
   info.set_script_text("import lazyscope\n");
   info.add_args("--epochs=1");
-  (*info.mutable_settings())["LAZYSCOPE_DEVICE_COUNT"] = "1";
+  // Move-assigned: assigning a literal trips GCC 12's -Wrestrict false positive at -O3.
+  (*info.mutable_settings())["LAZYSCOPE_DEVICE_COUNT"] = std::string("1");
   info.set_backend("cpu");
   info.set_device_count(1);
   info.set_host(QSysInfo::machineHostName().toStdString());
@@ -89,10 +90,11 @@ HistoryFixture::HistoryFixture(const QString& path) : path_(path) {
     failedId = recorder.run_id();
     recordStep(recorder, 0, 0, 60, 45);
     recordStep(recorder, 1, 60, 20, 0);
-    recorder.finish(pb::RUN_STATUS_FAILED, 1, kError,
-                    "Traceback (most recent call last):\n  File \"train_cnn.py\", line 42, in <module>\n"
-                    "    out = model(x)\n" +
-                        std::string(kError) + "\n");
+    const QString traceback =
+        QStringLiteral("Traceback (most recent call last):\n  File \"train_cnn.py\", line 42, in <module>\n"
+                       "    out = model(x)\n%1\n")
+            .arg(QString::fromUtf8(kError));
+    recorder.finish(pb::RUN_STATUS_FAILED, 1, kError, traceback.toStdString());
   }
   live_ = std::make_unique<storage::Recorder>(
       file, runInfo("live", "/work/proj/train_live.py", now - 5'000));
@@ -117,7 +119,7 @@ int64_t recordFinishedRun(const QString& path, const QString& name, int steps) {
 void writeGarbageFile(const QString& path) {
   QFile file(path);
   if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-    throw std::runtime_error("cannot write " + path.toStdString());
+    throw std::runtime_error(QStringLiteral("cannot write %1").arg(path).toStdString());
   }
   // Longer than an SQLite header, and nothing like one.
   for (int i = 0; i < 64; ++i) file.write("this is not a LazyScope history, just some text.\n");
