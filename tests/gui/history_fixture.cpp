@@ -6,6 +6,9 @@
 #include <QSysInfo>
 #include <stdexcept>
 
+#include <sqlite3.h>
+
+#include "db/history_file.h"
 #include "recorder/recorder.h"
 
 namespace lazyscope::gui::testing {
@@ -114,6 +117,18 @@ int64_t recordFinishedRun(const QString& path, const QString& name, int steps) {
   for (int step = 0; step < steps; ++step) recordStep(recorder, step, step * 10, 10, step == 0 ? 5 : 0);
   recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   return recorder.run_id();
+}
+
+void writeNewerSchemaFile(const QString& path) {
+  recordFinishedRun(path, QStringLiteral("from the future"), 1);
+  // The one place the GUI tests touch SQL: storage keeps its schema version
+  // in SQLite's user_version, and only a future build would raise it.
+  const storage::HistoryFile file(path.toStdString(), storage::OpenMode::kReadWrite);
+  const std::string pragma =
+      QStringLiteral("PRAGMA user_version = %1").arg(storage::kSchemaVersion + 1).toStdString();
+  if (sqlite3_exec(file.db(), pragma.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    throw std::runtime_error(sqlite3_errmsg(file.db()));
+  }
 }
 
 void writeGarbageFile(const QString& path) {

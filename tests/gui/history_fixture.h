@@ -43,6 +43,10 @@ class HistoryFixture {
 // (created if missing). Returns its id.
 int64_t recordFinishedRun(const QString& path, const QString& name, int steps);
 
+// A valid history whose schema version is one newer than this build reads
+// (as if written by a future LazyScope).
+void writeNewerSchemaFile(const QString& path);
+
 // A file that is not an SQLite database.
 void writeGarbageFile(const QString& path);
 

@@ -62,6 +62,7 @@ class TestMainWindow : public QObject {
   void showsRunsAfterBackgroundLoad();
   void corruptFileIsReportedInlineAndWindowKeepsWorking();
   void missingFileIsReportedInline();
+  void newerHistoryIsReportedInline();
   void missingDefaultHistoryIsNotAnError();
   void existingDefaultHistoryIsLoaded();
   void filterNarrowsRows();
@@ -149,6 +150,20 @@ void TestMainWindow::missingFileIsReportedInline() {
   QVERIFY(!banner(w)->isVisible());
   w.reload();
   QTRY_VERIFY(banner(w)->isVisible());
+}
+
+void TestMainWindow::newerHistoryIsReportedInline() {
+  const QString path = dir_.filePath(QStringLiteral("future.sqlite"));
+  lazyscope::gui::testing::writeNewerSchemaFile(path);
+  MainWindow w;
+  w.show();
+  w.openHistory(path);
+  QTRY_VERIFY(banner(w)->isVisible());
+  const QString text = banner(w)->text();
+  QVERIFY2(text.contains(QStringLiteral("future.sqlite")) && text.contains(QStringLiteral("newer")),
+           qPrintable(text));
+  QCOMPARE(table(w)->model()->rowCount(), 0);
+  QVERIFY(QApplication::activeModalWidget() == nullptr);
 }
 
 void TestMainWindow::missingDefaultHistoryIsNotAnError() {
