@@ -111,6 +111,38 @@ void check_tables_present(const HistoryFile& file) {
   }
 }
 
+void check_readable(const HistoryFile& file) {
+  // One snapshot for all checks: a recorder creating the file meanwhile must
+  // not make it look half-made (version 0, yet with tables).
+  Transaction snapshot(file, Transaction::Kind::kRead);
+  const int version = read_user_version(file);
+  if (version > kSchemaVersion) throw newer_schema_error(file.path(), version);
+  if (version == 0) {
+    if (has_any_table(file)) throw foreign_database_error(file.path());
+    throw HistoryError(file.path() + ": not a LazyScope history (an empty database)");
+  }
+  if (version < kSchemaVersion) {
+    // Unreachable while kSchemaVersion is 1; here for the day it is not.
+    throw HistoryError(file.path() + ": history uses schema " + std::to_string(version) +
+                       ", older than this build's " + std::to_string(kSchemaVersion) +
+                       "; open it for writing once (record a run) to upgrade it");
+  }
+  check_tables_present(file);
+  snapshot.commit();
+}
+
+void prepare_for_writing(const HistoryFile& file) {
+  // Refuse a newer file before changing anything in it, even its journal mode.
+  const int version = read_user_version(file);
+  if (version > kSchemaVersion) throw newer_schema_error(file.path(), version);
+  switch_to_wal(file);
+  // In WAL mode NORMAL is still safe against corruption; a power cut may lose
+  // the last batches, which a profiler can afford for the speed.
+  execute_script(file, "PRAGMA synchronous = NORMAL", "cannot set synchronous mode");
+  if (version < kSchemaVersion) migrate_forward(file);
+  check_tables_present(file);
+}
+
 void create_parent_folder(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (parent.empty()) return;
@@ -148,30 +180,13 @@ HistoryFile::HistoryFile(const std::string& path, OpenMode mode) : path_(path) {
   try {
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-
-    const int version = read_user_version(*this);
-    if (version > kSchemaVersion) throw newer_schema_error(path, version);
-
+    // Per connection, and a no-op inside a transaction: set it first.
     execute_script(*this, "PRAGMA foreign_keys = ON", "cannot enable foreign keys");
     if (read_only) {
-      if (version == 0) {
-        if (has_any_table(*this)) throw foreign_database_error(path);
-        throw HistoryError(path + ": not a LazyScope history (an empty database)");
-      }
-      if (version < kSchemaVersion) {
-        // Unreachable while kSchemaVersion is 1; here for the day it is not.
-        throw HistoryError(path + ": history uses schema " + std::to_string(version) +
-                           ", older than this build's " + std::to_string(kSchemaVersion) +
-                           "; open it for writing once (record a run) to upgrade it");
-      }
+      check_readable(*this);
     } else {
-      switch_to_wal(*this);
-      // In WAL mode NORMAL is still safe against corruption; a power cut may
-      // lose the last batches, which a profiler can afford for the speed.
-      execute_script(*this, "PRAGMA synchronous = NORMAL", "cannot set synchronous mode");
-      if (version < kSchemaVersion) migrate_forward(*this);
+      prepare_for_writing(*this);
     }
-    check_tables_present(*this);
   } catch (...) {
     sqlite3_close_v2(db_);
     db_ = nullptr;
