@@ -25,9 +25,10 @@ double durationMs(const pb::RunSummary& summary) {
   return -1.0;
 }
 
+// Quantities align right so that digits line up; the id is a label, not a
+// quantity, and stays left (beside the name).
 bool isNumeric(int column) {
   switch (column) {
-    case RunListModel::Id:
     case RunListModel::Duration:
     case RunListModel::Steps:
     case RunListModel::Compiles:

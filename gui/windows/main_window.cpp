@@ -7,25 +7,20 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHeaderView>
 #include <QLabel>
-#include <QLineEdit>
 #include <QMenuBar>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
-#include <QSortFilterProxyModel>
 #include <QStatusBar>
-#include <QTableView>
 #include <QVBoxLayout>
-#include <algorithm>
 #include <exception>
 
 #include "db/history_file.h"
 #include "loaders/history_loader.h"
-#include "models/run_list_model.h"
 #include "widgets/message_banner.h"
 #include "windows/recent_files.h"
+#include "windows/run_list_page.h"
 
 namespace lazyscope::gui {
 
@@ -44,33 +39,30 @@ QString draggedFile(const QMimeData* mime) {
 
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent)
-    : QMainWindow(parent),
-      loader_(new HistoryLoader(this)),
-      model_(new RunListModel(this)),
-      proxy_(new QSortFilterProxyModel(this)) {
-  proxy_->setSourceModel(model_);
-  proxy_->setSortRole(RunListModel::SortRole);
-  proxy_->setSortCaseSensitivity(Qt::CaseInsensitive);
-  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  proxy_->setFilterKeyColumn(-1);  // match any column
-
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new HistoryLoader(this)) {
   setWindowTitle(tr("LazyScope"));
   setAcceptDrops(true);
   createMenus();
-  setCentralWidget(createRunsPage());
+  createCentralWidget();
   createStatusBar();
 
   connect(loader_, &HistoryLoader::started, this, &MainWindow::onLoadStarted);
   connect(loader_, &HistoryLoader::loaded, this, &MainWindow::onRunsLoaded);
   connect(loader_, &HistoryLoader::failed, this, &MainWindow::onLoadFailed);
+  connect(runs_, &RunListPage::shownCountChanged, this, &MainWindow::updateRunCount);
 
   readSettings();
   updateRunCount();
-  updatePlaceholder();
+  runs_->setFocus();
 }
 
 MainWindow::~MainWindow() = default;
+
+RunListModel* MainWindow::runModel() const { return runs_->model(); }
+
+QSortFilterProxyModel* MainWindow::runProxyModel() const { return runs_->proxy(); }
+
+bool MainWindow::isLoading() const { return loader_->isLoading(); }
 
 void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -97,67 +89,18 @@ void MainWindow::createMenus() {
   quit->setIcon(QIcon::fromTheme(QStringLiteral("application-exit")));
 }
 
-QWidget* MainWindow::createRunsPage() {
-  auto* page = new QWidget(this);
-
-  banner_ = new MessageBanner(page);
+void MainWindow::createCentralWidget() {
+  auto* central = new QWidget(this);
+  banner_ = new MessageBanner(central);
   banner_->setObjectName(QStringLiteral("errorBanner"));
+  runs_ = new RunListPage(central);
 
-  filter_ = new QLineEdit(page);
-  filter_->setObjectName(QStringLiteral("runFilter"));
-  filter_->setPlaceholderText(tr("Filter runs by name, script, status… (Ctrl+F)"));
-  filter_->setClearButtonEnabled(true);
-  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
-    proxy_->setFilterFixedString(text);
-    updateRunCount();
-    updatePlaceholder();
-  });
-  auto* focusFilter = new QAction(this);
-  focusFilter->setShortcut(QKeySequence::Find);
-  connect(focusFilter, &QAction::triggered, this, [this] {
-    filter_->setFocus(Qt::ShortcutFocusReason);
-    filter_->selectAll();
-  });
-  addAction(focusFilter);
-  auto* clearFilter = new QAction(filter_);
-  clearFilter->setShortcut(QKeySequence(Qt::Key_Escape));
-  clearFilter->setShortcutContext(Qt::WidgetShortcut);
-  connect(clearFilter, &QAction::triggered, filter_, &QLineEdit::clear);
-  filter_->addAction(clearFilter);
-
-  table_ = new QTableView(page);
-  table_->setObjectName(QStringLiteral("runTable"));
-  table_->setModel(proxy_);
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  table_->setAlternatingRowColors(true);
-  table_->setWordWrap(false);
-  table_->setShowGrid(false);
-  table_->verticalHeader()->hide();
-  table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-  table_->horizontalHeader()->setHighlightSections(false);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-  table_->horizontalHeader()->setSectionResizeMode(RunListModel::Name, QHeaderView::Stretch);
-
-  placeholder_ = new QLabel(table_->viewport());
-  placeholder_->setObjectName(QStringLiteral("runTablePlaceholder"));
-  placeholder_->setAlignment(Qt::AlignCenter);
-  placeholder_->setWordWrap(true);
-  placeholder_->setTextFormat(Qt::PlainText);
-  placeholder_->setAttribute(Qt::WA_TransparentForMouseEvents);
-  placeholder_->setForegroundRole(QPalette::PlaceholderText);
-  table_->viewport()->installEventFilter(this);
-  applyDefaultColumnWidths();
-
-  auto* layout = new QVBoxLayout(page);
+  auto* layout = new QVBoxLayout(central);
   layout->setContentsMargins(6, 6, 6, 0);
   layout->setSpacing(6);
   layout->addWidget(banner_);
-  layout->addWidget(filter_);
-  layout->addWidget(table_, 1);
-  return page;
+  layout->addWidget(runs_, 1);
+  setCentralWidget(central);
 }
 
 void MainWindow::createStatusBar() {
@@ -185,8 +128,8 @@ void MainWindow::createStatusBar() {
 
 void MainWindow::setCurrentPath(const QString& path) {
   if (path != historyPath_) {
-    model_->setRuns({});  // rows of another file must not linger under this title
-    columnsSized_ = false;
+    runs_->setRuns({});  // rows of another file must not linger under this title
+    runs_->forgetColumnFit();
   }
   historyPath_ = path;
   setWindowTitle(QFileInfo(path).fileName());
@@ -207,8 +150,8 @@ void MainWindow::openDefaultHistory() {
   try {
     path = QString::fromStdString(storage::default_history_path());
   } catch (const std::exception& e) {
-    banner_->showMessage(MessageBanner::Kind::Error,
-                         tr("Could not find the default history: %1").arg(QString::fromUtf8(e.what())));
+    banner_->showMessage(MessageBanner::Kind::Error, tr("Could not find the default history: %1")
+                                                         .arg(QString::fromUtf8(e.what())));
     return;
   }
   if (QFileInfo::exists(path)) {
@@ -219,11 +162,12 @@ void MainWindow::openDefaultHistory() {
   // Nothing recorded yet: not an error.
   loader_->cancel();
   busy_->hide();
+  statusBar()->clearMessage();
   banner_->dismiss();
   setCurrentPath(path);
   isDefaultHistory_ = true;
-  emptyReason_ = EmptyReason::NoHistory;
-  updatePlaceholder();
+  lastLoadFailed_ = false;
+  runs_->setEmptyReason(RunListPage::EmptyReason::NoHistory);
   pathLabel_->setText(
       tr("No runs recorded yet. Runs recorded with `lazyscope run` will appear here (%1).").arg(path));
   updateRunCount();
@@ -237,8 +181,6 @@ void MainWindow::reload() {
     loader_->load(historyPath_);
   }
 }
-
-bool MainWindow::isLoading() const { return loader_->isLoading(); }
 
 void MainWindow::showOpenDialog() {
   QSettings settings;
@@ -274,8 +216,7 @@ void MainWindow::fillRecentMenu() {
 }
 
 void MainWindow::onLoadStarted() {
-  emptyReason_ = EmptyReason::Loading;
-  updatePlaceholder();
+  runs_->setEmptyReason(RunListPage::EmptyReason::Loading);
   busy_->show();
   statusBar()->showMessage(tr("Loading…"));
 }
@@ -284,87 +225,31 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   busy_->hide();
   statusBar()->clearMessage();
   if (path != historyPath_) return;
-  emptyReason_ = EmptyReason::Loaded;
+  lastLoadFailed_ = false;
   RecentFiles().add(path);
-  model_->setRuns(runs);
-  if (!columnsSized_ && !runs.empty()) {
-    // Widen columns the first rows do not fit in, unless the user's own
-    // widths were restored from the settings.
-    if (!QSettings().contains(kHeaderKey)) {
-      QHeaderView* header = table_->horizontalHeader();
-      const QAbstractItemView* view = table_;  // sizeHintForColumn() is public there
-      for (int column = 0; column < RunListModel::NUM_COLUMNS; ++column) {
-        if (header->sectionResizeMode(column) != QHeaderView::Interactive) continue;
-        const int wanted = view->sizeHintForColumn(column) + 12;  // breathing room
-        header->resizeSection(column, std::max(header->sectionSize(column), wanted));
-      }
-    }
-    columnsSized_ = true;
-  }
-  updateRunCount();
-  updatePlaceholder();
+  runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
+  runs_->setRuns(runs);
 }
 
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
   busy_->hide();
   statusBar()->clearMessage();
   if (path != historyPath_) return;
-  emptyReason_ = EmptyReason::Failed;
-  model_->setRuns({});
-  updatePlaceholder();
+  lastLoadFailed_ = true;
+  runs_->setEmptyReason(RunListPage::EmptyReason::Failed);
+  runs_->setRuns({});
   banner_->showMessage(MessageBanner::Kind::Error, tr("Could not load the history. %1").arg(message));
-  countLabel_->setText(tr("no runs"));
 }
 
 void MainWindow::updateRunCount() {
-  const int total = model_->rowCount();
-  const int shown = proxy_->rowCount();
+  if (lastLoadFailed_) {
+    countLabel_->setText(tr("no runs"));
+    return;
+  }
+  const int total = runs_->totalCount();
+  const int shown = runs_->shownCount();
   const QString runs = total == 1 ? tr("1 run") : tr("%1 runs").arg(total);
   countLabel_->setText(shown == total ? runs : tr("%1 of %2").arg(shown).arg(runs));
-}
-
-void MainWindow::updatePlaceholder() {
-  QString text;
-  if (proxy_->rowCount() == 0) {
-    switch (emptyReason_) {
-      case EmptyReason::NoHistory:
-        text = tr("No runs recorded yet.\nRun a script with `lazyscope run train.py` and it will "
-                  "appear here.");
-        break;
-      case EmptyReason::Loading: text = tr("Loading runs…"); break;
-      case EmptyReason::Failed: text = tr("No runs to show.\nOpen another history with File ▸ Open… (Ctrl+O)."); break;
-      case EmptyReason::Loaded:
-        text = model_->rowCount() == 0 ? tr("This history has no runs yet.")
-                                       : tr("No runs match “%1”.").arg(filter_->text());
-        break;
-    }
-  }
-  placeholder_->setText(text);
-  placeholder_->setGeometry(table_->viewport()->rect().adjusted(24, 24, -24, -24));
-  placeholder_->setVisible(!text.isEmpty());
-}
-
-void MainWindow::applyDefaultColumnWidths() {
-  // Wide enough for typical values, so that even an empty table looks laid out.
-  const QFontMetrics metrics(table_->font());
-  const QString samples[RunListModel::NUM_COLUMNS] = {
-      QStringLiteral("0000"),        QStringLiteral("mnist-mlp baseline"),
-      QStringLiteral("train_mlp.py"), QStringLiteral("interrupted"),
-      QStringLiteral("2024-12-31 23:59:59"), QStringLiteral("44 min 00 s"),
-      QStringLiteral("000000"),      QStringLiteral("0000"),
-      QStringLiteral("000000"),      QStringLiteral("000.0 ms")};
-  QHeaderView* header = table_->horizontalHeader();
-  for (int column = 0; column < RunListModel::NUM_COLUMNS; ++column) {
-    const QString title = model_->headerData(column, Qt::Horizontal).toString();
-    const int width = std::max(metrics.horizontalAdvance(samples[column]),
-                               metrics.horizontalAdvance(title) + 16);  // + sort arrow
-    header->resizeSection(column, width + 24);
-  }
-}
-
-bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == table_->viewport() && event->type() == QEvent::Resize) updatePlaceholder();
-  return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -386,14 +271,13 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::readSettings() {
   const QSettings settings;
   if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(1100, 640);
-  const QByteArray header = settings.value(kHeaderKey).toByteArray();
-  if (!header.isEmpty()) table_->horizontalHeader()->restoreState(header);
+  runs_->restoreHeaderState(settings.value(kHeaderKey).toByteArray());
 }
 
 void MainWindow::writeSettings() const {
   QSettings settings;
   settings.setValue(kGeometryKey, saveGeometry());
-  settings.setValue(kHeaderKey, table_->horizontalHeader()->saveState());
+  settings.setValue(kHeaderKey, runs_->saveHeaderState());
 }
 
 }  // namespace lazyscope::gui

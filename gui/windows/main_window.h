@@ -1,7 +1,7 @@
-// The main window: the runs of one history file, with a filter, and the
-// File menu to open another history. Runs are read in the background by a
-// HistoryLoader; errors show up inline in a banner, never in a modal dialog,
-// and the window stays usable after them.
+// The main window: the runs of one history file (a RunListPage), the File
+// menu to open another, and a status bar with the file and its run count.
+// Runs are read in the background by a HistoryLoader; errors show up inline
+// in a banner, never in a modal dialog, and the window stays usable.
 #pragma once
 
 #include <QMainWindow>
@@ -10,17 +10,16 @@
 #include "lazyscope/history.pb.h"
 
 class QLabel;
-class QLineEdit;
 class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
-class QTableView;
 
 namespace lazyscope::gui {
 
 class HistoryLoader;
 class MessageBanner;
 class RunListModel;
+class RunListPage;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -41,18 +40,17 @@ class MainWindow : public QMainWindow {
 
   QString historyPath() const { return historyPath_; }
   bool isLoading() const;
-  RunListModel* runModel() const { return model_; }
-  QSortFilterProxyModel* runProxyModel() const { return proxy_; }
+  RunListModel* runModel() const;
+  QSortFilterProxyModel* runProxyModel() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
-  bool eventFilter(QObject* watched, QEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
  private:
   void createMenus();
-  QWidget* createRunsPage();
+  void createCentralWidget();
   void createStatusBar();
 
   void showOpenDialog();
@@ -62,27 +60,17 @@ class MainWindow : public QMainWindow {
   void onLoadFailed(const QString& path, const QString& message);
   void setCurrentPath(const QString& path);
   void updateRunCount();
-  // The text centred in the table while it has no rows (why it is empty and
-  // what to do); hidden as soon as rows show.
-  void updatePlaceholder();
-  void applyDefaultColumnWidths();
 
   void readSettings();
   void writeSettings() const;
 
   QString historyPath_;
   bool isDefaultHistory_ = false;
-  bool columnsSized_ = false;
-  enum class EmptyReason { NoHistory, Loading, Failed, Loaded };
-  EmptyReason emptyReason_ = EmptyReason::NoHistory;
+  bool lastLoadFailed_ = false;
 
   HistoryLoader* loader_;
-  RunListModel* model_;
-  QSortFilterProxyModel* proxy_;
   MessageBanner* banner_ = nullptr;
-  QLineEdit* filter_ = nullptr;
-  QTableView* table_ = nullptr;
-  QLabel* placeholder_ = nullptr;
+  RunListPage* runs_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;

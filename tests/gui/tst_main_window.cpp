@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QMimeData>
 #include <QMenuBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
@@ -68,6 +69,7 @@ class TestMainWindow : public QObject {
   void filterNarrowsRows();
   void reloadPicksUpNewRuns();
   void newerRequestWins();
+  void droppedFileIsOpened();
   void menuHasShortcuts();
   void recentFilesRememberSuccessfulOpens();
   void geometryIsRestored();
@@ -260,6 +262,35 @@ void TestMainWindow::newerRequestWins() {
   QVERIFY(!banner(w)->isVisible());  // the garbage file's late error is dropped
   QCOMPARE(table(w)->model()->rowCount(), 3);
   QCOMPARE(w.historyPath(), fixture_->path());
+}
+
+void TestMainWindow::droppedFileIsOpened() {
+  MainWindow w;
+  w.show();
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(fixture_->path())});
+  QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  enter.setAccepted(false);
+  QApplication::sendEvent(&w, &enter);
+  QVERIFY(enter.isAccepted());
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&w, &drop);
+  QTRY_COMPARE(table(w)->model()->rowCount(), 3);
+  QCOMPARE(w.historyPath(), fixture_->path());
+
+  // Several files, or a remote URL, are not taken.
+  QMimeData several;
+  several.setUrls({QUrl::fromLocalFile(fixture_->path()), QUrl::fromLocalFile(garbage_)});
+  QDragEnterEvent refused(QPoint(10, 10), Qt::CopyAction, &several, Qt::LeftButton, Qt::NoModifier);
+  refused.setAccepted(false);
+  QApplication::sendEvent(&w, &refused);
+  QVERIFY(!refused.isAccepted());
+  QMimeData remote;
+  remote.setUrls({QUrl(QStringLiteral("https://example.com/history.sqlite"))});
+  QDragEnterEvent refusedRemote(QPoint(10, 10), Qt::CopyAction, &remote, Qt::LeftButton, Qt::NoModifier);
+  refusedRemote.setAccepted(false);
+  QApplication::sendEvent(&w, &refusedRemote);
+  QVERIFY(!refusedRemote.isAccepted());
 }
 
 void TestMainWindow::menuHasShortcuts() {
