@@ -39,8 +39,8 @@ class HistoryReader {
 
  private:
   std::unique_ptr<HistoryFile> file_;
-  // Each call reads in one transaction on the shared connection; two threads'
-  // transactions cannot nest.
+  // list_runs() and run_summary() read in one transaction on the shared
+  // connection, for one snapshot; two threads' transactions cannot nest.
   mutable std::mutex mutex_;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -46,16 +47,19 @@ struct Recorder::Impl {
   void flush();
   void stop_writer();
   void writer_loop();
-  void write_batch(std::vector<PendingRecord>& batch);
+  void write_batch(std::span<const PendingRecord> batch);
   void note_error(const std::string& message);
 
+  // Set up by the constructor, then used by the writer thread only.
   HistoryFile file;
   const int64_t run_id;
-  BatchWriter writer;          // used on the writer thread only
-  int64_t last_heartbeat_ms;   // writer thread only
-  const pid_t owner_pid;       // a forked child must not touch the parent's thread or connection
+  BatchWriter writer;
+  int64_t last_heartbeat_ms;
 
-  mutable std::mutex mutex;    // guards everything below
+  const pid_t owner_pid;  // a forked child must not touch the parent's thread or connection
+  std::thread writer_thread;
+
+  mutable std::mutex mutex;  // guards everything below
   std::condition_variable wake_writer;     // records waiting, a flush, or stop
   std::condition_variable batch_written;   // written_count advanced
   std::vector<PendingRecord> queue;
@@ -67,8 +71,6 @@ struct Recorder::Impl {
   bool stopping = false;         // the writer drains the queue and exits
   bool writer_exited = false;
   std::string first_error;
-
-  std::thread writer_thread;     // last: started once everything above exists
 };
 
 bool Recorder::Impl::push_locked(PendingRecord record) {
@@ -133,7 +135,7 @@ void Recorder::Impl::writer_loop() {
   batch_written.notify_all();
 }
 
-void Recorder::Impl::write_batch(std::vector<PendingRecord>& batch) {
+void Recorder::Impl::write_batch(std::span<const PendingRecord> batch) {
   const int64_t now = unix_now_ms();
   const bool heartbeat_due = now - last_heartbeat_ms >= kHeartbeatMinGapMs;
   if (batch.empty() && !heartbeat_due) return;

@@ -15,7 +15,9 @@ namespace lazyscope::storage {
 class Recorder {
  public:
   // Opens (creating if needed) the history at `path` and inserts the run
-  // described by `info` with status RUNNING. Throws HistoryError.
+  // described by `info` with status RUNNING. Its pid and host are always this
+  // process's (crash detection checks them), its start time is now unless
+  // `info` gives one, and `info.id` is ignored. Throws HistoryError.
   Recorder(const std::string& path, const pb::RunInfo& info);
   // Flushes; a run never finish()ed is left RUNNING (and later seen as
   // crashed once its writer process is gone).
@@ -25,7 +27,8 @@ class Recorder {
 
   int64_t run_id() const;
 
-  // Thread-safe, does not block on the database.
+  // Thread-safe, does not block on the database. Events are stored within
+  // ~50 ms; flush() to wait for them.
   void record(pb::Event event);
 
   // Script output, in arrival order; stream is "stdout" or "stderr".

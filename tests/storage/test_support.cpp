@@ -147,7 +147,7 @@ pb::Event compile_event(int64_t step, uint64_t graph_hash, int64_t duration_ns, 
     node.add_shape(16);
     node.add_shape(784);
     node.set_dtype("f32");
-    (*node.mutable_attrs())["alpha"] = "1";
+    node.mutable_attrs()->insert({"alpha", "1"});
     node.set_scope("model.fc1");
     node.set_hash(graph_hash + static_cast<uint64_t>(i));
     node.set_parameter_index(i == 0 ? 0 : -1);
