@@ -8,6 +8,7 @@
 
 #include <QObject>
 #include <QString>
+#include <string>
 #include <vector>
 
 #include "lazyscope/history.pb.h"
@@ -34,6 +35,12 @@ class HistoryLoader : public QObject {
   void failed(const QString& path, const QString& message);
 
  private:
+  struct LoadResult;  // what a background read hands back
+
+  // Runs on a pool thread: touches nothing but its argument.
+  static LoadResult read(const std::string& path);
+  void deliver(quint64 generation, const QString& path, const LoadResult& result);
+
   quint64 generation_ = 0;
   bool loading_ = false;
 };
