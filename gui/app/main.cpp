@@ -1,0 +1,46 @@
+// lazyscope-gui [HISTORY]: the desktop workbench. Opens HISTORY, or the
+// user's default history when none is given.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+#include <cstdio>
+
+#include "windows/main_window.h"
+
+int main(int argc, char* argv[]) {
+  QApplication app(argc, argv);
+  // Organization and application names locate the QSettings file
+  // (~/.config/LazyScope/lazyscope-gui.conf).
+  QApplication::setOrganizationName(QStringLiteral("LazyScope"));
+  QApplication::setApplicationName(QStringLiteral("lazyscope-gui"));
+  QApplication::setApplicationDisplayName(QStringLiteral("LazyScope"));
+  QApplication::setApplicationVersion(QStringLiteral(LAZYSCOPE_VERSION));
+  QGuiApplication::setDesktopFileName(QStringLiteral("lazyscope-gui"));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/lazyscope/icons/lazyscope.svg")));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      QStringLiteral("Browse the runs recorded in a LazyScope history."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(
+      QStringLiteral("history"),
+      QStringLiteral("History file to open (default: $LAZYSCOPE_HISTORY, else "
+                     "$XDG_DATA_HOME/lazyscope/history.sqlite)."),
+      QStringLiteral("[HISTORY]"));
+  parser.process(app);
+  const QStringList args = parser.positionalArguments();
+  if (args.size() > 1) {
+    std::fputs("lazyscope-gui: expected at most one HISTORY file\n", stderr);
+    return 2;
+  }
+
+  lazyscope::gui::MainWindow window;
+  window.show();
+  if (args.isEmpty()) {
+    window.openDefaultHistory();
+  } else {
+    window.openHistory(args.first());
+  }
+  return QApplication::exec();
+}

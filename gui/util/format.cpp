@@ -1,0 +1,31 @@
+#include "util/format.h"
+
+#include <QDateTime>
+#include <cmath>
+
+namespace lazyscope::gui {
+
+QString formatDuration(double ms) {
+  if (ms < 1000.0) return QStringLiteral("%1 ms").arg(std::lround(ms));
+  const double seconds = ms / 1000.0;
+  if (seconds < 60.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', seconds < 10.0 ? 2 : 1);
+  const auto whole = static_cast<long long>(std::llround(seconds));
+  if (whole < 3600) {
+    return QStringLiteral("%1 min %2 s").arg(whole / 60).arg(whole % 60, 2, 10, QLatin1Char('0'));
+  }
+  const long long minutes = whole / 60;
+  return QStringLiteral("%1 h %2 min").arg(minutes / 60).arg(minutes % 60, 2, 10, QLatin1Char('0'));
+}
+
+QString formatStepTime(double ms) {
+  if (ms >= 1000.0) return QStringLiteral("%1 s").arg(ms / 1000.0, 0, 'f', ms < 10000.0 ? 2 : 1);
+  const int decimals = ms < 1.0 ? 3 : ms < 10.0 ? 2 : ms < 100.0 ? 1 : 0;
+  return QStringLiteral("%1 ms").arg(ms, 0, 'f', decimals);
+}
+
+QString formatTimestamp(int64_t unix_ms) {
+  if (unix_ms <= 0) return {};
+  return QDateTime::fromMSecsSinceEpoch(unix_ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+}
+
+}  // namespace lazyscope::gui

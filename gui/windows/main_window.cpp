@@ -1,0 +1,283 @@
+#include "windows/main_window.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QVBoxLayout>
+#include <exception>
+
+#include "db/history_file.h"
+#include "loaders/history_loader.h"
+#include "widgets/message_banner.h"
+#include "windows/recent_files.h"
+#include "windows/run_list_page.h"
+
+namespace lazyscope::gui {
+
+namespace {
+
+const QString kGeometryKey = QStringLiteral("MainWindow/geometry");
+const QString kHeaderKey = QStringLiteral("MainWindow/runTableHeader");
+const QString kLastDirKey = QStringLiteral("MainWindow/lastDirectory");
+
+// The single local file a drag carries, or an empty string.
+QString draggedFile(const QMimeData* mime) {
+  if (mime == nullptr || !mime->hasUrls() || mime->urls().size() != 1) return {};
+  const QUrl url = mime->urls().constFirst();
+  return url.isLocalFile() ? url.toLocalFile() : QString();
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new HistoryLoader(this)) {
+  setWindowTitle(tr("LazyScope"));
+  setAcceptDrops(true);
+  createMenus();
+  createCentralWidget();
+  createStatusBar();
+
+  connect(loader_, &HistoryLoader::started, this, &MainWindow::onLoadStarted);
+  connect(loader_, &HistoryLoader::loaded, this, &MainWindow::onRunsLoaded);
+  connect(loader_, &HistoryLoader::failed, this, &MainWindow::onLoadFailed);
+  connect(runs_, &RunListPage::shownCountChanged, this, &MainWindow::updateRunCount);
+
+  readSettings();
+  updateRunCount();
+  runs_->setFocus();
+}
+
+MainWindow::~MainWindow() = default;
+
+RunListModel* MainWindow::runModel() const { return runs_->model(); }
+
+QSortFilterProxyModel* MainWindow::runProxyModel() const { return runs_->proxy(); }
+
+bool MainWindow::isLoading() const { return loader_->isLoading(); }
+
+void MainWindow::createMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+
+  QAction* open = file->addAction(tr("&Open…"), this, &MainWindow::showOpenDialog);
+  open->setShortcut(QKeySequence::Open);
+  open->setIcon(QIcon::fromTheme(QStringLiteral("document-open")));
+  open->setStatusTip(tr("Open another history file"));
+
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  recentMenu_->setObjectName(QStringLiteral("recentMenu"));
+  recentMenu_->setIcon(QIcon::fromTheme(QStringLiteral("document-open-recent")));
+  connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+
+  QAction* reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
+  reloadAction->setShortcut(QKeySequence(Qt::Key_F5));
+  reloadAction->setIcon(QIcon::fromTheme(QStringLiteral("view-refresh")));
+  reloadAction->setStatusTip(tr("Read the runs of this history again"));
+
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
+  quit->setMenuRole(QAction::QuitRole);
+  quit->setIcon(QIcon::fromTheme(QStringLiteral("application-exit")));
+}
+
+void MainWindow::createCentralWidget() {
+  auto* central = new QWidget(this);
+  banner_ = new MessageBanner(central);
+  banner_->setObjectName(QStringLiteral("errorBanner"));
+  runs_ = new RunListPage(central);
+
+  auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(6, 6, 6, 0);
+  layout->setSpacing(6);
+  layout->addWidget(banner_);
+  layout->addWidget(runs_, 1);
+  setCentralWidget(central);
+}
+
+void MainWindow::createStatusBar() {
+  pathLabel_ = new QLabel(this);
+  pathLabel_->setObjectName(QStringLiteral("historyPathLabel"));
+  pathLabel_->setTextFormat(Qt::PlainText);
+  // Let a long path be cut rather than widen the window.
+  pathLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  pathLabel_->setMinimumWidth(100);
+
+  busy_ = new QProgressBar(this);
+  busy_->setRange(0, 0);  // indeterminate
+  busy_->setMaximumWidth(120);
+  busy_->setMaximumHeight(14);
+  busy_->setTextVisible(false);
+  busy_->hide();
+
+  countLabel_ = new QLabel(this);
+  countLabel_->setObjectName(QStringLiteral("runCountLabel"));
+
+  statusBar()->addWidget(pathLabel_, 1);
+  statusBar()->addPermanentWidget(busy_);
+  statusBar()->addPermanentWidget(countLabel_);
+}
+
+void MainWindow::setCurrentPath(const QString& path) {
+  if (path != historyPath_) {
+    runs_->setRuns({});  // rows of another file must not linger under this title
+    runs_->forgetColumnFit();
+  }
+  historyPath_ = path;
+  setWindowTitle(QFileInfo(path).fileName());
+  setWindowFilePath(path);
+  pathLabel_->setText(path);
+  pathLabel_->setToolTip(path);
+}
+
+void MainWindow::openHistory(const QString& path) {
+  isDefaultHistory_ = false;
+  setCurrentPath(QFileInfo(path).absoluteFilePath());
+  banner_->dismiss();
+  loader_->load(historyPath_);
+}
+
+void MainWindow::openDefaultHistory() {
+  QString path;
+  try {
+    path = QString::fromStdString(storage::default_history_path());
+  } catch (const std::exception& e) {
+    banner_->showMessage(MessageBanner::Kind::Error, tr("Could not find the default history: %1")
+                                                         .arg(QString::fromUtf8(e.what())));
+    return;
+  }
+  if (QFileInfo::exists(path)) {
+    openHistory(path);
+    isDefaultHistory_ = true;
+    return;
+  }
+  // Nothing recorded yet: not an error.
+  loader_->cancel();
+  busy_->hide();
+  statusBar()->clearMessage();
+  banner_->dismiss();
+  setCurrentPath(path);
+  isDefaultHistory_ = true;
+  lastLoadFailed_ = false;
+  runs_->setEmptyReason(RunListPage::EmptyReason::NoHistory);
+  pathLabel_->setText(
+      tr("No runs recorded yet. Runs recorded with `lazyscope run` will appear here (%1).").arg(path));
+  updateRunCount();
+}
+
+void MainWindow::reload() {
+  if (isDefaultHistory_) {
+    openDefaultHistory();
+  } else if (!historyPath_.isEmpty()) {
+    banner_->dismiss();
+    loader_->load(historyPath_);
+  }
+}
+
+void MainWindow::showOpenDialog() {
+  QSettings settings;
+  QString dir = historyPath_.isEmpty() ? QString() : QFileInfo(historyPath_).absolutePath();
+  dir = settings.value(kLastDirKey, dir).toString();
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open History"), dir,
+      tr("LazyScope histories (*.sqlite *.db *.lazyscope);;All files (*)"));
+  if (path.isEmpty()) return;
+  settings.setValue(kLastDirKey, QFileInfo(path).absolutePath());
+  openHistory(path);
+}
+
+void MainWindow::fillRecentMenu() {
+  recentMenu_->clear();
+  const QStringList paths = RecentFiles().paths();
+  int number = 0;
+  for (const QString& path : paths) {
+    const QFileInfo info(path);
+    const QString label = QStringLiteral("&%1  %2  —  %3")
+                              .arg(++number)
+                              .arg(info.fileName(), QDir::toNativeSeparators(info.absolutePath()));
+    QAction* action = recentMenu_->addAction(label, this, [this, path] { openHistory(path); });
+    action->setData(path);
+    action->setToolTip(path);
+  }
+  if (paths.isEmpty()) {
+    recentMenu_->addAction(tr("No recent histories"))->setEnabled(false);
+    return;
+  }
+  recentMenu_->addSeparator();
+  recentMenu_->addAction(tr("&Clear Menu"), this, [] { RecentFiles().clear(); });
+}
+
+void MainWindow::onLoadStarted() {
+  runs_->setEmptyReason(RunListPage::EmptyReason::Loading);
+  busy_->show();
+  statusBar()->showMessage(tr("Loading…"));
+}
+
+void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSummary>& runs) {
+  busy_->hide();
+  statusBar()->clearMessage();
+  if (path != historyPath_) return;
+  lastLoadFailed_ = false;
+  RecentFiles().add(path);
+  runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
+  runs_->setRuns(runs);
+}
+
+void MainWindow::onLoadFailed(const QString& path, const QString& message) {
+  busy_->hide();
+  statusBar()->clearMessage();
+  if (path != historyPath_) return;
+  lastLoadFailed_ = true;
+  runs_->setEmptyReason(RunListPage::EmptyReason::Failed);
+  runs_->setRuns({});
+  banner_->showMessage(MessageBanner::Kind::Error, tr("Could not load the history. %1").arg(message));
+}
+
+void MainWindow::updateRunCount() {
+  if (lastLoadFailed_) {
+    countLabel_->setText(tr("no runs"));
+    return;
+  }
+  const int total = runs_->totalCount();
+  const int shown = runs_->shownCount();
+  const QString runs = total == 1 ? tr("1 run") : tr("%1 runs").arg(total);
+  countLabel_->setText(shown == total ? runs : tr("%1 of %2").arg(shown).arg(runs));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  writeSettings();
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (!draggedFile(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QString path = draggedFile(event->mimeData());
+  if (path.isEmpty()) return;
+  event->acceptProposedAction();
+  openHistory(path);
+}
+
+void MainWindow::readSettings() {
+  const QSettings settings;
+  if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(1100, 640);
+  runs_->restoreHeaderState(settings.value(kHeaderKey).toByteArray());
+}
+
+void MainWindow::writeSettings() const {
+  QSettings settings;
+  settings.setValue(kGeometryKey, saveGeometry());
+  settings.setValue(kHeaderKey, runs_->saveHeaderState());
+}
+
+}  // namespace lazyscope::gui

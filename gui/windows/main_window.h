@@ -1,0 +1,80 @@
+// The main window: the runs of one history file (a RunListPage), the File
+// menu to open another, and a status bar with the file and its run count.
+// Runs are read in the background by a HistoryLoader; errors show up inline
+// in a banner, never in a modal dialog, and the window stays usable.
+#pragma once
+
+#include <QMainWindow>
+#include <vector>
+
+#include "lazyscope/history.pb.h"
+
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QSortFilterProxyModel;
+
+namespace lazyscope::gui {
+
+class HistoryLoader;
+class MessageBanner;
+class RunListModel;
+class RunListPage;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Loads the runs of `path` in the background. A missing or unreadable file
+  // is reported in the banner.
+  void openHistory(const QString& path);
+  // Opens the user's default history (see storage::default_history_path()).
+  // That file not existing yet is normal (nothing recorded so far): the list
+  // stays empty and the status bar says where runs will appear.
+  void openDefaultHistory();
+  // Reads the current history again (F5).
+  void reload();
+
+  QString historyPath() const { return historyPath_; }
+  bool isLoading() const;
+  RunListModel* runModel() const;
+  QSortFilterProxyModel* runProxyModel() const;
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void createMenus();
+  void createCentralWidget();
+  void createStatusBar();
+
+  void showOpenDialog();
+  void fillRecentMenu();
+  void onLoadStarted();
+  void onRunsLoaded(const QString& path, const std::vector<pb::RunSummary>& runs);
+  void onLoadFailed(const QString& path, const QString& message);
+  void setCurrentPath(const QString& path);
+  void updateRunCount();
+
+  void readSettings();
+  void writeSettings() const;
+
+  QString historyPath_;
+  bool isDefaultHistory_ = false;
+  bool lastLoadFailed_ = false;
+
+  HistoryLoader* loader_;
+  MessageBanner* banner_ = nullptr;
+  RunListPage* runs_ = nullptr;
+  QMenu* recentMenu_ = nullptr;
+  QLabel* pathLabel_ = nullptr;
+  QLabel* countLabel_ = nullptr;
+  QProgressBar* busy_ = nullptr;
+};
+
+}  // namespace lazyscope::gui

@@ -1,0 +1,143 @@
+#include "history_fixture.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QFile>
+#include <QSysInfo>
+#include <stdexcept>
+
+#include <sqlite3.h>
+
+#include "db/history_file.h"
+#include "recorder/recorder.h"
+
+namespace lazyscope::gui::testing {
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;  // ns
+
+pb::RunInfo runInfo(const std::string& name, const std::string& script, int64_t started_ms) {
+  pb::RunInfo info;
+  info.set_name(name);
+  info.set_script_path(script);
+  info.set_script_text("import lazyscope\n");
+  info.add_args("--epochs=1");
+  // Move-assigned: assigning a literal trips GCC 12's -Wrestrict false positive at -O3.
+  (*info.mutable_settings())["LAZYSCOPE_DEVICE_COUNT"] = std::string("1");
+  info.set_backend("cpu");
+  info.set_device_count(1);
+  info.set_host(QSysInfo::machineHostName().toStdString());
+  info.set_pid(QCoreApplication::applicationPid());
+  info.set_started_unix_ms(started_ms);
+  return info;
+}
+
+// Step `step`, lasting `duration_ms`, of which `compile_ms` compiling; the
+// step's graph is executed once, from the cache unless it was compiled.
+void recordStep(storage::Recorder& recorder, int64_t step, int64_t start_ms, int64_t duration_ms,
+                int64_t compile_ms) {
+  const uint64_t graph_hash = 0x5eedf00dULL;
+  if (compile_ms > 0) {
+    pb::Event event;
+    pb::CompileEvent* compile = event.mutable_compile();
+    compile->set_step(step);
+    compile->set_graph_hash(graph_hash);
+    compile->set_start_ns(start_ms * kMs + kMs);
+    compile->set_duration_ns(compile_ms * kMs);
+    compile->set_reason_kind(pb::COMPILE_REASON_FIRST_SIGHT);
+    compile->set_reason("first time this graph was seen");
+    recorder.record(std::move(event));
+  }
+  {
+    pb::Event event;
+    pb::ExecuteEvent* execute = event.mutable_execute();
+    execute->set_step(step);
+    execute->set_graph_hash(graph_hash);
+    execute->set_start_ns((start_ms + compile_ms + 1) * kMs);
+    execute->set_duration_ns(5 * kMs);
+    execute->set_cause(pb::SYNC_CAUSE_MARK_STEP);
+    execute->set_cache_hit(compile_ms == 0);
+    execute->set_node_count(42);
+    recorder.record(std::move(event));
+  }
+  pb::Event event;
+  pb::StepEvent* timing = event.mutable_step();
+  timing->set_step(step);
+  timing->set_start_ns(start_ms * kMs);
+  timing->set_end_ns((start_ms + duration_ms) * kMs);
+  timing->set_compile_ns(compile_ms * kMs);
+  timing->set_execute_ns(5 * kMs);
+  timing->set_trace_ns((duration_ms - compile_ms - 5) * kMs);
+  recorder.record(std::move(event));
+}
+
+}  // namespace
+
+HistoryFixture::HistoryFixture(const QString& path) : path_(path) {
+  const std::string file = path.toStdString();
+  const int64_t now = QDateTime::currentMSecsSinceEpoch();
+  {
+    storage::Recorder recorder(file, runInfo("baseline", "/work/proj/train_mlp.py", now - 3'600'000));
+    succeededId = recorder.run_id();
+    const int64_t durations[] = {50, 10, 12, 12, 14};
+    int64_t start = 0;
+    for (int64_t step = 0; step < 5; ++step) {
+      recordStep(recorder, step, start, durations[step], step == 0 ? 40 : 0);
+      start += durations[step];
+    }
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  {
+    storage::Recorder recorder(file, runInfo("bad-shape", "/work/proj/train_cnn.py", now - 600'000));
+    failedId = recorder.run_id();
+    recordStep(recorder, 0, 0, 60, 45);
+    recordStep(recorder, 1, 60, 20, 0);
+    const QString traceback =
+        QStringLiteral("Traceback (most recent call last):\n  File \"train_cnn.py\", line 42, in <module>\n"
+                       "    out = model(x)\n%1\n")
+            .arg(QString::fromUtf8(kError));
+    recorder.finish(pb::RUN_STATUS_FAILED, 1, kError, traceback.toStdString());
+  }
+  live_ = std::make_unique<storage::Recorder>(
+      file, runInfo("live", "/work/proj/train_live.py", now - 5'000));
+  runningId = live_->run_id();
+  recordStep(*live_, 0, 0, 30, 20);
+  recordStep(*live_, 1, 30, 8, 0);
+  recordStep(*live_, 2, 38, 9, 0);
+  live_->flush();
+}
+
+HistoryFixture::~HistoryFixture() = default;
+
+int64_t recordFinishedRun(const QString& path, const QString& name, int steps) {
+  storage::Recorder recorder(path.toStdString(),
+                             runInfo(name.toStdString(), "/work/proj/extra.py",
+                                     QDateTime::currentMSecsSinceEpoch()));
+  for (int step = 0; step < steps; ++step) recordStep(recorder, step, step * 10, 10, step == 0 ? 5 : 0);
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  return recorder.run_id();
+}
+
+void writeNewerSchemaFile(const QString& path) {
+  recordFinishedRun(path, QStringLiteral("from the future"), 1);
+  // The one place the GUI tests touch SQL: storage keeps its schema version
+  // in SQLite's user_version, and only a future build would raise it.
+  const storage::HistoryFile file(path.toStdString(), storage::OpenMode::kReadWrite);
+  const std::string pragma =
+      QStringLiteral("PRAGMA user_version = %1").arg(storage::kSchemaVersion + 1).toStdString();
+  if (sqlite3_exec(file.db(), pragma.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    throw std::runtime_error(sqlite3_errmsg(file.db()));
+  }
+}
+
+void writeGarbageFile(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    throw std::runtime_error(QStringLiteral("cannot write %1").arg(path).toStdString());
+  }
+  // Longer than an SQLite header, and nothing like one.
+  for (int i = 0; i < 64; ++i) file.write("this is not a LazyScope history, just some text.\n");
+}
+
+}  // namespace lazyscope::gui::testing

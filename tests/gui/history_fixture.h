@@ -1,0 +1,53 @@
+// Small, real histories for the GUI tests, written through the storage
+// Recorder exactly as the runner writes them.
+#pragma once
+
+#include <QString>
+#include <cstdint>
+#include <memory>
+
+namespace lazyscope::storage {
+class Recorder;
+}
+
+namespace lazyscope::gui::testing {
+
+// Three runs in a new history file:
+//   "baseline"   /work/proj/train_mlp.py  succeeded: 5 steps, 1 uncached compile
+//                (step 0), 5 executions of which 4 cache hits; steps 1–4 take
+//                10, 12, 12 and 14 ms, so the median step is 12 ms.
+//   "bad-shape"  /work/proj/train_cnn.py  failed after 2 steps with kError.
+//   "live"       /work/proj/train_live.py still running: 3 steps so far. Its
+//                recorder stays open for as long as the fixture lives.
+class HistoryFixture {
+ public:
+  static constexpr const char* kError = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x784 and 512x10)";
+
+  explicit HistoryFixture(const QString& path);
+  ~HistoryFixture();
+  HistoryFixture(const HistoryFixture&) = delete;
+  HistoryFixture& operator=(const HistoryFixture&) = delete;
+
+  const QString& path() const { return path_; }
+
+  int64_t succeededId = 0;
+  int64_t failedId = 0;
+  int64_t runningId = 0;
+
+ private:
+  QString path_;
+  std::unique_ptr<storage::Recorder> live_;
+};
+
+// One finished run with `steps` steps, appended to the history at `path`
+// (created if missing). Returns its id.
+int64_t recordFinishedRun(const QString& path, const QString& name, int steps);
+
+// A valid history whose schema version is one newer than this build reads
+// (as if written by a future LazyScope).
+void writeNewerSchemaFile(const QString& path);
+
+// A file that is not an SQLite database.
+void writeGarbageFile(const QString& path);
+
+}  // namespace lazyscope::gui::testing
