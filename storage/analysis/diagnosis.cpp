@@ -24,6 +24,11 @@ std::string format(const char* fmt, auto... args) {
   return buffer;
 }
 
+// "1.5 ms", or "40 us" below a millisecond, where "0.0 ms" would hide it.
+std::string duration(double ms_value) {
+  return ms_value < 1.0 ? format("%.0f us", ms_value * 1000.0) : format("%.1f ms", ms_value);
+}
+
 // "train.py:41": the file's name only, for titles; the finding keeps the path.
 std::string where(const pb::SourceLocation& source) {
   if (source.file().empty()) return "an unknown line";
@@ -138,7 +143,7 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
                          const RunData& run, pb::Finding& finding) {
   const std::string site = where(group.front()->source());
   const auto n = static_cast<long long>(group.size());
-  const std::string cost = format("%lld recompile%s, %.1f ms", n, n == 1 ? "" : "s", finding.time_lost_ms());
+  const std::string cost = format("%lld recompile%s, %s", n, n == 1 ? "" : "s", duration(finding.time_lost_ms()).c_str());
   std::vector<std::string> reasons;
   for (const pb::CompileEvent* compile : group) {
     if (std::find(reasons.begin(), reasons.end(), compile->reason()) == reasons.end()) {
@@ -263,8 +268,8 @@ std::vector<pb::Finding> find_host_syncs(const RunData& run) {
                                         : format("in %lld of %lld steps", static_cast<long long>(evidence.steps_affected()),
                                                  static_cast<long long>(step_count));
     finding.set_title(std::string(wording.what) + " at " + where(source) + " " + when + " forces a sync");
-    finding.set_detail(format("%lld syncs made the host wait for %.1f ms of device work inside steps",
-                              static_cast<long long>(evidence.count()), evidence.time_ms()));
+    finding.set_detail(format("%lld syncs made the host wait for %s of device work inside steps",
+                              static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str()));
     finding.set_fix(wording.fix);
     findings.push_back(std::move(finding));
   }
@@ -292,8 +297,9 @@ std::vector<pb::Finding> find_fallbacks(const RunData& run) {
     const std::string& op = std::get<0>(key);
     pb::Finding finding = evidence.finding("cpu-fallback", source, step_ms);
     finding.set_severity(severity_by_share(finding.share_of_step_time()));
-    finding.set_title(format("%s runs on the CPU at %s: %lld calls, %.1f ms (%.1f%% of step time)", op.c_str(),
-                             where(source).c_str(), static_cast<long long>(evidence.count()), evidence.time_ms(),
+    finding.set_title(format("%s runs on the CPU at %s: %lld calls, %s (%.1f%% of step time)", op.c_str(),
+                             where(source).c_str(), static_cast<long long>(evidence.count()),
+                             duration(evidence.time_ms()).c_str(),
                              100.0 * finding.share_of_step_time()));
     finding.set_detail(format("in %lld steps; each call cuts the graph and moves its operands to the host and back",
                               static_cast<long long>(evidence.steps_affected())));

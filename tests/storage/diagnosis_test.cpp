@@ -144,7 +144,7 @@ TEST(Diagnosis, FallbacksByOpAndLineWithTheirShareOfStepTime) {
   const auto findings = findings_of("cpu-fallback", run);
   ASSERT_EQ(findings.size(), 2u);
   // Grouped by op: "gelu" sorts before "nonzero".
-  EXPECT_EQ(findings[0].title(), "gelu runs on the CPU at x.py:61: 1 calls, 0.5 ms (1.2% of step time)");
+  EXPECT_EQ(findings[0].title(), "gelu runs on the CPU at x.py:61: 1 calls, 500 us (1.2% of step time)");
   EXPECT_THAT(findings[0].fix(), HasSubstr("the backend does not lower gelu"));
   EXPECT_EQ(findings[0].severity(), pb::SEVERITY_WARNING);
   EXPECT_EQ(findings[1].title(), "nonzero runs on the CPU at x.py:60: 2 calls, 4.0 ms (10.0% of step time)");
