@@ -1,15 +1,38 @@
 // lazyscope: run training scripts under the lazy-tensor engine and read the
-// history of runs.
+// history of runs. This file is the dispatch table; each command lives in its
+// own file.
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cli_args.h"
+#include "commands.h"
 #include "db/history_file.h"
-#include "history_commands.h"
 #include "run_command.h"
 
 namespace {
+
+int run(const std::vector<std::string>& args) {
+  return lazyscope::runner::run_script(lazyscope::runner::parse_run_options(args));
+}
+
+struct Command {
+  const char* name;
+  int (*main)(const std::vector<std::string>& args);
+};
+
+constexpr Command kCommands[] = {
+    {"run", run},
+    {"runs", lazyscope::runner::runs_command},
+    {"show", lazyscope::runner::show_command},
+    {"compare", lazyscope::runner::compare_command},
+    {"graphs", lazyscope::runner::graphs_command},
+    {"graph", lazyscope::runner::graph_command},
+    {"tag", lazyscope::runner::tag_command},
+    {"rename", lazyscope::runner::rename_command},
+    {"delete", lazyscope::runner::delete_command},
+};
 
 constexpr const char* kUsage = R"(usage: lazyscope COMMAND [ARGS...]
 
@@ -19,9 +42,20 @@ commands:
       --name NAME       run name (default: the script's file name)
       --tag TAG         tag the run (repeatable)
       --devices N       number of lazy devices (default 1)
-  runs [--history PATH]                 list the recorded runs, newest first
-  show [RUN|last] [--history PATH]      summary of one run (default: the last one)
+  runs [--status S] [--name TEXT] [--tag TAG] [--since WHEN]
+                                        list the recorded runs, newest first; WHEN is a
+                                        date (2024-05-01) or a span (30m, 12h, 7d)
+  show [RUN]                            summary, diagnosis and compiles of a run (default: last)
+  compare A B                           summary deltas, graphs in one run or both, compile reasons
+  graphs RUN                            the graphs a run compiled or executed
+  graph RUN GRAPH [--format text|dot|proto]
+                                        one graph's IR (GRAPH: a hash or a unique prefix of one)
+  tag RUN TAG... [--remove]             add (or remove) tags
+  rename RUN NAME                       rename a run
+  delete RUN [--yes]                    delete a run and everything recorded for it
 
+RUN is a run id, a run name (the newest run of that name) or "last".
+Every command takes --history PATH; the read commands take --json.
 The exit code of `run` is the script's.
 )";
 
@@ -33,19 +67,23 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
   }
-  const std::string command = args[0];
+  const std::string name = args[0];
   args.erase(args.begin());
-  try {
-    if (command == "run") return lazyscope::runner::run_script(lazyscope::runner::parse_run_options(args));
-    if (command == "runs") return lazyscope::runner::runs_command(args);
-    if (command == "show") return lazyscope::runner::show_command(args);
-    std::cerr << "lazyscope: unknown command '" << command << "'\n\n" << kUsage;
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "lazyscope " << command << ": " << e.what() << "\n";
-    return 2;
-  } catch (const lazyscope::storage::HistoryError& e) {
-    std::cerr << "lazyscope " << command << ": " << e.what() << "\n";
-    return 1;
+  for (const Command& command : kCommands) {
+    if (name != command.name) continue;
+    try {
+      return command.main(args);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "lazyscope " << name << ": " << e.what() << "\n";
+      return 2;
+    } catch (const lazyscope::runner::NotFound& e) {
+      std::cerr << "lazyscope " << name << ": " << e.what() << "\n";
+      return 1;
+    } catch (const lazyscope::storage::HistoryError& e) {
+      std::cerr << "lazyscope " << name << ": " << e.what() << "\n";
+      return 1;
+    }
   }
+  std::cerr << "lazyscope: unknown command '" << name << "'\n\n" << kUsage;
+  return 2;
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "analysis/diagnosis.h"
 #include "core/device.h"
 #include "db/history_file.h"
 #include "events/event_bus.h"
@@ -182,8 +183,11 @@ int run_script(const RunOptions& options) {
 
   try {
     storage::HistoryReader reader(history);
-    if (auto summary = reader.run_summary(run_id)) {
-      std::cout << "\nlazyscope: " << format_summary(*summary) << "  history      " << history << "\n";
+    if (auto data = storage::load_run_data(reader, run_id)) {
+      std::cout << "\nlazyscope: " << format_summary(data->summary) << "  history      " << history << "\n";
+      google::protobuf::RepeatedPtrField<pb::Finding> findings;
+      for (auto& finding : storage::diagnose(*data)) *findings.Add() = std::move(finding);
+      std::cout << format_findings(findings);
     }
   } catch (const storage::HistoryError& e) {
     std::cerr << "lazyscope run: the run finished but its summary could not be read: " << e.what() << "\n";

@@ -68,4 +68,25 @@ std::string format_run_line(const pb::RunSummary& s) {
                     static_cast<long long>(s.compiles()), format_duration_ms(s.wall_ms()).c_str());
 }
 
+std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings) {
+  if (findings.empty()) return "\ndiagnosis: nothing slows this run down that LazyScope can see\n";
+  std::string out = "\ndiagnosis:\n";
+  for (const pb::Finding& f : findings) {
+    const char* severity = f.severity() == pb::SEVERITY_CRITICAL  ? "critical"
+                           : f.severity() == pb::SEVERITY_WARNING ? "warning"
+                                                                  : "info";
+    out += printf_str("  [%s] ", severity) + f.title() + "\n";
+    const std::string steps = f.first_step() == f.last_step()
+                                  ? printf_str("step %lld", static_cast<long long>(f.first_step()))
+                                  : printf_str("steps %lld-%lld", static_cast<long long>(f.first_step()),
+                                               static_cast<long long>(f.last_step()));
+    out += printf_str("      %s, %lld times, %s lost (%.1f%% of step time)\n", steps.c_str(),
+                      static_cast<long long>(f.count()), format_duration_ms(f.time_lost_ms()).c_str(),
+                      100.0 * f.share_of_step_time());
+    if (!f.detail().empty()) out += "      " + f.detail() + "\n";
+    out += "      fix: " + f.fix() + "\n";
+  }
+  return out;
+}
+
 }  // namespace lazyscope::runner

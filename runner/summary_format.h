@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <google/protobuf/repeated_ptr_field.h>
+
 #include "lazyscope/history.pb.h"
 
 namespace lazyscope::runner {
@@ -12,5 +14,7 @@ std::string status_name(pb::RunStatus status);
 std::string format_summary(const pb::RunSummary& summary);
 std::string format_run_line(const pb::RunSummary& summary);
 std::string format_duration_ms(double ms);
+// "diagnosis:" and one block per finding (title, evidence, fix).
+std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings);
 
 }  // namespace lazyscope::runner

@@ -5,6 +5,8 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "db/transaction.h"
+#include "query/run_events.h"
+#include "query/run_graphs.h"
 #include "query/run_summaries.h"
 #include "query/stored_enum.h"
 
@@ -15,10 +17,10 @@ HistoryReader::HistoryReader(const std::string& path)
 
 HistoryReader::~HistoryReader() = default;
 
-std::vector<pb::RunSummary> HistoryReader::list_runs() const {
+std::vector<pb::RunSummary> HistoryReader::list_runs(const RunFilter& filter) const {
   std::lock_guard lock(mutex_);
   Transaction snapshot(*file_, Transaction::Kind::kRead);
-  std::vector<pb::RunSummary> runs = RunSummaryQuery(*file_).all();
+  std::vector<pb::RunSummary> runs = RunSummaryQuery(*file_).all(filter);
   snapshot.commit();
   return runs;
 }
@@ -38,6 +40,29 @@ std::optional<int64_t> HistoryReader::last_run_id() const {
   if (!newest.next_row()) return std::nullopt;
   const int64_t run_id = newest.int64_at(0);
   newest.reset();
+  return run_id;
+}
+
+std::optional<int64_t> HistoryReader::find_run(const std::string& ref) const {
+  if (ref == "last") return last_run_id();
+  std::lock_guard lock(mutex_);
+  const bool all_digits =
+      !ref.empty() && ref.size() < 19 && ref.find_first_not_of("0123456789") == std::string::npos;
+  if (all_digits) {
+    Statement by_id(*file_, "SELECT id FROM runs WHERE id = ?1");
+    by_id.bind_int64(1, std::stoll(ref));
+    if (by_id.next_row()) {
+      const int64_t run_id = by_id.int64_at(0);
+      by_id.reset();
+      return run_id;
+    }
+  }
+  Statement by_name(*file_, R"sql(
+    SELECT id FROM runs WHERE name = ?1 ORDER BY started_unix_ms DESC, id DESC LIMIT 1)sql");
+  by_name.bind_text(1, ref);
+  if (!by_name.next_row()) return std::nullopt;
+  const int64_t run_id = by_name.int64_at(0);
+  by_name.reset();
   return run_id;
 }
 
@@ -97,6 +122,56 @@ std::vector<pb::StepEvent> HistoryReader::steps(int64_t run_id) const {
     step.set_host_wait_ns(rows.int64_at(7));
   }
   return steps;
+}
+
+pb::StepSeries HistoryReader::step_series(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_step_series(*file_, run_id);
+}
+
+std::vector<std::string> HistoryReader::scalar_names(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_scalar_names(*file_, run_id);
+}
+
+pb::ScalarSeries HistoryReader::scalar_series(int64_t run_id, const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  return read_scalar_series(*file_, run_id, name);
+}
+
+std::vector<pb::ExecuteEvent> HistoryReader::executions(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_executions(*file_, run_id);
+}
+
+std::vector<pb::FallbackEvent> HistoryReader::fallbacks(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_fallbacks(*file_, run_id);
+}
+
+std::vector<pb::TransferEvent> HistoryReader::transfers(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_transfers(*file_, run_id);
+}
+
+std::vector<pb::FallbackGroup> HistoryReader::fallback_groups(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_fallback_groups(*file_, run_id);
+}
+
+std::vector<pb::GraphInfo> HistoryReader::graphs(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_graphs(*file_, run_id);
+}
+
+std::optional<pb::IrGraph> HistoryReader::graph_ir(int64_t run_id, uint64_t hash) const {
+  std::lock_guard lock(mutex_);
+  return read_graph_ir(*file_, run_id, hash);
+}
+
+std::optional<std::string> HistoryReader::program_text(int64_t run_id, uint64_t hash) const {
+  std::lock_guard lock(mutex_);
+  return read_program_text(*file_, run_id, hash);
 }
 
 }  // namespace lazyscope::storage

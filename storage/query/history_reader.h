@@ -13,6 +13,8 @@
 
 #include "lazyscope/events.pb.h"
 #include "lazyscope/history.pb.h"
+#include "lazyscope/ir.pb.h"
+#include "query/run_filter.h"
 
 namespace lazyscope::storage {
 
@@ -28,14 +30,36 @@ class HistoryReader {
 
   // Newest first. A run still marked RUNNING whose writer process is gone is
   // reported as CRASHED.
-  std::vector<pb::RunSummary> list_runs() const;
+  std::vector<pb::RunSummary> list_runs(const RunFilter& filter = {}) const;
   std::optional<pb::RunSummary> run_summary(int64_t run_id) const;
   // Id of the newest run, if any.
   std::optional<int64_t> last_run_id() const;
-  // Uncached compiles of a run, in order.
+  // The run a person means by `ref`: "last", a run id, or a run name (the
+  // newest run of that name). An id wins over a name made of digits.
+  std::optional<int64_t> find_run(const std::string& ref) const;
+
+  // Uncached compiles of a run (every replica), in order, with their IR.
   std::vector<pb::CompileEvent> compilations(int64_t run_id) const;
   // Per-step timings of a run (replica 0), in step order.
   std::vector<pb::StepEvent> steps(int64_t run_id) const;
+  // The same as columns in milliseconds, for charts.
+  pb::StepSeries step_series(int64_t run_id) const;
+  // Names of the logged scalars (replica 0), sorted; and one scalar's series.
+  std::vector<std::string> scalar_names(int64_t run_id) const;
+  pb::ScalarSeries scalar_series(int64_t run_id, const std::string& name) const;
+
+  // Events of every replica, in start order.
+  std::vector<pb::ExecuteEvent> executions(int64_t run_id) const;
+  std::vector<pb::FallbackEvent> fallbacks(int64_t run_id) const;
+  std::vector<pb::TransferEvent> transfers(int64_t run_id) const;
+  // Fallbacks grouped by op and source line, the most expensive group first.
+  std::vector<pb::FallbackGroup> fallback_groups(int64_t run_id) const;
+
+  // Every graph the run compiled or executed, in order of first use.
+  std::vector<pb::GraphInfo> graphs(int64_t run_id) const;
+  // One graph's stored IR and lowered program; nullopt when not stored.
+  std::optional<pb::IrGraph> graph_ir(int64_t run_id, uint64_t hash) const;
+  std::optional<std::string> program_text(int64_t run_id, uint64_t hash) const;
 
  private:
   std::unique_ptr<HistoryFile> file_;

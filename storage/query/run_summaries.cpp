@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "db/history_file.h"
 #include "db/run_liveness.h"
@@ -49,12 +50,22 @@ RunSummaryQuery::RunSummaryQuery(const HistoryFile& file)
         SELECT end_ns - start_ns, compile_ns = 0 FROM steps
         WHERE run_id = ?1 AND replica = 0)sql") {}
 
-std::vector<pb::RunSummary> RunSummaryQuery::all() {
-  Statement rows(file_, std::string(kSelectSummaries) +
-                            "ORDER BY r.started_unix_ms DESC, r.id DESC");
+std::vector<pb::RunSummary> RunSummaryQuery::all(const RunFilter& filter) {
+  // Empty text, empty tag and a zero time each match every run. The status is
+  // checked after reading: a stored RUNNING may be observed as CRASHED.
+  Statement rows(file_, std::string(kSelectSummaries) + R"sql(
+    WHERE (?1 = '' OR instr(r.name, ?1) > 0 OR instr(r.script_path, ?1) > 0)
+      AND (?2 = '' OR EXISTS (SELECT 1 FROM json_each(r.tags_json) WHERE value = ?2))
+      AND r.started_unix_ms >= ?3
+    ORDER BY r.started_unix_ms DESC, r.id DESC)sql");
+  rows.bind_text(1, filter.text).bind_text(2, filter.tag).bind_int64(3, filter.since_unix_ms);
   const int64_t now = unix_now_ms();
   std::vector<pb::RunSummary> summaries;
-  while (rows.next_row()) summaries.push_back(summary_from_row(rows, now));
+  while (rows.next_row()) {
+    pb::RunSummary summary = summary_from_row(rows, now);
+    if (filter.status && summary.run().status() != *filter.status) continue;
+    summaries.push_back(std::move(summary));
+  }
   return summaries;
 }
 

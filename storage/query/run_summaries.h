@@ -8,6 +8,7 @@
 
 #include "db/statement.h"
 #include "lazyscope/history.pb.h"
+#include "query/run_filter.h"
 
 namespace lazyscope::storage {
 
@@ -19,7 +20,7 @@ class RunSummaryQuery {
   explicit RunSummaryQuery(const HistoryFile& file);
 
   // Newest (latest started) first.
-  std::vector<pb::RunSummary> all();
+  std::vector<pb::RunSummary> all(const RunFilter& filter = {});
   std::optional<pb::RunSummary> one(int64_t run_id);
 
  private:

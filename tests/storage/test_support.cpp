@@ -207,4 +207,97 @@ pb::Event transfer_event(int64_t step, bool to_device, int64_t bytes) {
   return event;
 }
 
+pb::SourceLocation source_at(const std::string& file, int line, const std::string& function) {
+  pb::SourceLocation source;
+  source.set_file(file);
+  source.set_line(line);
+  source.set_function(function);
+  return source;
+}
+
+pb::IrGraph chain_graph(uint64_t hash, const std::vector<int64_t>& input_shape, int computed_nodes,
+                        const pb::SourceLocation& input_source) {
+  pb::IrGraph graph;
+  graph.set_hash(hash);
+  pb::IrNode& input = *graph.add_nodes();
+  input.set_id(0);
+  input.set_op("device_data");
+  for (int64_t d : input_shape) input.add_shape(d);
+  input.set_dtype("f32");
+  *input.mutable_source() = input_source;
+  input.set_parameter_index(0);
+  for (int i = 1; i <= computed_nodes; ++i) {
+    pb::IrNode& node = *graph.add_nodes();
+    node.set_id(i);
+    node.set_op("add");
+    node.add_operands(i - 1);
+    node.add_operands(0);
+    for (int64_t d : input_shape) node.add_shape(d);
+    node.set_dtype("f32");
+    node.set_parameter_index(-1);
+  }
+  graph.add_outputs(computed_nodes);
+  graph.set_parameter_count(1);
+  return graph;
+}
+
+pb::Event compile_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
+                     pb::CompileReasonKind kind, uint64_t compared_with, const pb::SourceLocation& source,
+                     const pb::IrGraph& graph) {
+  pb::Event event;
+  pb::CompileEvent& body = *event.mutable_compile();
+  body.set_step(step);
+  body.set_graph_hash(graph_hash);
+  body.set_start_ns(start_ns);
+  body.set_duration_ns(duration_ns);
+  body.set_reason_kind(kind);
+  body.set_reason(pb::CompileReasonKind_Name(kind));
+  body.set_compared_with(compared_with);
+  *body.mutable_source() = source;
+  *body.mutable_graph() = graph;
+  std::string program = "program ";
+  program += std::to_string(graph_hash);
+  body.set_program_text(program);
+  return event;
+}
+
+pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
+                     pb::SyncCause cause, const pb::SourceLocation& source, bool cache_hit, int node_count) {
+  pb::Event event;
+  pb::ExecuteEvent& body = *event.mutable_execute();
+  body.set_step(step);
+  body.set_graph_hash(graph_hash);
+  body.set_start_ns(start_ns);
+  body.set_duration_ns(duration_ns);
+  body.set_cause(cause);
+  body.set_cache_hit(cache_hit);
+  body.set_node_count(node_count);
+  *body.mutable_source() = source;
+  return event;
+}
+
+pb::Event fallback_at(int64_t step, const std::string& op, int64_t start_ns, int64_t duration_ns,
+                      int64_t bytes, const pb::SourceLocation& source) {
+  pb::Event event;
+  pb::FallbackEvent& body = *event.mutable_fallback();
+  body.set_step(step);
+  body.set_op(op);
+  body.set_start_ns(start_ns);
+  body.set_duration_ns(duration_ns);
+  body.set_bytes(bytes);
+  *body.mutable_source() = source;
+  return event;
+}
+
+pb::Event transfer_at(int64_t step, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes) {
+  pb::Event event;
+  pb::TransferEvent& body = *event.mutable_transfer();
+  body.set_step(step);
+  body.set_to_device(to_device);
+  body.set_start_ns(start_ns);
+  body.set_duration_ns(duration_ns);
+  body.set_bytes(bytes);
+  return event;
+}
+
 }  // namespace lazyscope::storage::test_support

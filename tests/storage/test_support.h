@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "lazyscope/events.pb.h"
 #include "lazyscope/history.pb.h"
@@ -45,5 +46,21 @@ pb::Event execute_event(int64_t step, uint64_t graph_hash, int64_t duration_ns, 
 pb::Event scalar_event(int64_t step, const std::string& name, double value);
 pb::Event fallback_event(int64_t step, const std::string& op);
 pb::Event transfer_event(int64_t step, bool to_device, int64_t bytes);
+
+// Builders with every value spelled out, for the query and analysis tests.
+pb::SourceLocation source_at(const std::string& file, int line, const std::string& function = "");
+// A graph whose parameter 0 has `input_shape` (created at input_source),
+// followed by `computed_nodes` adds.
+pb::IrGraph chain_graph(uint64_t hash, const std::vector<int64_t>& input_shape, int computed_nodes,
+                        const pb::SourceLocation& input_source = {});
+pb::Event compile_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
+                     pb::CompileReasonKind kind, uint64_t compared_with, const pb::SourceLocation& source,
+                     const pb::IrGraph& graph);
+pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
+                     pb::SyncCause cause, const pb::SourceLocation& source, bool cache_hit = true,
+                     int node_count = 3);
+pb::Event fallback_at(int64_t step, const std::string& op, int64_t start_ns, int64_t duration_ns,
+                      int64_t bytes, const pb::SourceLocation& source);
+pb::Event transfer_at(int64_t step, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes);
 
 }  // namespace lazyscope::storage::test_support

@@ -1,0 +1,111 @@
+#include "analysis/compare.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+namespace lazyscope::storage {
+namespace {
+
+double cache_hit_rate(const pb::RunSummary& summary) {
+  return summary.executions() > 0
+             ? static_cast<double>(summary.cache_hits()) / static_cast<double>(summary.executions())
+             : 0.0;
+}
+
+struct Metric {
+  const char* name;
+  double (*of)(const pb::RunSummary&);
+};
+
+// The rows of the summary comparison, in display order.
+const Metric kMetrics[] = {
+    {"steps", [](const pb::RunSummary& s) { return static_cast<double>(s.steps()); }},
+    {"wall_ms", [](const pb::RunSummary& s) { return s.wall_ms(); }},
+    {"median_step_ms", [](const pb::RunSummary& s) { return s.median_step_ms(); }},
+    {"compiles", [](const pb::RunSummary& s) { return static_cast<double>(s.compiles()); }},
+    {"compile_ms", [](const pb::RunSummary& s) { return s.compile_ms(); }},
+    {"executions", [](const pb::RunSummary& s) { return static_cast<double>(s.executions()); }},
+    {"execute_ms", [](const pb::RunSummary& s) { return s.execute_ms(); }},
+    {"cache_hit_rate", cache_hit_rate},
+    {"fallbacks", [](const pb::RunSummary& s) { return static_cast<double>(s.fallbacks()); }},
+};
+
+void fill_deltas(pb::GraphMatch& match) {
+  match.set_compiles_delta(match.b().compiles() - match.a().compiles());
+  match.set_compile_ms_delta(match.b().compile_ms() - match.a().compile_ms());
+  match.set_executions_delta(match.b().executions() - match.a().executions());
+  match.set_execute_ms_delta(match.b().execute_ms() - match.a().execute_ms());
+}
+
+void compare_graphs(const RunData& a, const RunData& b, pb::RunComparison& out) {
+  std::unordered_map<uint64_t, const pb::GraphInfo*> in_b;
+  for (const pb::GraphInfo& graph : b.graphs) in_b.emplace(graph.hash(), &graph);
+  std::unordered_map<uint64_t, const pb::GraphInfo*> in_a;
+  for (const pb::GraphInfo& graph : a.graphs) in_a.emplace(graph.hash(), &graph);
+
+  // A's order first (order of first use), then B's own graphs in B's order.
+  for (const pb::GraphInfo& graph : a.graphs) {
+    auto found = in_b.find(graph.hash());
+    pb::GraphMatch& match = found == in_b.end() ? *out.add_only_a() : *out.add_both();
+    match.set_hash(graph.hash());
+    *match.mutable_a() = graph;
+    if (found != in_b.end()) *match.mutable_b() = *found->second;
+    fill_deltas(match);
+  }
+  for (const pb::GraphInfo& graph : b.graphs) {
+    if (in_a.contains(graph.hash())) continue;
+    pb::GraphMatch& match = *out.add_only_b();
+    match.set_hash(graph.hash());
+    *match.mutable_b() = graph;
+    fill_deltas(match);
+  }
+}
+
+using ReasonKey = std::tuple<int, std::string, int32_t>;  // kind, file, line
+
+void compare_reasons(const RunData& a, const RunData& b, pb::RunComparison& out) {
+  std::map<ReasonKey, pb::CompileReasonDelta> groups;
+  const auto count = [&](const RunData& run, bool is_a) {
+    for (const pb::CompileEvent& compile : run.compiles) {
+      pb::CompileReasonDelta& group =
+          groups[{compile.reason_kind(), compile.source().file(), compile.source().line()}];
+      group.set_kind(compile.reason_kind());
+      *group.mutable_source() = compile.source();
+      const double compile_ms = static_cast<double>(compile.duration_ns()) / 1e6;
+      if (is_a) {
+        group.set_count_a(group.count_a() + 1);
+        group.set_compile_ms_a(group.compile_ms_a() + compile_ms);
+      } else {
+        group.set_count_b(group.count_b() + 1);
+        group.set_compile_ms_b(group.compile_ms_b() + compile_ms);
+      }
+    }
+  };
+  count(a, true);
+  count(b, false);
+  for (auto& [key, group] : groups) {
+    if (group.count_a() != group.count_b()) *out.add_reasons() = std::move(group);
+  }
+}
+
+}  // namespace
+
+pb::RunComparison compare_runs(const RunData& a, const RunData& b) {
+  pb::RunComparison out;
+  *out.mutable_a() = a.summary;
+  *out.mutable_b() = b.summary;
+  for (const Metric& metric : kMetrics) {
+    pb::MetricDelta& delta = *out.add_metrics();
+    delta.set_metric(metric.name);
+    delta.set_a(metric.of(a.summary));
+    delta.set_b(metric.of(b.summary));
+    delta.set_delta(delta.b() - delta.a());
+  }
+  compare_graphs(a, b, out);
+  compare_reasons(a, b, out);
+  return out;
+}
+
+}  // namespace lazyscope::storage

@@ -1,0 +1,442 @@
+#include "analysis/diagnosis.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace lazyscope::storage {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+double ms(int64_t ns) { return static_cast<double>(ns) / kNsPerMs; }
+
+std::string format(const char* fmt, auto... args) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, fmt, args...);
+  return buffer;
+}
+
+// "1.5 ms", or "40 us" below a millisecond, where "0.0 ms" would hide it.
+std::string duration(double ms_value) {
+  return ms_value < 1.0 ? format("%.0f us", ms_value * 1000.0) : format("%.1f ms", ms_value);
+}
+
+// "train.py:41": the file's name only, for titles; the finding keeps the path.
+std::string where(const pb::SourceLocation& source) {
+  if (source.file().empty()) return "an unknown line";
+  const std::string name = std::filesystem::path(source.file()).filename().string();
+  return source.line() > 0 ? name + ":" + std::to_string(source.line()) : name;
+}
+
+std::string shape_text(const pb::IrNode& node) {
+  std::string text = "[";
+  for (int i = 0; i < node.shape_size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(node.shape(i));
+  }
+  return text + "]";
+}
+
+using SiteKey = std::tuple<std::string, int32_t>;  // file, line
+
+SiteKey site_of(const pb::SourceLocation& source) { return {source.file(), source.line()}; }
+
+// The denominator of every "share of step time": the summed step durations.
+double total_step_ms(const RunData& run) {
+  int64_t total = 0;
+  for (const pb::StepEvent& step : run.steps) total += step.end_ns() - step.start_ns();
+  return ms(total);
+}
+
+double share(double part_ms, double whole_ms) { return whole_ms > 0 ? part_ms / whole_ms : 0.0; }
+
+std::unordered_set<int64_t> recorded_steps(const RunData& run) {
+  std::unordered_set<int64_t> steps;
+  for (const pb::StepEvent& step : run.steps) steps.insert(step.step());
+  return steps;
+}
+
+// Fills the evidence common to every rule from one occurrence at a time.
+class Evidence {
+ public:
+  void add(int64_t step, int64_t duration_ns) {
+    first_step_ = count_ == 0 ? step : std::min(first_step_, step);
+    last_step_ = count_ == 0 ? step : std::max(last_step_, step);
+    ++count_;
+    steps_.insert(step);
+    time_ns_ += duration_ns;
+  }
+  int64_t count() const { return count_; }
+  int64_t steps_affected() const { return static_cast<int64_t>(steps_.size()); }
+  double time_ms() const { return ms(time_ns_); }
+
+  pb::Finding finding(const char* rule, const pb::SourceLocation& source, double step_ms) const {
+    pb::Finding finding;
+    finding.set_rule(rule);
+    finding.set_first_step(first_step_);
+    finding.set_last_step(last_step_);
+    *finding.mutable_source() = source;
+    finding.set_count(count_);
+    finding.set_steps_affected(steps_affected());
+    finding.set_time_lost_ms(time_ms());
+    finding.set_share_of_step_time(share(time_ms(), step_ms));
+    return finding;
+  }
+
+ private:
+  int64_t count_ = 0;
+  int64_t first_step_ = 0;
+  int64_t last_step_ = 0;
+  std::set<int64_t> steps_;
+  int64_t time_ns_ = 0;
+};
+
+pb::Severity severity_by_share(double share_of_step_time) {
+  return share_of_step_time >= kCriticalShareOfStepTime ? pb::SEVERITY_CRITICAL : pb::SEVERITY_WARNING;
+}
+
+// --- (a) recompilations --------------------------------------------------
+
+struct VaryingInput {
+  int32_t parameter = -1;
+  pb::SourceLocation source;       // where the script made the input
+  std::vector<std::string> shapes;  // distinct, in order of first sight
+};
+
+// The graph inputs whose shape differs among `graphs`: the first one found.
+std::optional<VaryingInput> varying_input(const std::vector<const pb::IrGraph*>& graphs) {
+  std::map<int32_t, VaryingInput> inputs;
+  for (const pb::IrGraph* graph : graphs) {
+    for (const pb::IrNode& node : graph->nodes()) {
+      if (node.parameter_index() < 0) continue;
+      VaryingInput& input = inputs[node.parameter_index()];
+      input.parameter = node.parameter_index();
+      if (input.source.file().empty()) input.source = node.source();
+      const std::string shape = shape_text(node);
+      if (std::find(input.shapes.begin(), input.shapes.end(), shape) == input.shapes.end()) {
+        input.shapes.push_back(shape);
+      }
+    }
+  }
+  for (auto& [parameter, input] : inputs) {
+    if (input.shapes.size() > 1) return input;
+  }
+  return std::nullopt;
+}
+
+std::string joined(const std::vector<std::string>& items, size_t at_most) {
+  std::string text;
+  for (size_t i = 0; i < items.size() && i < at_most; ++i) text += (i > 0 ? ", " : "") + items[i];
+  if (items.size() > at_most) text += format(", ... (%zu in all)", items.size());
+  return text;
+}
+
+void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb::CompileEvent*>& group,
+                         const RunData& run, pb::Finding& finding) {
+  const std::string site = where(group.front()->source());
+  const auto n = static_cast<long long>(group.size());
+  const std::string cost = format("%lld recompile%s, %s", n, n == 1 ? "" : "s", duration(finding.time_lost_ms()).c_str());
+  std::vector<std::string> reasons;
+  for (const pb::CompileEvent* compile : group) {
+    if (std::find(reasons.begin(), reasons.end(), compile->reason()) == reasons.end()) {
+      reasons.push_back(compile->reason());
+    }
+  }
+  finding.set_detail("compiled at " + site + "; reasons: " + joined(reasons, 3));
+  switch (kind) {
+    case pb::COMPILE_REASON_SHAPE: {
+      // The group's graphs and the ones they were compared with: every shape
+      // the input took at this site.
+      std::unordered_map<uint64_t, const pb::IrGraph*> by_hash;
+      for (const pb::CompileEvent& compile : run.compiles) {
+        if (compile.has_graph()) by_hash.emplace(compile.graph_hash(), &compile.graph());
+      }
+      std::vector<const pb::IrGraph*> graphs;
+      std::unordered_set<uint64_t> seen;
+      for (const pb::CompileEvent* compile : group) {
+        for (uint64_t hash : {compile->compared_with(), compile->graph_hash()}) {
+          auto found = by_hash.find(hash);
+          if (found != by_hash.end() && seen.insert(hash).second) graphs.push_back(found->second);
+        }
+      }
+      if (const auto input = varying_input(graphs)) {
+        const std::string at = input->source.file().empty() ? site : where(input->source);
+        finding.set_title(format("input %d shape took %zu values at %s (%s)", input->parameter,
+                                 input->shapes.size(), at.c_str(), cost.c_str()));
+        finding.set_detail("shapes: " + joined(input->shapes, 5) + "; compiled at " + site);
+        if (!input->source.file().empty()) *finding.mutable_source() = input->source;
+      } else {
+        finding.set_title("input shapes change at " + site + " (" + cost + ")");
+      }
+      finding.set_fix(
+          "use drop_last=True or pad batches to a fixed size (bucket variable lengths into a few sizes), "
+          "so that every step traces the same shapes");
+      break;
+    }
+    case pb::COMPILE_REASON_DTYPE:
+      finding.set_title("input dtypes change at " + site + " (" + cost + ")");
+      finding.set_fix("cast inputs to one dtype before the step (e.g. x.float()), so every step traces the same dtypes");
+      break;
+    case pb::COMPILE_REASON_EVICTED:
+      finding.set_title("compiled graphs are evicted and compiled again at " + site + " (" + cost + ")");
+      finding.set_fix("raise LAZYSCOPE_COMPILE_CACHE_SIZE: the run uses more graphs than the compile cache holds");
+      break;
+    default:
+      finding.set_title("the traced graph changes at " + site + " (" + cost + ")");
+      finding.set_fix(
+          "the ops traced differ between steps: keep Python control flow on step-varying values (step "
+          "counters, values read from tensors) out of the step, or express the branch as a tensor op (where)");
+      break;
+  }
+}
+
+std::vector<pb::Finding> find_recompilations(const RunData& run) {
+  std::map<std::tuple<int, std::string, int32_t>, std::vector<const pb::CompileEvent*>> groups;
+  for (const pb::CompileEvent& compile : run.compiles) {
+    if (compile.reason_kind() == pb::COMPILE_REASON_FIRST_SIGHT ||
+        compile.reason_kind() == pb::COMPILE_REASON_UNSPECIFIED) {
+      continue;
+    }
+    groups[{compile.reason_kind(), compile.source().file(), compile.source().line()}].push_back(&compile);
+  }
+  const double step_ms = total_step_ms(run);
+  std::vector<pb::Finding> findings;
+  for (const auto& [key, group] : groups) {
+    Evidence evidence;
+    for (const pb::CompileEvent* compile : group) evidence.add(compile->step(), compile->duration_ns());
+    pb::Finding finding = evidence.finding("recompilation", group.front()->source(), step_ms);
+    finding.set_severity(severity_by_share(finding.share_of_step_time()));
+    describe_recompiles(static_cast<pb::CompileReasonKind>(std::get<0>(key)), group, run, finding);
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+// --- (b) host syncs inside the step loop ----------------------------------
+
+struct SyncWording {
+  pb::SyncCause cause;
+  const char* what;
+  const char* fix;
+};
+
+constexpr std::array kSyncWordings = {
+    SyncWording{pb::SYNC_CAUSE_ITEM, "item()",
+                "log with lazyscope.log or read the value after mark_step (every N steps)"},
+    SyncWording{pb::SYNC_CAUSE_TO_HOST, "reading a tensor on the host (.cpu(), .numpy(), .tolist(), print)",
+                "read values after mark_step, and only every N steps"},
+    SyncWording{pb::SYNC_CAUSE_CONTROL_FLOW, "bool() of a tensor in control flow",
+                "branch on a tensor op (where) instead of a Python if, or decide on host values"},
+    SyncWording{pb::SYNC_CAUSE_SAVE, "saving a tensor", "save after mark_step, every N steps"},
+};
+
+const SyncWording* wording_of(pb::SyncCause cause) {
+  for (const SyncWording& wording : kSyncWordings) {
+    if (wording.cause == cause) return &wording;
+  }
+  return nullptr;  // barriers, graph limits and fallbacks are other rules' business
+}
+
+std::vector<pb::Finding> find_host_syncs(const RunData& run) {
+  const std::unordered_set<int64_t> steps = recorded_steps(run);
+  std::map<std::tuple<int, std::string, int32_t>, std::pair<Evidence, pb::SourceLocation>> groups;
+  for (const pb::ExecuteEvent& execution : run.executions) {
+    if (wording_of(execution.cause()) == nullptr || !steps.contains(execution.step())) continue;
+    auto& [evidence, source] =
+        groups[{execution.cause(), execution.source().file(), execution.source().line()}];
+    evidence.add(execution.step(), execution.duration_ns());
+    source = execution.source();
+  }
+  const double step_ms = total_step_ms(run);
+  const auto step_count = static_cast<int64_t>(steps.size());
+  std::vector<pb::Finding> findings;
+  for (const auto& [key, group] : groups) {
+    const auto& [evidence, source] = group;
+    const SyncWording& wording = *wording_of(static_cast<pb::SyncCause>(std::get<0>(key)));
+    pb::Finding finding = evidence.finding("host-sync", source, step_ms);
+    const bool every_step = evidence.steps_affected() == step_count;
+    finding.set_severity(2 * evidence.steps_affected() >= step_count ? pb::SEVERITY_WARNING : pb::SEVERITY_INFO);
+    const std::string when = every_step ? "in every step"
+                                        : format("in %lld of %lld steps", static_cast<long long>(evidence.steps_affected()),
+                                                 static_cast<long long>(step_count));
+    finding.set_title(std::string(wording.what) + " at " + where(source) + " " + when + " forces a sync");
+    finding.set_detail(format("%lld syncs made the host wait for %s of device work inside steps",
+                              static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str()));
+    finding.set_fix(wording.fix);
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+// --- (c) CPU fallbacks ----------------------------------------------------
+
+bool output_shape_depends_on_data(std::string op) {
+  if (const size_t colons = op.rfind("::"); colons != std::string::npos) op = op.substr(colons + 2);
+  return op == "nonzero" || op == "masked_select" || op == "unique" || op == "index_bool";
+}
+
+std::vector<pb::Finding> find_fallbacks(const RunData& run) {
+  std::map<std::tuple<std::string, std::string, int32_t>, std::pair<Evidence, pb::SourceLocation>> groups;
+  for (const pb::FallbackEvent& fallback : run.fallbacks) {
+    auto& [evidence, source] = groups[{fallback.op(), fallback.source().file(), fallback.source().line()}];
+    evidence.add(fallback.step(), fallback.duration_ns());
+    source = fallback.source();
+  }
+  const double step_ms = total_step_ms(run);
+  std::vector<pb::Finding> findings;
+  for (const auto& [key, group] : groups) {
+    const auto& [evidence, source] = group;
+    const std::string& op = std::get<0>(key);
+    pb::Finding finding = evidence.finding("cpu-fallback", source, step_ms);
+    finding.set_severity(severity_by_share(finding.share_of_step_time()));
+    finding.set_title(format("%s runs on the CPU at %s: %lld calls, %s (%.1f%% of step time)", op.c_str(),
+                             where(source).c_str(), static_cast<long long>(evidence.count()),
+                             duration(evidence.time_ms()).c_str(),
+                             100.0 * finding.share_of_step_time()));
+    finding.set_detail(format("in %lld steps; each call cuts the graph and moves its operands to the host and back",
+                              static_cast<long long>(evidence.steps_affected())));
+    finding.set_fix(output_shape_depends_on_data(op)
+                        ? op + " has a data-dependent output shape: compute a fixed-shape result instead (a mask "
+                               "with where, a fixed-size top-k), or move it out of the step loop"
+                        : "the backend does not lower " + op +
+                              ": rewrite it with supported ops, or move it out of the step loop");
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+// --- (d) a graph that grows every step ------------------------------------
+
+constexpr const char* kBarrierFix =
+    "add a barrier at the end of every iteration (mark_step(), or optimizer_step(barrier=True)), and detach "
+    "tensors carried from one iteration to the next";
+
+std::vector<pb::Finding> find_growing_graphs(const RunData& run) {
+  const double step_ms = total_step_ms(run);
+  std::vector<pb::Finding> findings;
+
+  // Executions forced by the node limit: the graph outgrew it without a barrier.
+  std::map<SiteKey, std::pair<Evidence, pb::SourceLocation>> limited;
+  for (const pb::ExecuteEvent& execution : run.executions) {
+    if (execution.cause() != pb::SYNC_CAUSE_GRAPH_LIMIT) continue;
+    auto& [evidence, source] = limited[site_of(execution.source())];
+    evidence.add(execution.step(), execution.duration_ns());
+    source = execution.source();
+  }
+  for (const auto& [key, group] : limited) {
+    const auto& [evidence, source] = group;
+    pb::Finding finding = evidence.finding("growing-graph", source, step_ms);
+    finding.set_severity(pb::SEVERITY_CRITICAL);
+    finding.set_title(format("the pending graph hit the node limit %lld times (last traced at %s): a barrier is missing",
+                             static_cast<long long>(evidence.count()), where(source).c_str()));
+    finding.set_detail("the engine cut the graph because no barrier did");
+    finding.set_fix(kBarrierFix);
+    findings.push_back(std::move(finding));
+  }
+
+  // Successive uncached compiles at one site whose node count keeps rising.
+  std::unordered_map<uint64_t, int32_t> executed_nodes;
+  for (const pb::ExecuteEvent& execution : run.executions) {
+    executed_nodes.emplace(execution.graph_hash(), execution.node_count());
+  }
+  const auto nodes_of = [&](const pb::CompileEvent& compile) -> int64_t {
+    if (compile.graph().nodes_size() > 0) return compile.graph().nodes_size();
+    auto found = executed_nodes.find(compile.graph_hash());
+    return found == executed_nodes.end() ? 0 : found->second;
+  };
+  std::map<SiteKey, std::vector<const pb::CompileEvent*>> by_site;
+  for (const pb::CompileEvent& compile : run.compiles) by_site[site_of(compile.source())].push_back(&compile);
+  for (const auto& [key, compiles] : by_site) {
+    // The longest stretch of strictly rising node counts.
+    size_t best_begin = 0, best_length = 1, begin = 0;
+    for (size_t i = 1; i < compiles.size(); ++i) {
+      if (nodes_of(*compiles[i]) <= nodes_of(*compiles[i - 1])) begin = i;
+      if (i - begin + 1 > best_length) {
+        best_begin = begin;
+        best_length = i - begin + 1;
+      }
+    }
+    if (best_length < static_cast<size_t>(kGrowingCompiles)) continue;
+    Evidence evidence;
+    for (size_t i = best_begin; i < best_begin + best_length; ++i) {
+      evidence.add(compiles[i]->step(), compiles[i]->duration_ns());
+    }
+    const pb::CompileEvent& first = *compiles[best_begin];
+    const pb::CompileEvent& last = *compiles[best_begin + best_length - 1];
+    pb::Finding finding = evidence.finding("growing-graph", first.source(), step_ms);
+    finding.set_severity(pb::SEVERITY_CRITICAL);
+    finding.set_title(format("the graph compiled at %s grows every step: %lld -> %lld nodes over %zu compiles",
+                             where(first.source()).c_str(), static_cast<long long>(nodes_of(first)),
+                             static_cast<long long>(nodes_of(last)), best_length));
+    finding.set_detail(format("steps %lld to %lld each compiled a larger graph (%.1f ms of compiling): the graph "
+                              "carries earlier steps' ops because no barrier cuts it",
+                              static_cast<long long>(first.step()), static_cast<long long>(last.step()),
+                              evidence.time_ms()));
+    finding.set_fix(kBarrierFix);
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+// --- (e) uploads inside steps that do not overlap compute ------------------
+
+std::vector<pb::Finding> find_blocking_transfers(const RunData& run) {
+  const std::unordered_set<int64_t> steps = recorded_steps(run);
+  Evidence evidence;
+  int64_t bytes = 0;
+  for (const pb::TransferEvent& transfer : run.transfers) {
+    if (!transfer.to_device() || !steps.contains(transfer.step())) continue;
+    evidence.add(transfer.step(), transfer.duration_ns());
+    bytes += transfer.bytes();
+  }
+  const double step_ms = total_step_ms(run);
+  if (evidence.count() == 0 || share(evidence.time_ms(), step_ms) <= kTransferShareThreshold) return {};
+  pb::Finding finding = evidence.finding("blocking-transfer", {}, step_ms);
+  finding.set_severity(pb::SEVERITY_WARNING);
+  finding.set_title(format("uploads to the device take %.0f%% of step time and block the step",
+                           100.0 * finding.share_of_step_time()));
+  finding.set_detail(format("%lld host-to-device transfers in %lld steps moved %.1f MB in %.1f ms",
+                            static_cast<long long>(evidence.count()),
+                            static_cast<long long>(evidence.steps_affected()),
+                            static_cast<double>(bytes) / 1e6, evidence.time_ms()));
+  finding.set_fix(
+      "load batches with the parallel loader (MpDeviceLoader), which uploads the next batch while this one "
+      "computes; keep data that does not change on the device instead of copying it every step");
+  return {finding};
+}
+
+constexpr std::array kRules = {
+    DiagnosisRule{"recompilation", "uncached compiles after the first, by reason and source line",
+                  find_recompilations},
+    DiagnosisRule{"host-sync", "value reads inside steps that make the host wait for the device", find_host_syncs},
+    DiagnosisRule{"cpu-fallback", "ops that ran on the CPU, by op and source line", find_fallbacks},
+    DiagnosisRule{"growing-graph", "graphs that grow step after step: a missing barrier", find_growing_graphs},
+    DiagnosisRule{"blocking-transfer", "uploads to the device that take a large share of step time",
+                  find_blocking_transfers},
+};
+
+}  // namespace
+
+std::span<const DiagnosisRule> diagnosis_rules() { return kRules; }
+
+std::vector<pb::Finding> diagnose(const RunData& run) {
+  std::vector<pb::Finding> findings;
+  for (const DiagnosisRule& rule : kRules) {
+    for (pb::Finding& finding : rule.find(run)) findings.push_back(std::move(finding));
+  }
+  std::stable_sort(findings.begin(), findings.end(), [](const pb::Finding& a, const pb::Finding& b) {
+    if (a.severity() != b.severity()) return a.severity() > b.severity();
+    return a.time_lost_ms() > b.time_lost_ms();
+  });
+  return findings;
+}
+
+}  // namespace lazyscope::storage

@@ -1,0 +1,36 @@
+// Why a run is slow, as a table of rules. Each rule reads the run's data and
+// returns findings: what happens, where, the evidence, and the change to make.
+// A new rule is one more row in diagnosis.cpp.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "analysis/run_data.h"
+#include "lazyscope/history.pb.h"
+
+namespace lazyscope::storage {
+
+struct DiagnosisRule {
+  const char* id;           // Finding.rule
+  const char* looks_for;    // one line, for documentation and --help
+  std::vector<pb::Finding> (*find)(const RunData& run);
+};
+
+std::span<const DiagnosisRule> diagnosis_rules();
+
+// Every rule's findings, most severe first, then most time lost.
+std::vector<pb::Finding> diagnose(const RunData& run);
+
+// Thresholds, with their reason.
+// A recompile group or a fallback group costing this share of the total step
+// time is critical: it alone makes the run a tenth slower.
+inline constexpr double kCriticalShareOfStepTime = 0.10;
+// Host-to-device transfers above this share of step time are worth
+// overlapping with compute; below it the parallel loader would gain little.
+inline constexpr double kTransferShareThreshold = 0.10;
+// A graph whose node count rises over this many successive compiles at one
+// site is growing, not just changing.
+inline constexpr int kGrowingCompiles = 3;
+
+}  // namespace lazyscope::storage

@@ -1,0 +1,30 @@
+// Everything the analyses (diagnosis, comparison, export) read about one run,
+// loaded at once through the query library so that they are pure functions
+// of it, testable without a file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "lazyscope/events.pb.h"
+#include "lazyscope/history.pb.h"
+
+namespace lazyscope::storage {
+
+class HistoryReader;
+
+struct RunData {
+  pb::RunSummary summary;
+  std::vector<pb::StepEvent> steps;         // replica 0, in step order
+  std::vector<pb::CompileEvent> compiles;   // with their IR, in start order
+  std::vector<pb::ExecuteEvent> executions;
+  std::vector<pb::FallbackEvent> fallbacks;
+  std::vector<pb::TransferEvent> transfers;
+  std::vector<pb::GraphInfo> graphs;
+};
+
+// nullopt when there is no run `run_id`. Throws HistoryError.
+std::optional<RunData> load_run_data(const HistoryReader& reader, int64_t run_id);
+
+}  // namespace lazyscope::storage

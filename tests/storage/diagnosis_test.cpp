@@ -1,0 +1,225 @@
+// The diagnosis rules on runs recorded event by event: exact findings.
+#include "analysis/diagnosis.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "query/history_reader.h"
+#include "recorder/recorder.h"
+#include "test_support.h"
+
+namespace lazyscope::storage {
+namespace {
+
+using test_support::chain_graph;
+using test_support::compile_at;
+using test_support::execute_at;
+using test_support::source_at;
+using ::testing::HasSubstr;
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int kSteps = 4;  // each 10 ms: 40 ms of step time in all
+
+// Records four 10 ms steps plus `events`, and loads the run back.
+RunData record_and_load(const std::vector<pb::Event>& events) {
+  test_support::ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t run_id = 0;
+  {
+    Recorder recorder(path, test_support::sample_run_info("diagnosed"));
+    run_id = recorder.run_id();
+    for (int step = 0; step < kSteps; ++step) {
+      recorder.record(test_support::step_event(step, step * 10 * kMs, (step + 1) * 10 * kMs, 0));
+    }
+    for (const pb::Event& event : events) recorder.record(event);
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  std::optional<RunData> data = load_run_data(HistoryReader(path), run_id);
+  EXPECT_TRUE(data.has_value());
+  return data ? *data : RunData{};
+}
+
+std::vector<pb::Finding> findings_of(const char* rule, const RunData& run) {
+  for (const DiagnosisRule& row : diagnosis_rules()) {
+    if (std::string(row.id) == rule) return row.find(run);
+  }
+  ADD_FAILURE() << "no rule " << rule;
+  return {};
+}
+
+pb::Event mark_step_execution(int step, uint64_t hash) {
+  return execute_at(step, hash, step * 10 * kMs + 5 * kMs, 1 * kMs, pb::SYNC_CAUSE_MARK_STEP,
+                    source_at("/home/ada/x.py", 9), step > 0);
+}
+
+TEST(Diagnosis, RuleTableHasEveryRuleOnce) {
+  std::vector<std::string> ids;
+  for (const DiagnosisRule& rule : diagnosis_rules()) ids.emplace_back(rule.id);
+  EXPECT_THAT(ids, ::testing::ElementsAre("recompilation", "host-sync", "cpu-fallback", "growing-graph",
+                                          "blocking-transfer"));
+}
+
+TEST(Diagnosis, ACleanRunHasNoFindings) {
+  std::vector<pb::Event> events = {compile_at(0, 0xa, 1 * kMs, 3 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0,
+                                              source_at("/home/ada/x.py", 9), chain_graph(0xa, {8, 3}, 2))};
+  for (int step = 0; step < kSteps; ++step) events.push_back(mark_step_execution(step, 0xa));
+  // One small upload, one read after the loop (step 4 has no step event).
+  events.push_back(test_support::transfer_at(0, true, 1 * kMs, kMs / 10, 96));
+  events.push_back(execute_at(kSteps, 0xb, 45 * kMs, 1 * kMs, pb::SYNC_CAUSE_TO_HOST, source_at("x.py", 80)));
+  // Sizes, not IsEmpty(): gtest's protobuf printer trips GCC 12's -Wrestrict at -O3.
+  EXPECT_EQ(diagnose(record_and_load(events)).size(), 0u);
+}
+
+TEST(Diagnosis, ShapeRecompilesNameTheInputItsShapesAndTheTimeLost) {
+  const pb::SourceLocation site = source_at("/home/ada/x.py", 9, "train");
+  const pb::SourceLocation batch = source_at("/home/ada/x.py", 5, "train");
+  const RunData run = record_and_load({
+      compile_at(0, 0xa, 1 * kMs, 4 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, site, chain_graph(0xa, {8, 3}, 2, batch)),
+      compile_at(1, 0xb, 11 * kMs, 3 * kMs, pb::COMPILE_REASON_SHAPE, 0xa, site, chain_graph(0xb, {4, 3}, 2, batch)),
+      compile_at(2, 0xc, 21 * kMs, 2 * kMs, pb::COMPILE_REASON_SHAPE, 0xb, site, chain_graph(0xc, {6, 3}, 2, batch)),
+      compile_at(3, 0xd, 31 * kMs, 1 * kMs, pb::COMPILE_REASON_EVICTED, 0, source_at("/home/ada/x.py", 30),
+                 chain_graph(0xd, {1}, 1)),
+  });
+  const auto findings = findings_of("recompilation", run);
+  ASSERT_EQ(findings.size(), 2u);
+
+  const pb::Finding& shape = findings[0];
+  EXPECT_EQ(shape.rule(), "recompilation");
+  EXPECT_EQ(shape.title(), "input 0 shape took 3 values at x.py:5 (2 recompiles, 5.0 ms)");
+  EXPECT_EQ(shape.detail(), "shapes: [8, 3], [4, 3], [6, 3]; compiled at x.py:9");
+  EXPECT_THAT(shape.fix(), HasSubstr("drop_last=True or pad batches to a fixed size"));
+  EXPECT_EQ(shape.source().line(), 5);
+  EXPECT_EQ(shape.count(), 2);
+  EXPECT_EQ(shape.first_step(), 1);
+  EXPECT_EQ(shape.last_step(), 2);
+  EXPECT_EQ(shape.steps_affected(), 2);
+  EXPECT_DOUBLE_EQ(shape.time_lost_ms(), 5.0);
+  EXPECT_DOUBLE_EQ(shape.share_of_step_time(), 5.0 / 40.0);
+  EXPECT_EQ(shape.severity(), pb::SEVERITY_CRITICAL);  // over a tenth of step time
+
+  const pb::Finding& evicted = findings[1];
+  EXPECT_EQ(evicted.title(), "compiled graphs are evicted and compiled again at x.py:30 (1 recompile, 1.0 ms)");
+  EXPECT_THAT(evicted.fix(), HasSubstr("LAZYSCOPE_COMPILE_CACHE_SIZE"));
+  EXPECT_EQ(evicted.severity(), pb::SEVERITY_WARNING);
+  EXPECT_DOUBLE_EQ(evicted.share_of_step_time(), 1.0 / 40.0);
+}
+
+TEST(Diagnosis, HostSyncsInsideStepsGroupedByCauseAndLine) {
+  std::vector<pb::Event> events;
+  const pb::SourceLocation item = source_at("/home/ada/x.py", 57);
+  for (int step = 0; step < kSteps; ++step) {
+    events.push_back(mark_step_execution(step, 0xa));
+    events.push_back(execute_at(step, 0xe, step * 10 * kMs + 2 * kMs, kMs / 2, pb::SYNC_CAUSE_ITEM, item));
+  }
+  events.push_back(execute_at(1, 0xf, 13 * kMs, 2 * kMs, pb::SYNC_CAUSE_TO_HOST, source_at("x.py", 70)));
+  events.push_back(execute_at(kSteps, 0xe, 41 * kMs, 9 * kMs, pb::SYNC_CAUSE_ITEM, item));  // after the loop
+  const auto findings = findings_of("host-sync", record_and_load(events));
+  ASSERT_EQ(findings.size(), 2u);
+
+  EXPECT_EQ(findings[0].title(), "item() at x.py:57 in every step forces a sync");
+  EXPECT_THAT(findings[0].fix(), HasSubstr("lazyscope.log or read the value after mark_step"));
+  EXPECT_EQ(findings[0].count(), 4);
+  EXPECT_EQ(findings[0].steps_affected(), 4);
+  EXPECT_EQ(findings[0].first_step(), 0);
+  EXPECT_EQ(findings[0].last_step(), 3);
+  EXPECT_DOUBLE_EQ(findings[0].time_lost_ms(), 2.0);
+  EXPECT_EQ(findings[0].severity(), pb::SEVERITY_WARNING);
+  EXPECT_EQ(findings[0].detail(), "4 syncs made the host wait for 2.0 ms of device work inside steps");
+
+  EXPECT_THAT(findings[1].title(), HasSubstr("at x.py:70 in 1 of 4 steps forces a sync"));
+  EXPECT_EQ(findings[1].severity(), pb::SEVERITY_INFO);
+  EXPECT_DOUBLE_EQ(findings[1].time_lost_ms(), 2.0);
+}
+
+TEST(Diagnosis, FallbacksByOpAndLineWithTheirShareOfStepTime) {
+  const pb::SourceLocation line60 = source_at("/home/ada/x.py", 60);
+  const RunData run = record_and_load({
+      test_support::fallback_at(0, "nonzero", 2 * kMs, 2 * kMs, 64, line60),
+      test_support::fallback_at(1, "nonzero", 12 * kMs, 2 * kMs, 64, line60),
+      test_support::fallback_at(1, "gelu", 15 * kMs, kMs / 2, 64, source_at("/home/ada/x.py", 61)),
+  });
+  const auto findings = findings_of("cpu-fallback", run);
+  ASSERT_EQ(findings.size(), 2u);
+  // Grouped by op: "gelu" sorts before "nonzero".
+  EXPECT_EQ(findings[0].title(), "gelu runs on the CPU at x.py:61: 1 calls, 500 us (1.2% of step time)");
+  EXPECT_THAT(findings[0].fix(), HasSubstr("the backend does not lower gelu"));
+  EXPECT_EQ(findings[0].severity(), pb::SEVERITY_WARNING);
+  EXPECT_EQ(findings[1].title(), "nonzero runs on the CPU at x.py:60: 2 calls, 4.0 ms (10.0% of step time)");
+  EXPECT_THAT(findings[1].fix(), HasSubstr("data-dependent output shape"));
+  EXPECT_EQ(findings[1].severity(), pb::SEVERITY_CRITICAL);
+  EXPECT_EQ(findings[1].count(), 2);
+  EXPECT_EQ(findings[1].steps_affected(), 2);
+  EXPECT_DOUBLE_EQ(findings[1].share_of_step_time(), 0.1);
+}
+
+TEST(Diagnosis, GrowingGraphFromRisingNodeCountsAndFromTheNodeLimit) {
+  const pb::SourceLocation grows = source_at("/home/ada/x.py", 20);
+  const pb::SourceLocation varies = source_at("/home/ada/x.py", 25);
+  const auto compile = [](int step, uint64_t hash, int nodes, const pb::SourceLocation& site) {
+    return compile_at(step, hash, step * 10 * kMs, 1 * kMs,
+                      step == 0 ? pb::COMPILE_REASON_FIRST_SIGHT : pb::COMPILE_REASON_STRUCTURE, 0, site,
+                      chain_graph(hash, {2}, nodes - 1));
+  };
+  const RunData run = record_and_load({
+      compile(0, 0x10, 10, grows), compile(1, 0x11, 20, grows), compile(2, 0x12, 30, grows),
+      compile(0, 0x20, 10, varies), compile(1, 0x21, 5, varies), compile(2, 0x22, 10, varies),
+      execute_at(3, 0x30, 31 * kMs, 3 * kMs, pb::SYNC_CAUSE_GRAPH_LIMIT, source_at("/home/ada/x.py", 22)),
+  });
+  const auto findings = findings_of("growing-graph", run);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].title(),
+            "the pending graph hit the node limit 1 times (last traced at x.py:22): a barrier is missing");
+  EXPECT_DOUBLE_EQ(findings[0].time_lost_ms(), 3.0);
+  EXPECT_EQ(findings[1].title(), "the graph compiled at x.py:20 grows every step: 10 -> 30 nodes over 3 compiles");
+  EXPECT_EQ(findings[1].count(), 3);
+  EXPECT_EQ(findings[1].first_step(), 0);
+  EXPECT_EQ(findings[1].last_step(), 2);
+  for (const auto& finding : findings) {
+    EXPECT_THAT(finding.fix(), HasSubstr("mark_step()"));
+    EXPECT_EQ(finding.severity(), pb::SEVERITY_CRITICAL);
+  }
+}
+
+TEST(Diagnosis, UploadsAboveTheThresholdShareOfStepTime) {
+  const auto uploads = [](int64_t each_ns) {
+    std::vector<pb::Event> events;
+    for (int step = 0; step < kSteps; ++step) {
+      events.push_back(test_support::transfer_at(step, true, step * 10 * kMs, each_ns, 1'000'000));
+      events.push_back(test_support::transfer_at(step, false, step * 10 * kMs + 5, 5 * kMs, 8));  // downloads do not count
+    }
+    return events;
+  };
+  const auto findings = findings_of("blocking-transfer", record_and_load(uploads(3 * kMs / 2)));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].title(), "uploads to the device take 15% of step time and block the step");
+  EXPECT_EQ(findings[0].detail(), "4 host-to-device transfers in 4 steps moved 4.0 MB in 6.0 ms");
+  EXPECT_THAT(findings[0].fix(), HasSubstr("parallel loader"));
+  EXPECT_DOUBLE_EQ(findings[0].share_of_step_time(), 0.15);
+  // Exactly at the threshold: not reported.
+  EXPECT_EQ(findings_of("blocking-transfer", record_and_load(uploads(1 * kMs))).size(), 0u);
+}
+
+TEST(Diagnosis, FindingsAreOrderedBySeverityThenTimeLost) {
+  const pb::SourceLocation site = source_at("x.py", 9);
+  const RunData run = record_and_load({
+      execute_at(1, 0xf, 13 * kMs, 1 * kMs, pb::SYNC_CAUSE_ITEM, site),                        // info
+      test_support::fallback_at(0, "gelu", 2 * kMs, 1 * kMs, 64, site),                         // warning, 1 ms
+      test_support::fallback_at(0, "erf", 2 * kMs, 2 * kMs, 64, site),                          // warning, 2 ms
+      test_support::fallback_at(0, "nonzero", 2 * kMs, 8 * kMs, 64, site),                      // critical
+  });
+  std::vector<std::string> order;
+  for (const auto& finding : diagnose(run)) {
+    std::string entry = finding.rule();
+    entry.append(" ").append(pb::Severity_Name(finding.severity()));
+    order.push_back(entry);
+  }
+  EXPECT_THAT(order, ::testing::ElementsAre("cpu-fallback SEVERITY_CRITICAL", "cpu-fallback SEVERITY_WARNING",
+                                            "cpu-fallback SEVERITY_WARNING", "host-sync SEVERITY_INFO"));
+  EXPECT_THAT(diagnose(run)[1].title(), HasSubstr("erf"));
+}
+
+}  // namespace
+}  // namespace lazyscope::storage
