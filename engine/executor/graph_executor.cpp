@@ -246,7 +246,7 @@ void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_
   // releases the traced graph it no longer needs.
   for (size_t i = 0; i < targets.size(); ++i) {
     targets[i]->buffer = outputs[i];
-    targets[i]->ir = std::make_shared<Node>(outputs[i]);
+    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source());
   }
 
   st.compile_ns += compile_ns;

@@ -39,7 +39,9 @@ Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
   auto impl = std::make_shared<TensorImpl>();
   impl->device = device;
   impl->spec = {buffer->shape(), buffer->dtype()};
-  if (device.is_lazy()) impl->ir = std::make_shared<Node>(buffer);
+  // The leaf remembers where the data entered the device, so that a
+  // recompile caused by this input can name the user's line.
+  if (device.is_lazy()) impl->ir = std::make_shared<Node>(buffer, current_source_location());
   impl->buffer = std::move(buffer);
   return Tensor(std::move(impl));
 }

@@ -81,8 +81,10 @@ def test_show_reports_summary_diagnosis_and_compiles(build_dir, history):
     assert int(report["summary"]["compiles"]) == 6
     [shapes_at_mark_step, shapes_at_item] = sorted(
         (f for f in report["findings"] if f["rule"] == "recompilation"), key=lambda f: f["source"]["line"])
-    # mark_step() is line 8 of the script, item() line 10; batch sizes 8, 4, 6.
-    assert shapes_at_mark_step["title"].startswith("input 0 shape took 3 values at recompile.py:8")
+    # x is created on line 6 of the script, mark_step() is line 8, item() line 10;
+    # batch sizes 8, 4, 6. The title names the line that made the input.
+    assert shapes_at_mark_step["title"].startswith("input 0 shape took 3 values at recompile.py:6")
+    assert shapes_at_mark_step["source"]["line"] == 6
     assert "[8, 3], [4, 3], [6, 3]" in shapes_at_mark_step["detail"]
     assert int(shapes_at_mark_step["count"]) == 2
     assert "drop_last=True" in shapes_at_mark_step["fix"]
