@@ -19,6 +19,12 @@ TensorSpec infer_binary(const char* op, std::span<const TensorSpec> in) {
 TensorSpec infer_add(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("add", in); }
 TensorSpec infer_sub(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("sub", in); }
 TensorSpec infer_mul(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("mul", in); }
+TensorSpec infer_cast(std::span<const TensorSpec> in, const Attrs& attrs) {
+  const int64_t dt = attrs.get_int("dtype");
+  if (dt < 0 || dt >= kNumDTypes) throw EngineError("cast: invalid dtype code " + std::to_string(dt));
+  return {in[0].shape, static_cast<DType>(dt)};
+}
+
 TensorSpec infer_same(std::span<const TensorSpec> in, const Attrs&) { return in[0]; }
 
 TensorSpec infer_matmul(std::span<const TensorSpec> in, const Attrs&) {
@@ -62,14 +68,15 @@ TensorSpec infer_transpose(std::span<const TensorSpec> in, const Attrs&) {
 }
 
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
-    {"device_data", 0, infer_leaf},
-    {"add", 2, infer_add},
-    {"sub", 2, infer_sub},
-    {"mul", 2, infer_mul},
-    {"matmul", 2, infer_matmul},
-    {"relu", 1, infer_same},
-    {"sum", 1, infer_sum},
-    {"transpose", 1, infer_transpose},
+    {"device_data", 0, infer_leaf, Promote::kNone},
+    {"cast", 1, infer_cast, Promote::kNone},
+    {"add", 2, infer_add, Promote::kCommon},
+    {"sub", 2, infer_sub, Promote::kCommon},
+    {"mul", 2, infer_mul, Promote::kCommon},
+    {"matmul", 2, infer_matmul, Promote::kCommon},
+    {"relu", 1, infer_same, Promote::kNone},
+    {"sum", 1, infer_sum, Promote::kIntToLong},
+    {"transpose", 1, infer_transpose, Promote::kNone},
 }};
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace lazyscope {
 
 enum class OpKind : uint16_t {
   kDeviceData,  // graph input: a materialized buffer, a Python scalar, RNG state
+  kCast,        // attr dtype (a DType as int)
   kAdd,
   kSub,
   kMul,
@@ -33,10 +34,24 @@ struct TensorSpec {
 // Computes the output spec or throws ShapeError naming the op and shapes.
 using InferFn = TensorSpec (*)(std::span<const TensorSpec> inputs, const Attrs& attrs);
 
+// Which dtypes an op's operands are cast to before it runs (ops.cpp inserts
+// the casts, so kernels see operands of one dtype). "Common" is PyTorch's
+// result type over the operands, Python scalars and 0-d tensors included.
+enum class Promote : uint8_t {
+  kNone,         // operands as they are
+  kCommon,       // every operand to the common type (add, maximum, eq, ...)
+  kCommonFloat,  // the common type, integers and bools then to float32 (div, exp)
+  kFloatOnly,    // floating operands only; an integer one is an error (mean, var)
+  kToBool,       // every operand to bool (logical_and, any)
+  kWhere,        // operand 0 to bool, the others to their common type
+  kIntToLong,    // integers and bools to int64, floats kept (sum, prod)
+};
+
 struct OpInfo {
   std::string_view name;
   int arity;  // number of tensor operands
   InferFn infer;
+  Promote promote;
 };
 
 const OpInfo& op_info(OpKind op);

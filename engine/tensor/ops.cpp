@@ -26,20 +26,70 @@ void check_same_device(OpKind op, const std::vector<Tensor>& inputs) {
   }
 }
 
-// Kernels take operands of the output dtype; promotion casts arrive with the
-// full op set. Until then a mix is refused rather than computed wrongly.
-void check_dtypes(OpKind op, const std::vector<Tensor>& inputs, DType out) {
-  if (op == OpKind::kSum) {
-    if (!is_floating(inputs[0].dtype()) && inputs[0].dtype() != DType::kInt64) {
-      throw EngineError("sum: " + std::string(dtype_name(inputs[0].dtype())) + " input is not supported yet");
+PromotionOperand promotion_operand(const Tensor& t) {
+  if (t.impl()->wrapped_number) return {t.dtype(), PromotionTier::kWrappedNumber};
+  return {t.dtype(), t.shape().empty() ? PromotionTier::kZeroDim : PromotionTier::kDimensioned};
+}
+
+DType common_type(const std::vector<Tensor>& inputs, size_t first) {
+  std::vector<PromotionOperand> operands;
+  for (size_t i = first; i < inputs.size(); ++i) operands.push_back(promotion_operand(inputs[i]));
+  return result_type(operands.data(), operands.size());
+}
+
+// The dtype each operand is cast to before the op runs, from the op's row.
+std::vector<DType> operand_dtypes(OpKind op, const std::vector<Tensor>& inputs) {
+  std::vector<DType> out;
+  for (const Tensor& t : inputs) out.push_back(t.dtype());
+  if (inputs.empty()) return out;
+  switch (op_info(op).promote) {
+    case Promote::kNone: break;
+    case Promote::kCommon: std::fill(out.begin(), out.end(), common_type(inputs, 0)); break;
+    case Promote::kCommonFloat: {
+      const DType common = common_type(inputs, 0);
+      std::fill(out.begin(), out.end(), is_floating(common) ? common : DType::kFloat32);
+      break;
     }
-    return;
+    case Promote::kFloatOnly:
+      for (const Tensor& t : inputs) {
+        if (!is_floating(t.dtype())) {
+          throw EngineError(std::string(op_name(op)) + ": expected a floating point input, got " +
+                            std::string(dtype_name(t.dtype())) + "; convert it with .float() first" +
+                            at_line(current_source_location()));
+        }
+      }
+      break;
+    case Promote::kToBool: std::fill(out.begin(), out.end(), DType::kBool); break;
+    case Promote::kWhere:
+      out[0] = DType::kBool;
+      std::fill(out.begin() + 1, out.end(), common_type(inputs, 1));
+      break;
+    case Promote::kIntToLong:
+      for (DType& d : out) {
+        if (!is_floating(d)) d = DType::kInt64;
+      }
+      break;
   }
-  for (const Tensor& t : inputs) {
-    if (t.dtype() != out) {
-      throw EngineError(std::string(op_name(op)) + ": mixing " + std::string(dtype_name(t.dtype())) + " and " +
-                        std::string(dtype_name(out)) + " operands is not supported yet");
-    }
+  return out;
+}
+
+// A wrapped number is a materialized 0-d buffer: it is converted on the host
+// (with the cast kernel) and stays a graph input, so promotion adds no node.
+Tensor convert_wrapped_number(const Tensor& t, DType dtype) {
+  BufferPtr out = Buffer::allocate(dtype, {});
+  const Buffer* in = t.impl()->buffer.get();
+  cpu::find_kernel(OpKind::kCast, dtype)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *out, Attrs{}});
+  Tensor converted = Tensor::wrap(std::move(out), t.device());
+  converted.impl()->wrapped_number = true;
+  return converted;
+}
+
+void promote_operands(OpKind op, std::vector<Tensor>& inputs) {
+  const std::vector<DType> dtypes = operand_dtypes(op, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].dtype() == dtypes[i]) continue;
+    const bool host_scalar = inputs[i].impl()->wrapped_number && inputs[i].impl()->buffer;
+    inputs[i] = host_scalar ? convert_wrapped_number(inputs[i], dtypes[i]) : cast(inputs[i], dtypes[i]);
   }
 }
 
@@ -64,6 +114,7 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
     if (!t.defined()) throw EngineError(std::string(op_name(op)) + ": undefined tensor operand");
   }
   check_same_device(op, inputs);
+  promote_operands(op, inputs);
   std::vector<TensorSpec> specs;
   specs.reserve(inputs.size());
   for (const Tensor& t : inputs) specs.push_back(t.impl()->spec);
@@ -73,7 +124,6 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   } catch (const ShapeError& e) {
     throw ShapeError(e.what() + at_line(current_source_location()));
   }
-  check_dtypes(op, inputs, spec.dtype);
 
   const Device& device = inputs[0].device();
   if (!device.is_lazy()) return run_eager(op, inputs, spec, attrs);
@@ -84,6 +134,11 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   auto node = std::make_shared<Node>(op, std::move(operands), std::move(spec), std::move(attrs),
                                      current_source_location(), current_scope());
   return Tensor::lazy(std::move(node), device);
+}
+
+Tensor cast(const Tensor& a, DType dtype) {
+  if (a.dtype() == dtype) return a;
+  return apply(OpKind::kCast, {a}, {{"dtype", static_cast<int64_t>(dtype)}});
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return apply(OpKind::kAdd, {a, b}); }
@@ -98,19 +153,33 @@ Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
 }
 
 Tensor scalar(double value, DType dtype, const Device& device) {
+  BufferPtr f64 = Buffer::allocate(DType::kFloat64, {});
+  *f64->as<double>() = value;
   BufferPtr buffer = Buffer::allocate(dtype, {});
-  switch (dtype) {
-    case DType::kFloat32: *buffer->as<float>() = static_cast<float>(value); break;
-    case DType::kFloat64: *buffer->as<double>() = value; break;
-    case DType::kInt64: *buffer->as<int64_t>() = static_cast<int64_t>(value); break;
-    case DType::kInt32: *buffer->as<int32_t>() = static_cast<int32_t>(value); break;
-    case DType::kUInt8: *buffer->as<uint8_t>() = static_cast<uint8_t>(value); break;
-    case DType::kBool: *buffer->as<uint8_t>() = value != 0; break;
-    default:
-      throw EngineError("scalar: " + std::string(dtype_name(dtype)) + " scalars are not supported yet");
-  }
+  const Buffer* in = f64.get();
+  cpu::find_kernel(OpKind::kCast, dtype)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *buffer, Attrs{}});
   // A scalar leaf: its hash is shape and dtype only, so the value is an input.
   return Tensor::wrap(std::move(buffer), device);
+}
+
+Tensor wrapped_float(double value, const Device& device) {
+  Tensor t = scalar(value, DType::kFloat64, device);
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+Tensor wrapped_int(int64_t value, const Device& device) {
+  BufferPtr buffer = Buffer::allocate(DType::kInt64, {});
+  *buffer->as<int64_t>() = value;
+  Tensor t = Tensor::wrap(std::move(buffer), device);
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+Tensor wrapped_bool(bool value, const Device& device) {
+  Tensor t = scalar(value ? 1.0 : 0.0, DType::kBool, device);
+  t.impl()->wrapped_number = true;
+  return t;
 }
 
 }  // namespace lazyscope::ops

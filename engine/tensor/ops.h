@@ -9,6 +9,9 @@
 
 namespace lazyscope::ops {
 
+// Elementwise ops promote mixed operand dtypes as PyTorch does, inserting
+// cast ops; see Promote in ir/op_table.h.
+Tensor cast(const Tensor& a, DType dtype);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
@@ -23,6 +26,12 @@ Tensor sum(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false
 // becomes a graph input, not a constant, so a changing learning rate does not
 // recompile.
 Tensor scalar(double value, DType dtype, const Device& device);
+// A Python number as a "wrapped number": a 0-d float64, int64 or bool tensor
+// that promotes like a scalar (int32 tensor + 5 is int32, int tensor * 2.5 is
+// float32) and is converted on the host, never by a cast node.
+Tensor wrapped_float(double value, const Device& device);
+Tensor wrapped_int(int64_t value, const Device& device);
+Tensor wrapped_bool(bool value, const Device& device);
 
 // Generic entry used by the named ops above.
 Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs = {});

@@ -6,6 +6,7 @@
 #include "events/event_bus.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
+#include "tensor/ops.h"
 
 namespace lazyscope {
 namespace {
@@ -69,5 +70,7 @@ Tensor Tensor::to(const Device& target) const {
   }
   return wrap(transfer(*host, target, /*to_device=*/true), target);
 }
+
+Tensor Tensor::to(DType dtype) const { return ops::cast(*this, dtype); }
 
 }  // namespace lazyscope

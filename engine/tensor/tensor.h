@@ -18,6 +18,9 @@ struct TensorImpl {
   TensorSpec spec;
   BufferPtr buffer;  // set when the value is materialized
   NodePtr ir;        // lazy devices only
+  // A Python scalar turned into a 0-d tensor: it promotes like a number, not
+  // a tensor (int32 tensor + 5 stays int32; int tensor * 2.5 is float32).
+  bool wrapped_number = false;
 
   bool pending() const { return ir && !ir->is_leaf(); }
 };
@@ -45,6 +48,8 @@ class Tensor {
   // Copies to `device` (a transfer when either side is lazy). Views are not
   // preserved across devices, as the seeds document.
   Tensor to(const Device& device) const;
+  // Converts to `dtype` (a cast op; the same tensor when the dtype matches).
+  Tensor to(DType dtype) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "executor/graph_executor.h"
@@ -66,7 +67,74 @@ py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
   return out;
 }
 
-Tensor scalar_like(const Tensor& t, double value) { return ops::scalar(value, t.dtype(), t.device()); }
+// The other operand of a Python operator: a tensor, or a Python number that
+// becomes a wrapped number on `like`'s device (it promotes like a scalar).
+Tensor operand(const Tensor& like, const py::handle& v) {
+  if (py::isinstance<Tensor>(v)) return v.cast<Tensor>();
+  if (py::isinstance<py::bool_>(v)) return ops::wrapped_bool(v.cast<bool>(), like.device());
+  if (py::isinstance<py::int_>(v)) return ops::wrapped_int(v.cast<int64_t>(), like.device());
+  if (py::isinstance<py::float_>(v)) return ops::wrapped_float(v.cast<double>(), like.device());
+  // NumPy scalars and other numbers: integers stay integers.
+  if (py::hasattr(v, "is_integer") || py::hasattr(v, "__float__")) {
+    if (py::hasattr(v, "dtype") && py::str(v.attr("dtype").attr("kind")).cast<std::string>() == "b") {
+      return ops::wrapped_bool(v.cast<bool>(), like.device());
+    }
+    if (py::hasattr(v, "dtype") && std::string("iu").find(py::str(v.attr("dtype").attr("kind")).cast<std::string>()) != std::string::npos) {
+      return ops::wrapped_int(py::reinterpret_borrow<py::int_>(py::module_::import("builtins").attr("int")(v)).cast<int64_t>(), like.device());
+    }
+    return ops::wrapped_float(py::module_::import("builtins").attr("float")(v).cast<double>(), like.device());
+  }
+  throw py::type_error("expected a Tensor or a number, got " + py::str(py::type::of(v)).cast<std::string>());
+}
+
+using Binary = Tensor (*)(const Tensor&, const Tensor&);
+
+// Binds `name` (a Tensor method and a module function) and, when given, the
+// operator and its reflected form, all accepting a number on either side.
+void bind_binary(py::class_<Tensor>& cls, py::module_& m, const char* name, Binary fn, const char* op = nullptr,
+                 const char* rop = nullptr) {
+  cls.def(name, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(a, b)); }, py::arg("other"));
+  m.def(name, [fn](const py::object& a, const py::object& b) {
+    if (py::isinstance<Tensor>(a)) {
+      const Tensor ta = a.cast<Tensor>();
+      return fn(ta, operand(ta, b));
+    }
+    const Tensor tb = b.cast<Tensor>();
+    return fn(operand(tb, a), tb);
+  }, py::arg("input"), py::arg("other"));
+  if (op) cls.def(op, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(a, b)); }, py::is_operator());
+  if (rop) cls.def(rop, [fn](const Tensor& a, const py::object& b) { return fn(operand(a, b), a); }, py::is_operator());
+}
+
+// Tensor.to(...) in PyTorch's forms: to(device), to(dtype), to(device, dtype),
+// to(other) and the keywords device= and dtype=.
+Tensor to_any(const Tensor& t, const py::args& args, const py::kwargs& kwargs) {
+  std::optional<Device> device;
+  std::optional<DType> dtype;
+  auto take = [&](const py::handle& a) {
+    if (a.is_none()) return;
+    if (py::isinstance<DType>(a)) {
+      dtype = a.cast<DType>();
+    } else if (py::isinstance<Device>(a)) {
+      device = a.cast<Device>();
+    } else if (py::isinstance<py::str>(a)) {
+      device = parse_device(a.cast<std::string>());
+    } else if (py::isinstance<Tensor>(a)) {
+      device = a.cast<Tensor>().device();
+      dtype = a.cast<Tensor>().dtype();
+    } else {
+      throw py::type_error("to(): expected a device, a dtype or a tensor, got " +
+                           py::str(py::type::of(a)).cast<std::string>());
+    }
+  };
+  for (const py::handle& a : args) take(a);
+  if (kwargs.contains("device")) take(kwargs["device"]);
+  if (kwargs.contains("dtype")) take(kwargs["dtype"]);
+  Tensor out = t;
+  if (device) out = out.to(*device);
+  if (dtype) out = out.to(*dtype);
+  return out;
+}
 
 std::vector<int64_t> dims_arg(const py::object& dim) {
   if (dim.is_none()) return {};
@@ -102,15 +170,25 @@ void bind_tensor(py::module_& m) {
       .def("__eq__", [](const Device& a, const std::string& b) { return a == parse_device(b); })
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.str())); });
 
-  py::class_<Tensor>(m, "Tensor")
+  py::class_<Tensor> tensor_class(m, "Tensor");
+  tensor_class
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("size", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("dim", [](const Tensor& t) { return t.shape().size(); })
       .def("numel", &Tensor::numel)
       .def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
-      .def("to", [](const Tensor& t, const Device& d) { return t.to(d); })
-      .def("to", [](const Tensor& t, const std::string& d) { return t.to(parse_device(d)); })
+      .def("to", &to_any)
+      .def("type", [](const Tensor& t, DType dt) { return t.to(dt); })
+      .def("float", [](const Tensor& t) { return t.to(DType::kFloat32); })
+      .def("double", [](const Tensor& t) { return t.to(DType::kFloat64); })
+      .def("half", [](const Tensor& t) { return t.to(DType::kFloat16); })
+      .def("bfloat16", [](const Tensor& t) { return t.to(DType::kBFloat16); })
+      .def("long", [](const Tensor& t) { return t.to(DType::kInt64); })
+      .def("int", [](const Tensor& t) { return t.to(DType::kInt32); })
+      .def("byte", [](const Tensor& t) { return t.to(DType::kUInt8); })
+      .def("bool", [](const Tensor& t) { return t.to(DType::kBool); })
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("cpu", [](const Tensor& t) { return t.to(Device{}); })
       .def("numpy", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST); })
       .def("tolist", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST).attr("tolist")(); })
@@ -128,28 +206,21 @@ void bind_tensor(py::module_& m) {
              return to_numpy(t, pb::SYNC_CAUSE_CONTROL_FLOW).attr("reshape")(-1)[py::int_(0)].cast<bool>();
            })
       .def("_host_repr", [](const Tensor& t) { return py::repr(to_numpy(t, pb::SYNC_CAUSE_TO_HOST)); })
-      .def("__add__", &ops::add)
-      .def("__add__", [](const Tensor& a, double b) { return ops::add(a, scalar_like(a, b)); })
-      .def("__radd__", [](const Tensor& a, double b) { return ops::add(scalar_like(a, b), a); })
-      .def("__sub__", &ops::sub)
-      .def("__sub__", [](const Tensor& a, double b) { return ops::sub(a, scalar_like(a, b)); })
-      .def("__rsub__", [](const Tensor& a, double b) { return ops::sub(scalar_like(a, b), a); })
-      .def("__neg__", [](const Tensor& a) { return ops::mul(a, scalar_like(a, -1.0)); })
-      .def("sub", &ops::sub)
+      .def("__neg__", [](const Tensor& a) { return ops::mul(a, ops::wrapped_int(-1, a.device())); })
       .def("t", &ops::t)
       .def_property_readonly("T", &ops::t)
-      .def("__mul__", &ops::mul)
-      .def("__mul__", [](const Tensor& a, double b) { return ops::mul(a, scalar_like(a, b)); })
-      .def("__rmul__", [](const Tensor& a, double b) { return ops::mul(scalar_like(a, b), a); })
       .def("__matmul__", &ops::matmul)
-      .def("add", &ops::add)
-      .def("mul", &ops::mul)
       .def("matmul", &ops::matmul)
       .def("mm", &ops::matmul)
       .def("relu", &ops::relu)
       .def(
           "sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
           py::arg("dim") = py::none(), py::arg("keepdim") = false);
+
+  auto& cls = tensor_class;
+  bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");
+  bind_binary(cls, m, "sub", &ops::sub, "__sub__", "__rsub__");
+  bind_binary(cls, m, "mul", &ops::mul, "__mul__", "__rmul__");
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");

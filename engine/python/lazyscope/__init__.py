@@ -14,10 +14,13 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     EngineError,
     ShapeError,
     Tensor,
+    add,
     device,
     dtype,
     matmul,
+    mul,
     relu,
+    sub,
     sum,
 )
 
@@ -106,14 +109,6 @@ def rand(*size, dtype=None, device=None):
 
 def mm(a, b):
     return _C.matmul(a, b)
-
-
-def add(a, b):
-    return a + b
-
-
-def mul(a, b):
-    return a * b
 
 
 def _tensor_repr(self):
