@@ -8,26 +8,34 @@
 namespace lazyscope {
 namespace {
 
-TensorSpec infer_leaf(std::span<const TensorSpec>, const Attrs&) {
+using Specs = std::span<const TensorSpec>;
+
+TensorSpec infer_leaf(const char*, Specs, const Attrs&) {
   throw EngineError("device data has no inputs to infer from");
 }
 
-TensorSpec infer_binary(const char* op, std::span<const TensorSpec> in) {
-  return {broadcast_shapes(in[0].shape, in[1].shape, op), promote_types(in[0].dtype, in[1].dtype)};
-}
-
-TensorSpec infer_add(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("add", in); }
-TensorSpec infer_sub(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("sub", in); }
-TensorSpec infer_mul(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("mul", in); }
-TensorSpec infer_cast(std::span<const TensorSpec> in, const Attrs& attrs) {
+TensorSpec infer_cast(const char* op, Specs in, const Attrs& attrs) {
   const int64_t dt = attrs.get_int("dtype");
-  if (dt < 0 || dt >= kNumDTypes) throw EngineError("cast: invalid dtype code " + std::to_string(dt));
+  if (dt < 0 || dt >= kNumDTypes) throw EngineError(std::string(op) + ": invalid dtype code " + std::to_string(dt));
   return {in[0].shape, static_cast<DType>(dt)};
 }
 
-TensorSpec infer_same(std::span<const TensorSpec> in, const Attrs&) { return in[0]; }
+// Operands arrive promoted (see Promote), so elementwise ops keep their dtype.
+TensorSpec infer_same(const char*, Specs in, const Attrs&) { return in[0]; }
 
-TensorSpec infer_matmul(std::span<const TensorSpec> in, const Attrs&) {
+Shape broadcast_all(const char* op, Specs in) {
+  Shape shape = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, op);
+  return shape;
+}
+
+TensorSpec infer_binary(const char* op, Specs in, const Attrs&) {
+  return {broadcast_all(op, in), promote_types(in[0].dtype, in[1].dtype)};
+}
+TensorSpec infer_predicate(const char* op, Specs in, const Attrs&) { return {broadcast_all(op, in), DType::kBool}; }
+TensorSpec infer_where(const char* op, Specs in, const Attrs&) { return {broadcast_all(op, in), in[1].dtype}; }
+
+TensorSpec infer_matmul(const char*, Specs in, const Attrs&) {
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
   if (a.size() != 2 || b.size() != 2) {
@@ -42,12 +50,12 @@ TensorSpec infer_matmul(std::span<const TensorSpec> in, const Attrs&) {
 }
 
 // attrs: dims (empty = all), keepdim.
-TensorSpec infer_sum(std::span<const TensorSpec> in, const Attrs& attrs) {
+TensorSpec infer_sum(const char* op, Specs in, const Attrs& attrs) {
   const Shape& s = in[0].shape;
   const auto& dims = attrs.get_ints("dims");
   const bool keepdim = attrs.get_bool("keepdim");
   std::vector<bool> reduced(s.size(), dims.empty());
-  for (int64_t d : dims) reduced[wrap_dim(d, s.size(), "sum")] = true;
+  for (int64_t d : dims) reduced[wrap_dim(d, s.size(), op)] = true;
   Shape out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (!reduced[i]) {
@@ -61,20 +69,51 @@ TensorSpec infer_sum(std::span<const TensorSpec> in, const Attrs& attrs) {
   return {out, dt};
 }
 
-TensorSpec infer_transpose(std::span<const TensorSpec> in, const Attrs&) {
+TensorSpec infer_transpose(const char*, Specs in, const Attrs&) {
   const Shape& s = in[0].shape;
-  if (s.size() != 2) throw ShapeError("t: expected a 2-D tensor, got shape " + shape_str(s));
+  if (s.size() != 2) throw ShapeError("t(): expected a 2-D tensor, got shape " + shape_str(s));
   return {{s[1], s[0]}, in[0].dtype};
 }
 
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
-    {"add", 2, infer_add, Promote::kCommon},
-    {"sub", 2, infer_sub, Promote::kCommon},
-    {"mul", 2, infer_mul, Promote::kCommon},
-    {"matmul", 2, infer_matmul, Promote::kCommon},
+    {"add", 2, infer_binary, Promote::kCommon},
+    {"sub", 2, infer_binary, Promote::kCommon},
+    {"mul", 2, infer_binary, Promote::kCommon},
+    {"div", 2, infer_binary, Promote::kCommonFloat},
+    {"pow", 2, infer_binary, Promote::kCommon},
+    {"maximum", 2, infer_binary, Promote::kCommon},
+    {"minimum", 2, infer_binary, Promote::kCommon},
+    {"eq", 2, infer_predicate, Promote::kCommon},
+    {"ne", 2, infer_predicate, Promote::kCommon},
+    {"lt", 2, infer_predicate, Promote::kCommon},
+    {"le", 2, infer_predicate, Promote::kCommon},
+    {"gt", 2, infer_predicate, Promote::kCommon},
+    {"ge", 2, infer_predicate, Promote::kCommon},
+    {"logical_and", 2, infer_predicate, Promote::kToBool},
+    {"logical_or", 2, infer_predicate, Promote::kToBool},
+    {"logical_not", 1, infer_predicate, Promote::kToBool},
+    {"where", 3, infer_where, Promote::kWhere},
+    {"neg", 1, infer_same, Promote::kNone},
+    {"abs", 1, infer_same, Promote::kNone},
+    {"exp", 1, infer_same, Promote::kCommonFloat},
+    {"log", 1, infer_same, Promote::kCommonFloat},
+    {"log1p", 1, infer_same, Promote::kCommonFloat},
+    {"sqrt", 1, infer_same, Promote::kCommonFloat},
+    {"rsqrt", 1, infer_same, Promote::kCommonFloat},
+    {"sin", 1, infer_same, Promote::kCommonFloat},
+    {"cos", 1, infer_same, Promote::kCommonFloat},
+    {"tanh", 1, infer_same, Promote::kCommonFloat},
+    {"erf", 1, infer_same, Promote::kCommonFloat},
+    {"sigmoid", 1, infer_same, Promote::kCommonFloat},
     {"relu", 1, infer_same, Promote::kNone},
+    {"leaky_relu", 1, infer_same, Promote::kNone},
+    {"gelu", 1, infer_same, Promote::kCommonFloat},
+    {"silu", 1, infer_same, Promote::kCommonFloat},
+    {"softplus", 1, infer_same, Promote::kCommonFloat},
+    {"clamp", 1, infer_same, Promote::kNone},
+    {"matmul", 2, infer_matmul, Promote::kCommon},
     {"sum", 1, infer_sum, Promote::kIntToLong},
     {"transpose", 1, infer_transpose, Promote::kNone},
 }};

@@ -16,11 +16,43 @@ namespace lazyscope {
 enum class OpKind : uint16_t {
   kDeviceData,  // graph input: a materialized buffer, a Python scalar, RNG state
   kCast,        // attr dtype (a DType as int)
+  // Elementwise, broadcasting.
   kAdd,
   kSub,
   kMul,
-  kMatmul,
+  kDiv,  // true division
+  kPow,
+  kMaximum,
+  kMinimum,
+  kEq,  // comparisons give bool
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kLogicalAnd,
+  kLogicalOr,
+  kLogicalNot,
+  kWhere,  // (condition, x, y)
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kLog1p,
+  kSqrt,
+  kRsqrt,
+  kSin,
+  kCos,
+  kTanh,
+  kErf,
+  kSigmoid,
   kRelu,
+  kLeakyRelu,  // attr negative_slope
+  kGelu,       // erf form
+  kSilu,
+  kSoftplus,   // attrs beta, threshold
+  kClamp,      // attrs min, max (+-inf when absent)
+  kMatmul,
   kSum,
   kTranspose,  // 2-D: swaps the two dimensions
   kNumOps
@@ -32,7 +64,8 @@ struct TensorSpec {
 };
 
 // Computes the output spec or throws ShapeError naming the op and shapes.
-using InferFn = TensorSpec (*)(std::span<const TensorSpec> inputs, const Attrs& attrs);
+// `op` is the op's name, for messages.
+using InferFn = TensorSpec (*)(const char* op, std::span<const TensorSpec> inputs, const Attrs& attrs);
 
 // Which dtypes an op's operands are cast to before it runs (ops.cpp inserts
 // the casts, so kernels see operands of one dtype). "Common" is PyTorch's
@@ -48,7 +81,7 @@ enum class Promote : uint8_t {
 };
 
 struct OpInfo {
-  std::string_view name;
+  const char* name;
   int arity;  // number of tensor operands
   InferFn infer;
   Promote promote;
@@ -56,5 +89,9 @@ struct OpInfo {
 
 const OpInfo& op_info(OpKind op);
 inline std::string_view op_name(OpKind op) { return op_info(op).name; }
+inline TensorSpec infer_spec(OpKind op, std::span<const TensorSpec> inputs, const Attrs& attrs) {
+  const OpInfo& info = op_info(op);
+  return info.infer(info.name, inputs, attrs);
+}
 
 }  // namespace lazyscope

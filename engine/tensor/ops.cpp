@@ -1,6 +1,8 @@
 #include "tensor/ops.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "backend/cpu/kernels.h"
@@ -120,7 +122,7 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   for (const Tensor& t : inputs) specs.push_back(t.impl()->spec);
   TensorSpec spec;
   try {
-    spec = op_info(op).infer(specs, attrs);
+    spec = infer_spec(op, specs, attrs);
   } catch (const ShapeError& e) {
     throw ShapeError(e.what() + at_line(current_source_location()));
   }
@@ -144,6 +146,47 @@ Tensor cast(const Tensor& a, DType dtype) {
 Tensor add(const Tensor& a, const Tensor& b) { return apply(OpKind::kAdd, {a, b}); }
 Tensor sub(const Tensor& a, const Tensor& b) { return apply(OpKind::kSub, {a, b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMul, {a, b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return apply(OpKind::kDiv, {a, b}); }
+Tensor pow(const Tensor& a, const Tensor& b) { return apply(OpKind::kPow, {a, b}); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMaximum, {a, b}); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMinimum, {a, b}); }
+Tensor eq(const Tensor& a, const Tensor& b) { return apply(OpKind::kEq, {a, b}); }
+Tensor ne(const Tensor& a, const Tensor& b) { return apply(OpKind::kNe, {a, b}); }
+Tensor lt(const Tensor& a, const Tensor& b) { return apply(OpKind::kLt, {a, b}); }
+Tensor le(const Tensor& a, const Tensor& b) { return apply(OpKind::kLe, {a, b}); }
+Tensor gt(const Tensor& a, const Tensor& b) { return apply(OpKind::kGt, {a, b}); }
+Tensor ge(const Tensor& a, const Tensor& b) { return apply(OpKind::kGe, {a, b}); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalAnd, {a, b}); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalOr, {a, b}); }
+Tensor logical_not(const Tensor& a) { return apply(OpKind::kLogicalNot, {a}); }
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return apply(OpKind::kWhere, {cond, x, y}); }
+Tensor neg(const Tensor& a) { return apply(OpKind::kNeg, {a}); }
+Tensor abs(const Tensor& a) { return apply(OpKind::kAbs, {a}); }
+Tensor exp(const Tensor& a) { return apply(OpKind::kExp, {a}); }
+Tensor log(const Tensor& a) { return apply(OpKind::kLog, {a}); }
+Tensor log1p(const Tensor& a) { return apply(OpKind::kLog1p, {a}); }
+Tensor sqrt(const Tensor& a) { return apply(OpKind::kSqrt, {a}); }
+Tensor rsqrt(const Tensor& a) { return apply(OpKind::kRsqrt, {a}); }
+Tensor sin(const Tensor& a) { return apply(OpKind::kSin, {a}); }
+Tensor cos(const Tensor& a) { return apply(OpKind::kCos, {a}); }
+Tensor tanh(const Tensor& a) { return apply(OpKind::kTanh, {a}); }
+Tensor erf(const Tensor& a) { return apply(OpKind::kErf, {a}); }
+Tensor sigmoid(const Tensor& a) { return apply(OpKind::kSigmoid, {a}); }
+Tensor gelu(const Tensor& a) { return apply(OpKind::kGelu, {a}); }
+Tensor silu(const Tensor& a) { return apply(OpKind::kSilu, {a}); }
+Tensor softplus(const Tensor& a, double beta, double threshold) {
+  return apply(OpKind::kSoftplus, {a}, {{"beta", beta}, {"threshold", threshold}});
+}
+Tensor leaky_relu(const Tensor& a, double negative_slope) {
+  return apply(OpKind::kLeakyRelu, {a}, {{"negative_slope", negative_slope}});
+}
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
+  const auto integral = [](std::optional<double> v) { return !v || v == std::trunc(*v); };
+  const Tensor in = !is_floating(a.dtype()) && !(integral(min) && integral(max)) ? cast(a, DType::kFloat32) : a;
+  const double inf = std::numeric_limits<double>::infinity();
+  return apply(OpKind::kClamp, {in}, {{"min", min.value_or(-inf)}, {"max", max.value_or(inf)}});
+}
+
 Tensor t(const Tensor& a) { return apply(OpKind::kTranspose, {a}); }
 Tensor matmul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMatmul, {a, b}); }
 Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }

@@ -3,6 +3,7 @@
 // on the cpu device or records an IR node on a lazy device.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -15,6 +16,44 @@ Tensor cast(const Tensor& a, DType dtype);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Comparisons and logical ops give bool.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+// Elements of x where cond is true, of y elsewhere; all three broadcast.
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+
+Tensor neg(const Tensor& a);
+Tensor abs(const Tensor& a);
+// Floating ops: integer inputs are computed in float32, as in PyTorch.
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor log1p(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor erf(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor gelu(const Tensor& a);  // exact: x * Phi(x)
+Tensor silu(const Tensor& a);
+Tensor softplus(const Tensor& a, double beta = 1.0, double threshold = 20.0);
+Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
+// An absent bound is nullopt. An integer tensor with a non-integral bound is
+// clamped in float32.
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
+
 // 2-D transpose.
 Tensor t(const Tensor& a);
 Tensor matmul(const Tensor& a, const Tensor& b);

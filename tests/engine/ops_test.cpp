@@ -2,6 +2,8 @@
 // cpu device and on lazy:0.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "tensor/ops.h"
 #include "test_util.h"
@@ -67,6 +69,34 @@ TEST_P(OpsOnDevice, ShapeErrorRaisedAtTheCall) {
   EXPECT_THROW(ops::matmul(a, a), ShapeError);
   EXPECT_THROW(ops::add(a, make({1, 2}, {2}, GetParam())), ShapeError);
   EXPECT_THROW(ops::sum(a, {2}), ShapeError);
+}
+
+TEST_P(OpsOnDevice, WhereBroadcastsThreeOperands) {
+  Tensor cond = ops::gt(make({1, -1, 2}, {3, 1}, GetParam()), ops::wrapped_int(0, GetParam()));
+  EXPECT_EQ(cond.dtype(), DType::kBool);
+  Tensor out = ops::where(cond, make({10, 20}, {2}, GetParam()), make({-1}, {1}, GetParam()));
+  EXPECT_EQ(out.shape(), (Shape{3, 2}));
+  EXPECT_EQ(values(out), (std::vector<float>{10, 20, -1, -1, 10, 20}));
+}
+
+TEST_P(OpsOnDevice, UnaryMathAgainstLibm) {
+  const std::vector<float> x = {-1.5f, -0.25f, 0.0f, 0.75f, 2.0f};
+  Tensor t = make(x, {5}, GetParam());
+  const auto check = [&](const Tensor& got, float (*ref)(float)) {
+    const auto v = values(got);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(v[i], ref(x[i]), 1e-6f * (1 + std::fabs(ref(x[i])))) << i;
+  };
+  check(ops::exp(t), [](float v) { return std::exp(v); });
+  check(ops::tanh(t), [](float v) { return std::tanh(v); });
+  check(ops::sigmoid(t), [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+  check(ops::gelu(t), [](float v) { return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f))); });
+  check(ops::leaky_relu(t, 0.1), [](float v) { return v > 0 ? v : 0.1f * v; });
+  check(ops::clamp(t, -0.5, std::nullopt), [](float v) { return std::max(v, -0.5f); });
+}
+
+TEST_P(OpsOnDevice, IntegerPowerToANegativeExponentIsRefused) {
+  Tensor i = ops::cast(make({2, 3}, {2}, GetParam()), DType::kInt64);
+  EXPECT_THROW(values(ops::cast(ops::pow(i, ops::wrapped_int(-1, GetParam())), DType::kFloat32)), EngineError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),

@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include "backend/cpu/kernel_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -72,56 +74,6 @@ float bfloat16_to_float(uint16_t b) {
 
 namespace {
 
-// Storage types of the 16-bit floats: kernels convert them through float.
-struct Half { uint16_t bits; };
-struct BFloat16 { uint16_t bits; };
-
-// Calls f.template operator()<T>() with the C++ type that stores `dtype`.
-template <typename F>
-void dispatch(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kBool: f.template operator()<bool>(); return;
-    case DType::kUInt8: f.template operator()<uint8_t>(); return;
-    case DType::kInt32: f.template operator()<int32_t>(); return;
-    case DType::kInt64: f.template operator()<int64_t>(); return;
-    case DType::kFloat16: f.template operator()<Half>(); return;
-    case DType::kBFloat16: f.template operator()<BFloat16>(); return;
-    case DType::kFloat32: f.template operator()<float>(); return;
-    case DType::kFloat64: f.template operator()<double>(); return;
-  }
-}
-
-// Conversions between storage types: through double for the wide types,
-// through float for the 16-bit ones (so double -> bfloat16 rounds once to
-// float first, as PyTorch does). Float to integer truncates toward zero;
-// anything to bool is "non-zero".
-template <typename T> double to_double(T v) { return static_cast<double>(v); }
-template <> double to_double(Half v) { return half_to_float(v.bits); }
-template <> double to_double(BFloat16 v) { return bfloat16_to_float(v.bits); }
-
-template <typename To, typename From> To convert(From v) {
-  if constexpr (std::is_same_v<To, From>) {
-    return v;
-  } else if constexpr (std::is_same_v<To, Half>) {
-    return Half{float_to_half(static_cast<float>(to_double(v)))};
-  } else if constexpr (std::is_same_v<To, BFloat16>) {
-    return BFloat16{float_to_bfloat16(static_cast<float>(to_double(v)))};
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return to_double(v) != 0.0;
-  } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
-    return static_cast<To>(v);  // int64 -> int32 wraps, as in PyTorch
-  } else if constexpr (std::is_integral_v<To>) {
-    // Truncate to int64, then wrap to narrower types (-2.5 -> uint8 254), as
-    // PyTorch and NumPy do on x86. Beyond int64 (and NaN) is undefined in C++:
-    // give int64's lowest value, as x86 does.
-    const double d = to_double(v);
-    const bool fits = d >= -0x1p63 && d < 0x1p63;
-    return static_cast<To>(fits ? static_cast<int64_t>(d) : std::numeric_limits<int64_t>::lowest());
-  } else {
-    return static_cast<To>(to_double(v));
-  }
-}
-
 template <typename Out> void cast_kernel(const KernelArgs& k) {
   const Buffer& in = *k.inputs[0];
   Out* out = k.out.as<Out>();
@@ -132,8 +84,6 @@ template <typename Out> void cast_kernel(const KernelArgs& k) {
   });
 }
 
-// Visits every output element of a broadcast binary op, giving the flat
-// offsets into each input. Inputs of the output's shape take the fast path.
 template <typename F>
 void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
   const int64_t n = numel(out);
@@ -165,26 +115,6 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
       index[d] = 0;
     }
   }
-}
-
-template <typename T, typename Op>
-void binary(const KernelArgs& k, Op op) {
-  const T* a = k.inputs[0]->as<T>();
-  const T* b = k.inputs[1]->as<T>();
-  T* out = k.out.as<T>();
-  for_each_broadcast(k.out.shape(), k.inputs[0]->shape(), k.inputs[1]->shape(),
-                     [&](int64_t i, int64_t ia, int64_t ib) { out[i] = op(a[ia], b[ib]); });
-}
-
-template <typename T> void add_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x + y); }); }
-template <typename T> void sub_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x - y); }); }
-template <typename T> void mul_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x * y); }); }
-
-template <typename T> void relu_kernel(const KernelArgs& k) {
-  const T* in = k.inputs[0]->as<T>();
-  T* out = k.out.as<T>();
-  const int64_t n = k.out.numel();
-  for (int64_t i = 0; i < n; ++i) out[i] = in[i] > T(0) ? in[i] : T(0);
 }
 
 template <typename T> void transpose_kernel(const KernelArgs& k) {
@@ -256,38 +186,12 @@ template <typename T> void matmul_kernel(const KernelArgs& k) {
   }
 }
 
-using Key = std::pair<OpKind, DType>;
-using Table = std::map<Key, KernelFn>;
-
-template <typename T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, Half>) return DType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBFloat16;
-  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else return DType::kFloat64;
-}
-
-// One row per listed type: make.template operator()<T>() is the kernel.
-template <typename... Ts, typename Make>
-void rows(Table& t, OpKind op, Make make) {
-  (t.emplace(Key{op, dtype_of<Ts>()}, make.template operator()<Ts>()), ...);
-}
-
-#define LAZYSCOPE_KERNEL(name) []<typename T>() -> KernelFn { return name<T>; }
-
 // The lowering table of the CPU backend. Rows are (op, output dtype).
 const Table& kernel_table() {
   static const Table table = [] {
     Table t;
     rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kCast, LAZYSCOPE_KERNEL(cast_kernel));
-    // add/mul on bool are "or"/"and", as in PyTorch; bool sub is refused there too.
-    rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAdd, LAZYSCOPE_KERNEL(add_kernel));
-    rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSub, LAZYSCOPE_KERNEL(sub_kernel));
-    rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMul, LAZYSCOPE_KERNEL(mul_kernel));
-    rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kRelu, LAZYSCOPE_KERNEL(relu_kernel));
+    add_elementwise_kernels(t);
     rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kTranspose, LAZYSCOPE_KERNEL(transpose_kernel));
     rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
     // sum's output dtype: float in, same float out; integers arrive as int64.

@@ -69,21 +69,20 @@ py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
 
 // The other operand of a Python operator: a tensor, or a Python number that
 // becomes a wrapped number on `like`'s device (it promotes like a scalar).
-Tensor operand(const Tensor& like, const py::handle& v) {
+// nullopt for anything else.
+std::optional<Tensor> try_operand(const Tensor& like, const py::handle& v) {
   if (py::isinstance<Tensor>(v)) return v.cast<Tensor>();
   if (py::isinstance<py::bool_>(v)) return ops::wrapped_bool(v.cast<bool>(), like.device());
   if (py::isinstance<py::int_>(v)) return ops::wrapped_int(v.cast<int64_t>(), like.device());
   if (py::isinstance<py::float_>(v)) return ops::wrapped_float(v.cast<double>(), like.device());
-  // NumPy scalars and other numbers: integers stay integers.
-  if (py::hasattr(v, "is_integer") || py::hasattr(v, "__float__")) {
-    if (py::hasattr(v, "dtype") && py::str(v.attr("dtype").attr("kind")).cast<std::string>() == "b") {
-      return ops::wrapped_bool(v.cast<bool>(), like.device());
-    }
-    if (py::hasattr(v, "dtype") && std::string("iu").find(py::str(v.attr("dtype").attr("kind")).cast<std::string>()) != std::string::npos) {
-      return ops::wrapped_int(py::reinterpret_borrow<py::int_>(py::module_::import("builtins").attr("int")(v)).cast<int64_t>(), like.device());
-    }
-    return ops::wrapped_float(py::module_::import("builtins").attr("float")(v).cast<double>(), like.device());
+  if (py::hasattr(v, "dtype") && py::hasattr(v, "item") && py::len(v.attr("shape")) == 0) {
+    return try_operand(like, v.attr("item")());  // a NumPy scalar
   }
+  return std::nullopt;
+}
+
+Tensor operand(const Tensor& like, const py::handle& v) {
+  if (auto t = try_operand(like, v)) return *t;
   throw py::type_error("expected a Tensor or a number, got " + py::str(py::type::of(v)).cast<std::string>());
 }
 
@@ -102,8 +101,20 @@ void bind_binary(py::class_<Tensor>& cls, py::module_& m, const char* name, Bina
     const Tensor tb = b.cast<Tensor>();
     return fn(operand(tb, a), tb);
   }, py::arg("input"), py::arg("other"));
-  if (op) cls.def(op, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(a, b)); }, py::is_operator());
-  if (rop) cls.def(rop, [fn](const Tensor& a, const py::object& b) { return fn(operand(a, b), a); }, py::is_operator());
+  // Operators answer NotImplemented for other types, so Python tries the
+  // other side (and `t == None` is False).
+  if (op) {
+    cls.def(op, [fn](const Tensor& a, const py::object& b) -> py::object {
+      auto other = try_operand(a, b);
+      return other ? py::cast(fn(a, *other)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
+    }, py::is_operator());
+  }
+  if (rop) {
+    cls.def(rop, [fn](const Tensor& a, const py::object& b) -> py::object {
+      auto other = try_operand(a, b);
+      return other ? py::cast(fn(*other, a)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
+    }, py::is_operator());
+  }
 }
 
 // Tensor.to(...) in PyTorch's forms: to(device), to(dtype), to(device, dtype),
@@ -206,7 +217,9 @@ void bind_tensor(py::module_& m) {
              return to_numpy(t, pb::SYNC_CAUSE_CONTROL_FLOW).attr("reshape")(-1)[py::int_(0)].cast<bool>();
            })
       .def("_host_repr", [](const Tensor& t) { return py::repr(to_numpy(t, pb::SYNC_CAUSE_TO_HOST)); })
-      .def("__neg__", [](const Tensor& a) { return ops::mul(a, ops::wrapped_int(-1, a.device())); })
+      .def("__neg__", &ops::neg)
+      .def("__abs__", &ops::abs)
+      .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<intptr_t>(self.ptr()))); })
       .def("t", &ops::t)
       .def_property_readonly("T", &ops::t)
       .def("__matmul__", &ops::matmul)
@@ -221,6 +234,56 @@ void bind_tensor(py::module_& m) {
   bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");
   bind_binary(cls, m, "sub", &ops::sub, "__sub__", "__rsub__");
   bind_binary(cls, m, "mul", &ops::mul, "__mul__", "__rmul__");
+  bind_binary(cls, m, "div", &ops::div, "__truediv__", "__rtruediv__");
+  bind_binary(cls, m, "true_divide", &ops::div);
+  bind_binary(cls, m, "pow", &ops::pow, "__pow__", "__rpow__");
+  bind_binary(cls, m, "maximum", &ops::maximum);
+  bind_binary(cls, m, "minimum", &ops::minimum);
+  bind_binary(cls, m, "eq", &ops::eq, "__eq__");
+  bind_binary(cls, m, "ne", &ops::ne, "__ne__");
+  bind_binary(cls, m, "lt", &ops::lt, "__lt__");
+  bind_binary(cls, m, "le", &ops::le, "__le__");
+  bind_binary(cls, m, "gt", &ops::gt, "__gt__");
+  bind_binary(cls, m, "ge", &ops::ge, "__ge__");
+  bind_binary(cls, m, "logical_and", &ops::logical_and);
+  bind_binary(cls, m, "logical_or", &ops::logical_or);
+
+  // Unary ops with PyTorch's names, as Tensor methods and module functions.
+  struct Unary {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+  };
+  static constexpr Unary kUnary[] = {
+      {"neg", &ops::neg},     {"negative", &ops::neg}, {"abs", &ops::abs},
+      {"exp", &ops::exp},     {"log", &ops::log},      {"log1p", &ops::log1p},
+      {"sqrt", &ops::sqrt},   {"rsqrt", &ops::rsqrt},  {"sin", &ops::sin},
+      {"cos", &ops::cos},     {"tanh", &ops::tanh},    {"erf", &ops::erf},
+      {"sigmoid", &ops::sigmoid}, {"logical_not", &ops::logical_not},
+  };
+  for (const Unary& u : kUnary) {
+    cls.def(u.name, u.fn);
+    m.def(u.name, u.fn, py::arg("input"));
+  }
+  // Activations PyTorch keeps in torch.nn.functional (the package re-exports them there).
+  m.def("gelu", &ops::gelu, py::arg("input"));
+  m.def("silu", &ops::silu, py::arg("input"));
+  m.def("softplus", &ops::softplus, py::arg("input"), py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
+  m.def("leaky_relu", &ops::leaky_relu, py::arg("input"), py::arg("negative_slope") = 0.01);
+  const auto clamp = [](const Tensor& t, std::optional<double> min, std::optional<double> max) {
+    if (!min && !max) throw EngineError("clamp: at least one of min and max must be given");
+    return ops::clamp(t, min, max);
+  };
+  for (const char* name : {"clamp", "clip"}) {
+    cls.def(name, clamp, py::arg("min") = py::none(), py::arg("max") = py::none());
+    m.def(name, clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+  }
+  const auto where = [](const Tensor& cond, const py::object& x, const py::object& y) {
+    const Tensor like = py::isinstance<Tensor>(x) ? x.cast<Tensor>() : py::isinstance<Tensor>(y) ? y.cast<Tensor>() : cond;
+    return ops::where(cond, operand(like, x), operand(like, y));
+  };
+  m.def("where", where, py::arg("condition"), py::arg("input"), py::arg("other"));
+  cls.def("where", [where](const Tensor& self, const Tensor& cond, const py::object& y) { return where(cond, py::cast(self), y); },
+          py::arg("condition"), py::arg("other"));
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
