@@ -49,24 +49,33 @@ TensorSpec infer_matmul(const char*, Specs in, const Attrs&) {
   return {{a[0], b[1]}, promote_types(in[0].dtype, in[1].dtype)};
 }
 
-// attrs: dims (empty = all), keepdim.
-TensorSpec infer_sum(const char* op, Specs in, const Attrs& attrs) {
+// Reductions. attrs: dims (empty = all), keepdim. Operands arrive promoted
+// (integer sums as int64, any/all as bool), so the dtype is kept unless the
+// op gives indices.
+TensorSpec infer_reduce(const char* op, Specs in, const Attrs& attrs) {
   const Shape& s = in[0].shape;
-  const auto& dims = attrs.get_ints("dims");
-  const bool keepdim = attrs.get_bool("keepdim");
-  std::vector<bool> reduced(s.size(), dims.empty());
-  for (int64_t d : dims) reduced[wrap_dim(d, s.size(), op)] = true;
-  Shape out;
+  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), op);
+  return {reduced_shape(s, reduced, attrs.get_bool("keepdim")), in[0].dtype};
+}
+
+// max/min/argmax/argmin/logsumexp have no identity: an empty reduced dim is an error.
+TensorSpec infer_reduce_nonempty(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& s = in[0].shape;
+  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), op);
   for (size_t i = 0; i < s.size(); ++i) {
-    if (!reduced[i]) {
-      out.push_back(s[i]);
-    } else if (keepdim) {
-      out.push_back(1);
+    if (reduced[i] && s[i] == 0) {
+      throw ShapeError(std::string(op) + ": cannot reduce over dimension " + std::to_string(i) + " of size 0 in shape " +
+                       shape_str(s));
     }
   }
-  // Summing integers or bools gives int64, as in PyTorch.
-  const DType dt = is_floating(in[0].dtype) ? in[0].dtype : DType::kInt64;
-  return {out, dt};
+  return {reduced_shape(s, reduced, attrs.get_bool("keepdim")), in[0].dtype};
+}
+
+TensorSpec infer_arg_reduce(const char* op, Specs in, const Attrs& attrs) {
+  if (attrs.get_ints("dims").size() > 1) throw ShapeError(std::string(op) + ": expected at most one dim");
+  TensorSpec spec = infer_reduce_nonempty(op, in, attrs);
+  spec.dtype = DType::kInt64;
+  return spec;
 }
 
 TensorSpec infer_transpose(const char*, Specs in, const Attrs&) {
@@ -114,7 +123,17 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"softplus", 1, infer_same, Promote::kCommonFloat},
     {"clamp", 1, infer_same, Promote::kNone},
     {"matmul", 2, infer_matmul, Promote::kCommon},
-    {"sum", 1, infer_sum, Promote::kIntToLong},
+    {"sum", 1, infer_reduce, Promote::kIntToLong},
+    {"mean", 1, infer_reduce, Promote::kFloatOnly},
+    {"prod", 1, infer_reduce, Promote::kIntToLong},
+    {"amax", 1, infer_reduce_nonempty, Promote::kNone},
+    {"amin", 1, infer_reduce_nonempty, Promote::kNone},
+    {"argmax", 1, infer_arg_reduce, Promote::kNone},
+    {"argmin", 1, infer_arg_reduce, Promote::kNone},
+    {"var", 1, infer_reduce, Promote::kFloatOnly},
+    {"logsumexp", 1, infer_reduce_nonempty, Promote::kCommonFloat},
+    {"any", 1, infer_reduce, Promote::kToBool},
+    {"all", 1, infer_reduce, Promote::kToBool},
     {"transpose", 1, infer_transpose, Promote::kNone},
 }};
 

@@ -53,7 +53,18 @@ enum class OpKind : uint16_t {
   kSoftplus,   // attrs beta, threshold
   kClamp,      // attrs min, max (+-inf when absent)
   kMatmul,
+  // Reductions: attrs dims (empty = all) and keepdim.
   kSum,
+  kMean,
+  kProd,
+  kAmax,  // max values (NaN propagates)
+  kAmin,
+  kArgmax,  // int64 indices; at most one dim (none = over the flattened tensor)
+  kArgmin,
+  kVar,  // attr correction (1 = unbiased)
+  kLogsumexp,
+  kAny,
+  kAll,
   kTranspose,  // 2-D: swaps the two dimensions
   kNumOps
 };

@@ -191,8 +191,30 @@ Tensor t(const Tensor& a) { return apply(OpKind::kTranspose, {a}); }
 Tensor matmul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMatmul, {a, b}); }
 Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }
 
-Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
-  return apply(OpKind::kSum, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+namespace {
+Tensor reduce(OpKind op, const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return apply(op, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+}
+std::vector<int64_t> dim_list(std::optional<int64_t> dim) {
+  return dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+}
+}  // namespace
+
+Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kSum, a, std::move(dims), keepdim); }
+Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kMean, a, std::move(dims), keepdim); }
+Tensor prod(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kProd, a, std::move(dims), keepdim); }
+Tensor amax(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAmax, a, std::move(dims), keepdim); }
+Tensor amin(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAmin, a, std::move(dims), keepdim); }
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) { return reduce(OpKind::kArgmax, a, dim_list(dim), keepdim); }
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) { return reduce(OpKind::kArgmin, a, dim_list(dim), keepdim); }
+Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kLogsumexp, a, std::move(dims), keepdim); }
+Tensor any(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAny, a, std::move(dims), keepdim); }
+Tensor all(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAll, a, std::move(dims), keepdim); }
+Tensor var(const Tensor& a, std::vector<int64_t> dims, double correction, bool keepdim) {
+  return apply(OpKind::kVar, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}, {"correction", correction}});
+}
+Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool keepdim) {
+  return sqrt(var(a, std::move(dims), correction, keepdim));
 }
 
 Tensor scalar(double value, DType dtype, const Device& device) {

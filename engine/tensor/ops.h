@@ -58,8 +58,22 @@ Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> m
 Tensor t(const Tensor& a);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor relu(const Tensor& a);
-// dims empty = all dims.
+// Reductions: dims empty = all dims; negative dims count from the end.
+// Integer sums and products give int64; mean/var/std need floating input.
 Tensor sum(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+// Index of the first extreme; no dim = into the flattened tensor.
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// Divides by (n - correction): 1 is the unbiased estimate, 0 the population one.
+Tensor var(const Tensor& a, std::vector<int64_t> dims = {}, double correction = 1.0, bool keepdim = false);
+Tensor std(const Tensor& a, std::vector<int64_t> dims = {}, double correction = 1.0, bool keepdim = false);
+Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor any(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor all(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
 
 // A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
 // becomes a graph input, not a constant, so a changing learning rate does not

@@ -99,6 +99,27 @@ TEST_P(OpsOnDevice, IntegerPowerToANegativeExponentIsRefused) {
   EXPECT_THROW(values(ops::cast(ops::pow(i, ops::wrapped_int(-1, GetParam())), DType::kFloat32)), EngineError);
 }
 
+TEST_P(OpsOnDevice, ReductionsOverNonAdjacentDims) {
+  // x[i][j][k] = 100 i + 10 j + k, shape [2, 3, 2]; reduce dims 0 and 2.
+  std::vector<float> x;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k) x.push_back(static_cast<float>(100 * i + 10 * j + k));
+  Tensor a = make(x, {2, 3, 2}, GetParam());
+  EXPECT_EQ(values(ops::sum(a, {0, -1})), (std::vector<float>{202, 242, 282}));
+  EXPECT_EQ(values(ops::mean(a, {2, 0}, true)), (std::vector<float>{50.5f, 60.5f, 70.5f}));
+  EXPECT_EQ(ops::mean(a, {2, 0}, true).shape(), (Shape{1, 3, 1}));
+  EXPECT_EQ(values(ops::amax(a, {0, 2})), (std::vector<float>{101, 111, 121}));
+  // Each output reduces {v, v+1, v+100, v+101}: deviations from the mean are +-50.5 and +-49.5.
+  const float ss = 2 * 50.5f * 50.5f + 2 * 49.5f * 49.5f;
+  EXPECT_FLOAT_EQ(values(ops::var(a, {0, 2}))[0], ss / 3);
+  EXPECT_FLOAT_EQ(values(ops::var(a, {0, 2}, 0.0))[1], ss / 4);
+  Tensor ties = make({3, 1, 3, 2}, {4}, GetParam());
+  BufferPtr idx = ops::argmax(ties).host_buffer(pb::SYNC_CAUSE_TO_HOST);
+  EXPECT_EQ(idx->dtype(), DType::kInt64);
+  EXPECT_EQ(*idx->as<int64_t>(), 0);  // the first of the tied maxima
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
                          [](const auto& param_info) { return param_info.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
 

@@ -126,41 +126,6 @@ template <typename T> void transpose_kernel(const KernelArgs& k) {
     for (int64_t j = 0; j < cols; ++j) out[j * rows + i] = src[i * cols + j];
 }
 
-// Accumulates in double (floats) or int64 (integers) to keep long sums exact
-// enough; the output offset of each input element follows strides that are
-// zero on the reduced dimensions.
-template <typename T> void sum_kernel(const KernelArgs& k) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-  const Buffer& in = *k.inputs[0];
-  const Shape& s = in.shape();
-  const auto& dims = k.attrs.get_ints("dims");
-  std::vector<bool> reduced(s.size(), dims.empty());
-  for (int64_t d : dims) reduced[static_cast<size_t>(d < 0 ? d + static_cast<int64_t>(s.size()) : d)] = true;
-  Shape kept(s.size());
-  for (size_t i = 0; i < s.size(); ++i) kept[i] = reduced[i] ? 1 : s[i];
-  auto out_strides = contiguous_strides(kept);
-  for (size_t i = 0; i < s.size(); ++i) if (reduced[i]) out_strides[i] = 0;
-
-  std::vector<Acc> acc(static_cast<size_t>(k.out.numel()), Acc(0));
-  const auto* src = in.as<std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>>();
-  std::vector<int64_t> index(s.size(), 0);
-  int64_t o = 0;
-  const int64_t n = in.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    acc[static_cast<size_t>(o)] += static_cast<Acc>(src[i]);
-    for (size_t d = s.size(); d-- > 0;) {
-      ++index[d];
-      o += out_strides[d];
-      if (index[d] < s[d]) break;
-      o -= out_strides[d] * s[d];
-      index[d] = 0;
-    }
-  }
-  using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-  Out* out = k.out.as<Out>();
-  for (size_t i = 0; i < acc.size(); ++i) out[i] = static_cast<Out>(acc[i]);
-}
-
 // [m,k] x [k,n]. OpenBLAS for floating types; a plain loop for integers,
 // which no training step multiplies at scale.
 template <typename T> void matmul_kernel(const KernelArgs& k) {
@@ -194,8 +159,7 @@ const Table& kernel_table() {
     add_elementwise_kernels(t);
     rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kTranspose, LAZYSCOPE_KERNEL(transpose_kernel));
     rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
-    // sum's output dtype: float in, same float out; integers arrive as int64.
-    rows<int64_t, float, double>(t, OpKind::kSum, LAZYSCOPE_KERNEL(sum_kernel));
+    add_reduction_kernels(t);
     return t;
   }();
   return table;

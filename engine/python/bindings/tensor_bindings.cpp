@@ -225,10 +225,7 @@ void bind_tensor(py::module_& m) {
       .def("__matmul__", &ops::matmul)
       .def("matmul", &ops::matmul)
       .def("mm", &ops::matmul)
-      .def("relu", &ops::relu)
-      .def(
-          "sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false);
+      .def("relu", &ops::relu);
 
   auto& cls = tensor_class;
   bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");
@@ -291,8 +288,42 @@ void bind_tensor(py::module_& m) {
         py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
   m.def("relu", &ops::relu);
   m.def("matmul", &ops::matmul);
-  m.def("sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
-        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+
+  // Reductions with PyTorch's signatures: dim is None, an int or a sequence.
+  using Reduce = Tensor (*)(const Tensor&, std::vector<int64_t>, bool);
+  struct Reduction {
+    const char* name;
+    Reduce fn;
+  };
+  static constexpr Reduction kReductions[] = {
+      {"sum", &ops::sum}, {"mean", &ops::mean}, {"prod", &ops::prod}, {"amax", &ops::amax},
+      {"amin", &ops::amin}, {"logsumexp", &ops::logsumexp}, {"any", &ops::any}, {"all", &ops::all},
+  };
+  for (const Reduction& r : kReductions) {
+    const Reduce fn = r.fn;
+    const auto call = [fn](const Tensor& t, const py::object& dim, bool keepdim) { return fn(t, dims_arg(dim), keepdim); };
+    cls.def(r.name, call, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+    m.def(r.name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  }
+  using ArgReduce = Tensor (*)(const Tensor&, std::optional<int64_t>, bool);
+  for (auto [name, fn] : {std::pair<const char*, ArgReduce>{"argmax", &ops::argmax}, {"argmin", &ops::argmin}}) {
+    cls.def(name, fn, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+    m.def(name, fn, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  }
+  // var/std(dim=None, unbiased=None, keepdim=False, *, correction=None).
+  using Spread = Tensor (*)(const Tensor&, std::vector<int64_t>, double, bool);
+  for (auto [name, fn] : {std::pair<const char*, Spread>{"var", &ops::var}, {"std", &ops::std}}) {
+    const auto call = [fn](const Tensor& t, const py::object& dim, std::optional<bool> unbiased, bool keepdim,
+                           std::optional<double> correction) {
+      if (unbiased && correction) throw EngineError("var/std: give either unbiased or correction, not both");
+      const double c = correction ? *correction : (unbiased.value_or(true) ? 1.0 : 0.0);
+      return fn(t, dims_arg(dim), c, keepdim);
+    };
+    cls.def(name, call, py::arg("dim") = py::none(), py::arg("unbiased") = py::none(), py::arg("keepdim") = false,
+            py::kw_only(), py::arg("correction") = py::none());
+    m.def(name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
+          py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
+  }
 }
 
 }  // namespace lazyscope::python

@@ -11,6 +11,17 @@ import numpy as _np
 from lazyscope import _C
 from lazyscope._C import (  # noqa: F401  (re-exported API)
     abs,
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    logsumexp,
+    mean,
+    prod,
+    std,
+    var,
     clamp,
     clip,
     cos,
@@ -139,6 +150,37 @@ def rand(*size, dtype=None, device=None):
 
 def mm(a, b):
     return _C.matmul(a, b)
+
+
+class _ValuesIndices(tuple):
+    """PyTorch's return type of max(dim)/min(dim): (values, indices) with names."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+def _extreme(name, amax, argmax, binary):
+    def reduce(input, dim=None, keepdim=False):  # noqa: A002  (PyTorch's name)
+        if isinstance(dim, Tensor):
+            return binary(input, dim)
+        if dim is None:
+            if keepdim:
+                raise TypeError(f"{name}(): keepdim needs a dim")
+            return amax(input)
+        return _ValuesIndices(amax(input, dim, keepdim), argmax(input, dim, keepdim))
+    reduce.__name__ = name
+    reduce.__doc__ = (f"{name}(): over all elements; {name}(dim, keepdim=False): (values, indices); "
+                      f"{name}(other): elementwise, as in PyTorch.")
+    return reduce
+
+
+max = _extreme("max", _C.amax, _C.argmax, _C.maximum)  # noqa: A001
+min = _extreme("min", _C.amin, _C.argmin, _C.minimum)  # noqa: A001
+Tensor.max = max
+Tensor.min = min
 
 
 def _tensor_repr(self):
