@@ -35,18 +35,81 @@ TensorSpec infer_binary(const char* op, Specs in, const Attrs&) {
 TensorSpec infer_predicate(const char* op, Specs in, const Attrs&) { return {broadcast_all(op, in), DType::kBool}; }
 TensorSpec infer_where(const char* op, Specs in, const Attrs&) { return {broadcast_all(op, in), in[1].dtype}; }
 
-TensorSpec infer_matmul(const char*, Specs in, const Attrs&) {
+TensorSpec infer_matmul(const char* op, Specs in, const Attrs&) {
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
-  if (a.size() != 2 || b.size() != 2) {
-    throw ShapeError("matmul: expected 2-D operands, got " + shape_str(a) + " and " + shape_str(b));
+  if (a.size() < 2 || b.size() < 2) {
+    throw ShapeError(std::string(op) + ": expected operands of at least 2 dimensions, got " + shape_str(a) + " and " +
+                     shape_str(b));
   }
-  if (a[1] != b[0]) {
-    throw ShapeError("matmul: shapes " + shape_str(a) + " and " + shape_str(b) +
-                     " cannot be multiplied (" + std::to_string(a[1]) + " != " +
-                     std::to_string(b[0]) + ")");
+  const int64_t m = a[a.size() - 2], k = a.back(), k2 = b[b.size() - 2], n = b.back();
+  if (k != k2) {
+    throw ShapeError(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be multiplied (" +
+                     std::to_string(k) + " != " + std::to_string(k2) + ")");
   }
-  return {{a[0], b[1]}, promote_types(in[0].dtype, in[1].dtype)};
+  Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), op);
+  batch.push_back(m);
+  batch.push_back(n);
+  return {batch, promote_types(in[0].dtype, in[1].dtype)};
+}
+
+// Resolves one -1 against the input's element count.
+TensorSpec infer_reshape(const char* op, Specs in, const Attrs& attrs) {
+  Shape shape = attrs.get_ints("shape");
+  const int64_t n = numel(in[0].shape);
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && infer_at < 0) {
+      infer_at = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw ShapeError(std::string(op) + ": invalid shape " + shape_str(shape));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0 && known != 0 && n % known == 0) shape[static_cast<size_t>(infer_at)] = n / known;
+  if (numel(shape) != n || (infer_at >= 0 && known == 0)) {
+    throw ShapeError(std::string(op) + ": shape " + shape_str(attrs.get_ints("shape")) + " is invalid for input of shape " +
+                     shape_str(in[0].shape) + " (" + std::to_string(n) + " elements)");
+  }
+  return {shape, in[0].dtype};
+}
+
+TensorSpec infer_permute(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& s = in[0].shape;
+  const auto& dims = attrs.get_ints("dims");
+  if (dims.size() != s.size()) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(dims.size()) + " dims given for a tensor of shape " + shape_str(s));
+  }
+  std::vector<bool> seen(s.size(), false);
+  Shape out;
+  for (int64_t d : dims) {
+    const auto w = static_cast<size_t>(wrap_dim(d, s.size(), op));
+    if (seen[w]) throw ShapeError(std::string(op) + ": dim " + std::to_string(w) + " repeats in " + shape_str(dims));
+    seen[w] = true;
+    out.push_back(s[w]);
+  }
+  return {out, in[0].dtype};
+}
+
+TensorSpec infer_expand(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& s = in[0].shape;
+  Shape out = attrs.get_ints("shape");
+  if (out.size() < s.size()) {
+    throw ShapeError(std::string(op) + ": the shape " + shape_str(out) + " has fewer dimensions than the input " + shape_str(s));
+  }
+  const size_t lead = out.size() - s.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t have = i < lead ? -2 : s[i - lead];
+    if (out[i] == -1 && have != -2) {
+      out[i] = have;
+    } else if (out[i] < 0 || (have >= 0 && have != 1 && have != out[i])) {
+      throw ShapeError(std::string(op) + ": cannot expand shape " + shape_str(s) + " to " +
+                       shape_str(attrs.get_ints("shape")) + " (dimension " + std::to_string(i) + ")");
+    }
+  }
+  return {out, in[0].dtype};
 }
 
 // Reductions. attrs: dims (empty = all), keepdim. Operands arrive promoted
@@ -76,12 +139,6 @@ TensorSpec infer_arg_reduce(const char* op, Specs in, const Attrs& attrs) {
   TensorSpec spec = infer_reduce_nonempty(op, in, attrs);
   spec.dtype = DType::kInt64;
   return spec;
-}
-
-TensorSpec infer_transpose(const char*, Specs in, const Attrs&) {
-  const Shape& s = in[0].shape;
-  if (s.size() != 2) throw ShapeError("t(): expected a 2-D tensor, got shape " + shape_str(s));
-  return {{s[1], s[0]}, in[0].dtype};
 }
 
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
@@ -123,6 +180,9 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"softplus", 1, infer_same, Promote::kCommonFloat},
     {"clamp", 1, infer_same, Promote::kNone},
     {"matmul", 2, infer_matmul, Promote::kCommon},
+    {"reshape", 1, infer_reshape, Promote::kNone},
+    {"permute", 1, infer_permute, Promote::kNone},
+    {"expand", 1, infer_expand, Promote::kNone},
     {"sum", 1, infer_reduce, Promote::kIntToLong},
     {"mean", 1, infer_reduce, Promote::kFloatOnly},
     {"prod", 1, infer_reduce, Promote::kIntToLong},
@@ -134,7 +194,6 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"logsumexp", 1, infer_reduce_nonempty, Promote::kCommonFloat},
     {"any", 1, infer_reduce, Promote::kToBool},
     {"all", 1, infer_reduce, Promote::kToBool},
-    {"transpose", 1, infer_transpose, Promote::kNone},
 }};
 
 }  // namespace

@@ -52,7 +52,11 @@ enum class OpKind : uint16_t {
   kSilu,
   kSoftplus,   // attrs beta, threshold
   kClamp,      // attrs min, max (+-inf when absent)
-  kMatmul,
+  kMatmul,  // [..., m, k] x [..., k, n], batch dims broadcast (1-D operands: see ops::matmul)
+  // Layout. On a lazy device these are nodes like any other; the CPU backend copies.
+  kReshape,  // attr shape (one -1 allowed); view, squeeze, unsqueeze and flatten are reshapes
+  kPermute,  // attr dims; transpose and t are permutes
+  kExpand,   // attr shape (-1 keeps a size): broadcasts size-1 dims and adds leading ones
   // Reductions: attrs dims (empty = all) and keepdim.
   kSum,
   kMean,
@@ -65,7 +69,6 @@ enum class OpKind : uint16_t {
   kLogsumexp,
   kAny,
   kAll,
-  kTranspose,  // 2-D: swaps the two dimensions
   kNumOps
 };
 

@@ -187,8 +187,106 @@ Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> m
   return apply(OpKind::kClamp, {in}, {{"min", min.value_or(-inf)}, {"max", max.value_or(inf)}});
 }
 
-Tensor t(const Tensor& a) { return apply(OpKind::kTranspose, {a}); }
-Tensor matmul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMatmul, {a, b}); }
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) throw EngineError("matmul: undefined tensor operand");
+  if (a.shape().empty() || b.shape().empty()) {
+    throw ShapeError("matmul: both operands need at least one dimension, got " + shape_str(a.shape()) + " and " +
+                     shape_str(b.shape()) + at_line(current_source_location()));
+  }
+  const bool vector_a = a.shape().size() == 1, vector_b = b.shape().size() == 1;
+  Tensor out = apply(OpKind::kMatmul, {vector_a ? unsqueeze(a, 0) : a, vector_b ? unsqueeze(b, 1) : b});
+  if (!vector_a && !vector_b) return out;
+  Shape shape = out.shape();
+  if (vector_b) shape.pop_back();
+  if (vector_a) shape.erase(shape.end() - (vector_b ? 1 : 2));
+  return reshape(out, shape);
+}
+
+Tensor reshape(const Tensor& a, std::vector<int64_t> shape) {
+  if (a.defined() && shape == a.shape()) return a;
+  return apply(OpKind::kReshape, {a}, {{"shape", std::move(shape)}});
+}
+
+Tensor permute(const Tensor& a, std::vector<int64_t> dims) {
+  bool identity = true;
+  for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
+  if (a.defined() && identity && dims.size() == a.shape().size()) return a;
+  return apply(OpKind::kPermute, {a}, {{"dims", std::move(dims)}});
+}
+
+Tensor expand(const Tensor& a, std::vector<int64_t> shape) {
+  if (a.defined() && shape == a.shape()) return a;
+  return apply(OpKind::kExpand, {a}, {{"shape", std::move(shape)}});
+}
+
+namespace {
+// Shape errors of the ops below arise before apply(); they name the line too.
+template <typename F>
+auto at_call(F&& f) {
+  try {
+    return f();
+  } catch (const ShapeError& e) {
+    throw ShapeError(e.what() + at_line(current_source_location()));
+  }
+}
+}  // namespace
+
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
+  const size_t rank = a.shape().size();
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) dims[i] = static_cast<int64_t>(i);
+  if (rank == 0) return a;  // PyTorch accepts dims 0 and -1 of a 0-d tensor
+  at_call([&] {
+    std::swap(dims[static_cast<size_t>(wrap_dim(dim0, rank, "transpose"))],
+              dims[static_cast<size_t>(wrap_dim(dim1, rank, "transpose"))]);
+    return 0;
+  });
+  return permute(a, std::move(dims));
+}
+
+Tensor t(const Tensor& a) {
+  if (a.shape().size() > 2) {
+    throw ShapeError("t(): expects a tensor with at most 2 dimensions, got shape " + shape_str(a.shape()) +
+                     at_line(current_source_location()));
+  }
+  return a.shape().size() < 2 ? a : transpose(a, 0, 1);
+}
+
+Tensor squeeze(const Tensor& a, std::optional<int64_t> dim) {
+  const Shape& s = a.shape();
+  Shape out;
+  const int64_t d = dim ? at_call([&] { return wrap_dim(*dim, s.size(), "squeeze"); }) : -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool drop = s[i] == 1 && (!dim || static_cast<int64_t>(i) == d);
+    if (!drop) out.push_back(s[i]);
+  }
+  return reshape(a, std::move(out));
+}
+
+Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  Shape s = a.shape();
+  const int64_t d = at_call([&] { return wrap_dim(dim, s.size() + 1, "unsqueeze"); });
+  s.insert(s.begin() + d, 1);
+  return reshape(a, std::move(s));
+}
+
+Tensor flatten(const Tensor& a, int64_t start_dim, int64_t end_dim) {
+  const Shape& s = a.shape();
+  if (s.empty()) return reshape(a, {1});
+  const auto [start, end] = at_call([&] {
+    return std::pair{wrap_dim(start_dim, s.size(), "flatten"), wrap_dim(end_dim, s.size(), "flatten")};
+  });
+  if (start > end) {
+    throw ShapeError("flatten: start_dim " + std::to_string(start_dim) + " comes after end_dim " +
+                     std::to_string(end_dim) + at_line(current_source_location()));
+  }
+  Shape out(s.begin(), s.begin() + start);
+  int64_t n = 1;
+  for (int64_t i = start; i <= end; ++i) n *= s[static_cast<size_t>(i)];
+  out.push_back(n);
+  out.insert(out.end(), s.begin() + end + 1, s.end());
+  return reshape(a, std::move(out));
+}
 Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }
 
 namespace {

@@ -54,9 +54,21 @@ Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
 // clamped in float32.
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
 
-// 2-D transpose.
-Tensor t(const Tensor& a);
+// PyTorch's matmul: 1-D operands are a row (left) or column (right) vector
+// whose dim is dropped from the result; batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Layout. Buffers never alias: a view on the eager device is a copy, and
+// on a lazy device a node; without in-place ops the difference is invisible.
+Tensor reshape(const Tensor& a, std::vector<int64_t> shape);  // one -1 allowed
+Tensor permute(const Tensor& a, std::vector<int64_t> dims);
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor t(const Tensor& a);  // transpose of a tensor of at most 2 dims
+// Broadcasts size-1 dims (and adds leading ones); -1 keeps a size.
+Tensor expand(const Tensor& a, std::vector<int64_t> shape);
+Tensor squeeze(const Tensor& a, std::optional<int64_t> dim = std::nullopt);
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor flatten(const Tensor& a, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor relu(const Tensor& a);
 // Reductions: dims empty = all dims; negative dims count from the end.
 // Integer sums and products give int64; mean/var/std need floating input.

@@ -47,7 +47,8 @@ TEST_P(OpsOnDevice, SubBroadcastsAndTransposeSwapsDims) {
   Tensor at = ops::t(a);
   EXPECT_EQ(at.shape(), (Shape{3, 2}));
   EXPECT_EQ(values(at), (std::vector<float>{1, 4, 2, 5, 3, 6}));
-  EXPECT_THROW(ops::t(make({1, 2}, {2}, GetParam())), ShapeError);
+  EXPECT_EQ(values(ops::t(make({1, 2}, {2}, GetParam()))), (std::vector<float>{1, 2}));  // 1-D: itself
+  EXPECT_THROW(ops::t(make({1, 2}, {1, 1, 2}, GetParam())), ShapeError);
 }
 
 TEST_P(OpsOnDevice, ReluClampsNegatives) {
@@ -120,6 +121,40 @@ TEST_P(OpsOnDevice, ReductionsOverNonAdjacentDims) {
   EXPECT_EQ(*idx->as<int64_t>(), 0);  // the first of the tied maxima
 }
 
+TEST_P(OpsOnDevice, PermuteExpandReshape) {
+  // a[i][j][k] = 100 i + 10 j + k, shape [2, 3, 2].
+  std::vector<float> x;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k) x.push_back(static_cast<float>(100 * i + 10 * j + k));
+  Tensor a = make(x, {2, 3, 2}, GetParam());
+  Tensor p = ops::permute(a, {2, 0, 1});  // p[k][i][j] = a[i][j][k]
+  EXPECT_EQ(p.shape(), (Shape{2, 2, 3}));
+  EXPECT_EQ(values(p), (std::vector<float>{0, 10, 20, 100, 110, 120, 1, 11, 21, 101, 111, 121}));
+  Tensor e = ops::expand(make({1, 2}, {2, 1}, GetParam()), {2, 2, 3});
+  EXPECT_EQ(values(e), (std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2}));
+  Tensor r = ops::reshape(a, {-1, 4});
+  EXPECT_EQ(r.shape(), (Shape{3, 4}));
+  EXPECT_EQ(values(r), x);
+  EXPECT_THROW(ops::reshape(a, {5, -1}), ShapeError);
+  EXPECT_THROW(ops::expand(a, {2, 4, 2}), ShapeError);
+  EXPECT_EQ(ops::flatten(a, 1).shape(), (Shape{2, 6}));
+  EXPECT_EQ(ops::squeeze(ops::unsqueeze(a, -1)).shape(), (Shape{2, 3, 2}));
+}
+
+TEST_P(OpsOnDevice, BatchedMatmulBroadcastsBatchDims) {
+  // a: [2, 1, 2] batches of [1, 2]; b: [3, 2, 1] batches of [2, 1] -> [2, 3, 1, 1].
+  Tensor a = make({1, 2, 3, 4}, {2, 1, 1, 2}, GetParam());
+  Tensor b = make({1, 1, 0, 1, 2, -1}, {3, 2, 1}, GetParam());
+  Tensor out = ops::matmul(a, b);
+  EXPECT_EQ(out.shape(), (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(values(out), (std::vector<float>{3, 2, 0, 7, 4, 2}));
+  Tensor v = make({1, 2}, {2}, GetParam());
+  EXPECT_EQ(ops::matmul(v, v).shape(), Shape{});
+  EXPECT_EQ(values(ops::matmul(v, v)), (std::vector<float>{5}));
+  EXPECT_EQ(values(ops::matmul(make({1, 2, 3, 4}, {2, 2}, GetParam()), v)), (std::vector<float>{5, 11}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
                          [](const auto& param_info) { return param_info.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
 
@@ -134,6 +169,15 @@ TEST(Ops, MixingDevicesNamesBoth) {
     EXPECT_NE(msg.find("cpu"), std::string::npos) << msg;
     EXPECT_NE(msg.find("lazy:0"), std::string::npos) << msg;
   }
+}
+
+TEST(Ops, ALazyReshapeIsANodeOverItsInput) {
+  Tensor a = make({1, 2, 3, 4}, {2, 2}, testing::lazy0());
+  Tensor r = ops::reshape(a, {4});
+  ASSERT_TRUE(r.impl()->pending());
+  EXPECT_EQ(r.impl()->ir->op(), OpKind::kReshape);
+  EXPECT_EQ(r.impl()->ir->operands()[0], a.impl()->ir);
+  EXPECT_EQ(ops::reshape(a, {2, 2}).impl(), a.impl());  // the same shape: the same tensor
 }
 
 TEST(Ops, LazyOpsDoNotRunUntilNeeded) {

@@ -130,5 +130,6 @@ void rows(Table& t, OpKind op, Make make) {
 // Each kernel file adds its rows.
 void add_elementwise_kernels(Table& t);
 void add_reduction_kernels(Table& t);
+void add_layout_kernels(Table& t);
 
 }  // namespace lazyscope::cpu

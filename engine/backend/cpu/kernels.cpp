@@ -1,18 +1,11 @@
+// The CPU kernel table, the 16-bit float conversions and the cast kernels.
+// The other kernels live in kernels_{elementwise,reduce,layout}.cpp.
 #include "backend/cpu/kernels.h"
 
-#include <cblas.h>
+#include <cmath>
+#include <cstring>
 
 #include "backend/cpu/kernel_util.h"
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <map>
-#include <utility>
-
-#include "core/error.h"
 
 namespace lazyscope::cpu {
 
@@ -84,81 +77,13 @@ template <typename Out> void cast_kernel(const KernelArgs& k) {
   });
 }
 
-template <typename F>
-void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
-  const int64_t n = numel(out);
-  if (a == out && b == out) {
-    for (int64_t i = 0; i < n; ++i) f(i, i, i);
-    return;
-  }
-  const size_t rank = out.size();
-  auto broadcast_strides = [&](const Shape& s) {
-    std::vector<int64_t> strides(rank, 0);
-    const auto own = contiguous_strides(s);
-    const size_t offset = rank - s.size();
-    for (size_t i = 0; i < s.size(); ++i) strides[offset + i] = s[i] == 1 ? 0 : own[i];
-    return strides;
-  };
-  const auto sa = broadcast_strides(a);
-  const auto sb = broadcast_strides(b);
-  std::vector<int64_t> index(rank, 0);
-  int64_t ia = 0, ib = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, ia, ib);
-    for (size_t d = rank; d-- > 0;) {  // odometer increment, innermost first
-      ++index[d];
-      ia += sa[d];
-      ib += sb[d];
-      if (index[d] < out[d]) break;
-      ia -= sa[d] * out[d];
-      ib -= sb[d] * out[d];
-      index[d] = 0;
-    }
-  }
-}
-
-template <typename T> void transpose_kernel(const KernelArgs& k) {
-  const Buffer& in = *k.inputs[0];
-  const int64_t rows = in.shape()[0], cols = in.shape()[1];
-  const T* src = in.as<T>();
-  T* out = k.out.as<T>();
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) out[j * rows + i] = src[i * cols + j];
-}
-
-// [m,k] x [k,n]. OpenBLAS for floating types; a plain loop for integers,
-// which no training step multiplies at scale.
-template <typename T> void matmul_kernel(const KernelArgs& k) {
-  const Buffer& a = *k.inputs[0];
-  const Buffer& b = *k.inputs[1];
-  const int64_t m = a.shape()[0], kk = a.shape()[1], n = b.shape()[1];
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(kk), 1.0f, a.as<float>(), static_cast<int>(kk), b.as<float>(),
-                static_cast<int>(n), 0.0f, k.out.as<float>(), static_cast<int>(n));
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(kk), 1.0, a.as<double>(), static_cast<int>(kk), b.as<double>(),
-                static_cast<int>(n), 0.0, k.out.as<double>(), static_cast<int>(n));
-  } else {
-    const T* pa = a.as<T>();
-    const T* pb = b.as<T>();
-    T* out = k.out.as<T>();
-    std::fill(out, out + m * n, T(0));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t p = 0; p < kk; ++p)
-        for (int64_t j = 0; j < n; ++j) out[i * n + j] += pa[i * kk + p] * pb[p * n + j];
-  }
-}
-
 // The lowering table of the CPU backend. Rows are (op, output dtype).
 const Table& kernel_table() {
   static const Table table = [] {
     Table t;
     rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kCast, LAZYSCOPE_KERNEL(cast_kernel));
     add_elementwise_kernels(t);
-    rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kTranspose, LAZYSCOPE_KERNEL(transpose_kernel));
-    rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
+    add_layout_kernels(t);
     add_reduction_kernels(t);
     return t;
   }();

@@ -147,6 +147,12 @@ Tensor to_any(const Tensor& t, const py::args& args, const py::kwargs& kwargs) {
   return out;
 }
 
+// Sizes given PyTorch's two ways: reshape(2, 3) or reshape((2, 3)).
+std::vector<int64_t> sizes_arg(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return args[0].cast<std::vector<int64_t>>();
+  return args.cast<std::vector<int64_t>>();
+}
+
 std::vector<int64_t> dims_arg(const py::object& dim) {
   if (dim.is_none()) return {};
   if (py::isinstance<py::int_>(dim)) return {dim.cast<int64_t>()};
@@ -221,10 +227,27 @@ void bind_tensor(py::module_& m) {
       .def("__abs__", &ops::abs)
       .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<intptr_t>(self.ptr()))); })
       .def("t", &ops::t)
-      .def_property_readonly("T", &ops::t)
+      .def_property_readonly("T", [](const Tensor& t) {
+        std::vector<int64_t> dims(t.shape().size());
+        for (size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<int64_t>(dims.size() - 1 - i);
+        return ops::permute(t, dims);
+      })
+      .def_property_readonly("mT", [](const Tensor& t) { return ops::transpose(t, -2, -1); })
       .def("__matmul__", &ops::matmul)
       .def("matmul", &ops::matmul)
       .def("mm", &ops::matmul)
+      .def("reshape", [](const Tensor& t, const py::args& shape) { return ops::reshape(t, sizes_arg(shape)); })
+      .def("view", [](const Tensor& t, const py::args& shape) { return ops::reshape(t, sizes_arg(shape)); })
+      .def("reshape_as", [](const Tensor& t, const Tensor& other) { return ops::reshape(t, other.shape()); })
+      .def("view_as", [](const Tensor& t, const Tensor& other) { return ops::reshape(t, other.shape()); })
+      .def("permute", [](const Tensor& t, const py::args& dims) { return ops::permute(t, sizes_arg(dims)); })
+      .def("expand", [](const Tensor& t, const py::args& shape) { return ops::expand(t, sizes_arg(shape)); })
+      .def("expand_as", [](const Tensor& t, const Tensor& other) { return ops::expand(t, other.shape()); })
+      .def("transpose", &ops::transpose, py::arg("dim0"), py::arg("dim1"))
+      .def("swapaxes", &ops::transpose, py::arg("axis0"), py::arg("axis1"))
+      .def("squeeze", &ops::squeeze, py::arg("dim") = py::none())
+      .def("unsqueeze", &ops::unsqueeze, py::arg("dim"))
+      .def("flatten", &ops::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("relu", &ops::relu);
 
   auto& cls = tensor_class;
@@ -288,6 +311,13 @@ void bind_tensor(py::module_& m) {
         py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
   m.def("relu", &ops::relu);
   m.def("matmul", &ops::matmul);
+  m.def("reshape", &ops::reshape, py::arg("input"), py::arg("shape"));
+  m.def("permute", &ops::permute, py::arg("input"), py::arg("dims"));
+  m.def("transpose", &ops::transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+  m.def("t", &ops::t, py::arg("input"));
+  m.def("squeeze", &ops::squeeze, py::arg("input"), py::arg("dim") = py::none());
+  m.def("unsqueeze", &ops::unsqueeze, py::arg("input"), py::arg("dim"));
+  m.def("flatten", &ops::flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
 
   // Reductions with PyTorch's signatures: dim is None, an int or a sequence.
   using Reduce = Tensor (*)(const Tensor&, std::vector<int64_t>, bool);

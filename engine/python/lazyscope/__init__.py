@@ -17,8 +17,15 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     any,
     argmax,
     argmin,
+    flatten,
     logsumexp,
     mean,
+    permute,
+    reshape,
+    squeeze,
+    t,
+    transpose,
+    unsqueeze,
     prod,
     std,
     var,
@@ -149,6 +156,14 @@ def rand(*size, dtype=None, device=None):
 
 
 def mm(a, b):
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"mm: expected 2-D tensors, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    return _C.matmul(a, b)
+
+
+def bmm(a, b):
+    if a.dim() != 3 or b.dim() != 3:
+        raise ValueError(f"bmm: expected 3-D tensors, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     return _C.matmul(a, b)
 
 
