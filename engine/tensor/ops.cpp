@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "autograd/autograd.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/source_location.h"
@@ -128,14 +129,19 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   }
 
   const Device& device = inputs[0].device();
-  if (!device.is_lazy()) return run_eager(op, inputs, spec, attrs);
-
-  std::vector<NodePtr> operands;
-  operands.reserve(inputs.size());
-  for (const Tensor& t : inputs) operands.push_back(t.impl()->ir);
-  auto node = std::make_shared<Node>(op, std::move(operands), std::move(spec), std::move(attrs),
-                                     current_source_location(), current_scope());
-  return Tensor::lazy(std::move(node), device);
+  Tensor out;
+  if (!device.is_lazy()) {
+    out = run_eager(op, inputs, spec, attrs);
+  } else {
+    std::vector<NodePtr> operands;
+    operands.reserve(inputs.size());
+    for (const Tensor& t : inputs) operands.push_back(t.impl()->ir);
+    auto node = std::make_shared<Node>(op, std::move(operands), std::move(spec), attrs, current_source_location(),
+                                       current_scope());
+    out = Tensor::lazy(std::move(node), device);
+  }
+  autograd::record(op, inputs, attrs, out);
+  return out;
 }
 
 Tensor cast(const Tensor& a, DType dtype) {
@@ -230,6 +236,26 @@ auto at_call(F&& f) {
   }
 }
 }  // namespace
+
+Tensor sum_to_size(const Tensor& a, const Shape& shape) {
+  const Shape& s = a.shape();
+  if (s == shape) return a;
+  if (shape.size() > s.size()) {
+    throw ShapeError("sum_to_size: cannot sum shape " + shape_str(s) + " to " + shape_str(shape));
+  }
+  const size_t lead = s.size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i < lead) {
+      dims.push_back(static_cast<int64_t>(i));
+    } else if (shape[i - lead] == 1 && s[i] != 1) {
+      dims.push_back(static_cast<int64_t>(i));
+    } else if (shape[i - lead] != s[i]) {
+      throw ShapeError("sum_to_size: cannot sum shape " + shape_str(s) + " to " + shape_str(shape));
+    }
+  }
+  return reshape(sum(a, std::move(dims), /*keepdim=*/true), shape);
+}
 
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   const size_t rank = a.shape().size();

@@ -69,6 +69,9 @@ Tensor expand(const Tensor& a, std::vector<int64_t> shape);
 Tensor squeeze(const Tensor& a, std::optional<int64_t> dim = std::nullopt);
 Tensor unsqueeze(const Tensor& a, int64_t dim);
 Tensor flatten(const Tensor& a, int64_t start_dim = 0, int64_t end_dim = -1);
+// Sums `a` down to `shape`, which `a`'s shape must broadcast from: the
+// reverse of broadcasting, for gradients. The same tensor when shapes match.
+Tensor sum_to_size(const Tensor& a, const Shape& shape);
 Tensor relu(const Tensor& a);
 // Reductions: dims empty = all dims; negative dims count from the end.
 // Integer sums and products give int64; mean/var/std need floating input.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "autograd/autograd.h"
 #include "core/error.h"
 #include "executor/graph_executor.h"
 #include "tensor/ops.h"
@@ -251,6 +252,38 @@ void bind_tensor(py::module_& m) {
       .def("relu", &ops::relu);
 
   auto& cls = tensor_class;
+
+  // Autograd.
+  cls.def_property(
+         "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+         [](Tensor& t, bool r) { t.set_requires_grad(r); })
+      .def(
+          "requires_grad_",
+          [](const py::object& self, bool r) {
+            self.cast<Tensor&>().set_requires_grad(r);
+            return self;
+          },
+          py::arg("requires_grad") = true)
+      .def_property(
+          "grad",
+          [](const Tensor& t) -> py::object { return t.grad().defined() ? py::cast(t.grad()) : py::none(); },
+          [](Tensor& t, const py::object& g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
+        if (t.is_leaf()) return py::none();
+        return py::str(std::string(op_name(t.impl()->grad_fn->op)) + "_backward");
+      })
+      .def("detach", &Tensor::detach)
+      .def_property_readonly("data", &Tensor::detach)
+      .def(
+          "backward",
+          [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph, bool create_graph) {
+            if (create_graph) throw EngineError("backward: create_graph (higher-order gradients) is not supported");
+            t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);
+  m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
+  m.def("is_grad_enabled", &autograd::grad_enabled);
   bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");
   bind_binary(cls, m, "sub", &ops::sub, "__sub__", "__rsub__");
   bind_binary(cls, m, "mul", &ops::mul, "__mul__", "__rmul__");
