@@ -39,6 +39,18 @@ void accumulate(std::unordered_map<GradFn*, Tensor>& pending, GradFn* fn, const 
   slot = slot.defined() ? ops::add(slot, grad) : grad;
 }
 
+// The result as the GradFn saves it: its value (buffer or IR node) without
+// its GradFn. Unlike detach() it is not registered with the executor: a
+// saved value must not become an extra output of the step's graph.
+Tensor saved_alias(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->device = t.device();
+  impl->spec = t.impl()->spec;
+  impl->buffer = t.impl()->buffer;
+  impl->ir = t.impl()->ir;
+  return Tensor(std::move(impl));
+}
+
 Tensor ones_like(const Tensor& t) {
   return ops::expand(ops::scalar(1.0, t.dtype(), t.device()), t.shape());
 }
@@ -63,7 +75,7 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
   fn->op = op;
   fn->attrs = attrs;
   fn->inputs = inputs;
-  fn->output = out.detach();
+  fn->output = saved_alias(out);
   fn->live_output = out.impl();
   for (const Tensor& t : inputs) {
     fn->input_shapes.push_back(t.shape());

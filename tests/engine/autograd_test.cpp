@@ -8,6 +8,7 @@
 
 #include "autograd/autograd.h"
 #include "core/error.h"
+#include "executor/graph_executor.h"
 #include "tensor/ops.h"
 #include "test_util.h"
 
@@ -116,6 +117,13 @@ TEST(OpsAutogradLazy, BackwardIsTracedNotRun) {
   ASSERT_TRUE(x.grad().defined());
   EXPECT_TRUE(x.grad().impl()->pending());
   EXPECT_EQ(values(x.grad()), (std::vector<float>{2, 4}));
+}
+
+TEST(OpsAutogradLazy, SavedValuesAreNotExtraOutputsOfTheStep) {
+  Tensor x = leaf({1, 2}, {2}, testing::lazy0());
+  Tensor y = ops::exp(x);  // exp saves its result
+  const pb::IrGraph graph = executor::pending_graph(testing::lazy0(), {});
+  EXPECT_EQ(graph.outputs_size(), 1);
 }
 
 TEST(OpsAutogradTable, DifferentiableOpsHaveRulesAndOthersDoNot) {
