@@ -60,4 +60,54 @@ DType promote_types(DType a, DType b) {
   return ia.rank > ib.rank ? a : b;
 }
 
+namespace {
+
+// c10's combine_categories: the higher tier's type wins unless the lower
+// tier brings a higher category (then the two are promoted together).
+// `has_*` stands in for c10's Undefined.
+struct Partial {
+  bool set = false;
+  DType dtype = DType::kBool;
+  void add(DType t) {
+    dtype = set ? promote_types(dtype, t) : t;
+    set = true;
+  }
+};
+
+Partial combine(Partial higher, Partial lower) {
+  if (!higher.set) return lower;
+  if (!lower.set || is_floating(higher.dtype)) return higher;
+  if (higher.dtype == DType::kBool || is_floating(lower.dtype)) {
+    higher.dtype = promote_types(higher.dtype, lower.dtype);
+  }
+  return higher;
+}
+
+}  // namespace
+
+DType result_type(const PromotionOperand* operands, size_t count) {
+  Partial dim, zero, wrapped;
+  for (size_t i = 0; i < count; ++i) {
+    const PromotionOperand& op = operands[i];
+    switch (op.tier) {
+      case PromotionTier::kDimensioned: dim.add(op.dtype); break;
+      case PromotionTier::kZeroDim: zero.add(op.dtype); break;
+      case PromotionTier::kWrappedNumber:
+        if (is_floating(op.dtype)) {
+          wrapped.add(DType::kFloat32);
+        } else {
+          wrapped.add(op.dtype == DType::kBool ? DType::kBool : DType::kInt64);
+        }
+        break;
+    }
+  }
+  const Partial r = combine(dim, combine(zero, wrapped));
+  if (!r.set) throw EngineError("result_type: no operands");
+  return r.dtype;
+}
+
+DType result_type(std::initializer_list<PromotionOperand> operands) {
+  return result_type(operands.begin(), operands.size());
+}
+
 }  // namespace lazyscope

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 namespace lazyscope {
@@ -21,5 +22,21 @@ DType parse_dtype(std::string_view name);
 // PyTorch's promotion of two tensor operands: the higher category wins
 // (bool < integer < floating), then the wider type.
 DType promote_types(DType a, DType b);
+
+// How strongly an operand takes part in promotion, as in PyTorch: tensors
+// with dimensions outrank zero-dimensional tensors, which outrank Python
+// scalars ("wrapped numbers"). A lower tier only matters when it brings a
+// higher category (int tensor * 2.5 -> float32; int32 tensor + 5 -> int32).
+enum class PromotionTier : uint8_t { kDimensioned, kZeroDim, kWrappedNumber };
+
+struct PromotionOperand {
+  DType dtype;
+  PromotionTier tier;
+};
+
+// PyTorch's torch.result_type over several operands. A wrapped floating
+// number counts as float32 (the default dtype), a wrapped integer as int64.
+DType result_type(std::initializer_list<PromotionOperand> operands);
+DType result_type(const PromotionOperand* operands, size_t count);
 
 }  // namespace lazyscope

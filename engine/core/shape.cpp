@@ -54,4 +54,29 @@ int64_t wrap_dim(int64_t dim, size_t rank, const char* op) {
   return dim < 0 ? dim + r : dim;
 }
 
+std::vector<bool> reduced_dims(const Shape& shape, const std::vector<int64_t>& dims, const char* op) {
+  std::vector<bool> reduced(shape.size(), dims.empty());
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, shape.size(), op);
+    if (shape.empty()) continue;  // dim 0 or -1 of a 0-d tensor: nothing to reduce
+    if (reduced[static_cast<size_t>(w)]) {
+      throw ShapeError(std::string(op) + ": dim " + std::to_string(w) + " appears multiple times in the list of dims");
+    }
+    reduced[static_cast<size_t>(w)] = true;
+  }
+  return reduced;
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<bool>& reduced, bool keepdim) {
+  Shape out;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (!reduced[i]) {
+      out.push_back(shape[i]);
+    } else if (keepdim) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
 }  // namespace lazyscope

@@ -18,5 +18,10 @@ std::vector<int64_t> contiguous_strides(const Shape& shape);
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Normalizes a possibly negative dim against `rank`; throws ShapeError.
 int64_t wrap_dim(int64_t dim, size_t rank, const char* op);
+// Which dims of `shape` a reduction over `dims` (empty = all, negative
+// allowed) reduces; throws ShapeError for an out-of-range or repeated dim.
+std::vector<bool> reduced_dims(const Shape& shape, const std::vector<int64_t>& dims, const char* op);
+// The shape after reducing `reduced` dims: removed, or kept as 1.
+Shape reduced_shape(const Shape& shape, const std::vector<bool>& reduced, bool keepdim);
 
 }  // namespace lazyscope

@@ -8,68 +8,192 @@
 namespace lazyscope {
 namespace {
 
-TensorSpec infer_leaf(std::span<const TensorSpec>, const Attrs&) {
+using Specs = std::span<const TensorSpec>;
+
+TensorSpec infer_leaf(const char*, Specs, const Attrs&) {
   throw EngineError("device data has no inputs to infer from");
 }
 
-TensorSpec infer_binary(const char* op, std::span<const TensorSpec> in) {
-  return {broadcast_shapes(in[0].shape, in[1].shape, op), promote_types(in[0].dtype, in[1].dtype)};
+TensorSpec infer_cast(const char* op, Specs in, const Attrs& attrs) {
+  const int64_t dt = attrs.get_int("dtype");
+  if (dt < 0 || dt >= kNumDTypes) throw EngineError(std::string(op) + ": invalid dtype code " + std::to_string(dt));
+  return {in[0].shape, static_cast<DType>(dt)};
 }
 
-TensorSpec infer_add(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("add", in); }
-TensorSpec infer_sub(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("sub", in); }
-TensorSpec infer_mul(std::span<const TensorSpec> in, const Attrs&) { return infer_binary("mul", in); }
-TensorSpec infer_same(std::span<const TensorSpec> in, const Attrs&) { return in[0]; }
+// Operands arrive promoted (see Promote), so elementwise ops keep their dtype.
+TensorSpec infer_same(const char*, Specs in, const Attrs&) { return in[0]; }
 
-TensorSpec infer_matmul(std::span<const TensorSpec> in, const Attrs&) {
+Shape broadcast_all(const char* op, Specs in) {
+  Shape shape = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, op);
+  return shape;
+}
+
+TensorSpec infer_binary(const char* op, Specs in, const Attrs&) {
+  return {broadcast_all(op, in), promote_types(in[0].dtype, in[1].dtype)};
+}
+TensorSpec infer_predicate(const char* op, Specs in, const Attrs&) { return {broadcast_all(op, in), DType::kBool}; }
+TensorSpec infer_where(const char* op, Specs in, const Attrs&) { return {broadcast_all(op, in), in[1].dtype}; }
+
+TensorSpec infer_matmul(const char* op, Specs in, const Attrs&) {
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
-  if (a.size() != 2 || b.size() != 2) {
-    throw ShapeError("matmul: expected 2-D operands, got " + shape_str(a) + " and " + shape_str(b));
+  if (a.size() < 2 || b.size() < 2) {
+    throw ShapeError(std::string(op) + ": expected operands of at least 2 dimensions, got " + shape_str(a) + " and " +
+                     shape_str(b));
   }
-  if (a[1] != b[0]) {
-    throw ShapeError("matmul: shapes " + shape_str(a) + " and " + shape_str(b) +
-                     " cannot be multiplied (" + std::to_string(a[1]) + " != " +
-                     std::to_string(b[0]) + ")");
+  const int64_t m = a[a.size() - 2], k = a.back(), k2 = b[b.size() - 2], n = b.back();
+  if (k != k2) {
+    throw ShapeError(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be multiplied (" +
+                     std::to_string(k) + " != " + std::to_string(k2) + ")");
   }
-  return {{a[0], b[1]}, promote_types(in[0].dtype, in[1].dtype)};
+  Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), op);
+  batch.push_back(m);
+  batch.push_back(n);
+  return {batch, promote_types(in[0].dtype, in[1].dtype)};
 }
 
-// attrs: dims (empty = all), keepdim.
-TensorSpec infer_sum(std::span<const TensorSpec> in, const Attrs& attrs) {
-  const Shape& s = in[0].shape;
-  const auto& dims = attrs.get_ints("dims");
-  const bool keepdim = attrs.get_bool("keepdim");
-  std::vector<bool> reduced(s.size(), dims.empty());
-  for (int64_t d : dims) reduced[wrap_dim(d, s.size(), "sum")] = true;
-  Shape out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (!reduced[i]) {
-      out.push_back(s[i]);
-    } else if (keepdim) {
-      out.push_back(1);
+// Resolves one -1 against the input's element count.
+TensorSpec infer_reshape(const char* op, Specs in, const Attrs& attrs) {
+  Shape shape = attrs.get_ints("shape");
+  const int64_t n = numel(in[0].shape);
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && infer_at < 0) {
+      infer_at = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw ShapeError(std::string(op) + ": invalid shape " + shape_str(shape));
+    } else {
+      known *= shape[i];
     }
   }
-  // Summing integers or bools gives int64, as in PyTorch.
-  const DType dt = is_floating(in[0].dtype) ? in[0].dtype : DType::kInt64;
-  return {out, dt};
+  if (infer_at >= 0 && known != 0 && n % known == 0) shape[static_cast<size_t>(infer_at)] = n / known;
+  if (numel(shape) != n || (infer_at >= 0 && known == 0)) {
+    throw ShapeError(std::string(op) + ": shape " + shape_str(attrs.get_ints("shape")) + " is invalid for input of shape " +
+                     shape_str(in[0].shape) + " (" + std::to_string(n) + " elements)");
+  }
+  return {shape, in[0].dtype};
 }
 
-TensorSpec infer_transpose(std::span<const TensorSpec> in, const Attrs&) {
+TensorSpec infer_permute(const char* op, Specs in, const Attrs& attrs) {
   const Shape& s = in[0].shape;
-  if (s.size() != 2) throw ShapeError("t: expected a 2-D tensor, got shape " + shape_str(s));
-  return {{s[1], s[0]}, in[0].dtype};
+  const auto& dims = attrs.get_ints("dims");
+  if (dims.size() != s.size()) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(dims.size()) + " dims given for a tensor of shape " + shape_str(s));
+  }
+  std::vector<bool> seen(s.size(), false);
+  Shape out;
+  for (int64_t d : dims) {
+    const auto w = static_cast<size_t>(wrap_dim(d, s.size(), op));
+    if (seen[w]) throw ShapeError(std::string(op) + ": dim " + std::to_string(w) + " repeats in " + shape_str(dims));
+    seen[w] = true;
+    out.push_back(s[w]);
+  }
+  return {out, in[0].dtype};
+}
+
+TensorSpec infer_expand(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& s = in[0].shape;
+  Shape out = attrs.get_ints("shape");
+  if (out.size() < s.size()) {
+    throw ShapeError(std::string(op) + ": the shape " + shape_str(out) + " has fewer dimensions than the input " + shape_str(s));
+  }
+  const size_t lead = out.size() - s.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t have = i < lead ? -2 : s[i - lead];
+    if (out[i] == -1 && have != -2) {
+      out[i] = have;
+    } else if (out[i] < 0 || (have >= 0 && have != 1 && have != out[i])) {
+      throw ShapeError(std::string(op) + ": cannot expand shape " + shape_str(s) + " to " +
+                       shape_str(attrs.get_ints("shape")) + " (dimension " + std::to_string(i) + ")");
+    }
+  }
+  return {out, in[0].dtype};
+}
+
+// Reductions. attrs: dims (empty = all), keepdim. Operands arrive promoted
+// (integer sums as int64, any/all as bool), so the dtype is kept unless the
+// op gives indices.
+TensorSpec infer_reduce(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& s = in[0].shape;
+  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), op);
+  return {reduced_shape(s, reduced, attrs.get_bool("keepdim")), in[0].dtype};
+}
+
+// max/min/argmax/argmin/logsumexp have no identity: an empty reduced dim is an error.
+TensorSpec infer_reduce_nonempty(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& s = in[0].shape;
+  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), op);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (reduced[i] && s[i] == 0) {
+      throw ShapeError(std::string(op) + ": cannot reduce over dimension " + std::to_string(i) + " of size 0 in shape " +
+                       shape_str(s));
+    }
+  }
+  return {reduced_shape(s, reduced, attrs.get_bool("keepdim")), in[0].dtype};
+}
+
+TensorSpec infer_arg_reduce(const char* op, Specs in, const Attrs& attrs) {
+  if (attrs.get_ints("dims").size() > 1) throw ShapeError(std::string(op) + ": expected at most one dim");
+  TensorSpec spec = infer_reduce_nonempty(op, in, attrs);
+  spec.dtype = DType::kInt64;
+  return spec;
 }
 
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
-    {"device_data", 0, infer_leaf},
-    {"add", 2, infer_add},
-    {"sub", 2, infer_sub},
-    {"mul", 2, infer_mul},
-    {"matmul", 2, infer_matmul},
-    {"relu", 1, infer_same},
-    {"sum", 1, infer_sum},
-    {"transpose", 1, infer_transpose},
+    {"device_data", 0, infer_leaf, Promote::kNone},
+    {"cast", 1, infer_cast, Promote::kNone},
+    {"add", 2, infer_binary, Promote::kCommon},
+    {"sub", 2, infer_binary, Promote::kCommon},
+    {"mul", 2, infer_binary, Promote::kCommon},
+    {"div", 2, infer_binary, Promote::kCommonFloat},
+    {"pow", 2, infer_binary, Promote::kCommon},
+    {"maximum", 2, infer_binary, Promote::kCommon},
+    {"minimum", 2, infer_binary, Promote::kCommon},
+    {"eq", 2, infer_predicate, Promote::kCommon},
+    {"ne", 2, infer_predicate, Promote::kCommon},
+    {"lt", 2, infer_predicate, Promote::kCommon},
+    {"le", 2, infer_predicate, Promote::kCommon},
+    {"gt", 2, infer_predicate, Promote::kCommon},
+    {"ge", 2, infer_predicate, Promote::kCommon},
+    {"logical_and", 2, infer_predicate, Promote::kToBool},
+    {"logical_or", 2, infer_predicate, Promote::kToBool},
+    {"logical_not", 1, infer_predicate, Promote::kToBool},
+    {"where", 3, infer_where, Promote::kWhere},
+    {"neg", 1, infer_same, Promote::kNone},
+    {"abs", 1, infer_same, Promote::kNone},
+    {"exp", 1, infer_same, Promote::kCommonFloat},
+    {"log", 1, infer_same, Promote::kCommonFloat},
+    {"log1p", 1, infer_same, Promote::kCommonFloat},
+    {"sqrt", 1, infer_same, Promote::kCommonFloat},
+    {"rsqrt", 1, infer_same, Promote::kCommonFloat},
+    {"sin", 1, infer_same, Promote::kCommonFloat},
+    {"cos", 1, infer_same, Promote::kCommonFloat},
+    {"tanh", 1, infer_same, Promote::kCommonFloat},
+    {"erf", 1, infer_same, Promote::kCommonFloat},
+    {"sigmoid", 1, infer_same, Promote::kCommonFloat},
+    {"relu", 1, infer_same, Promote::kNone},
+    {"leaky_relu", 1, infer_same, Promote::kNone},
+    {"gelu", 1, infer_same, Promote::kCommonFloat},
+    {"silu", 1, infer_same, Promote::kCommonFloat},
+    {"softplus", 1, infer_same, Promote::kCommonFloat},
+    {"clamp", 1, infer_same, Promote::kNone},
+    {"matmul", 2, infer_matmul, Promote::kCommon},
+    {"reshape", 1, infer_reshape, Promote::kNone},
+    {"permute", 1, infer_permute, Promote::kNone},
+    {"expand", 1, infer_expand, Promote::kNone},
+    {"sum", 1, infer_reduce, Promote::kIntToLong},
+    {"mean", 1, infer_reduce, Promote::kFloatOnly},
+    {"prod", 1, infer_reduce, Promote::kIntToLong},
+    {"amax", 1, infer_reduce_nonempty, Promote::kNone},
+    {"amin", 1, infer_reduce_nonempty, Promote::kNone},
+    {"argmax", 1, infer_arg_reduce, Promote::kNone},
+    {"argmin", 1, infer_arg_reduce, Promote::kNone},
+    {"var", 1, infer_reduce, Promote::kFloatOnly},
+    {"logsumexp", 1, infer_reduce_nonempty, Promote::kCommonFloat},
+    {"any", 1, infer_reduce, Promote::kToBool},
+    {"all", 1, infer_reduce, Promote::kToBool},
 }};
 
 }  // namespace

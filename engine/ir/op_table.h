@@ -15,13 +15,60 @@ namespace lazyscope {
 
 enum class OpKind : uint16_t {
   kDeviceData,  // graph input: a materialized buffer, a Python scalar, RNG state
+  kCast,        // attr dtype (a DType as int)
+  // Elementwise, broadcasting.
   kAdd,
   kSub,
   kMul,
-  kMatmul,
+  kDiv,  // true division
+  kPow,
+  kMaximum,
+  kMinimum,
+  kEq,  // comparisons give bool
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kLogicalAnd,
+  kLogicalOr,
+  kLogicalNot,
+  kWhere,  // (condition, x, y)
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kLog1p,
+  kSqrt,
+  kRsqrt,
+  kSin,
+  kCos,
+  kTanh,
+  kErf,
+  kSigmoid,
   kRelu,
+  kLeakyRelu,  // attr negative_slope
+  kGelu,       // erf form
+  kSilu,
+  kSoftplus,   // attrs beta, threshold
+  kClamp,      // attrs min, max (+-inf when absent)
+  kMatmul,  // [..., m, k] x [..., k, n], batch dims broadcast (1-D operands: see ops::matmul)
+  // Layout. On a lazy device these are nodes like any other; the CPU backend copies.
+  kReshape,  // attr shape (one -1 allowed); view, squeeze, unsqueeze and flatten are reshapes
+  kPermute,  // attr dims; transpose and t are permutes
+  kExpand,   // attr shape (-1 keeps a size): broadcasts size-1 dims and adds leading ones
+  // Reductions: attrs dims (empty = all) and keepdim.
   kSum,
-  kTranspose,  // 2-D: swaps the two dimensions
+  kMean,
+  kProd,
+  kAmax,  // max values (NaN propagates)
+  kAmin,
+  kArgmax,  // int64 indices; at most one dim (none = over the flattened tensor)
+  kArgmin,
+  kVar,  // attr correction (1 = unbiased)
+  kLogsumexp,
+  kAny,
+  kAll,
   kNumOps
 };
 
@@ -31,15 +78,34 @@ struct TensorSpec {
 };
 
 // Computes the output spec or throws ShapeError naming the op and shapes.
-using InferFn = TensorSpec (*)(std::span<const TensorSpec> inputs, const Attrs& attrs);
+// `op` is the op's name, for messages.
+using InferFn = TensorSpec (*)(const char* op, std::span<const TensorSpec> inputs, const Attrs& attrs);
+
+// Which dtypes an op's operands are cast to before it runs (ops.cpp inserts
+// the casts, so kernels see operands of one dtype). "Common" is PyTorch's
+// result type over the operands, Python scalars and 0-d tensors included.
+enum class Promote : uint8_t {
+  kNone,         // operands as they are
+  kCommon,       // every operand to the common type (add, maximum, eq, ...)
+  kCommonFloat,  // the common type, integers and bools then to float32 (div, exp)
+  kFloatOnly,    // floating operands only; an integer one is an error (mean, var)
+  kToBool,       // every operand to bool (logical_and, any)
+  kWhere,        // operand 0 to bool, the others to their common type
+  kIntToLong,    // integers and bools to int64, floats kept (sum, prod)
+};
 
 struct OpInfo {
-  std::string_view name;
+  const char* name;
   int arity;  // number of tensor operands
   InferFn infer;
+  Promote promote;
 };
 
 const OpInfo& op_info(OpKind op);
 inline std::string_view op_name(OpKind op) { return op_info(op).name; }
+inline TensorSpec infer_spec(OpKind op, std::span<const TensorSpec> inputs, const Attrs& attrs) {
+  const OpInfo& info = op_info(op);
+  return info.infer(info.name, inputs, attrs);
+}
 
 }  // namespace lazyscope

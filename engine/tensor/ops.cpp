@@ -1,8 +1,11 @@
 #include "tensor/ops.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
+#include "autograd/autograd.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/source_location.h"
@@ -26,20 +29,70 @@ void check_same_device(OpKind op, const std::vector<Tensor>& inputs) {
   }
 }
 
-// Kernels take operands of the output dtype; promotion casts arrive with the
-// full op set. Until then a mix is refused rather than computed wrongly.
-void check_dtypes(OpKind op, const std::vector<Tensor>& inputs, DType out) {
-  if (op == OpKind::kSum) {
-    if (!is_floating(inputs[0].dtype()) && inputs[0].dtype() != DType::kInt64) {
-      throw EngineError("sum: " + std::string(dtype_name(inputs[0].dtype())) + " input is not supported yet");
+PromotionOperand promotion_operand(const Tensor& t) {
+  if (t.impl()->wrapped_number) return {t.dtype(), PromotionTier::kWrappedNumber};
+  return {t.dtype(), t.shape().empty() ? PromotionTier::kZeroDim : PromotionTier::kDimensioned};
+}
+
+DType common_type(const std::vector<Tensor>& inputs, size_t first) {
+  std::vector<PromotionOperand> operands;
+  for (size_t i = first; i < inputs.size(); ++i) operands.push_back(promotion_operand(inputs[i]));
+  return result_type(operands.data(), operands.size());
+}
+
+// The dtype each operand is cast to before the op runs, from the op's row.
+std::vector<DType> operand_dtypes(OpKind op, const std::vector<Tensor>& inputs) {
+  std::vector<DType> out;
+  for (const Tensor& t : inputs) out.push_back(t.dtype());
+  if (inputs.empty()) return out;
+  switch (op_info(op).promote) {
+    case Promote::kNone: break;
+    case Promote::kCommon: std::fill(out.begin(), out.end(), common_type(inputs, 0)); break;
+    case Promote::kCommonFloat: {
+      const DType common = common_type(inputs, 0);
+      std::fill(out.begin(), out.end(), is_floating(common) ? common : DType::kFloat32);
+      break;
     }
-    return;
+    case Promote::kFloatOnly:
+      for (const Tensor& t : inputs) {
+        if (!is_floating(t.dtype())) {
+          throw EngineError(std::string(op_name(op)) + ": expected a floating point input, got " +
+                            std::string(dtype_name(t.dtype())) + "; convert it with .float() first" +
+                            at_line(current_source_location()));
+        }
+      }
+      break;
+    case Promote::kToBool: std::fill(out.begin(), out.end(), DType::kBool); break;
+    case Promote::kWhere:
+      out[0] = DType::kBool;
+      std::fill(out.begin() + 1, out.end(), common_type(inputs, 1));
+      break;
+    case Promote::kIntToLong:
+      for (DType& d : out) {
+        if (!is_floating(d)) d = DType::kInt64;
+      }
+      break;
   }
-  for (const Tensor& t : inputs) {
-    if (t.dtype() != out) {
-      throw EngineError(std::string(op_name(op)) + ": mixing " + std::string(dtype_name(t.dtype())) + " and " +
-                        std::string(dtype_name(out)) + " operands is not supported yet");
-    }
+  return out;
+}
+
+// A wrapped number is a materialized 0-d buffer: it is converted on the host
+// (with the cast kernel) and stays a graph input, so promotion adds no node.
+Tensor convert_wrapped_number(const Tensor& t, DType dtype) {
+  BufferPtr out = Buffer::allocate(dtype, {});
+  const Buffer* in = t.impl()->buffer.get();
+  cpu::find_kernel(OpKind::kCast, dtype)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *out, Attrs{}});
+  Tensor converted = Tensor::wrap(std::move(out), t.device());
+  converted.impl()->wrapped_number = true;
+  return converted;
+}
+
+void promote_operands(OpKind op, std::vector<Tensor>& inputs) {
+  const std::vector<DType> dtypes = operand_dtypes(op, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].dtype() == dtypes[i]) continue;
+    const bool host_scalar = inputs[i].impl()->wrapped_number && inputs[i].impl()->buffer;
+    inputs[i] = host_scalar ? convert_wrapped_number(inputs[i], dtypes[i]) : cast(inputs[i], dtypes[i]);
   }
 }
 
@@ -64,53 +117,258 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
     if (!t.defined()) throw EngineError(std::string(op_name(op)) + ": undefined tensor operand");
   }
   check_same_device(op, inputs);
+  promote_operands(op, inputs);
   std::vector<TensorSpec> specs;
   specs.reserve(inputs.size());
   for (const Tensor& t : inputs) specs.push_back(t.impl()->spec);
   TensorSpec spec;
   try {
-    spec = op_info(op).infer(specs, attrs);
+    spec = infer_spec(op, specs, attrs);
   } catch (const ShapeError& e) {
     throw ShapeError(e.what() + at_line(current_source_location()));
   }
-  check_dtypes(op, inputs, spec.dtype);
 
   const Device& device = inputs[0].device();
-  if (!device.is_lazy()) return run_eager(op, inputs, spec, attrs);
+  Tensor out;
+  if (!device.is_lazy()) {
+    out = run_eager(op, inputs, spec, attrs);
+  } else {
+    std::vector<NodePtr> operands;
+    operands.reserve(inputs.size());
+    for (const Tensor& t : inputs) operands.push_back(t.impl()->ir);
+    auto node = std::make_shared<Node>(op, std::move(operands), std::move(spec), attrs, current_source_location(),
+                                       current_scope());
+    out = Tensor::lazy(std::move(node), device);
+  }
+  autograd::record(op, inputs, attrs, out);
+  return out;
+}
 
-  std::vector<NodePtr> operands;
-  operands.reserve(inputs.size());
-  for (const Tensor& t : inputs) operands.push_back(t.impl()->ir);
-  auto node = std::make_shared<Node>(op, std::move(operands), std::move(spec), std::move(attrs),
-                                     current_source_location(), current_scope());
-  return Tensor::lazy(std::move(node), device);
+Tensor cast(const Tensor& a, DType dtype) {
+  if (a.dtype() == dtype) return a;
+  return apply(OpKind::kCast, {a}, {{"dtype", static_cast<int64_t>(dtype)}});
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return apply(OpKind::kAdd, {a, b}); }
 Tensor sub(const Tensor& a, const Tensor& b) { return apply(OpKind::kSub, {a, b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMul, {a, b}); }
-Tensor t(const Tensor& a) { return apply(OpKind::kTranspose, {a}); }
-Tensor matmul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMatmul, {a, b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return apply(OpKind::kDiv, {a, b}); }
+Tensor pow(const Tensor& a, const Tensor& b) { return apply(OpKind::kPow, {a, b}); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMaximum, {a, b}); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMinimum, {a, b}); }
+Tensor eq(const Tensor& a, const Tensor& b) { return apply(OpKind::kEq, {a, b}); }
+Tensor ne(const Tensor& a, const Tensor& b) { return apply(OpKind::kNe, {a, b}); }
+Tensor lt(const Tensor& a, const Tensor& b) { return apply(OpKind::kLt, {a, b}); }
+Tensor le(const Tensor& a, const Tensor& b) { return apply(OpKind::kLe, {a, b}); }
+Tensor gt(const Tensor& a, const Tensor& b) { return apply(OpKind::kGt, {a, b}); }
+Tensor ge(const Tensor& a, const Tensor& b) { return apply(OpKind::kGe, {a, b}); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalAnd, {a, b}); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalOr, {a, b}); }
+Tensor logical_not(const Tensor& a) { return apply(OpKind::kLogicalNot, {a}); }
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return apply(OpKind::kWhere, {cond, x, y}); }
+Tensor neg(const Tensor& a) { return apply(OpKind::kNeg, {a}); }
+Tensor abs(const Tensor& a) { return apply(OpKind::kAbs, {a}); }
+Tensor exp(const Tensor& a) { return apply(OpKind::kExp, {a}); }
+Tensor log(const Tensor& a) { return apply(OpKind::kLog, {a}); }
+Tensor log1p(const Tensor& a) { return apply(OpKind::kLog1p, {a}); }
+Tensor sqrt(const Tensor& a) { return apply(OpKind::kSqrt, {a}); }
+Tensor rsqrt(const Tensor& a) { return apply(OpKind::kRsqrt, {a}); }
+Tensor sin(const Tensor& a) { return apply(OpKind::kSin, {a}); }
+Tensor cos(const Tensor& a) { return apply(OpKind::kCos, {a}); }
+Tensor tanh(const Tensor& a) { return apply(OpKind::kTanh, {a}); }
+Tensor erf(const Tensor& a) { return apply(OpKind::kErf, {a}); }
+Tensor sigmoid(const Tensor& a) { return apply(OpKind::kSigmoid, {a}); }
+Tensor gelu(const Tensor& a) { return apply(OpKind::kGelu, {a}); }
+Tensor silu(const Tensor& a) { return apply(OpKind::kSilu, {a}); }
+Tensor softplus(const Tensor& a, double beta, double threshold) {
+  return apply(OpKind::kSoftplus, {a}, {{"beta", beta}, {"threshold", threshold}});
+}
+Tensor leaky_relu(const Tensor& a, double negative_slope) {
+  return apply(OpKind::kLeakyRelu, {a}, {{"negative_slope", negative_slope}});
+}
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
+  const auto integral = [](std::optional<double> v) { return !v || v == std::trunc(*v); };
+  const Tensor in = !is_floating(a.dtype()) && !(integral(min) && integral(max)) ? cast(a, DType::kFloat32) : a;
+  const double inf = std::numeric_limits<double>::infinity();
+  return apply(OpKind::kClamp, {in}, {{"min", min.value_or(-inf)}, {"max", max.value_or(inf)}});
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) throw EngineError("matmul: undefined tensor operand");
+  if (a.shape().empty() || b.shape().empty()) {
+    throw ShapeError("matmul: both operands need at least one dimension, got " + shape_str(a.shape()) + " and " +
+                     shape_str(b.shape()) + at_line(current_source_location()));
+  }
+  const bool vector_a = a.shape().size() == 1, vector_b = b.shape().size() == 1;
+  Tensor out = apply(OpKind::kMatmul, {vector_a ? unsqueeze(a, 0) : a, vector_b ? unsqueeze(b, 1) : b});
+  if (!vector_a && !vector_b) return out;
+  Shape shape = out.shape();
+  if (vector_b) shape.pop_back();
+  if (vector_a) shape.erase(shape.end() - (vector_b ? 1 : 2));
+  return reshape(out, shape);
+}
+
+Tensor reshape(const Tensor& a, std::vector<int64_t> shape) {
+  if (a.defined() && shape == a.shape()) return a;
+  return apply(OpKind::kReshape, {a}, {{"shape", std::move(shape)}});
+}
+
+Tensor permute(const Tensor& a, std::vector<int64_t> dims) {
+  bool identity = true;
+  for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
+  if (a.defined() && identity && dims.size() == a.shape().size()) return a;
+  return apply(OpKind::kPermute, {a}, {{"dims", std::move(dims)}});
+}
+
+Tensor expand(const Tensor& a, std::vector<int64_t> shape) {
+  if (a.defined() && shape == a.shape()) return a;
+  return apply(OpKind::kExpand, {a}, {{"shape", std::move(shape)}});
+}
+
+namespace {
+// Shape errors of the ops below arise before apply(); they name the line too.
+template <typename F>
+auto at_call(F&& f) {
+  try {
+    return f();
+  } catch (const ShapeError& e) {
+    throw ShapeError(e.what() + at_line(current_source_location()));
+  }
+}
+}  // namespace
+
+Tensor sum_to_size(const Tensor& a, const Shape& shape) {
+  const Shape& s = a.shape();
+  if (s == shape) return a;
+  if (shape.size() > s.size()) {
+    throw ShapeError("sum_to_size: cannot sum shape " + shape_str(s) + " to " + shape_str(shape));
+  }
+  const size_t lead = s.size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i < lead) {
+      dims.push_back(static_cast<int64_t>(i));
+    } else if (shape[i - lead] == 1 && s[i] != 1) {
+      dims.push_back(static_cast<int64_t>(i));
+    } else if (shape[i - lead] != s[i]) {
+      throw ShapeError("sum_to_size: cannot sum shape " + shape_str(s) + " to " + shape_str(shape));
+    }
+  }
+  return reshape(sum(a, std::move(dims), /*keepdim=*/true), shape);
+}
+
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
+  const size_t rank = a.shape().size();
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) dims[i] = static_cast<int64_t>(i);
+  if (rank == 0) return a;  // PyTorch accepts dims 0 and -1 of a 0-d tensor
+  at_call([&] {
+    std::swap(dims[static_cast<size_t>(wrap_dim(dim0, rank, "transpose"))],
+              dims[static_cast<size_t>(wrap_dim(dim1, rank, "transpose"))]);
+    return 0;
+  });
+  return permute(a, std::move(dims));
+}
+
+Tensor t(const Tensor& a) {
+  if (a.shape().size() > 2) {
+    throw ShapeError("t(): expects a tensor with at most 2 dimensions, got shape " + shape_str(a.shape()) +
+                     at_line(current_source_location()));
+  }
+  return a.shape().size() < 2 ? a : transpose(a, 0, 1);
+}
+
+Tensor squeeze(const Tensor& a, std::optional<int64_t> dim) {
+  const Shape& s = a.shape();
+  Shape out;
+  const int64_t d = dim ? at_call([&] { return wrap_dim(*dim, s.size(), "squeeze"); }) : -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool drop = s[i] == 1 && (!dim || static_cast<int64_t>(i) == d);
+    if (!drop) out.push_back(s[i]);
+  }
+  return reshape(a, std::move(out));
+}
+
+Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  Shape s = a.shape();
+  const int64_t d = at_call([&] { return wrap_dim(dim, s.size() + 1, "unsqueeze"); });
+  s.insert(s.begin() + d, 1);
+  return reshape(a, std::move(s));
+}
+
+Tensor flatten(const Tensor& a, int64_t start_dim, int64_t end_dim) {
+  const Shape& s = a.shape();
+  if (s.empty()) return reshape(a, {1});
+  const auto [start, end] = at_call([&] {
+    return std::pair{wrap_dim(start_dim, s.size(), "flatten"), wrap_dim(end_dim, s.size(), "flatten")};
+  });
+  if (start > end) {
+    throw ShapeError("flatten: start_dim " + std::to_string(start_dim) + " comes after end_dim " +
+                     std::to_string(end_dim) + at_line(current_source_location()));
+  }
+  Shape out(s.begin(), s.begin() + start);
+  int64_t n = 1;
+  for (int64_t i = start; i <= end; ++i) n *= s[static_cast<size_t>(i)];
+  out.push_back(n);
+  out.insert(out.end(), s.begin() + end + 1, s.end());
+  return reshape(a, std::move(out));
+}
 Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }
 
-Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
-  return apply(OpKind::kSum, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+namespace {
+Tensor reduce(OpKind op, const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return apply(op, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+}
+std::vector<int64_t> dim_list(std::optional<int64_t> dim) {
+  return dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+}
+}  // namespace
+
+Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kSum, a, std::move(dims), keepdim); }
+Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kMean, a, std::move(dims), keepdim); }
+Tensor prod(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kProd, a, std::move(dims), keepdim); }
+Tensor amax(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAmax, a, std::move(dims), keepdim); }
+Tensor amin(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAmin, a, std::move(dims), keepdim); }
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) { return reduce(OpKind::kArgmax, a, dim_list(dim), keepdim); }
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) { return reduce(OpKind::kArgmin, a, dim_list(dim), keepdim); }
+Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kLogsumexp, a, std::move(dims), keepdim); }
+Tensor any(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAny, a, std::move(dims), keepdim); }
+Tensor all(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAll, a, std::move(dims), keepdim); }
+Tensor var(const Tensor& a, std::vector<int64_t> dims, double correction, bool keepdim) {
+  return apply(OpKind::kVar, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}, {"correction", correction}});
+}
+Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool keepdim) {
+  return sqrt(var(a, std::move(dims), correction, keepdim));
 }
 
 Tensor scalar(double value, DType dtype, const Device& device) {
+  BufferPtr f64 = Buffer::allocate(DType::kFloat64, {});
+  *f64->as<double>() = value;
   BufferPtr buffer = Buffer::allocate(dtype, {});
-  switch (dtype) {
-    case DType::kFloat32: *buffer->as<float>() = static_cast<float>(value); break;
-    case DType::kFloat64: *buffer->as<double>() = value; break;
-    case DType::kInt64: *buffer->as<int64_t>() = static_cast<int64_t>(value); break;
-    case DType::kInt32: *buffer->as<int32_t>() = static_cast<int32_t>(value); break;
-    case DType::kUInt8: *buffer->as<uint8_t>() = static_cast<uint8_t>(value); break;
-    case DType::kBool: *buffer->as<uint8_t>() = value != 0; break;
-    default:
-      throw EngineError("scalar: " + std::string(dtype_name(dtype)) + " scalars are not supported yet");
-  }
+  const Buffer* in = f64.get();
+  cpu::find_kernel(OpKind::kCast, dtype)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *buffer, Attrs{}});
   // A scalar leaf: its hash is shape and dtype only, so the value is an input.
   return Tensor::wrap(std::move(buffer), device);
+}
+
+Tensor wrapped_float(double value, const Device& device) {
+  Tensor t = scalar(value, DType::kFloat64, device);
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+Tensor wrapped_int(int64_t value, const Device& device) {
+  BufferPtr buffer = Buffer::allocate(DType::kInt64, {});
+  *buffer->as<int64_t>() = value;
+  Tensor t = Tensor::wrap(std::move(buffer), device);
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+Tensor wrapped_bool(bool value, const Device& device) {
+  Tensor t = scalar(value ? 1.0 : 0.0, DType::kBool, device);
+  t.impl()->wrapped_number = true;
+  return t;
 }
 
 }  // namespace lazyscope::ops

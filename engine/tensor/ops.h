@@ -3,26 +3,103 @@
 // on the cpu device or records an IR node on a lazy device.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tensor/tensor.h"
 
 namespace lazyscope::ops {
 
+// Elementwise ops promote mixed operand dtypes as PyTorch does, inserting
+// cast ops; see Promote in ir/op_table.h.
+Tensor cast(const Tensor& a, DType dtype);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
-// 2-D transpose.
-Tensor t(const Tensor& a);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Comparisons and logical ops give bool.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+// Elements of x where cond is true, of y elsewhere; all three broadcast.
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+
+Tensor neg(const Tensor& a);
+Tensor abs(const Tensor& a);
+// Floating ops: integer inputs are computed in float32, as in PyTorch.
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor log1p(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor erf(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor gelu(const Tensor& a);  // exact: x * Phi(x)
+Tensor silu(const Tensor& a);
+Tensor softplus(const Tensor& a, double beta = 1.0, double threshold = 20.0);
+Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
+// An absent bound is nullopt. An integer tensor with a non-integral bound is
+// clamped in float32.
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
+
+// PyTorch's matmul: 1-D operands are a row (left) or column (right) vector
+// whose dim is dropped from the result; batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Layout. Buffers never alias: a view on the eager device is a copy, and
+// on a lazy device a node; without in-place ops the difference is invisible.
+Tensor reshape(const Tensor& a, std::vector<int64_t> shape);  // one -1 allowed
+Tensor permute(const Tensor& a, std::vector<int64_t> dims);
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor t(const Tensor& a);  // transpose of a tensor of at most 2 dims
+// Broadcasts size-1 dims (and adds leading ones); -1 keeps a size.
+Tensor expand(const Tensor& a, std::vector<int64_t> shape);
+Tensor squeeze(const Tensor& a, std::optional<int64_t> dim = std::nullopt);
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor flatten(const Tensor& a, int64_t start_dim = 0, int64_t end_dim = -1);
+// Sums `a` down to `shape`, which `a`'s shape must broadcast from: the
+// reverse of broadcasting, for gradients. The same tensor when shapes match.
+Tensor sum_to_size(const Tensor& a, const Shape& shape);
 Tensor relu(const Tensor& a);
-// dims empty = all dims.
+// Reductions: dims empty = all dims; negative dims count from the end.
+// Integer sums and products give int64; mean/var/std need floating input.
 Tensor sum(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+// Index of the first extreme; no dim = into the flattened tensor.
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// Divides by (n - correction): 1 is the unbiased estimate, 0 the population one.
+Tensor var(const Tensor& a, std::vector<int64_t> dims = {}, double correction = 1.0, bool keepdim = false);
+Tensor std(const Tensor& a, std::vector<int64_t> dims = {}, double correction = 1.0, bool keepdim = false);
+Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor any(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor all(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
 
 // A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
 // becomes a graph input, not a constant, so a changing learning rate does not
 // recompile.
 Tensor scalar(double value, DType dtype, const Device& device);
+// A Python number as a "wrapped number": a 0-d float64, int64 or bool tensor
+// that promotes like a scalar (int32 tensor + 5 is int32, int tensor * 2.5 is
+// float32) and is converted on the host, never by a cast node.
+Tensor wrapped_float(double value, const Device& device);
+Tensor wrapped_int(int64_t value, const Device& device);
+Tensor wrapped_bool(bool value, const Device& device);
 
 // Generic entry used by the named ops above.
 Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs = {});

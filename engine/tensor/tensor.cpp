@@ -3,9 +3,12 @@
 #include <chrono>
 #include <cstring>
 
+#include "autograd/autograd.h"
+#include "core/error.h"
 #include "events/event_bus.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
+#include "tensor/ops.h"
 
 namespace lazyscope {
 namespace {
@@ -70,6 +73,43 @@ Tensor Tensor::to(const Device& target) const {
     return wrap(host, target);
   }
   return wrap(transfer(*host, target, /*to_device=*/true), target);
+}
+
+Tensor Tensor::to(DType dtype) const { return ops::cast(*this, dtype); }
+
+void Tensor::set_requires_grad(bool requires_grad) {
+  if (!is_leaf()) {
+    throw EngineError("you can only change requires_grad flags of leaf tensors; use detach() to get a leaf");
+  }
+  if (requires_grad && !is_floating(dtype())) {
+    throw EngineError("only tensors of floating point dtype can require gradients, not " +
+                      std::string(dtype_name(dtype())));
+  }
+  impl_->requires_grad = requires_grad;
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  if (grad.defined() && (grad.shape() != shape() || grad.device() != device())) {
+    throw EngineError("assigned grad has shape " + shape_str(grad.shape()) + " on " + grad.device().str() +
+                      ", expected " + shape_str(shape()) + " on " + device().str());
+  }
+  impl_->grad = grad.impl();
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->device = impl_->device;
+  impl->spec = impl_->spec;
+  impl->buffer = impl_->buffer;
+  impl->ir = impl_->ir;
+  impl->wrapped_number = impl_->wrapped_number;
+  // A pending value stays pending: the detached tensor is synced like any other.
+  if (impl->pending()) executor::register_pending(impl);
+  return Tensor(std::move(impl));
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::backward(*this, gradient, retain_graph);
 }
 
 }  // namespace lazyscope

@@ -13,11 +13,26 @@
 
 namespace lazyscope {
 
+namespace autograd {
+struct GradFn;
+}
+
 struct TensorImpl {
   Device device;
   TensorSpec spec;
   BufferPtr buffer;  // set when the value is materialized
   NodePtr ir;        // lazy devices only
+  // A Python scalar turned into a 0-d tensor: it promotes like a number, not
+  // a tensor (int32 tensor + 5 stays int32; int tensor * 2.5 is float32).
+  bool wrapped_number = false;
+
+  // Autograd (see autograd/autograd.h). A result of a differentiable op on
+  // inputs that require grad holds the node that computed it; a leaf that
+  // requires grad holds its .grad and, weakly, its accumulator node.
+  bool requires_grad = false;
+  std::shared_ptr<autograd::GradFn> grad_fn;
+  std::weak_ptr<autograd::GradFn> grad_accumulator;
+  std::shared_ptr<TensorImpl> grad;
 
   bool pending() const { return ir && !ir->is_leaf(); }
 };
@@ -45,6 +60,22 @@ class Tensor {
   // Copies to `device` (a transfer when either side is lazy). Views are not
   // preserved across devices, as the seeds document.
   Tensor to(const Device& device) const;
+  // Converts to `dtype` (a cast op; the same tensor when the dtype matches).
+  Tensor to(DType dtype) const;
+
+  // Autograd. requires_grad() is true for leaves marked so and for results
+  // computed from them; only leaves can be marked (set_requires_grad).
+  bool requires_grad() const { return impl_->requires_grad; }
+  void set_requires_grad(bool requires_grad);
+  bool is_leaf() const { return impl_->grad_fn == nullptr; }
+  // The accumulated gradient of a leaf; undefined when none yet.
+  Tensor grad() const { return Tensor(impl_->grad); }
+  void set_grad(const Tensor& grad);
+  // The same value (buffer or IR node shared), cut from the autograd graph.
+  Tensor detach() const;
+  // Accumulates d(this)/d(leaf) . gradient into every leaf's grad. Without a
+  // gradient the tensor must hold one element (the gradient is 1).
+  void backward(const Tensor& gradient = {}, bool retain_graph = false) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

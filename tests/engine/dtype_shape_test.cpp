@@ -4,6 +4,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "ir/op_table.h"
 
 namespace lazyscope {
 namespace {
@@ -38,6 +39,16 @@ TEST(Shape, Broadcasting) {
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("[3, 2] and [4, 2]"), std::string::npos) << e.what();
   }
+}
+
+TEST(DTypeOpTable, EveryOpHasARow) {
+  for (int i = 0; i < static_cast<int>(OpKind::kNumOps); ++i) {
+    const OpInfo& info = op_info(static_cast<OpKind>(i));
+    ASSERT_NE(info.name, nullptr) << "op " << i << " has no row in the op table";
+    EXPECT_NE(info.infer, nullptr) << info.name;
+  }
+  EXPECT_EQ(op_name(OpKind::kMatmul), "matmul");
+  EXPECT_EQ(op_name(OpKind::kAll), "all");
 }
 
 TEST(Device, ParsesNamesAndRefusesUnknownOnes) {

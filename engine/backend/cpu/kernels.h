@@ -22,4 +22,10 @@ using KernelFn = void (*)(const KernelArgs&);
 // nullptr when the CPU has no kernel for this op and dtype.
 KernelFn find_kernel(OpKind op, DType dtype);
 
+// The 16-bit float conversions the cast kernels use (round to nearest even).
+uint16_t float_to_half(float f);
+float half_to_float(uint16_t h);
+uint16_t float_to_bfloat16(float f);
+float bfloat16_to_float(uint16_t b);
+
 }  // namespace lazyscope::cpu

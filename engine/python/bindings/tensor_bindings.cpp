@@ -4,7 +4,9 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <optional>
 
+#include "autograd/autograd.h"
 #include "core/error.h"
 #include "executor/graph_executor.h"
 #include "tensor/ops.h"
@@ -66,7 +68,91 @@ py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
   return out;
 }
 
-Tensor scalar_like(const Tensor& t, double value) { return ops::scalar(value, t.dtype(), t.device()); }
+// The other operand of a Python operator: a tensor, or a Python number that
+// becomes a wrapped number on `like`'s device (it promotes like a scalar).
+// nullopt for anything else.
+std::optional<Tensor> try_operand(const Tensor& like, const py::handle& v) {
+  if (py::isinstance<Tensor>(v)) return v.cast<Tensor>();
+  if (py::isinstance<py::bool_>(v)) return ops::wrapped_bool(v.cast<bool>(), like.device());
+  if (py::isinstance<py::int_>(v)) return ops::wrapped_int(v.cast<int64_t>(), like.device());
+  if (py::isinstance<py::float_>(v)) return ops::wrapped_float(v.cast<double>(), like.device());
+  if (py::hasattr(v, "dtype") && py::hasattr(v, "item") && py::len(v.attr("shape")) == 0) {
+    return try_operand(like, v.attr("item")());  // a NumPy scalar
+  }
+  return std::nullopt;
+}
+
+Tensor operand(const Tensor& like, const py::handle& v) {
+  if (auto t = try_operand(like, v)) return *t;
+  throw py::type_error("expected a Tensor or a number, got " + py::str(py::type::of(v)).cast<std::string>());
+}
+
+using Binary = Tensor (*)(const Tensor&, const Tensor&);
+
+// Binds `name` (a Tensor method and a module function) and, when given, the
+// operator and its reflected form, all accepting a number on either side.
+void bind_binary(py::class_<Tensor>& cls, py::module_& m, const char* name, Binary fn, const char* op = nullptr,
+                 const char* rop = nullptr) {
+  cls.def(name, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(a, b)); }, py::arg("other"));
+  m.def(name, [fn](const py::object& a, const py::object& b) {
+    if (py::isinstance<Tensor>(a)) {
+      const Tensor ta = a.cast<Tensor>();
+      return fn(ta, operand(ta, b));
+    }
+    const Tensor tb = b.cast<Tensor>();
+    return fn(operand(tb, a), tb);
+  }, py::arg("input"), py::arg("other"));
+  // Operators answer NotImplemented for other types, so Python tries the
+  // other side (and `t == None` is False).
+  if (op) {
+    cls.def(op, [fn](const Tensor& a, const py::object& b) -> py::object {
+      auto other = try_operand(a, b);
+      return other ? py::cast(fn(a, *other)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
+    }, py::is_operator());
+  }
+  if (rop) {
+    cls.def(rop, [fn](const Tensor& a, const py::object& b) -> py::object {
+      auto other = try_operand(a, b);
+      return other ? py::cast(fn(*other, a)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
+    }, py::is_operator());
+  }
+}
+
+// Tensor.to(...) in PyTorch's forms: to(device), to(dtype), to(device, dtype),
+// to(other) and the keywords device= and dtype=.
+Tensor to_any(const Tensor& t, const py::args& args, const py::kwargs& kwargs) {
+  std::optional<Device> device;
+  std::optional<DType> dtype;
+  auto take = [&](const py::handle& a) {
+    if (a.is_none()) return;
+    if (py::isinstance<DType>(a)) {
+      dtype = a.cast<DType>();
+    } else if (py::isinstance<Device>(a)) {
+      device = a.cast<Device>();
+    } else if (py::isinstance<py::str>(a)) {
+      device = parse_device(a.cast<std::string>());
+    } else if (py::isinstance<Tensor>(a)) {
+      device = a.cast<Tensor>().device();
+      dtype = a.cast<Tensor>().dtype();
+    } else {
+      throw py::type_error("to(): expected a device, a dtype or a tensor, got " +
+                           py::str(py::type::of(a)).cast<std::string>());
+    }
+  };
+  for (const py::handle& a : args) take(a);
+  if (kwargs.contains("device")) take(kwargs["device"]);
+  if (kwargs.contains("dtype")) take(kwargs["dtype"]);
+  Tensor out = t;
+  if (device) out = out.to(*device);
+  if (dtype) out = out.to(*dtype);
+  return out;
+}
+
+// Sizes given PyTorch's two ways: reshape(2, 3) or reshape((2, 3)).
+std::vector<int64_t> sizes_arg(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return args[0].cast<std::vector<int64_t>>();
+  return args.cast<std::vector<int64_t>>();
+}
 
 std::vector<int64_t> dims_arg(const py::object& dim) {
   if (dim.is_none()) return {};
@@ -102,15 +188,25 @@ void bind_tensor(py::module_& m) {
       .def("__eq__", [](const Device& a, const std::string& b) { return a == parse_device(b); })
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.str())); });
 
-  py::class_<Tensor>(m, "Tensor")
+  py::class_<Tensor> tensor_class(m, "Tensor");
+  tensor_class
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("size", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("dim", [](const Tensor& t) { return t.shape().size(); })
       .def("numel", &Tensor::numel)
       .def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
-      .def("to", [](const Tensor& t, const Device& d) { return t.to(d); })
-      .def("to", [](const Tensor& t, const std::string& d) { return t.to(parse_device(d)); })
+      .def("to", &to_any)
+      .def("type", [](const Tensor& t, DType dt) { return t.to(dt); })
+      .def("float", [](const Tensor& t) { return t.to(DType::kFloat32); })
+      .def("double", [](const Tensor& t) { return t.to(DType::kFloat64); })
+      .def("half", [](const Tensor& t) { return t.to(DType::kFloat16); })
+      .def("bfloat16", [](const Tensor& t) { return t.to(DType::kBFloat16); })
+      .def("long", [](const Tensor& t) { return t.to(DType::kInt64); })
+      .def("int", [](const Tensor& t) { return t.to(DType::kInt32); })
+      .def("byte", [](const Tensor& t) { return t.to(DType::kUInt8); })
+      .def("bool", [](const Tensor& t) { return t.to(DType::kBool); })
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("cpu", [](const Tensor& t) { return t.to(Device{}); })
       .def("numpy", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST); })
       .def("tolist", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST).attr("tolist")(); })
@@ -128,28 +224,119 @@ void bind_tensor(py::module_& m) {
              return to_numpy(t, pb::SYNC_CAUSE_CONTROL_FLOW).attr("reshape")(-1)[py::int_(0)].cast<bool>();
            })
       .def("_host_repr", [](const Tensor& t) { return py::repr(to_numpy(t, pb::SYNC_CAUSE_TO_HOST)); })
-      .def("__add__", &ops::add)
-      .def("__add__", [](const Tensor& a, double b) { return ops::add(a, scalar_like(a, b)); })
-      .def("__radd__", [](const Tensor& a, double b) { return ops::add(scalar_like(a, b), a); })
-      .def("__sub__", &ops::sub)
-      .def("__sub__", [](const Tensor& a, double b) { return ops::sub(a, scalar_like(a, b)); })
-      .def("__rsub__", [](const Tensor& a, double b) { return ops::sub(scalar_like(a, b), a); })
-      .def("__neg__", [](const Tensor& a) { return ops::mul(a, scalar_like(a, -1.0)); })
-      .def("sub", &ops::sub)
+      .def("__neg__", &ops::neg)
+      .def("__abs__", &ops::abs)
+      .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<intptr_t>(self.ptr()))); })
       .def("t", &ops::t)
-      .def_property_readonly("T", &ops::t)
-      .def("__mul__", &ops::mul)
-      .def("__mul__", [](const Tensor& a, double b) { return ops::mul(a, scalar_like(a, b)); })
-      .def("__rmul__", [](const Tensor& a, double b) { return ops::mul(scalar_like(a, b), a); })
+      .def_property_readonly("T", [](const Tensor& t) {
+        std::vector<int64_t> dims(t.shape().size());
+        for (size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<int64_t>(dims.size() - 1 - i);
+        return ops::permute(t, dims);
+      })
+      .def_property_readonly("mT", [](const Tensor& t) { return ops::transpose(t, -2, -1); })
       .def("__matmul__", &ops::matmul)
-      .def("add", &ops::add)
-      .def("mul", &ops::mul)
       .def("matmul", &ops::matmul)
       .def("mm", &ops::matmul)
-      .def("relu", &ops::relu)
+      .def("reshape", [](const Tensor& t, const py::args& shape) { return ops::reshape(t, sizes_arg(shape)); })
+      .def("view", [](const Tensor& t, const py::args& shape) { return ops::reshape(t, sizes_arg(shape)); })
+      .def("reshape_as", [](const Tensor& t, const Tensor& other) { return ops::reshape(t, other.shape()); })
+      .def("view_as", [](const Tensor& t, const Tensor& other) { return ops::reshape(t, other.shape()); })
+      .def("permute", [](const Tensor& t, const py::args& dims) { return ops::permute(t, sizes_arg(dims)); })
+      .def("expand", [](const Tensor& t, const py::args& shape) { return ops::expand(t, sizes_arg(shape)); })
+      .def("expand_as", [](const Tensor& t, const Tensor& other) { return ops::expand(t, other.shape()); })
+      .def("transpose", &ops::transpose, py::arg("dim0"), py::arg("dim1"))
+      .def("swapaxes", &ops::transpose, py::arg("axis0"), py::arg("axis1"))
+      .def("squeeze", &ops::squeeze, py::arg("dim") = py::none())
+      .def("unsqueeze", &ops::unsqueeze, py::arg("dim"))
+      .def("flatten", &ops::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def("relu", &ops::relu);
+
+  auto& cls = tensor_class;
+
+  // Autograd.
+  cls.def_property(
+         "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+         [](Tensor& t, bool r) { t.set_requires_grad(r); })
       .def(
-          "sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false);
+          "requires_grad_",
+          [](const py::object& self, bool r) {
+            self.cast<Tensor&>().set_requires_grad(r);
+            return self;
+          },
+          py::arg("requires_grad") = true)
+      .def_property(
+          "grad",
+          [](const Tensor& t) -> py::object { return t.grad().defined() ? py::cast(t.grad()) : py::none(); },
+          [](Tensor& t, const py::object& g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
+        if (t.is_leaf()) return py::none();
+        return py::str(std::string(op_name(t.impl()->grad_fn->op)) + "_backward");
+      })
+      .def("detach", &Tensor::detach)
+      .def_property_readonly("data", &Tensor::detach)
+      .def(
+          "backward",
+          [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph, bool create_graph) {
+            if (create_graph) throw EngineError("backward: create_graph (higher-order gradients) is not supported");
+            t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);
+  m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
+  m.def("is_grad_enabled", &autograd::grad_enabled);
+  bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");
+  bind_binary(cls, m, "sub", &ops::sub, "__sub__", "__rsub__");
+  bind_binary(cls, m, "mul", &ops::mul, "__mul__", "__rmul__");
+  bind_binary(cls, m, "div", &ops::div, "__truediv__", "__rtruediv__");
+  bind_binary(cls, m, "true_divide", &ops::div);
+  bind_binary(cls, m, "pow", &ops::pow, "__pow__", "__rpow__");
+  bind_binary(cls, m, "maximum", &ops::maximum);
+  bind_binary(cls, m, "minimum", &ops::minimum);
+  bind_binary(cls, m, "eq", &ops::eq, "__eq__");
+  bind_binary(cls, m, "ne", &ops::ne, "__ne__");
+  bind_binary(cls, m, "lt", &ops::lt, "__lt__");
+  bind_binary(cls, m, "le", &ops::le, "__le__");
+  bind_binary(cls, m, "gt", &ops::gt, "__gt__");
+  bind_binary(cls, m, "ge", &ops::ge, "__ge__");
+  bind_binary(cls, m, "logical_and", &ops::logical_and);
+  bind_binary(cls, m, "logical_or", &ops::logical_or);
+
+  // Unary ops with PyTorch's names, as Tensor methods and module functions.
+  struct Unary {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+  };
+  static constexpr Unary kUnary[] = {
+      {"neg", &ops::neg},     {"negative", &ops::neg}, {"abs", &ops::abs},
+      {"exp", &ops::exp},     {"log", &ops::log},      {"log1p", &ops::log1p},
+      {"sqrt", &ops::sqrt},   {"rsqrt", &ops::rsqrt},  {"sin", &ops::sin},
+      {"cos", &ops::cos},     {"tanh", &ops::tanh},    {"erf", &ops::erf},
+      {"sigmoid", &ops::sigmoid}, {"logical_not", &ops::logical_not},
+  };
+  for (const Unary& u : kUnary) {
+    cls.def(u.name, u.fn);
+    m.def(u.name, u.fn, py::arg("input"));
+  }
+  // Activations PyTorch keeps in torch.nn.functional (the package re-exports them there).
+  m.def("gelu", &ops::gelu, py::arg("input"));
+  m.def("silu", &ops::silu, py::arg("input"));
+  m.def("softplus", &ops::softplus, py::arg("input"), py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
+  m.def("leaky_relu", &ops::leaky_relu, py::arg("input"), py::arg("negative_slope") = 0.01);
+  const auto clamp = [](const Tensor& t, std::optional<double> min, std::optional<double> max) {
+    if (!min && !max) throw EngineError("clamp: at least one of min and max must be given");
+    return ops::clamp(t, min, max);
+  };
+  for (const char* name : {"clamp", "clip"}) {
+    cls.def(name, clamp, py::arg("min") = py::none(), py::arg("max") = py::none());
+    m.def(name, clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+  }
+  const auto where = [](const Tensor& cond, const py::object& x, const py::object& y) {
+    const Tensor like = py::isinstance<Tensor>(x) ? x.cast<Tensor>() : py::isinstance<Tensor>(y) ? y.cast<Tensor>() : cond;
+    return ops::where(cond, operand(like, x), operand(like, y));
+  };
+  m.def("where", where, py::arg("condition"), py::arg("input"), py::arg("other"));
+  cls.def("where", [where](const Tensor& self, const Tensor& cond, const py::object& y) { return where(cond, py::cast(self), y); },
+          py::arg("condition"), py::arg("other"));
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
@@ -157,8 +344,49 @@ void bind_tensor(py::module_& m) {
         py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
   m.def("relu", &ops::relu);
   m.def("matmul", &ops::matmul);
-  m.def("sum", [](const Tensor& t, const py::object& dim, bool keepdim) { return ops::sum(t, dims_arg(dim), keepdim); },
-        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("reshape", &ops::reshape, py::arg("input"), py::arg("shape"));
+  m.def("permute", &ops::permute, py::arg("input"), py::arg("dims"));
+  m.def("transpose", &ops::transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+  m.def("t", &ops::t, py::arg("input"));
+  m.def("squeeze", &ops::squeeze, py::arg("input"), py::arg("dim") = py::none());
+  m.def("unsqueeze", &ops::unsqueeze, py::arg("input"), py::arg("dim"));
+  m.def("flatten", &ops::flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+
+  // Reductions with PyTorch's signatures: dim is None, an int or a sequence.
+  using Reduce = Tensor (*)(const Tensor&, std::vector<int64_t>, bool);
+  struct Reduction {
+    const char* name;
+    Reduce fn;
+  };
+  static constexpr Reduction kReductions[] = {
+      {"sum", &ops::sum}, {"mean", &ops::mean}, {"prod", &ops::prod}, {"amax", &ops::amax},
+      {"amin", &ops::amin}, {"logsumexp", &ops::logsumexp}, {"any", &ops::any}, {"all", &ops::all},
+  };
+  for (const Reduction& r : kReductions) {
+    const Reduce fn = r.fn;
+    const auto call = [fn](const Tensor& t, const py::object& dim, bool keepdim) { return fn(t, dims_arg(dim), keepdim); };
+    cls.def(r.name, call, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+    m.def(r.name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  }
+  using ArgReduce = Tensor (*)(const Tensor&, std::optional<int64_t>, bool);
+  for (auto [name, fn] : {std::pair<const char*, ArgReduce>{"argmax", &ops::argmax}, {"argmin", &ops::argmin}}) {
+    cls.def(name, fn, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+    m.def(name, fn, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  }
+  // var/std(dim=None, unbiased=None, keepdim=False, *, correction=None).
+  using Spread = Tensor (*)(const Tensor&, std::vector<int64_t>, double, bool);
+  for (auto [name, fn] : {std::pair<const char*, Spread>{"var", &ops::var}, {"std", &ops::std}}) {
+    const auto call = [fn](const Tensor& t, const py::object& dim, std::optional<bool> unbiased, bool keepdim,
+                           std::optional<double> correction) {
+      if (unbiased && correction) throw EngineError("var/std: give either unbiased or correction, not both");
+      const double c = correction ? *correction : (unbiased.value_or(true) ? 1.0 : 0.0);
+      return fn(t, dims_arg(dim), c, keepdim);
+    };
+    cls.def(name, call, py::arg("dim") = py::none(), py::arg("unbiased") = py::none(), py::arg("keepdim") = false,
+            py::kw_only(), py::arg("correction") = py::none());
+    m.def(name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
+          py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
+  }
 }
 
 }  // namespace lazyscope::python

@@ -10,14 +10,65 @@ import numpy as _np
 
 from lazyscope import _C
 from lazyscope._C import (  # noqa: F401  (re-exported API)
+    abs,
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    flatten,
+    logsumexp,
+    mean,
+    permute,
+    reshape,
+    squeeze,
+    t,
+    transpose,
+    unsqueeze,
+    prod,
+    std,
+    var,
+    clamp,
+    clip,
+    cos,
+    div,
+    eq,
+    erf,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    lt,
+    maximum,
+    minimum,
+    ne,
+    neg,
+    negative,
+    pow,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    true_divide,
+    where,
     DeviceMismatchError,
     EngineError,
     ShapeError,
     Tensor,
+    add,
     device,
     dtype,
     matmul,
+    mul,
     relu,
+    sub,
     sum,
 )
 
@@ -61,59 +112,148 @@ def _shape(size):
     return tuple(size)
 
 
-def tensor(data, dtype=None, device=None):
+def _leaf(t, requires_grad):
+    return t.requires_grad_() if requires_grad else t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy arrays)."""
     if isinstance(data, Tensor):
         data = data.numpy()
     array = _np.asarray(data)
-    if dtype is not None:
+    if dtype is not None and dtype != bfloat16:
         array = array.astype(_NUMPY_OF[dtype])
     elif array.dtype == _np.float64 and not isinstance(data, _np.ndarray):
         array = array.astype(_np.float32)  # Python floats default to float32, as in PyTorch
-    return _C.from_numpy(array, _device_str(device))
+    t = _C.from_numpy(array, _device_str(device))
+    if dtype == bfloat16:
+        t = t.to(bfloat16)
+    return _leaf(t, requires_grad)
 
 
 def from_numpy(array):
     return _C.from_numpy(array, "cpu")
 
 
-def _filled(value, size, dtype, device):
+def _filled(value, size, dtype, device, requires_grad=False):
     dt = _NUMPY_OF[dtype or float32]
-    return _C.from_numpy(_np.full(_shape(size), value, dtype=dt), _device_str(device))
+    return _leaf(_C.from_numpy(_np.full(_shape(size), value, dtype=dt), _device_str(device)), requires_grad)
 
 
-def zeros(*size, dtype=None, device=None):
-    return _filled(0, size, dtype, device)
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(0, size, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None):
-    return _filled(1, size, dtype, device)
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(1, size, dtype, device, requires_grad)
 
 
-def full(size, fill_value, dtype=None, device=None):
-    return _filled(fill_value, (size,), dtype, device)
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _filled(fill_value, (size,), dtype, device, requires_grad)
 
 
-def randn(*size, dtype=None, device=None):
+def randn(*size, dtype=None, device=None, requires_grad=False):
     dt = _NUMPY_OF[dtype or float32]
-    return _C.from_numpy(_rng.standard_normal(_shape(size)).astype(dt), _device_str(device))
+    return _leaf(_C.from_numpy(_rng.standard_normal(_shape(size)).astype(dt), _device_str(device)), requires_grad)
 
 
-def rand(*size, dtype=None, device=None):
+def rand(*size, dtype=None, device=None, requires_grad=False):
     dt = _NUMPY_OF[dtype or float32]
-    return _C.from_numpy(_rng.random(_shape(size)).astype(dt), _device_str(device))
+    return _leaf(_C.from_numpy(_rng.random(_shape(size)).astype(dt), _device_str(device)), requires_grad)
+
+
+is_grad_enabled = _C.is_grad_enabled
+
+
+class set_grad_enabled:
+    """Turns gradient recording on or off for this thread: a call, a context manager or a decorator."""
+
+    def __init__(self, mode):
+        self._previous = _C.is_grad_enabled()
+        self._mode = mode
+        _C.set_grad_enabled(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._previous)
+        return False
+
+
+class _GradMode:
+    _mode = None
+
+    def __enter__(self):
+        self._previous = _C.is_grad_enabled()
+        _C.set_grad_enabled(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Ops inside record no autograd graph (thread-local), as ``torch.no_grad``."""
+    _mode = False
+
+
+class enable_grad(_GradMode):
+    """Turns recording back on inside a ``no_grad`` block."""
+    _mode = True
 
 
 def mm(a, b):
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"mm: expected 2-D tensors, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     return _C.matmul(a, b)
 
 
-def add(a, b):
-    return a + b
+def bmm(a, b):
+    if a.dim() != 3 or b.dim() != 3:
+        raise ValueError(f"bmm: expected 3-D tensors, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    return _C.matmul(a, b)
 
 
-def mul(a, b):
-    return a * b
+class _ValuesIndices(tuple):
+    """PyTorch's return type of max(dim)/min(dim): (values, indices) with names."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+def _extreme(name, amax, argmax, binary):
+    def reduce(input, dim=None, keepdim=False):  # noqa: A002  (PyTorch's name)
+        if isinstance(dim, Tensor):
+            return binary(input, dim)
+        if dim is None:
+            if keepdim:
+                raise TypeError(f"{name}(): keepdim needs a dim")
+            return amax(input)
+        return _ValuesIndices(amax(input, dim, keepdim), argmax(input, dim, keepdim))
+    reduce.__name__ = name
+    reduce.__doc__ = (f"{name}(): over all elements; {name}(dim, keepdim=False): (values, indices); "
+                      f"{name}(other): elementwise, as in PyTorch.")
+    return reduce
+
+
+max = _extreme("max", _C.amax, _C.argmax, _C.maximum)  # noqa: A001
+min = _extreme("min", _C.amin, _C.argmin, _C.minimum)  # noqa: A001
+Tensor.max = max
+Tensor.min = min
 
 
 def _tensor_repr(self):

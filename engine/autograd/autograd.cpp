@@ -1,0 +1,179 @@
+#include "autograd/autograd.h"
+
+#include <unordered_map>
+
+#include "core/error.h"
+#include "tensor/ops.h"
+
+namespace lazyscope::autograd {
+namespace {
+
+thread_local bool tls_grad_enabled = true;
+
+std::shared_ptr<GradFn> accumulator_of(const std::shared_ptr<TensorImpl>& leaf) {
+  std::shared_ptr<GradFn> acc = leaf->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<GradFn>();
+    acc->leaf = leaf;
+    leaf->grad_accumulator = acc;
+  }
+  return acc;
+}
+
+// Where the gradient of `t` goes: its GradFn, its leaf accumulator, or
+// nowhere.
+std::shared_ptr<GradFn> edge_to(const Tensor& t) {
+  if (t.impl()->grad_fn) return t.impl()->grad_fn;
+  if (t.impl()->requires_grad) return accumulator_of(t.impl());
+  return nullptr;
+}
+
+// A gradient brought to the input's shape (summing broadcast dims) and dtype.
+Tensor fit(const Tensor& grad, const Shape& shape, DType dtype) {
+  Tensor g = ops::sum_to_size(grad, shape);
+  return g.dtype() == dtype ? g : ops::cast(g, dtype);
+}
+
+void accumulate(std::unordered_map<GradFn*, Tensor>& pending, GradFn* fn, const Tensor& grad) {
+  Tensor& slot = pending[fn];
+  slot = slot.defined() ? ops::add(slot, grad) : grad;
+}
+
+// The result as the GradFn saves it: its value (buffer or IR node) without
+// its GradFn. Unlike detach() it is not registered with the executor: a
+// saved value must not become an extra output of the step's graph.
+Tensor saved_alias(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->device = t.device();
+  impl->spec = t.impl()->spec;
+  impl->buffer = t.impl()->buffer;
+  impl->ir = t.impl()->ir;
+  return Tensor(std::move(impl));
+}
+
+Tensor ones_like(const Tensor& t) {
+  return ops::expand(ops::scalar(1.0, t.dtype(), t.device()), t.shape());
+}
+
+}  // namespace
+
+bool grad_enabled() { return tls_grad_enabled; }
+void set_grad_enabled(bool enabled) { tls_grad_enabled = enabled; }
+
+void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, const Tensor& out) {
+  if (!tls_grad_enabled || !is_floating(out.dtype())) return;
+  const GradRule rule = grad_rule(op);
+  if (!rule) return;
+  std::vector<std::shared_ptr<GradFn>> next;
+  bool any = false;
+  for (const Tensor& t : inputs) {
+    next.push_back(edge_to(t));
+    any = any || next.back();
+  }
+  if (!any) return;
+  auto fn = std::make_shared<GradFn>();
+  fn->op = op;
+  fn->attrs = attrs;
+  fn->inputs = inputs;
+  fn->output = saved_alias(out);
+  fn->live_output = out.impl();
+  for (const Tensor& t : inputs) {
+    fn->input_shapes.push_back(t.shape());
+    fn->input_dtypes.push_back(t.dtype());
+  }
+  fn->next = std::move(next);
+  out.impl()->grad_fn = std::move(fn);
+  out.impl()->requires_grad = true;
+}
+
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  if (!root.defined()) throw EngineError("backward: undefined tensor");
+  if (!root.requires_grad()) {
+    throw EngineError("backward: the tensor does not require grad and has no grad_fn; mark a leaf with "
+                      "requires_grad_() before computing it");
+  }
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    if (root.numel() != 1) {
+      throw EngineError("backward: a gradient can be created implicitly only for outputs of one element, got shape " +
+                        shape_str(root.shape()) + "; pass gradient=");
+    }
+    seed = ones_like(root);
+  } else if (seed.shape() != root.shape()) {
+    throw ShapeError("backward: gradient of shape " + shape_str(seed.shape()) + " for a tensor of shape " +
+                     shape_str(root.shape()));
+  } else if (seed.device() != root.device()) {
+    throw DeviceMismatchError("backward: gradient on " + seed.device().str() + " for a tensor on " +
+                              root.device().str());
+  }
+  // The backward pass builds no graph of its own (no higher-order gradients).
+  NoGradGuard no_grad;
+  const std::shared_ptr<GradFn> start = edge_to(root);
+  seed = fit(seed, root.shape(), root.dtype());
+
+  // Count, for every node reachable from the root, how many edges lead to
+  // it; a node runs once all of them have delivered (Kahn's algorithm), so
+  // each runs once with the sum of its incoming gradients.
+  std::unordered_map<GradFn*, int> dependencies;
+  std::vector<GradFn*> stack{start.get()};
+  dependencies[start.get()] = 0;
+  while (!stack.empty()) {
+    GradFn* fn = stack.back();
+    stack.pop_back();
+    for (const auto& n : fn->next) {
+      if (!n) continue;
+      auto [it, inserted] = dependencies.try_emplace(n.get(), 0);
+      ++it->second;
+      if (inserted) stack.push_back(n.get());
+    }
+  }
+
+  std::unordered_map<GradFn*, Tensor> pending;
+  pending[start.get()] = seed;
+  std::vector<GradFn*> ready{start.get()};
+  while (!ready.empty()) {
+    GradFn* fn = ready.back();
+    ready.pop_back();
+    // A node whose inputs produced no gradient for it still runs, with none,
+    // so that the nodes after it are released in turn.
+    Tensor grad;
+    if (auto it = pending.find(fn); it != pending.end()) {
+      grad = std::move(it->second);
+      pending.erase(it);
+    }
+    if (fn->is_accumulator()) {
+      if (!grad.defined()) continue;
+      TensorImpl& leaf = *fn->leaf;
+      if (grad.requires_grad()) grad = grad.detach();
+      leaf.grad = leaf.grad ? ops::add(Tensor(leaf.grad), grad).impl() : grad.impl();
+      continue;
+    }
+    if (fn->released) {
+      throw EngineError("backward: trying to backward through the graph a second time (or directly access saved "
+                        "tensors after they have already been freed); pass retain_graph=True to the first backward");
+    }
+    std::vector<Tensor> grads;
+    if (grad.defined()) {
+      std::vector<bool> needs;
+      for (const auto& n : fn->next) needs.push_back(n != nullptr);
+      std::shared_ptr<TensorImpl> live = fn->live_output.lock();
+      const Tensor output = live ? Tensor(live) : fn->output;
+      grads = grad_rule(fn->op)(SavedContext{fn->inputs, output, fn->attrs, needs}, grad);
+    }
+    for (size_t i = 0; i < fn->next.size(); ++i) {
+      GradFn* n = fn->next[i].get();
+      if (!n) continue;
+      if (i < grads.size() && grads[i].defined()) {
+        accumulate(pending, n, fit(grads[i], fn->input_shapes[i], fn->input_dtypes[i]));
+      }
+      if (--dependencies[n] == 0) ready.push_back(n);
+    }
+    if (!retain_graph) {
+      fn->inputs.clear();
+      fn->output = Tensor();
+      fn->released = true;
+    }
+  }
+}
+
+}  // namespace lazyscope::autograd

@@ -1,0 +1,185 @@
+// Elementwise kernels: unary ops over contiguous buffers, binary and ternary
+// ops through the broadcast iterator. Operands arrive promoted to one dtype
+// (ops.cpp casts them), so each kernel is typed by its output, except the
+// comparisons, which are typed by their operands and write bool.
+#include <cmath>
+
+#include "backend/cpu/kernel_util.h"
+#include "core/error.h"
+
+namespace lazyscope::cpu {
+namespace {
+
+template <typename T, typename Op>
+void unary(const KernelArgs& k, Op op) {
+  const T* in = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  const int64_t n = k.out.numel();
+  for (int64_t i = 0; i < n; ++i) out[i] = op(in[i]);
+}
+
+template <typename Out, typename In, typename Op>
+void binary_as(const KernelArgs& k, Op op) {
+  const In* a = k.inputs[0]->as<In>();
+  const In* b = k.inputs[1]->as<In>();
+  Out* out = k.out.as<Out>();
+  for_each_broadcast<2>(k.out.shape(), {&k.inputs[0]->shape(), &k.inputs[1]->shape()},
+                        [&](int64_t i, const std::array<int64_t, 2>& o) { out[i] = op(a[o[0]], b[o[1]]); });
+}
+
+template <typename T, typename Op>
+void binary(const KernelArgs& k, Op op) {
+  binary_as<T, T>(k, op);
+}
+
+template <typename T> void add_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x + y); }); }
+template <typename T> void sub_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x - y); }); }
+template <typename T> void mul_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x * y); }); }
+template <typename T> void div_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return x / y; }); }
+
+template <typename T> T int_pow(T base, T exponent) {
+  if (exponent < 0) throw EngineError("pow: integers to negative integer powers are not allowed");
+  T result = 1;
+  while (exponent) {  // square and multiply
+    if (exponent & 1) result = static_cast<T>(result * base);
+    base = static_cast<T>(base * base);
+    exponent >>= 1;
+  }
+  return result;
+}
+
+template <typename T> void pow_kernel(const KernelArgs& k) {
+  if constexpr (std::is_floating_point_v<T>) {
+    binary<T>(k, [](T x, T y) { return std::pow(x, y); });
+  } else {
+    binary<T>(k, [](T x, T y) { return int_pow(x, y); });
+  }
+}
+
+// maximum/minimum propagate NaN, as PyTorch's do.
+template <typename T> void maximum_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return x != x ? x : (y != y ? y : std::max(x, y)); });
+}
+template <typename T> void minimum_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return x != x ? x : (y != y ? y : std::min(x, y)); });
+}
+
+// Comparisons: typed by the promoted operands, the output is bool.
+template <typename Cmp> void compare(const KernelArgs& k, Cmp cmp) {
+  dispatch(k.inputs[0]->dtype(), [&]<typename In>() {
+    if constexpr (std::is_arithmetic_v<In>) {
+      binary_as<bool, In>(k, cmp);
+    } else {
+      binary_as<bool, In>(k, [&](In x, In y) { return cmp(to_double(x), to_double(y)); });
+    }
+  });
+}
+void eq_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x == y; }); }
+void ne_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x != y; }); }
+void lt_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x < y; }); }
+void le_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x <= y; }); }
+void gt_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x > y; }); }
+void ge_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x >= y; }); }
+
+void logical_and_kernel(const KernelArgs& k) { binary<bool>(k, [](bool x, bool y) { return x && y; }); }
+void logical_or_kernel(const KernelArgs& k) { binary<bool>(k, [](bool x, bool y) { return x || y; }); }
+void logical_not_kernel(const KernelArgs& k) { unary<bool>(k, [](bool x) { return !x; }); }
+
+template <typename T> void where_kernel(const KernelArgs& k) {
+  const bool* c = k.inputs[0]->as<bool>();
+  const T* x = k.inputs[1]->as<T>();
+  const T* y = k.inputs[2]->as<T>();
+  T* out = k.out.as<T>();
+  for_each_broadcast<3>(k.out.shape(), {&k.inputs[0]->shape(), &k.inputs[1]->shape(), &k.inputs[2]->shape()},
+                        [&](int64_t i, const std::array<int64_t, 3>& o) { out[i] = c[o[0]] ? x[o[1]] : y[o[2]]; });
+}
+
+template <typename T> void neg_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return static_cast<T>(-x); }); }
+template <typename T> void abs_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return x < T(0) ? static_cast<T>(-x) : x; });
+}
+template <typename T> void relu_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return x > T(0) ? x : T(0); }); }
+
+template <typename T> void exp_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::exp(x); }); }
+template <typename T> void log_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::log(x); }); }
+template <typename T> void log1p_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::log1p(x); }); }
+template <typename T> void sqrt_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::sqrt(x); }); }
+template <typename T> void rsqrt_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return T(1) / std::sqrt(x); }); }
+template <typename T> void sin_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::sin(x); }); }
+template <typename T> void cos_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::cos(x); }); }
+template <typename T> void tanh_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::tanh(x); }); }
+template <typename T> void erf_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::erf(x); }); }
+template <typename T> void sigmoid_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+}
+template <typename T> void silu_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return x / (T(1) + std::exp(-x)); });
+}
+// gelu(x) = x * Phi(x), the exact (erf) form.
+template <typename T> void gelu_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))); });
+}
+// softplus(x) = log(1 + exp(beta x)) / beta, linear where beta x > threshold.
+template <typename T> void softplus_kernel(const KernelArgs& k) {
+  const auto beta = static_cast<T>(k.attrs.get_double("beta"));
+  const auto threshold = static_cast<T>(k.attrs.get_double("threshold"));
+  unary<T>(k, [&](T x) { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; });
+}
+template <typename T> void leaky_relu_kernel(const KernelArgs& k) {
+  const auto slope = static_cast<T>(k.attrs.get_double("negative_slope"));
+  unary<T>(k, [&](T x) { return x > T(0) ? x : x * slope; });
+}
+// Bounds are doubles, +-inf when absent; NaN stays NaN.
+template <typename T> void clamp_kernel(const KernelArgs& k) {
+  const double lo = k.attrs.get_double("min");
+  const double hi = k.attrs.get_double("max");
+  unary<T>(k, [&](T x) {
+    const auto v = static_cast<double>(x);
+    if (v < lo) return static_cast<T>(lo);
+    if (v > hi) return static_cast<T>(hi);
+    return x;
+  });
+}
+
+}  // namespace
+
+void add_elementwise_kernels(Table& t) {
+  // add/mul on bool are "or"/"and", as in PyTorch; bool sub is refused there too.
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAdd, LAZYSCOPE_KERNEL(add_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSub, LAZYSCOPE_KERNEL(sub_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMul, LAZYSCOPE_KERNEL(mul_kernel));
+  rows<float, double>(t, OpKind::kDiv, LAZYSCOPE_KERNEL(div_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kPow, LAZYSCOPE_KERNEL(pow_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMaximum, LAZYSCOPE_KERNEL(maximum_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMinimum, LAZYSCOPE_KERNEL(minimum_kernel));
+  t.emplace(Key{OpKind::kEq, DType::kBool}, eq_kernel);
+  t.emplace(Key{OpKind::kNe, DType::kBool}, ne_kernel);
+  t.emplace(Key{OpKind::kLt, DType::kBool}, lt_kernel);
+  t.emplace(Key{OpKind::kLe, DType::kBool}, le_kernel);
+  t.emplace(Key{OpKind::kGt, DType::kBool}, gt_kernel);
+  t.emplace(Key{OpKind::kGe, DType::kBool}, ge_kernel);
+  t.emplace(Key{OpKind::kLogicalAnd, DType::kBool}, logical_and_kernel);
+  t.emplace(Key{OpKind::kLogicalOr, DType::kBool}, logical_or_kernel);
+  t.emplace(Key{OpKind::kLogicalNot, DType::kBool}, logical_not_kernel);
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kWhere, LAZYSCOPE_KERNEL(where_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kNeg, LAZYSCOPE_KERNEL(neg_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAbs, LAZYSCOPE_KERNEL(abs_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kRelu, LAZYSCOPE_KERNEL(relu_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kClamp, LAZYSCOPE_KERNEL(clamp_kernel));
+  rows<float, double>(t, OpKind::kExp, LAZYSCOPE_KERNEL(exp_kernel));
+  rows<float, double>(t, OpKind::kLog, LAZYSCOPE_KERNEL(log_kernel));
+  rows<float, double>(t, OpKind::kLog1p, LAZYSCOPE_KERNEL(log1p_kernel));
+  rows<float, double>(t, OpKind::kSqrt, LAZYSCOPE_KERNEL(sqrt_kernel));
+  rows<float, double>(t, OpKind::kRsqrt, LAZYSCOPE_KERNEL(rsqrt_kernel));
+  rows<float, double>(t, OpKind::kSin, LAZYSCOPE_KERNEL(sin_kernel));
+  rows<float, double>(t, OpKind::kCos, LAZYSCOPE_KERNEL(cos_kernel));
+  rows<float, double>(t, OpKind::kTanh, LAZYSCOPE_KERNEL(tanh_kernel));
+  rows<float, double>(t, OpKind::kErf, LAZYSCOPE_KERNEL(erf_kernel));
+  rows<float, double>(t, OpKind::kSigmoid, LAZYSCOPE_KERNEL(sigmoid_kernel));
+  rows<float, double>(t, OpKind::kSilu, LAZYSCOPE_KERNEL(silu_kernel));
+  rows<float, double>(t, OpKind::kGelu, LAZYSCOPE_KERNEL(gelu_kernel));
+  rows<float, double>(t, OpKind::kSoftplus, LAZYSCOPE_KERNEL(softplus_kernel));
+  rows<float, double>(t, OpKind::kLeakyRelu, LAZYSCOPE_KERNEL(leaky_relu_kernel));
+}
+
+}  // namespace lazyscope::cpu

@@ -1,0 +1,186 @@
+// Reduction kernels. Each output element reduces a set of input elements
+// that share one base offset (from the kept dims) and differ by one list of
+// inner offsets (from the reduced dims), computed once per call: O(n) work
+// for any choice of dims. Floating accumulations run in double.
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/kernel_util.h"
+#include "core/error.h"
+
+namespace lazyscope::cpu {
+namespace {
+
+struct Reduction {
+  std::vector<int64_t> bases;  // per output element, row-major over kept dims
+  std::vector<int64_t> inner;  // per reduced element, row-major over reduced dims
+};
+
+// Offsets of every index of `shape` (row-major) under `strides`.
+std::vector<int64_t> offsets(const Shape& shape, const std::vector<int64_t>& strides) {
+  std::vector<int64_t> out(static_cast<size_t>(numel(shape)));
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t o = 0;
+  for (auto& slot : out) {
+    slot = o;
+    for (size_t d = shape.size(); d-- > 0;) {
+      ++index[d];
+      o += strides[d];
+      if (index[d] < shape[d]) break;
+      o -= strides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+Reduction plan(const Buffer& in, const Attrs& attrs) {
+  const Shape& s = in.shape();
+  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), "reduce");
+  const auto strides = contiguous_strides(s);
+  Shape kept_shape, inner_shape;
+  std::vector<int64_t> kept_strides, inner_strides;
+  for (size_t d = 0; d < s.size(); ++d) {
+    (reduced[d] ? inner_shape : kept_shape).push_back(s[d]);
+    (reduced[d] ? inner_strides : kept_strides).push_back(strides[d]);
+  }
+  return {offsets(kept_shape, kept_strides), offsets(inner_shape, inner_strides)};
+}
+
+template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// out[o] = finish(fold of step over the reduced elements, starting at init).
+template <typename T, typename Out, typename A, typename Step, typename Finish>
+void reduce(const KernelArgs& k, A init, Step step, Finish finish) {
+  const Reduction r = plan(*k.inputs[0], k.attrs);
+  const T* src = k.inputs[0]->as<T>();
+  Out* out = k.out.as<Out>();
+  for (size_t o = 0; o < r.bases.size(); ++o) {
+    const T* base = src + r.bases[o];
+    A acc = init;
+    for (size_t j = 0; j < r.inner.size(); ++j) acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
+    out[o] = finish(acc, static_cast<int64_t>(r.inner.size()));
+  }
+}
+
+template <typename T> void sum_kernel(const KernelArgs& k) {
+  reduce<T, T>(k, Acc<T>(0), [](Acc<T> a, T v, int64_t) { return a + static_cast<Acc<T>>(v); },
+               [](Acc<T> a, int64_t) { return static_cast<T>(a); });
+}
+
+template <typename T> void prod_kernel(const KernelArgs& k) {
+  reduce<T, T>(k, Acc<T>(1), [](Acc<T> a, T v, int64_t) { return a * static_cast<Acc<T>>(v); },
+               [](Acc<T> a, int64_t) { return static_cast<T>(a); });
+}
+
+template <typename T> void mean_kernel(const KernelArgs& k) {
+  reduce<T, T>(k, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v); },
+               [](double a, int64_t n) { return static_cast<T>(a / static_cast<double>(n)); });
+}
+
+// NaN wins, as in PyTorch.
+template <typename T, bool kMax> void extreme_kernel(const KernelArgs& k) {
+  const T init = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  reduce<T, T>(k, init, [](T a, T v, int64_t) {
+    if (v != v || a != a) return v != v ? v : a;
+    return kMax ? std::max(a, v) : std::min(a, v);
+  }, [](T a, int64_t) { return a; });
+}
+template <typename T> void amax_kernel(const KernelArgs& k) { extreme_kernel<T, true>(k); }
+template <typename T> void amin_kernel(const KernelArgs& k) { extreme_kernel<T, false>(k); }
+
+// The first index of the extreme value (a NaN counts as the extreme), as in
+// PyTorch; with no dims the index is into the flattened tensor.
+template <typename T, bool kMax> void arg_extreme_kernel(const KernelArgs& k) {
+  struct Best {
+    T value;
+    int64_t index;
+  };
+  reduce<T, int64_t>(k, Best{T(0), -1}, [](Best b, T v, int64_t j) {
+    if (b.index < 0 || b.value != b.value) return b.index < 0 ? Best{v, j} : b;
+    if (v != v || (kMax ? v > b.value : v < b.value)) return Best{v, j};
+    return b;
+  }, [](Best b, int64_t) { return b.index; });
+}
+template <typename T> void argmax_kernel(const KernelArgs& k) { arg_extreme_kernel<T, true>(k); }
+template <typename T> void argmin_kernel(const KernelArgs& k) { arg_extreme_kernel<T, false>(k); }
+
+// Two passes per output in double: the mean, then squared deviations.
+template <typename T> void var_kernel(const KernelArgs& k) {
+  const double correction = k.attrs.get_double("correction");
+  const Reduction r = plan(*k.inputs[0], k.attrs);
+  const T* src = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  const auto n = static_cast<double>(r.inner.size());
+  for (size_t o = 0; o < r.bases.size(); ++o) {
+    const T* base = src + r.bases[o];
+    double mean = 0;
+    for (int64_t off : r.inner) mean += static_cast<double>(base[off]);
+    mean /= n;
+    double ss = 0;
+    for (int64_t off : r.inner) ss += (static_cast<double>(base[off]) - mean) * (static_cast<double>(base[off]) - mean);
+    out[o] = static_cast<T>(ss / std::max(0.0, n - correction));
+  }
+}
+
+// max + log(sum(exp(x - max))); an infinite max is the answer itself.
+template <typename T> void logsumexp_kernel(const KernelArgs& k) {
+  const Reduction r = plan(*k.inputs[0], k.attrs);
+  const T* src = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  for (size_t o = 0; o < r.bases.size(); ++o) {
+    const T* base = src + r.bases[o];
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t off : r.inner) m = std::max(m, static_cast<double>(base[off]));
+    if (std::isinf(m)) {
+      out[o] = static_cast<T>(m);
+      continue;
+    }
+    double s = 0;
+    for (int64_t off : r.inner) s += std::exp(static_cast<double>(base[off]) - m);
+    out[o] = static_cast<T>(m + std::log(s));
+  }
+}
+
+void any_kernel(const KernelArgs& k) {
+  reduce<bool, bool>(k, false, [](bool a, bool v, int64_t) { return a || v; }, [](bool a, int64_t) { return a; });
+}
+void all_kernel(const KernelArgs& k) {
+  reduce<bool, bool>(k, true, [](bool a, bool v, int64_t) { return a && v; }, [](bool a, int64_t) { return a; });
+}
+
+}  // namespace
+
+void add_reduction_kernels(Table& t) {
+  // Integer sums and products arrive as int64 (see Promote::kIntToLong).
+  rows<int64_t, float, double>(t, OpKind::kSum, LAZYSCOPE_KERNEL(sum_kernel));
+  rows<int64_t, float, double>(t, OpKind::kProd, LAZYSCOPE_KERNEL(prod_kernel));
+  rows<float, double>(t, OpKind::kMean, LAZYSCOPE_KERNEL(mean_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAmax, LAZYSCOPE_KERNEL(amax_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAmin, LAZYSCOPE_KERNEL(amin_kernel));
+  rows<float, double>(t, OpKind::kVar, LAZYSCOPE_KERNEL(var_kernel));
+  rows<float, double>(t, OpKind::kLogsumexp, LAZYSCOPE_KERNEL(logsumexp_kernel));
+  t.emplace(Key{OpKind::kAny, DType::kBool}, any_kernel);
+  t.emplace(Key{OpKind::kAll, DType::kBool}, all_kernel);
+  // argmax/argmin write int64 whatever the input: typed by the input inside.
+  t.emplace(Key{OpKind::kArgmax, DType::kInt64}, [](const KernelArgs& k) {
+    dispatch(k.inputs[0]->dtype(), [&]<typename T>() {
+      if constexpr (std::is_arithmetic_v<T>) {
+        argmax_kernel<T>(k);
+      } else {
+        throw EngineError("argmax: 16-bit float inputs are not supported; convert to float32 first");
+      }
+    });
+  });
+  t.emplace(Key{OpKind::kArgmin, DType::kInt64}, [](const KernelArgs& k) {
+    dispatch(k.inputs[0]->dtype(), [&]<typename T>() {
+      if constexpr (std::is_arithmetic_v<T>) {
+        argmin_kernel<T>(k);
+      } else {
+        throw EngineError("argmin: 16-bit float inputs are not supported; convert to float32 first");
+      }
+    });
+  });
+}
+
+}  // namespace lazyscope::cpu

@@ -1,0 +1,138 @@
+"""Every reduction on both devices against NumPy: all dims, one dim, several
+(negative) dims, keepdim, dtypes of integer inputs."""
+import numpy as np
+import pytest
+
+import lazyscope
+
+DEVICES = ["cpu", "lazy:0"]
+rng = np.random.default_rng(5)
+DIMS = [None, 0, -1, (0, 2), (1, -1), (0, 1, 2)]
+
+
+def axis(dim):
+    return dim if dim is None or isinstance(dim, int) else tuple(dim)
+
+
+def logsumexp_ref(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    out = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+# name, call on a lazyscope tensor, NumPy reference
+REDUCTIONS = [
+    ("sum", lambda t, d, k: t.sum(dim=d, keepdim=k), lambda x, a, k: np.sum(x, axis=a, keepdims=k)),
+    ("mean", lambda t, d, k: t.mean(d, k), lambda x, a, k: np.mean(x, axis=a, keepdims=k)),
+    ("prod", lambda t, d, k: lazyscope.prod(t, d, k), lambda x, a, k: np.prod(x, axis=a, keepdims=k)),
+    ("amax", lambda t, d, k: t.amax(d, keepdim=k), lambda x, a, k: np.max(x, axis=a, keepdims=k)),
+    ("amin", lambda t, d, k: lazyscope.amin(t, d, k), lambda x, a, k: np.min(x, axis=a, keepdims=k)),
+    ("var", lambda t, d, k: t.var(d, keepdim=k), lambda x, a, k: np.var(x, axis=a, keepdims=k, ddof=1)),
+    ("var_pop", lambda t, d, k: t.var(d, keepdim=k, correction=0), lambda x, a, k: np.var(x, axis=a, keepdims=k)),
+    ("var_biased", lambda t, d, k: t.var(d, False, k), lambda x, a, k: np.var(x, axis=a, keepdims=k)),
+    ("std", lambda t, d, k: t.std(d, keepdim=k), lambda x, a, k: np.std(x, axis=a, keepdims=k, ddof=1)),
+    ("std_fn", lambda t, d, k: lazyscope.std(t, d, keepdim=k, correction=2),
+     lambda x, a, k: np.std(x, axis=a, keepdims=k, ddof=2)),
+    ("logsumexp", lambda t, d, k: t.logsumexp(d, k), logsumexp_ref),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("name,fn,ref", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+def test_reduction_matches_numpy(device, dtype, keepdim, dim, name, fn, ref):
+    if name == "prod" and dim is not None and not isinstance(dim, int):
+        dim = dim[0]  # PyTorch's prod takes one dim
+    x = (rng.standard_normal((3, 4, 5)) + (1.0 if name == "prod" else 0.0)).astype(dtype)
+    out = fn(lazyscope.tensor(x, device=device), dim, keepdim)
+    expected = ref(x.astype(np.float64), axis(dim), keepdim)
+    assert out.shape == np.shape(expected)
+    assert out.dtype == lazyscope.tensor(x).dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out.numpy(), expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [None, 0, 1, -1])
+def test_argmax_argmin_and_max_min_with_dim(device, keepdim, dim):
+    x = rng.integers(-4, 4, (4, 6)).astype(np.float32)  # ties: the first index wins
+    t = lazyscope.tensor(x, device=device)
+    if dim is None:
+        assert t.argmax().item() == np.argmax(x) and t.argmin().item() == np.argmin(x)
+        assert t.max().item() == x.max() and lazyscope.min(t).item() == x.min()
+        return
+    np.testing.assert_array_equal(t.argmax(dim, keepdim).numpy(), np.argmax(x, axis=dim, keepdims=keepdim))
+    np.testing.assert_array_equal(lazyscope.argmin(t, dim=dim, keepdim=keepdim).numpy(),
+                                  np.argmin(x, axis=dim, keepdims=keepdim))
+    values, indices = t.max(dim, keepdim)
+    np.testing.assert_array_equal(values.numpy(), np.max(x, axis=dim, keepdims=keepdim))
+    np.testing.assert_array_equal(indices.numpy(), np.argmax(x, axis=dim, keepdims=keepdim))
+    low = t.min(dim=dim, keepdim=keepdim)
+    np.testing.assert_array_equal(low.values.numpy(), np.min(x, axis=dim, keepdims=keepdim))
+    np.testing.assert_array_equal(low.indices.numpy(), np.argmin(x, axis=dim, keepdims=keepdim))
+    assert indices.dtype == lazyscope.int64
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_with_a_tensor_is_elementwise(device):
+    a, b = rng.standard_normal((3, 1)), rng.standard_normal((4,))
+    out = lazyscope.tensor(a, device=device).max(lazyscope.tensor(b, device=device))
+    np.testing.assert_allclose(out.numpy(), np.maximum(a, b).astype(np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_propagates_through_max_and_argmax(device):
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
+    t = lazyscope.tensor(x, device=device)
+    np.testing.assert_array_equal(t.amax(1).numpy(), np.max(x, axis=1))
+    np.testing.assert_array_equal(t.argmax(1).numpy(), np.argmax(x, axis=1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [None, 0, (0, 1)], ids=str)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_any_all_over_any_dims(device, dim, keepdim):
+    x = rng.integers(0, 3, (2, 3, 4)) * (rng.random((2, 3, 4)) > 0.2)
+    t = lazyscope.tensor(x, device=device)
+    for out, ref in [(t.any(dim, keepdim), np.any(x, axis=axis(dim), keepdims=keepdim)),
+                     (lazyscope.all(t, dim, keepdim), np.all(x, axis=axis(dim), keepdims=keepdim))]:
+        assert out.dtype == lazyscope.bool
+        np.testing.assert_array_equal(out.numpy(), ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_reductions(device):
+    x = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    t = lazyscope.tensor(x, device=device)
+    assert t.sum().dtype == lazyscope.int64 and t.sum().item() == x.sum()
+    assert t.prod(1).tolist() == np.prod(x.astype(np.int64), axis=1).tolist()
+    assert t.amax(0).dtype == lazyscope.int32 and t.amax(0).tolist() == x.max(axis=0).tolist()
+    assert lazyscope.tensor([True, True, False], device=device).sum().item() == 2
+    np.testing.assert_allclose(t.logsumexp(1).numpy(), logsumexp_ref(x.astype(np.float64), 1), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="floating point"):
+        t.mean()
+
+
+def test_reduction_errors_name_the_op_and_dims():
+    t = lazyscope.zeros(2, 3, device="lazy:0")
+    with pytest.raises(lazyscope.ShapeError, match="mean.*out of range"):
+        t.mean(2)
+    with pytest.raises(lazyscope.ShapeError, match="appears multiple times"):
+        t.sum((1, -1))
+    with pytest.raises(lazyscope.ShapeError, match="size 0"):
+        lazyscope.zeros(0, 3).amax(0)
+
+
+def test_lazy_reductions_equal_eager():
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    results = []
+    for device in DEVICES:
+        t = lazyscope.tensor(x, device=device)
+        outs = [fn(t, d, k) for _, fn, _ in REDUCTIONS if _ != "prod" for d in (None, 1) for k in (False, True)]
+        outs += [t.argmax(0), t.argmin(), (t > 0).any(1), (t > -3).all(0)]
+        results.append([o.numpy() for o in outs])
+    for eager, lazy in zip(*results):
+        np.testing.assert_array_equal(eager, lazy)
