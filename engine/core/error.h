@@ -1,6 +1,6 @@
 // Errors the engine raises. Messages name the op, the shapes or devices
 // involved and, when known, the user's source line; the Python bindings turn
-// them into exceptions (EngineError -> RuntimeError, ShapeError -> ValueError).
+// them into Python exceptions (EngineError and its subclasses are RuntimeErrors).
 #pragma once
 
 #include <stdexcept>
