@@ -159,6 +159,11 @@ std::vector<pb::FallbackGroup> HistoryReader::fallback_groups(int64_t run_id) co
   return read_fallback_groups(*file_, run_id);
 }
 
+pb::RunOutput HistoryReader::output(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_output(*file_, run_id);
+}
+
 std::vector<pb::GraphInfo> HistoryReader::graphs(int64_t run_id) const {
   std::lock_guard lock(mutex_);
   return read_graphs(*file_, run_id);
