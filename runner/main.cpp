@@ -32,6 +32,7 @@ constexpr Command kCommands[] = {
     {"tag", lazyscope::runner::tag_command},
     {"rename", lazyscope::runner::rename_command},
     {"delete", lazyscope::runner::delete_command},
+    {"export", lazyscope::runner::export_command},
 };
 
 constexpr const char* kUsage = R"(usage: lazyscope COMMAND [ARGS...]
@@ -54,6 +55,7 @@ commands:
   tag RUN TAG... [--remove]             add (or remove) tags
   rename RUN NAME                       rename a run
   delete RUN [--yes]                    delete a run and everything recorded for it
+  export RUN --chrome-trace FILE        the run's timeline as Chrome trace-event JSON (Perfetto)
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.
