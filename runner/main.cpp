@@ -59,7 +59,8 @@ commands:
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.
-The exit code of `run` is the script's.
+The exit code of `run` is the script's (130 after Ctrl-C, 143 after SIGTERM: the run
+is recorded as interrupted). What the script prints is recorded too (`show --output`).
 )";
 
 }  // namespace

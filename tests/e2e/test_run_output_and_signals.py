@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import textwrap
+import threading
 
 INTERRUPTED = 4
 
@@ -77,8 +78,14 @@ def start_looping_run(build_dir, tmp_path, history):
     script.write_text(LOOPING_SCRIPT)
     process = subprocess.Popen(command(build_dir, "run", script), env=environment(history),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # The tee flushes at each line, so the first line arrives through the pipe.
-    assert process.stdout.readline() == "tick 0\n"
+    # A run that never prints must not hang the suite.
+    watchdog = threading.Timer(120, process.kill)
+    watchdog.start()
+    try:
+        # The tee flushes at each line, so the first line arrives through the pipe.
+        assert process.stdout.readline() == "tick 0\n"
+    finally:
+        watchdog.cancel()
     return process
 
 
