@@ -15,5 +15,6 @@ int graph_command(const std::vector<std::string>& args);
 int tag_command(const std::vector<std::string>& args);
 int rename_command(const std::vector<std::string>& args);
 int delete_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);
 
 }  // namespace lazyscope::runner

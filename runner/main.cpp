@@ -32,6 +32,7 @@ constexpr Command kCommands[] = {
     {"tag", lazyscope::runner::tag_command},
     {"rename", lazyscope::runner::rename_command},
     {"delete", lazyscope::runner::delete_command},
+    {"export", lazyscope::runner::export_command},
 };
 
 constexpr const char* kUsage = R"(usage: lazyscope COMMAND [ARGS...]
@@ -45,7 +46,8 @@ commands:
   runs [--status S] [--name TEXT] [--tag TAG] [--since WHEN]
                                         list the recorded runs, newest first; WHEN is a
                                         date (2024-05-01) or a span (30m, 12h, 7d)
-  show [RUN]                            summary, diagnosis and compiles of a run (default: last)
+  show [RUN] [--output]                 summary, diagnosis and compiles of a run (default: last);
+                                        --output: what its script printed (stdout and stderr)
   compare A B                           summary deltas, graphs in one run or both, compile reasons
   graphs RUN                            the graphs a run compiled or executed
   graph RUN GRAPH [--format text|dot|proto]
@@ -53,10 +55,12 @@ commands:
   tag RUN TAG... [--remove]             add (or remove) tags
   rename RUN NAME                       rename a run
   delete RUN [--yes]                    delete a run and everything recorded for it
+  export RUN --chrome-trace FILE        the run's timeline as Chrome trace-event JSON (Perfetto)
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.
-The exit code of `run` is the script's.
+The exit code of `run` is the script's (130 after Ctrl-C, 143 after SIGTERM: the run
+is recorded as interrupted). What the script prints is recorded too (`show --output`).
 )";
 
 }  // namespace

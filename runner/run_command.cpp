@@ -6,10 +6,12 @@
 
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -62,6 +64,84 @@ struct ScriptOutcome {
   std::string traceback;
 };
 
+// Collects what the script prints into the recorder's output chunks. Writes
+// are coalesced per stream up to the end of a line (print() writes its
+// arguments, separators and newline one by one), so that a chunk is usually
+// a line and stdout and stderr stay interleaved in the order they came. Only
+// called with the GIL held, which serializes it.
+class OutputCapture {
+ public:
+  explicit OutputCapture(storage::Recorder& recorder) : recorder_(&recorder) {}
+
+  void write(const std::string& stream, const std::string& text) {
+    if (recorder_ == nullptr || text.empty()) return;
+    if (stream != pending_stream_) flush();
+    pending_stream_ = stream;
+    pending_ += text;
+    if (pending_.back() == '\n' || pending_.size() >= kMaxChunk) flush();
+  }
+
+  void flush() {
+    if (recorder_ == nullptr || pending_.empty()) return;
+    recorder_->record_output(pending_stream_, std::move(pending_));
+    pending_.clear();
+  }
+
+  // Flushes and stops recording: the script may keep a reference to a tee
+  // (a logging handler) that writes after the recorder is gone.
+  void detach() {
+    flush();
+    recorder_ = nullptr;
+  }
+
+ private:
+  static constexpr size_t kMaxChunk = 64 * 1024;
+  storage::Recorder* recorder_;
+  std::string pending_stream_;
+  std::string pending_;
+};
+
+// Replaces sys.stdout and sys.stderr with tees whose write() is
+// _lazyscope_write (C++, below) bound to the real stream, and turns SIGTERM
+// into a KeyboardInterrupt so that the run ends as interrupted with its events
+// stored.
+constexpr const char* kInstallCapture = R"py(
+import functools
+import signal
+import sys
+
+class _LazyscopeTee:
+    def __init__(self, stream, name):
+        self._stream = stream
+        self.write = functools.partial(_lazyscope_write, stream, name)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+def _lazyscope_on_sigterm(signum, frame):
+    _lazyscope_terminated()
+    raise KeyboardInterrupt("terminated by SIGTERM")
+
+_lazyscope_real_streams = (sys.stdout, sys.stderr)
+sys.stdout = _LazyscopeTee(sys.stdout, "stdout")
+sys.stderr = _LazyscopeTee(sys.stderr, "stderr")
+signal.signal(signal.SIGTERM, _lazyscope_on_sigterm)
+)py";
+
+constexpr const char* kRemoveCapture = R"py(
+import sys
+sys.stdout.flush()
+sys.stderr.flush()
+sys.stdout, sys.stderr = _lazyscope_real_streams
+)py";
+
 // SystemExit carries the script's exit code (None means 0; a string is
 // printed and means 1), as with `python script.py`.
 int exit_code_of(const py::object& code) {
@@ -71,7 +151,7 @@ int exit_code_of(const py::object& code) {
   return 1;
 }
 
-ScriptOutcome run_in_interpreter(const RunOptions& options) {
+ScriptOutcome run_script_file(const RunOptions& options, const bool& terminated) {
   ScriptOutcome outcome;
   try {
     py::module_ sys = py::module_::import("sys");
@@ -97,10 +177,49 @@ ScriptOutcome run_in_interpreter(const RunOptions& options) {
     outcome.error = py::str(e.value()).cast<std::string>();
     const std::string type_name = e.type().attr("__name__").cast<std::string>();
     outcome.error = outcome.error.empty() ? type_name : type_name + ": " + outcome.error;
-    std::cerr << outcome.traceback << std::flush;
     outcome.status = interrupted ? pb::RUN_STATUS_INTERRUPTED : pb::RUN_STATUS_FAILED;
-    outcome.exit_code = interrupted ? 130 : 1;
+    // 128 + the signal, as a shell reports a process killed by it.
+    outcome.exit_code = !interrupted ? 1 : terminated ? 128 + SIGTERM : 128 + SIGINT;
   }
+  return outcome;
+}
+
+// Runs the script with its output captured into `recorder`; the traceback of
+// a failure is printed on stderr and recorded as output too.
+ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& recorder) {
+  auto capture = std::make_shared<OutputCapture>(recorder);
+  auto terminated = std::make_shared<bool>(false);
+  py::dict scope;
+  scope["__builtins__"] = py::module_::import("builtins");
+  // A tee's write(): records, then writes through to the real stream, flushing
+  // at each newline so that output shows live even through a pipe. In C++ so
+  // that no signal handler (Ctrl-C) runs between recording and showing.
+  scope["_lazyscope_write"] = py::cpp_function(
+      [capture](const py::object& stream, const std::string& name, const py::object& text) -> py::object {
+        if (!py::isinstance<py::str>(text)) return stream.attr("write")(text);  // its TypeError
+        // Lone surrogates cannot be UTF-8: record them replaced rather than fail the print.
+        const std::string utf8 = text.attr("encode")("utf-8", "replace").cast<std::string>();
+        capture->write(name, utf8);
+        py::object written = stream.attr("write")(text);
+        if (utf8.find('\n') != std::string::npos) stream.attr("flush")();
+        return written;
+      });
+  scope["_lazyscope_terminated"] = py::cpp_function([terminated] { *terminated = true; });
+  py::exec(kInstallCapture, scope);
+
+  ScriptOutcome outcome = run_script_file(options, *terminated);
+  try {
+    py::exec(kRemoveCapture, scope);
+  } catch (py::error_already_set&) {
+    // The script closed the streams itself, or a late Ctrl-C: keep what is left.
+  }
+  if (!outcome.traceback.empty()) {
+    std::cerr << outcome.traceback << std::flush;
+    capture->write("stderr", outcome.traceback);
+  }
+  capture->detach();
+  // A SIGTERM from now on (while the summary is printed) ends the process.
+  std::signal(SIGTERM, SIG_DFL);
   return outcome;
 }
 
@@ -174,7 +293,7 @@ int run_script(const RunOptions& options) {
     return 2;
   }
   const int subscription = events::subscribe([&recorder](const pb::Event& e) { recorder->record(e); });
-  const ScriptOutcome outcome = run_in_interpreter(options);
+  const ScriptOutcome outcome = run_in_interpreter(options, *recorder);
   events::unsubscribe(subscription);
   std::fflush(stdout);
   recorder->finish(outcome.status, outcome.exit_code, outcome.error, outcome.traceback);

@@ -1,4 +1,5 @@
-// `lazyscope show [RUN] [--json]`: the summary, the diagnosis, the compiles.
+// `lazyscope show [RUN] [--json] [--output]`: the summary, the diagnosis, the
+// compiles; or, with --output, what the script printed.
 #include <iostream>
 #include <stdexcept>
 
@@ -26,10 +27,19 @@ std::string format_report(const pb::RunReport& report) {
 }  // namespace
 
 int show_command(const std::vector<std::string>& raw) {
-  const CommandArgs args = parse_command_args(raw, {"--json"}, {});
+  const CommandArgs args = parse_command_args(raw, {"--json", "--output"}, {});
   if (args.positional.size() > 1) throw std::invalid_argument("show takes one RUN, got " + args.positional[1]);
   storage::HistoryReader reader(args.history);
   const int64_t run_id = resolve_run(reader, args.positional.empty() ? "last" : args.positional[0], args.history);
+  if (args.has("--output")) {
+    const pb::RunOutput output = reader.output(run_id);
+    if (args.has("--json")) {
+      std::cout << to_json(output) << "\n";
+    } else {
+      for (const auto& chunk : output.chunks()) std::cout << chunk.text();
+    }
+    return 0;
+  }
   const auto data = storage::load_run_data(reader, run_id);
   if (!data) throw NotFound("run " + std::to_string(run_id) + " was deleted meanwhile");
 

@@ -8,6 +8,7 @@
 #include "query/run_events.h"
 #include "query/run_graphs.h"
 #include "query/run_summaries.h"
+#include "query/run_timeline.h"
 #include "query/stored_enum.h"
 
 namespace lazyscope::storage {
@@ -157,6 +158,19 @@ std::vector<pb::TransferEvent> HistoryReader::transfers(int64_t run_id) const {
 std::vector<pb::FallbackGroup> HistoryReader::fallback_groups(int64_t run_id) const {
   std::lock_guard lock(mutex_);
   return read_fallback_groups(*file_, run_id);
+}
+
+pb::RunOutput HistoryReader::output(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_output(*file_, run_id);
+}
+
+std::optional<pb::RunTimeline> HistoryReader::timeline(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Transaction snapshot(*file_, Transaction::Kind::kRead);  // one snapshot of a run still recording
+  std::optional<pb::RunTimeline> timeline = read_run_timeline(*file_, run_id);
+  snapshot.commit();
+  return timeline;
 }
 
 std::vector<pb::GraphInfo> HistoryReader::graphs(int64_t run_id) const {

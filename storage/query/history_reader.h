@@ -55,6 +55,13 @@ class HistoryReader {
   // Fallbacks grouped by op and source line, the most expensive group first.
   std::vector<pb::FallbackGroup> fallback_groups(int64_t run_id) const;
 
+  // What the script printed (stdout and stderr), in arrival order.
+  pb::RunOutput output(int64_t run_id) const;
+
+  // Every event of every replica, for timelines and trace export; nullopt
+  // when there is no such run.
+  std::optional<pb::RunTimeline> timeline(int64_t run_id) const;
+
   // Every graph the run compiled or executed, in order of first use.
   std::vector<pb::GraphInfo> graphs(int64_t run_id) const;
   // One graph's stored IR and lowered program; nullopt when not stored.

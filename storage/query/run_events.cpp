@@ -125,6 +125,19 @@ std::vector<pb::TransferEvent> read_transfers(const HistoryFile& file, int64_t r
   return transfers;
 }
 
+pb::RunOutput read_output(const HistoryFile& file, int64_t run_id) {
+  Statement rows(file, "SELECT seq, stream, text FROM output WHERE run_id = ?1 ORDER BY seq");
+  rows.bind_int64(1, run_id);
+  pb::RunOutput output;
+  while (rows.next_row()) {
+    pb::OutputChunk& chunk = *output.add_chunks();
+    chunk.set_seq(rows.int64_at(0));
+    chunk.set_stream(rows.text_at(1));
+    chunk.set_text(rows.text_at(2));
+  }
+  return output;
+}
+
 std::vector<pb::FallbackGroup> read_fallback_groups(const HistoryFile& file, int64_t run_id) {
   Statement rows(file, R"sql(
     SELECT op, source_file, source_line, source_function, COUNT(*), TOTAL(duration_ns),

@@ -23,6 +23,9 @@ std::vector<pb::ExecuteEvent> read_executions(const HistoryFile& file, int64_t r
 std::vector<pb::FallbackEvent> read_fallbacks(const HistoryFile& file, int64_t run_id);
 std::vector<pb::TransferEvent> read_transfers(const HistoryFile& file, int64_t run_id);
 
+// The script's output, in arrival order.
+pb::RunOutput read_output(const HistoryFile& file, int64_t run_id);
+
 // Fallbacks grouped by op and source line, the most expensive group first.
 std::vector<pb::FallbackGroup> read_fallback_groups(const HistoryFile& file, int64_t run_id);
 

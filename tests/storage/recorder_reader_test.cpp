@@ -176,6 +176,24 @@ TEST(RecorderReader, StoresScalarsTransfersFallbacksAndOutputRows) {
             6);
 }
 
+TEST(RecorderReader, OutputReadsBackInArrivalOrder) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("history.sqlite");
+  const int64_t run_id = record_sample_run(path);
+  HistoryReader reader(path);
+  const pb::RunOutput output = reader.output(run_id);
+  ASSERT_EQ(output.chunks_size(), 3);
+  EXPECT_EQ(output.chunks(0).seq(), 0);
+  EXPECT_EQ(output.chunks(0).stream(), "stdout");
+  EXPECT_EQ(output.chunks(0).text(), "epoch 1\n");
+  EXPECT_EQ(output.chunks(1).seq(), 1);
+  EXPECT_EQ(output.chunks(1).stream(), "stderr");
+  EXPECT_EQ(output.chunks(1).text(), "warning: slow\n");
+  EXPECT_EQ(output.chunks(2).seq(), 2);
+  EXPECT_EQ(output.chunks(2).text(), "epoch 2\n");
+  EXPECT_EQ(reader.output(run_id + 1).chunks_size(), 0);
+}
+
 TEST(RecorderReader, NanScalarIsStoredNotDropped) {
   ScratchFolder scratch;
   const std::string path = scratch.file("history.sqlite");

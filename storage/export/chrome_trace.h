@@ -1,0 +1,21 @@
+// Export of a run as Chrome trace-event JSON, which Perfetto
+// (ui.perfetto.dev) and chrome://tracing open.
+//
+// Layout: one process per replica (pid = replica + 1, named "replica N"), one
+// thread per kind of event: steps (tid 1), compiles (2), executions (3), host
+// fallbacks (4) and transfers (5). Timed events are complete ("X") events with
+// ts and dur in microseconds, relative to the run's first event; a logged
+// scalar is a counter ("C") event of its replica at the end of its step; "M"
+// events name the processes and threads. Events are listed metadata first,
+// then by pid, tid and ts.
+#pragma once
+
+#include <string>
+
+#include "lazyscope/history.pb.h"
+
+namespace lazyscope::storage {
+
+std::string chrome_trace_json(const pb::RunTimeline& timeline);
+
+}  // namespace lazyscope::storage
