@@ -199,6 +199,16 @@ Table make_table() {
   set(t, OpKind::kLogsumexp, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::mul(unreduce(g, c), ops::exp(ops::sub(in0(c), unreduce(c.output, c))))};
   });
+  // softmax: y (g - sum(g y)); log_softmax: g - softmax sum(g), both along dim.
+  set(t, OpKind::kSoftmax, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output;
+    const Tensor gy = ops::mul(g, y);
+    return {ops::sub(gy, ops::mul(y, ops::sum(gy, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
+  });
+  set(t, OpKind::kLogSoftmax, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output;
+    return {ops::sub(g, ops::mul(ops::exp(y), ops::sum(g, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
+  });
   return t;
 }
 

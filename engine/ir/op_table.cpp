@@ -141,6 +141,12 @@ TensorSpec infer_arg_reduce(const char* op, Specs in, const Attrs& attrs) {
   return spec;
 }
 
+// softmax/log_softmax: the input's spec; the dim must exist.
+TensorSpec infer_along_dim(const char* op, Specs in, const Attrs& attrs) {
+  wrap_dim(attrs.get_int("dim"), in[0].shape.size(), op);
+  return in[0];
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
@@ -194,6 +200,8 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"logsumexp", 1, infer_reduce_nonempty, Promote::kCommonFloat},
     {"any", 1, infer_reduce, Promote::kToBool},
     {"all", 1, infer_reduce, Promote::kToBool},
+    {"softmax", 1, infer_along_dim, Promote::kCommonFloat},
+    {"log_softmax", 1, infer_along_dim, Promote::kCommonFloat},
 }};
 
 }  // namespace

@@ -69,6 +69,9 @@ enum class OpKind : uint16_t {
   kLogsumexp,
   kAny,
   kAll,
+  // Normalizations along one dim (attr dim), numerically stable (max subtracted).
+  kSoftmax,
+  kLogSoftmax,
   kNumOps
 };
 

@@ -341,6 +341,9 @@ Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool k
   return sqrt(var(a, std::move(dims), correction, keepdim));
 }
 
+Tensor softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kSoftmax, {a}, {{"dim", dim}}); }
+Tensor log_softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kLogSoftmax, {a}, {{"dim", dim}}); }
+
 Tensor scalar(double value, DType dtype, const Device& device) {
   BufferPtr f64 = Buffer::allocate(DType::kFloat64, {});
   *f64->as<double>() = value;

@@ -89,6 +89,9 @@ Tensor std(const Tensor& a, std::vector<int64_t> dims = {}, double correction = 
 Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor any(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor all(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+// Along one dim, numerically stable; integer inputs are computed in float32.
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
 
 // A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
 // becomes a graph input, not a constant, so a changing learning rate does not

@@ -338,6 +338,16 @@ void bind_tensor(py::module_& m) {
   cls.def("where", [where](const Tensor& self, const Tensor& cond, const py::object& y) { return where(cond, py::cast(self), y); },
           py::arg("condition"), py::arg("other"));
 
+  // softmax(dim) / log_softmax(dim), with PyTorch's optional dtype= (the input is cast first).
+  using AlongDim = Tensor (*)(const Tensor&, int64_t);
+  for (auto [name, fn] : {std::pair<const char*, AlongDim>{"softmax", &ops::softmax}, {"log_softmax", &ops::log_softmax}}) {
+    const auto call = [fn](const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+      return fn(dtype ? t.to(*dtype) : t, dim);
+    };
+    cls.def(name, call, py::arg("dim"), py::arg("dtype") = py::none());
+    m.def(name, call, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
+  }
+
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
   m.def("scalar_tensor", [](double v, DType dt, const std::string& d) { return ops::scalar(v, dt, parse_device(d)); },

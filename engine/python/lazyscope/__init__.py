@@ -19,6 +19,8 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     argmin,
     flatten,
     logsumexp,
+    log_softmax,
+    softmax,
     mean,
     permute,
     reshape,
