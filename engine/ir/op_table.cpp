@@ -147,6 +147,37 @@ TensorSpec infer_along_dim(const char* op, Specs in, const Attrs& attrs) {
   return in[0];
 }
 
+TensorSpec infer_one_hot(const char* op, Specs in, const Attrs& attrs) {
+  if (is_floating(in[0].dtype) || in[0].dtype == DType::kBool) {
+    throw EngineError(std::string(op) + ": expected an integer tensor of class values, got " +
+                      std::string(dtype_name(in[0].dtype)));
+  }
+  const int64_t classes = attrs.get_int("num_classes");
+  if (classes < 0) throw ShapeError(std::string(op) + ": num_classes must be >= 0, got " + std::to_string(classes));
+  Shape out = in[0].shape;
+  out.push_back(classes);
+  return {out, DType::kInt64};
+}
+
+TensorSpec infer_nll_loss(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& x = in[0].shape;
+  const Shape& t = in[1].shape;
+  if (!is_floating(in[0].dtype)) {
+    throw EngineError(std::string(op) + ": expected floating point log-probabilities, got " +
+                      std::string(dtype_name(in[0].dtype)));
+  }
+  if (in[1].dtype != DType::kInt64) {
+    throw EngineError(std::string(op) + ": expected int64 class targets, got " + std::string(dtype_name(in[1].dtype)));
+  }
+  if (x.size() != 2 || t.size() != 1 || t[0] != x[0]) {
+    throw ShapeError(std::string(op) + ": expected input [N, C] and target [N], got " + shape_str(x) + " and " +
+                     shape_str(t));
+  }
+  const int64_t reduction = attrs.get_int("reduction");
+  if (reduction < 0 || reduction > 2) throw EngineError(std::string(op) + ": invalid reduction code " + std::to_string(reduction));
+  return {reduction == 0 ? Shape{x[0]} : Shape{}, in[0].dtype};
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
@@ -202,6 +233,8 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"all", 1, infer_reduce, Promote::kToBool},
     {"softmax", 1, infer_along_dim, Promote::kCommonFloat},
     {"log_softmax", 1, infer_along_dim, Promote::kCommonFloat},
+    {"one_hot", 1, infer_one_hot, Promote::kNone},
+    {"nll_loss", 2, infer_nll_loss, Promote::kNone},
 }};
 
 }  // namespace

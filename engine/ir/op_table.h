@@ -72,6 +72,14 @@ enum class OpKind : uint16_t {
   // Normalizations along one dim (attr dim), numerically stable (max subtracted).
   kSoftmax,
   kLogSoftmax,
+  // Integer class values -> int64 [..., num_classes] (attr num_classes).
+  // Values outside [0, num_classes) are an IndexError when the kernel runs.
+  kOneHot,
+  // (log-probs [N, C], int64 targets [N]) -> [N] or [] (attrs reduction:
+  // 0 none, 1 mean, 2 sum; ignore_index). Targets outside [0, C) (other than
+  // ignore_index) are an IndexError when the kernel runs: at the call on the
+  // cpu device, at the sync that executes the graph on a lazy one.
+  kNllLoss,
   kNumOps
 };
 

@@ -131,7 +131,11 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   const Device& device = inputs[0].device();
   Tensor out;
   if (!device.is_lazy()) {
-    out = run_eager(op, inputs, spec, attrs);
+    try {
+      out = run_eager(op, inputs, spec, attrs);
+    } catch (const IndexError& e) {  // a bad value in the data: name the user's line too
+      throw IndexError(e.what() + at_line(current_source_location()));
+    }
   } else {
     std::vector<NodePtr> operands;
     operands.reserve(inputs.size());
@@ -343,6 +347,103 @@ Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool k
 
 Tensor softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kSoftmax, {a}, {{"dim", dim}}); }
 Tensor log_softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kLogSoftmax, {a}, {{"dim", dim}}); }
+
+Tensor one_hot(const Tensor& a, int64_t num_classes) {
+  return apply(OpKind::kOneHot, {a}, {{"num_classes", num_classes}});
+}
+
+namespace {
+Tensor num_like(double v, const Tensor& like) { return scalar(v, like.dtype(), like.device()); }
+
+Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::kNone: return loss;
+    case Reduction::kMean: return mean(loss);
+    case Reduction::kSum: return sum(loss);
+  }
+  return loss;
+}
+
+// Integer class targets as int64; a float target is left to the op's check.
+Tensor class_targets(const Tensor& target) {
+  return is_floating(target.dtype()) || target.dtype() == DType::kBool ? target : cast(target, DType::kInt64);
+}
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, int64_t ignore_index) {
+  const Attrs attrs{{"reduction", static_cast<int64_t>(reduction)}, {"ignore_index", ignore_index}};
+  if (input.defined() && target.defined() && input.shape().size() == 1 && target.shape().empty()) {
+    const Tensor out = apply(OpKind::kNllLoss, {unsqueeze(input, 0), unsqueeze(class_targets(target), 0)}, attrs);
+    return reduction == Reduction::kNone ? reshape(out, {}) : out;
+  }
+  return apply(OpKind::kNllLoss, {input, target.defined() ? class_targets(target) : target}, attrs);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, int64_t ignore_index,
+                     double label_smoothing) {
+  if (label_smoothing < 0.0 || label_smoothing > 1.0) {
+    throw EngineError("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(label_smoothing));
+  }
+  const Shape& s = input.shape();
+  if (s.empty() || s.size() > 2) {
+    throw ShapeError("cross_entropy: expected input [N, C] or [C], got " + shape_str(s) +
+                     at_line(current_source_location()));
+  }
+  const int64_t class_dim = s.size() == 2 ? 1 : 0;
+  const Tensor logp = log_softmax(input, class_dim);
+  const auto classes = static_cast<double>(s[static_cast<size_t>(class_dim)]);
+  if (is_floating(target.dtype())) {  // class probabilities
+    if (target.shape() != s) {
+      throw ShapeError("cross_entropy: probability targets must have the input's shape " + shape_str(s) + ", got " +
+                       shape_str(target.shape()) + at_line(current_source_location()));
+    }
+    Tensor p = target;
+    if (label_smoothing > 0) {
+      p = add(mul(p, num_like(1 - label_smoothing, p)), num_like(label_smoothing / classes, p));
+    }
+    return reduce_loss(neg(sum(mul(p, logp), {class_dim})), reduction);
+  }
+  Tensor loss = nll_loss(logp, target, reduction, ignore_index);
+  if (label_smoothing <= 0) return loss;
+  const Tensor mask = ne(class_targets(target), wrapped_int(ignore_index, target.device()));
+  Tensor smooth = where(mask, neg(sum(logp, {class_dim})), num_like(0, logp));
+  if (reduction == Reduction::kMean) {
+    smooth = div(sum(smooth), sum(cast(mask, logp.dtype())));
+  } else if (reduction == Reduction::kSum) {
+    smooth = sum(smooth);
+  }
+  return add(mul(loss, num_like(1 - label_smoothing, loss)), mul(smooth, num_like(label_smoothing / classes, smooth)));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const Tensor d = sub(input, target);
+  return reduce_loss(mul(d, d), reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  if (input.shape() != target.shape()) {
+    throw ShapeError("binary_cross_entropy: target of shape " + shape_str(target.shape()) +
+                     " for an input of shape " + shape_str(input.shape()) + at_line(current_source_location()));
+  }
+  const Tensor log_p = clamp(log(input), -100.0, std::nullopt);
+  const Tensor log_q = clamp(log(sub(num_like(1, input), input)), -100.0, std::nullopt);
+  Tensor loss = neg(add(mul(target, log_p), mul(sub(num_like(1, target), target), log_q)));
+  if (weight.defined()) loss = mul(loss, weight);
+  return reduce_loss(loss, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        Reduction reduction, const Tensor& pos_weight) {
+  if (input.shape() != target.shape()) {
+    throw ShapeError("binary_cross_entropy_with_logits: target of shape " + shape_str(target.shape()) +
+                     " for an input of shape " + shape_str(input.shape()) + at_line(current_source_location()));
+  }
+  Tensor log_weight = num_like(1, input);
+  if (pos_weight.defined()) log_weight = add(num_like(1, input), mul(sub(pos_weight, num_like(1, input)), target));
+  Tensor loss = add(mul(sub(num_like(1, target), target), input), mul(log_weight, softplus(neg(input))));
+  if (weight.defined()) loss = mul(loss, weight);
+  return reduce_loss(loss, reduction);
+}
 
 Tensor scalar(double value, DType dtype, const Device& device) {
   BufferPtr f64 = Buffer::allocate(DType::kFloat64, {});

@@ -93,6 +93,33 @@ Tensor all(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false
 Tensor softmax(const Tensor& a, int64_t dim);
 Tensor log_softmax(const Tensor& a, int64_t dim);
 
+// Losses (torch.nn.functional's). kMean averages over the elements, or for
+// nll_loss/cross_entropy over the targets that are not ignore_index (all
+// ignored: NaN, as in PyTorch).
+enum class Reduction { kNone = 0, kMean = 1, kSum = 2 };
+// Integer class values -> int64 [..., num_classes]. Out-of-range values are an
+// IndexError when the kernel runs (at the call on cpu, at the sync on lazy).
+Tensor one_hot(const Tensor& a, int64_t num_classes);
+// input [N, C] (or [C] with a 0-d target) of log-probabilities, integer
+// targets [N]. A target outside [0, C) other than ignore_index is an
+// IndexError naming the value: at the call on the cpu device; on a lazy
+// device at the sync that executes the step's graph (the values are not
+// known before), naming the op and the value but not the line.
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
+                int64_t ignore_index = -100);
+// log_softmax over dim 1 then nll_loss, with PyTorch's label smoothing.
+// A floating target of the input's shape is class probabilities instead.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
+                     int64_t ignore_index = -100, double label_smoothing = 0.0);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean);
+// input probabilities in [0, 1]; the logs are clamped at -100, as PyTorch's.
+// `weight` may be undefined.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                            Reduction reduction = Reduction::kMean);
+// Stable in the logits: (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                        Reduction reduction = Reduction::kMean, const Tensor& pos_weight = Tensor());
+
 // A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
 // becomes a graph input, not a constant, so a changing learning rate does not
 // recompile.

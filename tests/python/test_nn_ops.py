@@ -61,3 +61,153 @@ def test_softmax_gradients_match_finite_differences(device, dim):
     x = rng.standard_normal((3, 4, 2))
     check(lambda t: t.softmax(dim), lambda a: softmax_ref(a, dim), [x], device)
     check(lambda t: t.log_softmax(dim), lambda a: log_softmax_ref(a, dim), [x], device)
+
+
+# --- losses -------------------------------------------------------------------
+
+REDUCE = {"mean": np.mean, "sum": np.sum, "none": lambda x: x}
+
+
+def nll_ref(logp, target, reduction="mean", ignore_index=-100):
+    kept = target != ignore_index
+    picked = -logp[np.arange(len(target)), np.where(kept, target, 0)] * kept
+    if reduction == "mean":
+        return np.sum(picked) / np.sum(kept)
+    return REDUCE[reduction](picked)
+
+
+def cross_entropy_ref(x, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    logp = log_softmax_ref(x, 1)
+    loss = nll_ref(logp, target, reduction, ignore_index)
+    if label_smoothing == 0:
+        return loss
+    kept = target != ignore_index
+    smooth = -np.sum(logp, axis=1) * kept
+    smooth = np.sum(smooth) / np.sum(kept) if reduction == "mean" else REDUCE[reduction](smooth)
+    return (1 - label_smoothing) * loss + label_smoothing / x.shape[1] * smooth
+
+
+def softplus_np(x):
+    return np.logaddexp(0, x)
+
+
+LOSS_CASES = [("mean", -100, 0.0), ("sum", -100, 0.0), ("none", -100, 0.0), ("mean", 2, 0.0), ("mean", -100, 0.1),
+              ("none", 1, 0.2), ("sum", 0, 0.3)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduction,ignore_index,smoothing", LOSS_CASES, ids=str)
+def test_nll_and_cross_entropy_match_numpy_and_finite_differences(device, reduction, ignore_index, smoothing):
+    x = rng.standard_normal((5, 4))
+    target = np.array([0, 2, 3, 1, 2])
+    tt = lazyscope.tensor(target, device=device)
+    ce = lazyscope.cross_entropy(lazyscope.tensor(x, device=device), tt, ignore_index=ignore_index,
+                                 reduction=reduction, label_smoothing=smoothing)
+    np.testing.assert_allclose(ce.numpy(), cross_entropy_ref(x, target, reduction, ignore_index, smoothing), rtol=1e-12)
+    check(lambda t: lazyscope.cross_entropy(t, tt, ignore_index=ignore_index, reduction=reduction,
+                                            label_smoothing=smoothing),
+          lambda a: cross_entropy_ref(a, target, reduction, ignore_index, smoothing), [x], device)
+    if smoothing == 0:
+        logp = log_softmax_ref(x, 1)
+        got = lazyscope.nll_loss(lazyscope.tensor(logp, device=device), tt, ignore_index=ignore_index,
+                                 reduction=reduction)
+        np.testing.assert_allclose(got.numpy(), nll_ref(logp, target, reduction, ignore_index), rtol=1e-12)
+        check(lambda t: lazyscope.nll_loss(t, tt, ignore_index=ignore_index, reduction=reduction),
+              lambda a: nll_ref(a, target, reduction, ignore_index), [logp], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cross_entropy_with_probability_targets_and_a_single_sample(device):
+    x = rng.standard_normal((3, 4))
+    p = softmax_ref(rng.standard_normal((3, 4)), 1)
+    got = lazyscope.cross_entropy(lazyscope.tensor(x, device=device), lazyscope.tensor(p, device=device),
+                                  label_smoothing=0.1)
+    q = p * 0.9 + 0.1 / 4
+    np.testing.assert_allclose(got.numpy(), np.mean(-np.sum(q * log_softmax_ref(x, 1), axis=1)), rtol=1e-12)
+    one = lazyscope.cross_entropy(lazyscope.tensor(x[0], device=device), lazyscope.tensor(2, device=device))
+    assert one.shape == ()
+    np.testing.assert_allclose(one.numpy(), -log_softmax_ref(x[:1], 1)[0, 2], rtol=1e-12)
+
+
+def test_out_of_range_target_on_cpu_names_the_op_the_value_and_the_line():
+    x = lazyscope.tensor(rng.standard_normal((3, 4)))
+    for bad in (4, -1):
+        with pytest.raises(IndexError) as info:
+            lazyscope.cross_entropy(x, lazyscope.tensor([0, bad, 1]))
+        message = str(info.value)
+        assert "nll_loss" in message and f"target {bad} is out of bounds for 4 classes" in message
+        assert "test_nn_ops.py:" in message
+    assert isinstance(info.value, lazyscope.EngineError)
+
+
+def test_out_of_range_target_on_lazy_raises_at_the_sync():
+    """On a lazy device the targets are not known at the call: the op records a
+    node and the executor's kernel raises when the step's graph runs."""
+    x = lazyscope.tensor(rng.standard_normal((3, 4)), device="lazy:0")
+    loss = lazyscope.cross_entropy(x, lazyscope.tensor([0, 7, 1], device="lazy:0"))
+    with pytest.raises(IndexError, match="nll_loss: target 7 is out of bounds for 4 classes"):
+        loss.item()
+
+
+def test_loss_argument_errors():
+    x = lazyscope.tensor(rng.standard_normal((3, 4)))
+    t = lazyscope.tensor([0, 1, 2])
+    with pytest.raises(ValueError, match="reduction"):
+        lazyscope.cross_entropy(x, t, reduction="avg")
+    with pytest.raises(lazyscope.ShapeError, match=r"nll_loss: expected input \[N, C\] and target \[N\]"):
+        lazyscope.nll_loss(x, lazyscope.tensor([0, 1]))
+    with pytest.raises(lazyscope.EngineError, match="not supported"):
+        lazyscope.nll_loss(x, t, weight=lazyscope.ones(4))
+    with pytest.raises(lazyscope.EngineError, match="int64 class targets"):
+        lazyscope.nll_loss(x, lazyscope.tensor([0.0, 1.0, 2.0]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_one_hot(device):
+    t = lazyscope.tensor([[0, 2], [1, 1]], device=device)
+    out = lazyscope.one_hot(t, 4)
+    assert out.dtype == lazyscope.int64 and out.shape == (2, 2, 4)
+    np.testing.assert_array_equal(out.numpy(), np.eye(4, dtype=np.int64)[[[0, 2], [1, 1]]])
+    assert lazyscope.one_hot(t).shape == (2, 2, 3)
+    if device == "cpu":
+        with pytest.raises(IndexError, match="one_hot: class value 5 is out of range for num_classes 4"):
+            lazyscope.one_hot(lazyscope.tensor([5]), 4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_regression_and_binary_losses(device, reduction):
+    red = REDUCE[reduction]
+    x = rng.standard_normal((3, 4))
+    y = rng.standard_normal((3, 4))
+    p = 1 / (1 + np.exp(-rng.standard_normal((3, 4))))
+    tgt = rng.random((3, 4))
+    w = rng.random((3, 4)) + 0.5
+    pw = rng.random(4) + 0.5
+    T = lambda a: lazyscope.tensor(a, device=device)  # noqa: E731
+    cases = [
+        (lambda a: lazyscope.mse_loss(a, T(y), reduction=reduction), lambda a: red((a - y) ** 2), x),
+        (lambda a: lazyscope.binary_cross_entropy(a, T(tgt), reduction=reduction),
+         lambda a: red(-(tgt * np.log(a) + (1 - tgt) * np.log(1 - a))), p),
+        (lambda a: lazyscope.binary_cross_entropy(a, T(tgt), weight=T(w), reduction=reduction),
+         lambda a: red(-w * (tgt * np.log(a) + (1 - tgt) * np.log(1 - a))), p),
+        (lambda a: lazyscope.binary_cross_entropy_with_logits(a, T(tgt), reduction=reduction),
+         lambda a: red((1 - tgt) * a + softplus_np(-a)), x),
+        (lambda a: lazyscope.binary_cross_entropy_with_logits(a, T(tgt), weight=T(w), reduction=reduction,
+                                                              pos_weight=T(pw)),
+         lambda a: red(w * ((1 - tgt) * a + (1 + (pw - 1) * tgt) * softplus_np(-a))), x),
+    ]
+    for fn, ref, arg in cases:
+        np.testing.assert_allclose(fn(T(arg)).numpy(), ref(arg), rtol=1e-12)
+        check(fn, ref, [arg], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_binary_losses_are_stable_at_the_extremes(device):
+    x = lazyscope.tensor([-200.0, 200.0, 0.0], device=device)
+    t = lazyscope.tensor([1.0, 0.0, 1.0], device=device)
+    out = lazyscope.binary_cross_entropy_with_logits(x, t, reduction="none").numpy()
+    np.testing.assert_allclose(out, [200.0, 200.0, np.log(2)], rtol=1e-6)
+    p = lazyscope.tensor([0.0, 1.0, 0.5], device=device)
+    np.testing.assert_allclose(lazyscope.binary_cross_entropy(p, t, reduction="none").numpy(),
+                               [100.0, 100.0, np.log(2)], rtol=1e-6)

@@ -160,6 +160,68 @@ std::vector<int64_t> dims_arg(const py::object& dim) {
   return dim.cast<std::vector<int64_t>>();
 }
 
+ops::Reduction reduction_arg(const char* op, const std::string& reduction, const py::object& size_average,
+                             const py::object& reduce) {
+  if (!size_average.is_none() || !reduce.is_none()) {
+    throw EngineError(std::string(op) + ": size_average and reduce are deprecated and not supported; use reduction=");
+  }
+  if (reduction == "mean") return ops::Reduction::kMean;
+  if (reduction == "sum") return ops::Reduction::kSum;
+  if (reduction == "none") return ops::Reduction::kNone;
+  throw py::value_error(std::string(op) + ": " + reduction + " is not a valid value for reduction (mean, sum, none)");
+}
+
+Tensor optional_tensor(const py::object& t) { return t.is_none() ? Tensor() : t.cast<Tensor>(); }
+
+void no_class_weights(const char* op, const py::object& weight) {
+  if (!weight.is_none()) throw EngineError(std::string(op) + ": class weights (weight=) are not supported yet");
+}
+
+// torch.nn.functional's losses and one_hot, with PyTorch's signatures.
+void bind_losses(py::module_& m) {
+  m.def("one_hot", [](const Tensor& t, int64_t num_classes) {
+    if (num_classes == -1) {  // inferred from the data: reads it (a sync on a lazy device)
+      num_classes = t.numel() == 0 ? 0 : to_numpy(ops::amax(t), pb::SYNC_CAUSE_ITEM).attr("item")().cast<int64_t>() + 1;
+    }
+    return ops::one_hot(t, num_classes);
+  }, py::arg("tensor"), py::arg("num_classes") = -1);
+  m.def("nll_loss", [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
+                       int64_t ignore_index, const py::object& reduce, const std::string& reduction) {
+    no_class_weights("nll_loss", weight);
+    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index);
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
+  m.def("cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
+                            const py::object& size_average, int64_t ignore_index, const py::object& reduce,
+                            const std::string& reduction, double label_smoothing) {
+    no_class_weights("cross_entropy", weight);
+    return ops::cross_entropy(input, target, reduction_arg("cross_entropy", reduction, size_average, reduce),
+                              ignore_index, label_smoothing);
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean",
+        py::arg("label_smoothing") = 0.0);
+  m.def("mse_loss", [](const Tensor& input, const Tensor& target, const py::object& size_average,
+                       const py::object& reduce, const std::string& reduction) {
+    return ops::mse_loss(input, target, reduction_arg("mse_loss", reduction, size_average, reduce));
+  }, py::arg("input"), py::arg("target"), py::arg("size_average") = py::none(), py::arg("reduce") = py::none(),
+        py::arg("reduction") = "mean");
+  m.def("binary_cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
+                                   const py::object& size_average, const py::object& reduce,
+                                   const std::string& reduction) {
+    return ops::binary_cross_entropy(input, target, optional_tensor(weight),
+                                     reduction_arg("binary_cross_entropy", reduction, size_average, reduce));
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
+  m.def("binary_cross_entropy_with_logits", [](const Tensor& input, const Tensor& target, const py::object& weight,
+                                               const py::object& size_average, const py::object& reduce,
+                                               const std::string& reduction, const py::object& pos_weight) {
+    return ops::binary_cross_entropy_with_logits(
+        input, target, optional_tensor(weight),
+        reduction_arg("binary_cross_entropy_with_logits", reduction, size_average, reduce), optional_tensor(pos_weight));
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("reduce") = py::none(), py::arg("reduction") = "mean", py::arg("pos_weight") = py::none());
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -347,6 +409,8 @@ void bind_tensor(py::module_& m) {
     cls.def(name, call, py::arg("dim"), py::arg("dtype") = py::none());
     m.def(name, call, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
   }
+
+  bind_losses(m);
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
