@@ -223,6 +223,34 @@ Table make_table() {
     if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, x)));
     return {ops::neg(ops::mul(picked, scale)), Tensor()};
   });
+  // cat: each operand's slice of the gradient.
+  set(t, OpKind::kCat, [](const Ctx& c, const Tensor& g) -> Grads {
+    const auto dim = wrap_dim(c.attrs.get_int("dim"), g.shape().size(), "cat");
+    Grads out;
+    int64_t start = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const int64_t n = c.inputs[i].shape()[static_cast<size_t>(dim)];
+      out.push_back(c.needs(i) ? ops::narrow(g, dim, start, n) : Tensor());
+      start += n;
+    }
+    return out;
+  });
+  set(t, OpKind::kSlice, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(OpKind::kSliceBackward, {g},
+                       {{"shape", in0(c).shape()}, {"starts", c.attrs.get_ints("starts")},
+                        {"ends", c.attrs.get_ints("ends")}, {"steps", c.attrs.get_ints("steps")}})};
+  });
+  set(t, OpKind::kSliceBackward, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::slice(g, c.attrs.get_ints("starts"), c.attrs.get_ints("ends"), c.attrs.get_ints("steps"))};
+  });
+  // index_select: scatter-add into zeros of the input's shape (repeated indices add up).
+  set(t, OpKind::kIndexSelect, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor zeros = ops::expand(num(0, g), in0(c).shape());
+    return {ops::index_add(zeros, c.attrs.get_int("dim"), in1(c), g), Tensor()};
+  });
+  set(t, OpKind::kIndexAdd, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
+  });
   return t;
 }
 

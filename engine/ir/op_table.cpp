@@ -178,6 +178,90 @@ TensorSpec infer_nll_loss(const char* op, Specs in, const Attrs& attrs) {
   return {reduction == 0 ? Shape{x[0]} : Shape{}, in[0].dtype};
 }
 
+TensorSpec infer_cat(const char* op, Specs in, const Attrs& attrs) {
+  if (in.empty()) throw ShapeError(std::string(op) + ": expected a non-empty list of tensors");
+  const Shape& first = in[0].shape;
+  if (first.empty()) throw ShapeError(std::string(op) + ": zero-dimensional tensors cannot be concatenated");
+  const auto dim = static_cast<size_t>(wrap_dim(attrs.get_int("dim"), first.size(), op));
+  Shape out = first;
+  out[dim] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    bool ok = s.size() == first.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = d == dim || s[d] == first[d];
+    if (!ok) {
+      throw ShapeError(std::string(op) + ": tensor " + std::to_string(i) + " has shape " + shape_str(s) +
+                       ", which does not match tensor 0's " + shape_str(first) + " outside dimension " +
+                       std::to_string(dim));
+    }
+    out[dim] += s[dim];
+  }
+  return {out, in[0].dtype};
+}
+
+// The shape a normalized slice of `s` gives; throws for attrs out of range.
+Shape slice_shape(const char* op, const Shape& s, const Attrs& attrs) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& ends = attrs.get_ints("ends");
+  const auto& steps = attrs.get_ints("steps");
+  if (starts.size() != s.size() || ends.size() != s.size() || steps.size() != s.size()) {
+    throw ShapeError(std::string(op) + ": expected one start, end and step per dimension of " + shape_str(s));
+  }
+  Shape out(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (steps[d] < 1 || starts[d] < 0 || starts[d] > ends[d] || ends[d] > s[d]) {
+      throw ShapeError(std::string(op) + ": invalid slice " + std::to_string(starts[d]) + ":" + std::to_string(ends[d]) +
+                       ":" + std::to_string(steps[d]) + " of dimension " + std::to_string(d) + " (size " +
+                       std::to_string(s[d]) + ")");
+    }
+    out[d] = (ends[d] - starts[d] + steps[d] - 1) / steps[d];
+  }
+  return out;
+}
+
+TensorSpec infer_slice(const char* op, Specs in, const Attrs& attrs) {
+  return {slice_shape(op, in[0].shape, attrs), in[0].dtype};
+}
+
+TensorSpec infer_slice_backward(const char* op, Specs in, const Attrs& attrs) {
+  const Shape shape = attrs.get_ints("shape");
+  const Shape expected = slice_shape(op, shape, attrs);
+  if (in[0].shape != expected) {
+    throw ShapeError(std::string(op) + ": gradient of shape " + shape_str(in[0].shape) + " for a slice of shape " +
+                     shape_str(expected));
+  }
+  return {shape, in[0].dtype};
+}
+
+void check_index(const char* op, const TensorSpec& index) {
+  if (index.dtype != DType::kInt64 || index.shape.size() > 1) {
+    throw EngineError(std::string(op) + ": expected a 1-D int64 index, got " + std::string(dtype_name(index.dtype)) +
+                      " of shape " + shape_str(index.shape));
+  }
+}
+
+TensorSpec infer_index_select(const char* op, Specs in, const Attrs& attrs) {
+  check_index(op, in[1]);
+  Shape out = in[0].shape;
+  if (out.empty()) throw ShapeError(std::string(op) + ": cannot index a zero-dimensional tensor");
+  out[static_cast<size_t>(wrap_dim(attrs.get_int("dim"), out.size(), op))] = in[1].shape.empty() ? 1 : in[1].shape[0];
+  return {out, in[0].dtype};
+}
+
+TensorSpec infer_index_add(const char* op, Specs in, const Attrs& attrs) {
+  check_index(op, in[1]);
+  const Shape& self = in[0].shape;
+  if (self.empty()) throw ShapeError(std::string(op) + ": cannot index a zero-dimensional tensor");
+  Shape expected = self;
+  expected[static_cast<size_t>(wrap_dim(attrs.get_int("dim"), self.size(), op))] = in[1].shape.empty() ? 1 : in[1].shape[0];
+  if (in[2].shape != expected || in[2].dtype != in[0].dtype) {
+    throw ShapeError(std::string(op) + ": source of shape " + shape_str(in[2].shape) + " (" +
+                     std::string(dtype_name(in[2].dtype)) + ") does not fit " + shape_str(expected) + " (" +
+                     std::string(dtype_name(in[0].dtype)) + ")");
+  }
+  return in[0];
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
@@ -235,6 +319,11 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"log_softmax", 1, infer_along_dim, Promote::kCommonFloat},
     {"one_hot", 1, infer_one_hot, Promote::kNone},
     {"nll_loss", 2, infer_nll_loss, Promote::kNone},
+    {"cat", -1, infer_cat, Promote::kCommon},
+    {"slice", 1, infer_slice, Promote::kNone},
+    {"slice_backward", 1, infer_slice_backward, Promote::kNone},
+    {"index_select", 2, infer_index_select, Promote::kNone},
+    {"index_add", 3, infer_index_add, Promote::kNone},
 }};
 
 }  // namespace

@@ -80,6 +80,12 @@ enum class OpKind : uint16_t {
   // ignore_index) are an IndexError when the kernel runs: at the call on the
   // cpu device, at the sync that executes the graph on a lazy one.
   kNllLoss,
+  // Joins, slices and gathers.
+  kCat,    // any number of operands (arity -1), attr dim; operands promoted to their common type
+  kSlice,  // attrs starts, ends, steps: one each per dim, normalized (0 <= start <= end <= size, step >= 1)
+  kSliceBackward,  // attrs shape, starts, ends, steps: zeros of `shape` with the operand at the slice
+  kIndexSelect,    // (input, int64 index [K]), attr dim: input's shape with dim of size K
+  kIndexAdd,       // (self, int64 index [K], source), attr dim: self with source's slices added at index
   kNumOps
 };
 
@@ -107,7 +113,7 @@ enum class Promote : uint8_t {
 
 struct OpInfo {
   const char* name;
-  int arity;  // number of tensor operands
+  int arity;  // number of tensor operands; -1: any number (cat)
   InferFn infer;
   Promote promote;
 };

@@ -348,6 +348,134 @@ Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool k
 Tensor softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kSoftmax, {a}, {{"dim", dim}}); }
 Tensor log_softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kLogSoftmax, {a}, {{"dim", dim}}); }
 
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.size() == 1) return tensors[0];
+  return apply(OpKind::kCat, tensors, {{"dim", dim}});
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw ShapeError("stack: expected a non-empty list of tensors" + at_line(current_source_location()));
+  const Shape& first = tensors[0].shape();
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape() != first) {
+      throw ShapeError("stack: expects each tensor to be equal size, but got " + shape_str(first) + " at entry 0 and " +
+                       shape_str(tensors[i].shape()) + " at entry " + std::to_string(i) + at_line(current_source_location()));
+    }
+    parts.push_back(unsqueeze(tensors[i], dim));
+  }
+  return apply(OpKind::kCat, parts, {{"dim", at_call([&] { return wrap_dim(dim, first.size() + 1, "stack"); })}});
+}
+
+Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> steps) {
+  bool identity = a.defined() && starts.size() == a.shape().size();
+  for (size_t d = 0; identity && d < starts.size(); ++d) {
+    identity = starts[d] == 0 && ends[d] == a.shape()[d] && steps[d] == 1;
+  }
+  if (identity) return a;
+  return apply(OpKind::kSlice, {a}, {{"starts", std::move(starts)}, {"ends", std::move(ends)}, {"steps", std::move(steps)}});
+}
+
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "narrow"); }));
+  if (start < 0 || length < 0 || start + length > s[d]) {
+    throw ShapeError("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) +
+                     " are out of range for dimension " + std::to_string(d) + " of size " + std::to_string(s[d]) +
+                     at_line(current_source_location()));
+  }
+  std::vector<int64_t> starts(s.size(), 0), ends(s.begin(), s.end()), steps(s.size(), 1);
+  starts[d] = start;
+  ends[d] = start + length;
+  return slice(a, std::move(starts), std::move(ends), std::move(steps));
+}
+
+std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int64_t dim) {
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "split"); }));
+  int64_t total = 0;
+  bool negative = false;
+  for (int64_t n : sizes) {
+    total += n;
+    negative = negative || n < 0;
+  }
+  if (total != s[d] || negative) {
+    throw ShapeError("split: sizes " + shape_str(sizes) + " do not sum to the size " + std::to_string(s[d]) +
+                     " of dimension " + std::to_string(d) + at_line(current_source_location()));
+  }
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t n : sizes) {
+    out.push_back(narrow(a, static_cast<int64_t>(d), start, n));
+    start += n;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "split"); }));
+  if (split_size <= 0 && !(split_size == 0 && s[d] == 0)) {
+    throw ShapeError("split: split_size must be positive, got " + std::to_string(split_size) +
+                     at_line(current_source_location()));
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < s[d]; start += split_size) sizes.push_back(std::min(split_size, s[d] - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(a, sizes, dim);
+}
+
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  if (chunks <= 0) {
+    throw ShapeError("chunk: chunks must be positive, got " + std::to_string(chunks) + at_line(current_source_location()));
+  }
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "chunk"); }));
+  return split(a, std::max<int64_t>(1, (s[d] + chunks - 1) / chunks), dim);
+}
+
+namespace {
+Tensor as_index(const Tensor& index) {
+  return index.defined() && !is_floating(index.dtype()) && index.dtype() != DType::kBool ? cast(index, DType::kInt64)
+                                                                                            : index;
+}
+}  // namespace
+
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  return apply(OpKind::kIndexSelect, {a, as_index(index)}, {{"dim", dim}});
+}
+
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  return apply(OpKind::kIndexAdd, {self, as_index(index), cast(source, self.dtype())}, {{"dim", dim}});
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  if (weight.shape().size() != 2) {
+    throw ShapeError("embedding: expected a weight of shape [num_embeddings, embedding_dim], got " +
+                     shape_str(weight.shape()) + at_line(current_source_location()));
+  }
+  if (is_floating(indices.dtype()) || indices.dtype() == DType::kBool) {
+    throw EngineError("embedding: expected integer indices, got " + std::string(dtype_name(indices.dtype())) +
+                      at_line(current_source_location()));
+  }
+  const Tensor flat = reshape(indices, {-1});
+  Tensor rows;
+  try {
+    rows = index_select(weight, 0, flat);
+  } catch (const IndexError& e) {
+    throw IndexError("embedding: " + std::string(e.what()));
+  }
+  if (padding_idx) {
+    // The padding row's value, without a gradient path to the weight.
+    const int64_t pad = *padding_idx < 0 ? *padding_idx + weight.shape()[0] : *padding_idx;
+    const Tensor kept = unsqueeze(ne(flat, wrapped_int(pad, flat.device())), 1);
+    rows = where(kept, rows, index_select(weight.detach(), 0, flat));
+  }
+  Shape out = indices.shape();
+  out.push_back(weight.shape()[1]);
+  return reshape(rows, out);
+}
+
 Tensor one_hot(const Tensor& a, int64_t num_classes) {
   return apply(OpKind::kOneHot, {a}, {{"num_classes", num_classes}});
 }

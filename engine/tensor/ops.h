@@ -93,6 +93,27 @@ Tensor all(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false
 Tensor softmax(const Tensor& a, int64_t dim);
 Tensor log_softmax(const Tensor& a, int64_t dim);
 
+// Joins and splits. cat promotes its operands to their common type.
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Pieces along dim of the given sizes (which must sum to the dim's size).
+std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int64_t dim = 0);
+// Pieces of split_size (the last may be smaller), as PyTorch's split(int).
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+// ceil(size / chunks) per piece, so possibly fewer than `chunks` pieces.
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+// A strided slice: per dim, normalized start <= end <= size and step >= 1.
+Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> steps);
+// [start, start + length) of one dim.
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+// Gathers and their scatter-adds. Indices are integer tensors of at most one
+// dim, each in [0, size); out of range is an IndexError when the kernel runs.
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source);
+// Rows of weight [V, D] for indices of any shape: [..., D]. The gradient is
+// scatter-added into the weight; the row padding_idx (if any) gets none.
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+
 // Losses (torch.nn.functional's). kMean averages over the elements, or for
 // nll_loss/cross_entropy over the targets that are not ignore_index (all
 // ignored: NaN, as in PyTorch).

@@ -211,3 +211,86 @@ def test_binary_losses_are_stable_at_the_extremes(device):
     p = lazyscope.tensor([0.0, 1.0, 0.5], device=device)
     np.testing.assert_allclose(lazyscope.binary_cross_entropy(p, t, reduction="none").numpy(),
                                [100.0, 100.0, np.log(2)], rtol=1e-6)
+
+
+# --- joins, splits, gathers --------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_and_stack_match_numpy_with_gradients(device, dim):
+    a, b, c = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    b_cat = rng.standard_normal((2, 3, 4)[:dim % 3] + (2,) + (2, 3, 4)[dim % 3 + 1:])
+    T = lambda x: lazyscope.tensor(x, device=device)  # noqa: E731
+    np.testing.assert_array_equal(lazyscope.cat([T(a), T(b_cat)], dim).numpy(), np.concatenate([a, b_cat], dim))
+    np.testing.assert_array_equal(lazyscope.stack([T(a), T(b), T(c)], dim).numpy(), np.stack([a, b, c], dim))
+    check(lambda x, y: lazyscope.cat([x, y, x], dim), lambda x, y: np.concatenate([x, y, x], dim), [a, b_cat], device)
+    check(lambda x, y: lazyscope.stack([x, y], dim), lambda x, y: np.stack([x, y], dim), [a, b], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cat_promotes_and_reports_mismatched_shapes(device):
+    out = lazyscope.cat([lazyscope.tensor([1, 2], device=device), lazyscope.tensor([0.5], device=device)])
+    assert out.dtype == lazyscope.float32
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 0.5])
+    with pytest.raises(lazyscope.ShapeError) as info:
+        lazyscope.cat([lazyscope.zeros(2, 3, device=device), lazyscope.zeros(3, 3, device=device)], 1)
+    assert "cat: tensor 1 has shape [3, 3]" in str(info.value) and "test_nn_ops.py:" in str(info.value)
+    with pytest.raises(lazyscope.ShapeError, match="stack: expects each tensor to be equal size"):
+        lazyscope.stack([lazyscope.zeros(2, device=device), lazyscope.zeros(3, device=device)])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_split_and_chunk_match_numpy_with_gradients(device):
+    x = rng.standard_normal((7, 4))
+    t = lazyscope.tensor(x, device=device)
+    for pieces, want in [(t.split(3), np.split(x, [3, 6])), (lazyscope.split(t, [2, 5]), np.split(x, [2])),
+                         (t.chunk(3), np.split(x, [3, 6])), (lazyscope.chunk(t, 2, dim=1), np.split(x, 2, axis=1)),
+                         (t.split(2, dim=-1), np.split(x, 2, axis=1))]:
+        assert isinstance(pieces, tuple) and len(pieces) == len(want)
+        for got, ref in zip(pieces, want):
+            np.testing.assert_array_equal(got.numpy(), ref)
+    check(lambda a: lazyscope.cat([p * (i + 1) for i, p in enumerate(a.split([2, 5]))], 0),
+          lambda a: np.concatenate([a[:2], 2 * a[2:]], 0), [x], device)
+    check(lambda a: a.chunk(2, 1)[1], lambda a: a[:, 2:], [x], device)
+    with pytest.raises(lazyscope.ShapeError, match=r"split: sizes \[2, 2\] do not sum to the size 7"):
+        t.split([2, 2])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_select_with_repeats_and_its_gradient(device, dim):
+    x = rng.standard_normal((4, 5))
+    index = np.array([3, 0, 3, 1])
+    ti = lazyscope.tensor(index, device=device)
+    got = lazyscope.tensor(x, device=device).index_select(dim, ti)
+    np.testing.assert_array_equal(got.numpy(), np.take(x, index, axis=dim))
+    check(lambda a: lazyscope.index_select(a, dim, ti), lambda a: np.take(a, index, axis=dim), [x], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_gradient_scatter_adds_into_the_weight(device):
+    w = rng.standard_normal((6, 3))
+    idx = np.array([[1, 4, 1], [0, 5, 1]])
+    ti = lazyscope.tensor(idx, device=device)
+    out = lazyscope.embedding(ti, lazyscope.tensor(w, device=device))
+    assert out.shape == (2, 3, 3)
+    np.testing.assert_array_equal(out.numpy(), w[idx])
+    check(lambda a: lazyscope.embedding(ti, a), lambda a: a[idx], [w], device)
+    weight = lazyscope.tensor(w, device=device, requires_grad=True)
+    lazyscope.embedding(ti, weight, padding_idx=1).sum().backward()
+    counts = np.bincount(idx.ravel(), minlength=6).astype(np.float64)
+    counts[1] = 0
+    np.testing.assert_array_equal(weight.grad.numpy(), np.repeat(counts[:, None], 3, axis=1))
+
+
+def test_out_of_range_indices_name_the_op_value_and_line():
+    w = lazyscope.zeros(5, 2)
+    with pytest.raises(IndexError) as info:
+        lazyscope.embedding(lazyscope.tensor([1, 5]), w)
+    assert "embedding: index_select: index 5 is out of range for dimension 0 of size 5" in str(info.value)
+    assert "test_nn_ops.py:" in str(info.value)
+    with pytest.raises(IndexError, match="index_select: index -1 is out of range"):
+        w.index_select(0, lazyscope.tensor([-1]))
+    lazy = lazyscope.zeros(5, 2, device="lazy:0").index_select(0, lazyscope.tensor([7], device="lazy:0"))
+    with pytest.raises(IndexError, match="index_select: index 7 is out of range"):
+        lazy.numpy()

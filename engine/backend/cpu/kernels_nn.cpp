@@ -61,11 +61,76 @@ template <typename T> void nll_loss_kernel(const KernelArgs& k) {
   if (reduction == 2) out[0] = static_cast<T>(total);
 }
 
+// Reads index[k] for a dim of `size`; an IndexError names the op and value.
+int64_t checked_index(const char* op, const int64_t* index, int64_t k, int64_t size, size_t dim) {
+  const int64_t v = index[k];
+  if (v < 0 || v >= size) {
+    throw IndexError(std::string(op) + ": index " + std::to_string(v) + " is out of range for dimension " +
+                     std::to_string(dim) + " of size " + std::to_string(size));
+  }
+  return v;
+}
+
+struct IndexPlan {
+  size_t dim;
+  int64_t outer, inner, size, count;  // size: the indexed dim of the full tensor; count: of the index
+};
+
+IndexPlan index_plan(const Shape& full, const Attrs& attrs, int64_t count) {
+  IndexPlan p{static_cast<size_t>(wrap_dim(attrs.get_int("dim"), full.size(), "index")), 1, 1, 0, count};
+  for (size_t d = 0; d < full.size(); ++d) {
+    if (d < p.dim) p.outer *= full[d];
+    if (d > p.dim) p.inner *= full[d];
+  }
+  p.size = full[p.dim];
+  return p;
+}
+
+// Any dtype: memcpy of the selected inner blocks.
+void index_select_kernel(const KernelArgs& k) {
+  const Buffer& in = *k.inputs[0];
+  const int64_t* index = k.inputs[1]->as<int64_t>();
+  const IndexPlan p = index_plan(in.shape(), k.attrs, k.inputs[1]->numel());
+  const size_t block = static_cast<size_t>(p.inner) * dtype_size(in.dtype());
+  const auto* src = static_cast<const char*>(in.data());
+  auto* out = static_cast<char*>(k.out.data());
+  for (int64_t j = 0; j < p.count; ++j) checked_index("index_select", index, j, p.size, p.dim);
+  if (!block) return;
+  for (int64_t o = 0; o < p.outer; ++o) {
+    for (int64_t j = 0; j < p.count; ++j) {
+      std::memcpy(out + static_cast<size_t>(o * p.count + j) * block,
+                  src + static_cast<size_t>(o * p.size + index[j]) * block, block);
+    }
+  }
+}
+
+template <typename T> void index_add_kernel(const KernelArgs& k) {
+  const Buffer& self = *k.inputs[0];
+  const int64_t* index = k.inputs[1]->as<int64_t>();
+  const T* source = k.inputs[2]->as<T>();
+  const IndexPlan p = index_plan(self.shape(), k.attrs, k.inputs[1]->numel());
+  T* out = k.out.as<T>();
+  if (k.out.bytes()) std::memcpy(out, self.data(), k.out.bytes());
+  for (int64_t j = 0; j < p.count; ++j) checked_index("index_add", index, j, p.size, p.dim);
+  for (int64_t o = 0; o < p.outer; ++o) {
+    for (int64_t j = 0; j < p.count; ++j) {
+      T* dst = out + (o * p.size + index[j]) * p.inner;
+      const T* src = source + (o * p.count + j) * p.inner;
+      for (int64_t i = 0; i < p.inner; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
+    }
+  }
+}
+
 }  // namespace
 
 void add_nn_kernels(Table& t) {
   t.emplace(Key{OpKind::kOneHot, DType::kInt64}, one_hot_kernel);
   rows<float, double>(t, OpKind::kNllLoss, LAZYSCOPE_KERNEL(nll_loss_kernel));
+  for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
+                  DType::kFloat32, DType::kFloat64}) {
+    t.emplace(Key{OpKind::kIndexSelect, d}, index_select_kernel);
+  }
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kIndexAdd, LAZYSCOPE_KERNEL(index_add_kernel));
 }
 
 }  // namespace lazyscope::cpu

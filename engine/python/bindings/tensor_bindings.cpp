@@ -412,6 +412,38 @@ void bind_tensor(py::module_& m) {
 
   bind_losses(m);
 
+  // Joins, splits and gathers.
+  for (const char* name : {"cat", "concat", "concatenate"}) {
+    m.def(name, &ops::cat, py::arg("tensors"), py::arg("dim") = 0);
+  }
+  m.def("stack", &ops::stack, py::arg("tensors"), py::arg("dim") = 0);
+  const auto split = [](const Tensor& t, const py::object& size_or_sections, int64_t dim) {
+    const auto pieces = py::isinstance<py::int_>(size_or_sections)
+                            ? ops::split(t, size_or_sections.cast<int64_t>(), dim)
+                            : ops::split(t, size_or_sections.cast<std::vector<int64_t>>(), dim);
+    return py::tuple(py::cast(pieces));
+  };
+  cls.def("split", split, py::arg("split_size"), py::arg("dim") = 0);
+  m.def("split", split, py::arg("tensor"), py::arg("split_size_or_sections"), py::arg("dim") = 0);
+  const auto chunk = [](const Tensor& t, int64_t chunks, int64_t dim) { return py::tuple(py::cast(ops::chunk(t, chunks, dim))); };
+  cls.def("chunk", chunk, py::arg("chunks"), py::arg("dim") = 0);
+  m.def("chunk", chunk, py::arg("input"), py::arg("chunks"), py::arg("dim") = 0);
+  cls.def("narrow", &ops::narrow, py::arg("dim"), py::arg("start"), py::arg("length"));
+  m.def("narrow", &ops::narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
+  cls.def("index_select", &ops::index_select, py::arg("dim"), py::arg("index"));
+  m.def("index_select", &ops::index_select, py::arg("input"), py::arg("dim"), py::arg("index"));
+  cls.def("index_add", [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
+    return ops::index_add(t, dim, index, alpha.is_none() ? source : ops::mul(source, operand(source, alpha)));
+  }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
+  m.def("embedding", [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
+                        const py::object& max_norm, double, bool scale_grad_by_freq, bool sparse) {
+    if (!max_norm.is_none() || scale_grad_by_freq || sparse) {
+      throw EngineError("embedding: max_norm, scale_grad_by_freq and sparse are not supported");
+    }
+    return ops::embedding(input, weight, padding_idx);
+  }, py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none(), py::arg("max_norm") = py::none(),
+        py::arg("norm_type") = 2.0, py::arg("scale_grad_by_freq") = false, py::arg("sparse") = false);
+
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
   m.def("scalar_tensor", [](double v, DType dt, const std::string& d) { return ops::scalar(v, dt, parse_device(d)); },
