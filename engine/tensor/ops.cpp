@@ -1,5 +1,6 @@
 #include "tensor/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -432,6 +433,69 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
   const Shape& s = a.shape();
   const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "chunk"); }));
   return split(a, std::max<int64_t>(1, (s[d] + chunks - 1) / chunks), dim);
+}
+
+Tensor index(const Tensor& a, const std::vector<IndexItem>& items) {
+  using Kind = IndexItem::Kind;
+  const Shape& s = a.shape();
+  const size_t rank = s.size();
+  size_t consumed = 0, ellipses = 0;
+  for (const IndexItem& it : items) {
+    consumed += it.kind == Kind::kInt || it.kind == Kind::kSlice;
+    ellipses += it.kind == Kind::kEllipsis;
+  }
+  if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')" + at_line(current_source_location()));
+  if (consumed > rank) {
+    throw IndexError("too many indices for tensor of dimension " + std::to_string(rank) + " (got " +
+                     std::to_string(consumed) + ")" + at_line(current_source_location()));
+  }
+  std::vector<IndexItem> full;
+  for (const IndexItem& it : items) {
+    if (it.kind != Kind::kEllipsis) {
+      full.push_back(it);
+      continue;
+    }
+    for (size_t i = consumed; i < rank; ++i) full.push_back(IndexItem{Kind::kSlice, 0, {}, {}, {}});
+  }
+  if (ellipses == 0) {
+    for (size_t i = consumed; i < rank; ++i) full.push_back(IndexItem{Kind::kSlice, 0, {}, {}, {}});
+  }
+  std::vector<int64_t> starts, ends, steps;
+  Shape out;
+  size_t d = 0;
+  for (const IndexItem& it : full) {
+    if (it.kind == Kind::kNone) {
+      out.push_back(1);
+      continue;
+    }
+    const int64_t size = s[d];
+    if (it.kind == Kind::kInt) {
+      const int64_t v = it.value < 0 ? it.value + size : it.value;
+      if (v < 0 || v >= size) {
+        throw IndexError("index " + std::to_string(it.value) + " is out of bounds for dimension " + std::to_string(d) +
+                         " with size " + std::to_string(size) + at_line(current_source_location()));
+      }
+      starts.push_back(v);
+      ends.push_back(v + 1);
+      steps.push_back(1);
+    } else {
+      const int64_t step = it.step.value_or(1);
+      if (step <= 0) throw EngineError("slice: step must be greater than zero" + at_line(current_source_location()));
+      const auto clamp_bound = [size](std::optional<int64_t> b, int64_t fallback) {
+        if (!b) return fallback;
+        const int64_t v = *b < 0 ? *b + size : *b;
+        return std::clamp<int64_t>(v, 0, size);
+      };
+      const int64_t start = clamp_bound(it.start, 0);
+      const int64_t end = std::max(start, clamp_bound(it.stop, size));
+      starts.push_back(start);
+      ends.push_back(end);
+      steps.push_back(step);
+      out.push_back((end - start + step - 1) / step);
+    }
+    ++d;
+  }
+  return reshape(slice(a, std::move(starts), std::move(ends), std::move(steps)), std::move(out));
 }
 
 namespace {

@@ -106,6 +106,19 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
 Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> steps);
 // [start, start + length) of one dim.
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+// Basic indexing, as Python's t[...]: ints (negative from the end) drop a
+// dim, slices keep it (positive steps, bounds clamped as Python's), None adds
+// a dim of size 1, one Ellipsis stands for the dims not named. The result is
+// a slice node and a reshape, both differentiable. An int out of range is an
+// IndexError naming the index, the dim, its size and the user's line.
+struct IndexItem {
+  enum class Kind { kInt, kSlice, kNone, kEllipsis };
+  Kind kind = Kind::kNone;
+  int64_t value = 0;  // kInt
+  std::optional<int64_t> start, stop, step;  // kSlice
+};
+Tensor index(const Tensor& a, const std::vector<IndexItem>& items);
+
 // Gathers and their scatter-adds. Indices are integer tensors of at most one
 // dim, each in [0, size); out of range is an IndexError when the kernel runs.
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);

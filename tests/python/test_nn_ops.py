@@ -294,3 +294,52 @@ def test_out_of_range_indices_name_the_op_value_and_line():
     lazy = lazyscope.zeros(5, 2, device="lazy:0").index_select(0, lazyscope.tensor([7], device="lazy:0"))
     with pytest.raises(IndexError, match="index_select: index 7 is out of range"):
         lazy.numpy()
+
+
+# --- basic indexing ------------------------------------------------------------------
+
+KEYS = [
+    1, -1, (0, 2), (-2, -1, 0), slice(None), slice(1, None), slice(None, -1), slice(None, None, 2),
+    slice(-3, None, 2), slice(10, 20), slice(2, 1), (slice(None), 1), (slice(None, None, 3), slice(1, 3), -1),
+    (Ellipsis, 0), (0, Ellipsis), (None, 1), (slice(None), None, slice(None, None, 2)), (Ellipsis, None),
+    (1, None, Ellipsis, None, slice(0, 5, 4)), np.int64(2), (None,), Ellipsis,
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key", KEYS, ids=repr)
+def test_getitem_matches_numpy_with_gradients(device, key):
+    x = rng.standard_normal((3, 4, 5))
+    t = lazyscope.tensor(x, device=device)
+    np.testing.assert_array_equal(t[key].numpy(), x[key])
+    assert t[key].shape == x[key].shape
+    check(lambda a: a[key], lambda a: a[key], [x], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_iteration_and_len_use_getitem(device):
+    x = rng.standard_normal((3, 2))
+    t = lazyscope.tensor(x, device=device)
+    assert len(t) == 3
+    rows = [r.numpy() for r in t]
+    np.testing.assert_array_equal(np.stack(rows), x)
+
+
+def test_getitem_errors_name_the_index_the_dim_and_the_line():
+    t = lazyscope.zeros(3, 4)
+    with pytest.raises(IndexError) as info:
+        t[1, 4]
+    message = str(info.value)
+    assert "index 4 is out of bounds for dimension 1 with size 4" in message and "test_nn_ops.py:" in message
+    with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 0 with size 3"):
+        t[-4]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        t[0, 0, 0]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        t[..., 0, ...]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        t[::-1]
+    with pytest.raises(TypeError, match="tensor and boolean indexing are not supported"):
+        t[lazyscope.tensor([0])]
+    with pytest.raises(TypeError, match="0-d"):
+        len(lazyscope.tensor(1.0))

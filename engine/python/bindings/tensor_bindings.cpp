@@ -160,6 +160,49 @@ std::vector<int64_t> dims_arg(const py::object& dim) {
   return dim.cast<std::vector<int64_t>>();
 }
 
+// A Python int, or anything with __index__ (NumPy integers), but not bool.
+std::optional<int64_t> as_int(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return std::nullopt;
+  if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+  if (!py::isinstance<Tensor>(v) && py::hasattr(v, "__index__")) return v.attr("__index__")().cast<int64_t>();
+  return std::nullopt;
+}
+
+std::optional<int64_t> slice_part(const py::handle& v) {
+  if (v.is_none()) return std::nullopt;
+  if (auto i = as_int(v)) return i;
+  throw py::type_error("slice indices must be integers or None, got " + py::str(py::type::of(v)).cast<std::string>());
+}
+
+// t[key]: ints, slices, None and Ellipsis (basic indexing).
+Tensor getitem(const Tensor& t, const py::object& key) {
+  const py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
+  std::vector<ops::IndexItem> parsed;
+  for (const py::handle& item : items) {
+    ops::IndexItem it;
+    if (item.is_none()) {
+      it.kind = ops::IndexItem::Kind::kNone;
+    } else if (item.is(py::ellipsis())) {
+      it.kind = ops::IndexItem::Kind::kEllipsis;
+    } else if (py::isinstance<py::slice>(item)) {
+      it.kind = ops::IndexItem::Kind::kSlice;
+      it.start = slice_part(item.attr("start"));
+      it.stop = slice_part(item.attr("stop"));
+      it.step = slice_part(item.attr("step"));
+      if (it.step && *it.step <= 0) throw py::value_error("step must be greater than zero");
+    } else if (auto i = as_int(item)) {
+      it.kind = ops::IndexItem::Kind::kInt;
+      it.value = *i;
+    } else {
+      throw py::type_error("only integers, slices, None and ... are valid indices (got " +
+                           py::str(py::type::of(item)).cast<std::string>() +
+                           "); tensor and boolean indexing are not supported yet, use index_select");
+    }
+    parsed.push_back(it);
+  }
+  return ops::index(t, parsed);
+}
+
 ops::Reduction reduction_arg(const char* op, const std::string& reduction, const py::object& size_average,
                              const py::object& reduce) {
   if (!size_average.is_none() || !reduce.is_none()) {
@@ -311,7 +354,12 @@ void bind_tensor(py::module_& m) {
       .def("squeeze", &ops::squeeze, py::arg("dim") = py::none())
       .def("unsqueeze", &ops::unsqueeze, py::arg("dim"))
       .def("flatten", &ops::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
-      .def("relu", &ops::relu);
+      .def("relu", &ops::relu)
+      .def("__getitem__", &getitem)
+      .def("__len__", [](const Tensor& t) {
+        if (t.shape().empty()) throw py::type_error("len() of a 0-d tensor");
+        return t.shape()[0];
+      });
 
   auto& cls = tensor_class;
 
