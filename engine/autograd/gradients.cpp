@@ -199,6 +199,58 @@ Table make_table() {
   set(t, OpKind::kLogsumexp, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::mul(unreduce(g, c), ops::exp(ops::sub(in0(c), unreduce(c.output, c))))};
   });
+  // softmax: y (g - sum(g y)); log_softmax: g - softmax sum(g), both along dim.
+  set(t, OpKind::kSoftmax, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output;
+    const Tensor gy = ops::mul(g, y);
+    return {ops::sub(gy, ops::mul(y, ops::sum(gy, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
+  });
+  set(t, OpKind::kLogSoftmax, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output;
+    return {ops::sub(g, ops::mul(ops::exp(y), ops::sum(g, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
+  });
+  // d loss_i / d input[i, c] = -[c == target_i] for the targets not ignored;
+  // mean divides by their count.
+  set(t, OpKind::kNllLoss, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& x = in0(c);
+    const Tensor& target = in1(c);
+    const Tensor kept = ops::ne(target, ops::wrapped_int(c.attrs.get_int("ignore_index"), target.device()));
+    const Tensor safe = ops::where(kept, target, ops::scalar(0, DType::kInt64, target.device()));
+    const Tensor picked = ops::mul(ops::cast(ops::one_hot(safe, x.shape()[1]), x.dtype()),
+                                   ops::unsqueeze(as_mask(kept, x), 1));
+    const int64_t reduction = c.attrs.get_int("reduction");
+    Tensor scale = reduction == 0 ? ops::unsqueeze(g, 1) : g;
+    if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, x)));
+    return {ops::neg(ops::mul(picked, scale)), Tensor()};
+  });
+  // cat: each operand's slice of the gradient.
+  set(t, OpKind::kCat, [](const Ctx& c, const Tensor& g) -> Grads {
+    const auto dim = wrap_dim(c.attrs.get_int("dim"), g.shape().size(), "cat");
+    Grads out;
+    int64_t start = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const int64_t n = c.inputs[i].shape()[static_cast<size_t>(dim)];
+      out.push_back(c.needs(i) ? ops::narrow(g, dim, start, n) : Tensor());
+      start += n;
+    }
+    return out;
+  });
+  set(t, OpKind::kSlice, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(OpKind::kSliceBackward, {g},
+                       {{"shape", in0(c).shape()}, {"starts", c.attrs.get_ints("starts")},
+                        {"ends", c.attrs.get_ints("ends")}, {"steps", c.attrs.get_ints("steps")}})};
+  });
+  set(t, OpKind::kSliceBackward, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::slice(g, c.attrs.get_ints("starts"), c.attrs.get_ints("ends"), c.attrs.get_ints("steps"))};
+  });
+  // index_select: scatter-add into zeros of the input's shape (repeated indices add up).
+  set(t, OpKind::kIndexSelect, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor zeros = ops::expand(num(0, g), in0(c).shape());
+    return {ops::index_add(zeros, c.attrs.get_int("dim"), in1(c), g), Tensor()};
+  });
+  set(t, OpKind::kIndexAdd, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
+  });
   return t;
 }
 

@@ -18,6 +18,12 @@ class ShapeError : public EngineError {
   using EngineError::EngineError;
 };
 
+// An index or class value out of range for the data (in Python also an IndexError).
+class IndexError : public EngineError {
+ public:
+  using EngineError::EngineError;
+};
+
 class DeviceMismatchError : public EngineError {
  public:
   using EngineError::EngineError;

@@ -141,6 +141,127 @@ TensorSpec infer_arg_reduce(const char* op, Specs in, const Attrs& attrs) {
   return spec;
 }
 
+// softmax/log_softmax: the input's spec; the dim must exist.
+TensorSpec infer_along_dim(const char* op, Specs in, const Attrs& attrs) {
+  wrap_dim(attrs.get_int("dim"), in[0].shape.size(), op);
+  return in[0];
+}
+
+TensorSpec infer_one_hot(const char* op, Specs in, const Attrs& attrs) {
+  if (is_floating(in[0].dtype) || in[0].dtype == DType::kBool) {
+    throw EngineError(std::string(op) + ": expected an integer tensor of class values, got " +
+                      std::string(dtype_name(in[0].dtype)));
+  }
+  const int64_t classes = attrs.get_int("num_classes");
+  if (classes < 0) throw ShapeError(std::string(op) + ": num_classes must be >= 0, got " + std::to_string(classes));
+  Shape out = in[0].shape;
+  out.push_back(classes);
+  return {out, DType::kInt64};
+}
+
+TensorSpec infer_nll_loss(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& x = in[0].shape;
+  const Shape& t = in[1].shape;
+  if (!is_floating(in[0].dtype)) {
+    throw EngineError(std::string(op) + ": expected floating point log-probabilities, got " +
+                      std::string(dtype_name(in[0].dtype)));
+  }
+  if (in[1].dtype != DType::kInt64) {
+    throw EngineError(std::string(op) + ": expected int64 class targets, got " + std::string(dtype_name(in[1].dtype)));
+  }
+  if (x.size() != 2 || t.size() != 1 || t[0] != x[0]) {
+    throw ShapeError(std::string(op) + ": expected input [N, C] and target [N], got " + shape_str(x) + " and " +
+                     shape_str(t));
+  }
+  const int64_t reduction = attrs.get_int("reduction");
+  if (reduction < 0 || reduction > 2) throw EngineError(std::string(op) + ": invalid reduction code " + std::to_string(reduction));
+  return {reduction == 0 ? Shape{x[0]} : Shape{}, in[0].dtype};
+}
+
+TensorSpec infer_cat(const char* op, Specs in, const Attrs& attrs) {
+  if (in.empty()) throw ShapeError(std::string(op) + ": expected a non-empty list of tensors");
+  const Shape& first = in[0].shape;
+  if (first.empty()) throw ShapeError(std::string(op) + ": zero-dimensional tensors cannot be concatenated");
+  const auto dim = static_cast<size_t>(wrap_dim(attrs.get_int("dim"), first.size(), op));
+  Shape out = first;
+  out[dim] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    bool ok = s.size() == first.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = d == dim || s[d] == first[d];
+    if (!ok) {
+      throw ShapeError(std::string(op) + ": tensor " + std::to_string(i) + " has shape " + shape_str(s) +
+                       ", which does not match tensor 0's " + shape_str(first) + " outside dimension " +
+                       std::to_string(dim));
+    }
+    out[dim] += s[dim];
+  }
+  return {out, in[0].dtype};
+}
+
+// The shape a normalized slice of `s` gives; throws for attrs out of range.
+Shape slice_shape(const char* op, const Shape& s, const Attrs& attrs) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& ends = attrs.get_ints("ends");
+  const auto& steps = attrs.get_ints("steps");
+  if (starts.size() != s.size() || ends.size() != s.size() || steps.size() != s.size()) {
+    throw ShapeError(std::string(op) + ": expected one start, end and step per dimension of " + shape_str(s));
+  }
+  Shape out(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (steps[d] < 1 || starts[d] < 0 || starts[d] > ends[d] || ends[d] > s[d]) {
+      throw ShapeError(std::string(op) + ": invalid slice " + std::to_string(starts[d]) + ":" + std::to_string(ends[d]) +
+                       ":" + std::to_string(steps[d]) + " of dimension " + std::to_string(d) + " (size " +
+                       std::to_string(s[d]) + ")");
+    }
+    out[d] = (ends[d] - starts[d] + steps[d] - 1) / steps[d];
+  }
+  return out;
+}
+
+TensorSpec infer_slice(const char* op, Specs in, const Attrs& attrs) {
+  return {slice_shape(op, in[0].shape, attrs), in[0].dtype};
+}
+
+TensorSpec infer_slice_backward(const char* op, Specs in, const Attrs& attrs) {
+  const Shape shape = attrs.get_ints("shape");
+  const Shape expected = slice_shape(op, shape, attrs);
+  if (in[0].shape != expected) {
+    throw ShapeError(std::string(op) + ": gradient of shape " + shape_str(in[0].shape) + " for a slice of shape " +
+                     shape_str(expected));
+  }
+  return {shape, in[0].dtype};
+}
+
+void check_index(const char* op, const TensorSpec& index) {
+  if (index.dtype != DType::kInt64 || index.shape.size() > 1) {
+    throw EngineError(std::string(op) + ": expected a 1-D int64 index, got " + std::string(dtype_name(index.dtype)) +
+                      " of shape " + shape_str(index.shape));
+  }
+}
+
+TensorSpec infer_index_select(const char* op, Specs in, const Attrs& attrs) {
+  check_index(op, in[1]);
+  Shape out = in[0].shape;
+  if (out.empty()) throw ShapeError(std::string(op) + ": cannot index a zero-dimensional tensor");
+  out[static_cast<size_t>(wrap_dim(attrs.get_int("dim"), out.size(), op))] = in[1].shape.empty() ? 1 : in[1].shape[0];
+  return {out, in[0].dtype};
+}
+
+TensorSpec infer_index_add(const char* op, Specs in, const Attrs& attrs) {
+  check_index(op, in[1]);
+  const Shape& self = in[0].shape;
+  if (self.empty()) throw ShapeError(std::string(op) + ": cannot index a zero-dimensional tensor");
+  Shape expected = self;
+  expected[static_cast<size_t>(wrap_dim(attrs.get_int("dim"), self.size(), op))] = in[1].shape.empty() ? 1 : in[1].shape[0];
+  if (in[2].shape != expected || in[2].dtype != in[0].dtype) {
+    throw ShapeError(std::string(op) + ": source of shape " + shape_str(in[2].shape) + " (" +
+                     std::string(dtype_name(in[2].dtype)) + ") does not fit " + shape_str(expected) + " (" +
+                     std::string(dtype_name(in[0].dtype)) + ")");
+  }
+  return in[0];
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
@@ -194,6 +315,15 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"logsumexp", 1, infer_reduce_nonempty, Promote::kCommonFloat},
     {"any", 1, infer_reduce, Promote::kToBool},
     {"all", 1, infer_reduce, Promote::kToBool},
+    {"softmax", 1, infer_along_dim, Promote::kCommonFloat},
+    {"log_softmax", 1, infer_along_dim, Promote::kCommonFloat},
+    {"one_hot", 1, infer_one_hot, Promote::kNone},
+    {"nll_loss", 2, infer_nll_loss, Promote::kNone},
+    {"cat", -1, infer_cat, Promote::kCommon},
+    {"slice", 1, infer_slice, Promote::kNone},
+    {"slice_backward", 1, infer_slice_backward, Promote::kNone},
+    {"index_select", 2, infer_index_select, Promote::kNone},
+    {"index_add", 3, infer_index_add, Promote::kNone},
 }};
 
 }  // namespace

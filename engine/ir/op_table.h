@@ -69,6 +69,23 @@ enum class OpKind : uint16_t {
   kLogsumexp,
   kAny,
   kAll,
+  // Normalizations along one dim (attr dim), numerically stable (max subtracted).
+  kSoftmax,
+  kLogSoftmax,
+  // Integer class values -> int64 [..., num_classes] (attr num_classes).
+  // Values outside [0, num_classes) are an IndexError when the kernel runs.
+  kOneHot,
+  // (log-probs [N, C], int64 targets [N]) -> [N] or [] (attrs reduction:
+  // 0 none, 1 mean, 2 sum; ignore_index). Targets outside [0, C) (other than
+  // ignore_index) are an IndexError when the kernel runs: at the call on the
+  // cpu device, at the sync that executes the graph on a lazy one.
+  kNllLoss,
+  // Joins, slices and gathers.
+  kCat,    // any number of operands (arity -1), attr dim; operands promoted to their common type
+  kSlice,  // attrs starts, ends, steps: one each per dim, normalized (0 <= start <= end <= size, step >= 1)
+  kSliceBackward,  // attrs shape, starts, ends, steps: zeros of `shape` with the operand at the slice
+  kIndexSelect,    // (input, int64 index [K]), attr dim: input's shape with dim of size K
+  kIndexAdd,       // (self, int64 index [K], source), attr dim: self with source's slices added at index
   kNumOps
 };
 
@@ -96,7 +113,7 @@ enum class Promote : uint8_t {
 
 struct OpInfo {
   const char* name;
-  int arity;  // number of tensor operands
+  int arity;  // number of tensor operands; -1: any number (cat)
   InferFn infer;
   Promote promote;
 };

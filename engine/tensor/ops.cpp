@@ -1,5 +1,6 @@
 #include "tensor/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -131,7 +132,11 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   const Device& device = inputs[0].device();
   Tensor out;
   if (!device.is_lazy()) {
-    out = run_eager(op, inputs, spec, attrs);
+    try {
+      out = run_eager(op, inputs, spec, attrs);
+    } catch (const IndexError& e) {  // a bad value in the data: name the user's line too
+      throw IndexError(e.what() + at_line(current_source_location()));
+    }
   } else {
     std::vector<NodePtr> operands;
     operands.reserve(inputs.size());
@@ -339,6 +344,297 @@ Tensor var(const Tensor& a, std::vector<int64_t> dims, double correction, bool k
 }
 Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool keepdim) {
   return sqrt(var(a, std::move(dims), correction, keepdim));
+}
+
+Tensor softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kSoftmax, {a}, {{"dim", dim}}); }
+Tensor log_softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kLogSoftmax, {a}, {{"dim", dim}}); }
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.size() == 1) return tensors[0];
+  return apply(OpKind::kCat, tensors, {{"dim", dim}});
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw ShapeError("stack: expected a non-empty list of tensors" + at_line(current_source_location()));
+  const Shape& first = tensors[0].shape();
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape() != first) {
+      throw ShapeError("stack: expects each tensor to be equal size, but got " + shape_str(first) + " at entry 0 and " +
+                       shape_str(tensors[i].shape()) + " at entry " + std::to_string(i) + at_line(current_source_location()));
+    }
+    parts.push_back(unsqueeze(tensors[i], dim));
+  }
+  return apply(OpKind::kCat, parts, {{"dim", at_call([&] { return wrap_dim(dim, first.size() + 1, "stack"); })}});
+}
+
+Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> steps) {
+  bool identity = a.defined() && starts.size() == a.shape().size();
+  for (size_t d = 0; identity && d < starts.size(); ++d) {
+    identity = starts[d] == 0 && ends[d] == a.shape()[d] && steps[d] == 1;
+  }
+  if (identity) return a;
+  return apply(OpKind::kSlice, {a}, {{"starts", std::move(starts)}, {"ends", std::move(ends)}, {"steps", std::move(steps)}});
+}
+
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "narrow"); }));
+  if (start < 0 || length < 0 || start + length > s[d]) {
+    throw ShapeError("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) +
+                     " are out of range for dimension " + std::to_string(d) + " of size " + std::to_string(s[d]) +
+                     at_line(current_source_location()));
+  }
+  std::vector<int64_t> starts(s.size(), 0), ends(s.begin(), s.end()), steps(s.size(), 1);
+  starts[d] = start;
+  ends[d] = start + length;
+  return slice(a, std::move(starts), std::move(ends), std::move(steps));
+}
+
+std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int64_t dim) {
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "split"); }));
+  int64_t total = 0;
+  bool negative = false;
+  for (int64_t n : sizes) {
+    total += n;
+    negative = negative || n < 0;
+  }
+  if (total != s[d] || negative) {
+    throw ShapeError("split: sizes " + shape_str(sizes) + " do not sum to the size " + std::to_string(s[d]) +
+                     " of dimension " + std::to_string(d) + at_line(current_source_location()));
+  }
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t n : sizes) {
+    out.push_back(narrow(a, static_cast<int64_t>(d), start, n));
+    start += n;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "split"); }));
+  if (split_size <= 0 && !(split_size == 0 && s[d] == 0)) {
+    throw ShapeError("split: split_size must be positive, got " + std::to_string(split_size) +
+                     at_line(current_source_location()));
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < s[d]; start += split_size) sizes.push_back(std::min(split_size, s[d] - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(a, sizes, dim);
+}
+
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  if (chunks <= 0) {
+    throw ShapeError("chunk: chunks must be positive, got " + std::to_string(chunks) + at_line(current_source_location()));
+  }
+  const Shape& s = a.shape();
+  const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "chunk"); }));
+  return split(a, std::max<int64_t>(1, (s[d] + chunks - 1) / chunks), dim);
+}
+
+Tensor index(const Tensor& a, const std::vector<IndexItem>& items) {
+  using Kind = IndexItem::Kind;
+  const Shape& s = a.shape();
+  const size_t rank = s.size();
+  size_t consumed = 0, ellipses = 0;
+  for (const IndexItem& it : items) {
+    consumed += it.kind == Kind::kInt || it.kind == Kind::kSlice;
+    ellipses += it.kind == Kind::kEllipsis;
+  }
+  if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')" + at_line(current_source_location()));
+  if (consumed > rank) {
+    throw IndexError("too many indices for tensor of dimension " + std::to_string(rank) + " (got " +
+                     std::to_string(consumed) + ")" + at_line(current_source_location()));
+  }
+  std::vector<IndexItem> full;
+  for (const IndexItem& it : items) {
+    if (it.kind != Kind::kEllipsis) {
+      full.push_back(it);
+      continue;
+    }
+    for (size_t i = consumed; i < rank; ++i) full.push_back(IndexItem{Kind::kSlice, 0, {}, {}, {}});
+  }
+  if (ellipses == 0) {
+    for (size_t i = consumed; i < rank; ++i) full.push_back(IndexItem{Kind::kSlice, 0, {}, {}, {}});
+  }
+  std::vector<int64_t> starts, ends, steps;
+  Shape out;
+  size_t d = 0;
+  for (const IndexItem& it : full) {
+    if (it.kind == Kind::kNone) {
+      out.push_back(1);
+      continue;
+    }
+    const int64_t size = s[d];
+    if (it.kind == Kind::kInt) {
+      const int64_t v = it.value < 0 ? it.value + size : it.value;
+      if (v < 0 || v >= size) {
+        throw IndexError("index " + std::to_string(it.value) + " is out of bounds for dimension " + std::to_string(d) +
+                         " with size " + std::to_string(size) + at_line(current_source_location()));
+      }
+      starts.push_back(v);
+      ends.push_back(v + 1);
+      steps.push_back(1);
+    } else {
+      const int64_t step = it.step.value_or(1);
+      if (step <= 0) throw EngineError("slice: step must be greater than zero" + at_line(current_source_location()));
+      const auto clamp_bound = [size](std::optional<int64_t> b, int64_t fallback) {
+        if (!b) return fallback;
+        const int64_t v = *b < 0 ? *b + size : *b;
+        return std::clamp<int64_t>(v, 0, size);
+      };
+      const int64_t start = clamp_bound(it.start, 0);
+      const int64_t end = std::max(start, clamp_bound(it.stop, size));
+      starts.push_back(start);
+      ends.push_back(end);
+      steps.push_back(step);
+      out.push_back((end - start + step - 1) / step);
+    }
+    ++d;
+  }
+  return reshape(slice(a, std::move(starts), std::move(ends), std::move(steps)), std::move(out));
+}
+
+namespace {
+Tensor as_index(const Tensor& index) {
+  return index.defined() && !is_floating(index.dtype()) && index.dtype() != DType::kBool ? cast(index, DType::kInt64)
+                                                                                            : index;
+}
+}  // namespace
+
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  return apply(OpKind::kIndexSelect, {a, as_index(index)}, {{"dim", dim}});
+}
+
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  return apply(OpKind::kIndexAdd, {self, as_index(index), cast(source, self.dtype())}, {{"dim", dim}});
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  if (weight.shape().size() != 2) {
+    throw ShapeError("embedding: expected a weight of shape [num_embeddings, embedding_dim], got " +
+                     shape_str(weight.shape()) + at_line(current_source_location()));
+  }
+  if (is_floating(indices.dtype()) || indices.dtype() == DType::kBool) {
+    throw EngineError("embedding: expected integer indices, got " + std::string(dtype_name(indices.dtype())) +
+                      at_line(current_source_location()));
+  }
+  const Tensor flat = reshape(indices, {-1});
+  Tensor rows;
+  try {
+    rows = index_select(weight, 0, flat);
+  } catch (const IndexError& e) {
+    throw IndexError("embedding: " + std::string(e.what()));
+  }
+  if (padding_idx) {
+    // The padding row's value, without a gradient path to the weight.
+    const int64_t pad = *padding_idx < 0 ? *padding_idx + weight.shape()[0] : *padding_idx;
+    const Tensor kept = unsqueeze(ne(flat, wrapped_int(pad, flat.device())), 1);
+    rows = where(kept, rows, index_select(weight.detach(), 0, flat));
+  }
+  Shape out = indices.shape();
+  out.push_back(weight.shape()[1]);
+  return reshape(rows, out);
+}
+
+Tensor one_hot(const Tensor& a, int64_t num_classes) {
+  return apply(OpKind::kOneHot, {a}, {{"num_classes", num_classes}});
+}
+
+namespace {
+Tensor num_like(double v, const Tensor& like) { return scalar(v, like.dtype(), like.device()); }
+
+Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::kNone: return loss;
+    case Reduction::kMean: return mean(loss);
+    case Reduction::kSum: return sum(loss);
+  }
+  return loss;
+}
+
+// Integer class targets as int64; a float target is left to the op's check.
+Tensor class_targets(const Tensor& target) {
+  return is_floating(target.dtype()) || target.dtype() == DType::kBool ? target : cast(target, DType::kInt64);
+}
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, int64_t ignore_index) {
+  const Attrs attrs{{"reduction", static_cast<int64_t>(reduction)}, {"ignore_index", ignore_index}};
+  if (input.defined() && target.defined() && input.shape().size() == 1 && target.shape().empty()) {
+    const Tensor out = apply(OpKind::kNllLoss, {unsqueeze(input, 0), unsqueeze(class_targets(target), 0)}, attrs);
+    return reduction == Reduction::kNone ? reshape(out, {}) : out;
+  }
+  return apply(OpKind::kNllLoss, {input, target.defined() ? class_targets(target) : target}, attrs);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, int64_t ignore_index,
+                     double label_smoothing) {
+  if (label_smoothing < 0.0 || label_smoothing > 1.0) {
+    throw EngineError("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(label_smoothing));
+  }
+  const Shape& s = input.shape();
+  if (s.empty() || s.size() > 2) {
+    throw ShapeError("cross_entropy: expected input [N, C] or [C], got " + shape_str(s) +
+                     at_line(current_source_location()));
+  }
+  const int64_t class_dim = s.size() == 2 ? 1 : 0;
+  const Tensor logp = log_softmax(input, class_dim);
+  const auto classes = static_cast<double>(s[static_cast<size_t>(class_dim)]);
+  if (is_floating(target.dtype())) {  // class probabilities
+    if (target.shape() != s) {
+      throw ShapeError("cross_entropy: probability targets must have the input's shape " + shape_str(s) + ", got " +
+                       shape_str(target.shape()) + at_line(current_source_location()));
+    }
+    Tensor p = target;
+    if (label_smoothing > 0) {
+      p = add(mul(p, num_like(1 - label_smoothing, p)), num_like(label_smoothing / classes, p));
+    }
+    return reduce_loss(neg(sum(mul(p, logp), {class_dim})), reduction);
+  }
+  Tensor loss = nll_loss(logp, target, reduction, ignore_index);
+  if (label_smoothing <= 0) return loss;
+  const Tensor mask = ne(class_targets(target), wrapped_int(ignore_index, target.device()));
+  Tensor smooth = where(mask, neg(sum(logp, {class_dim})), num_like(0, logp));
+  if (reduction == Reduction::kMean) {
+    smooth = div(sum(smooth), sum(cast(mask, logp.dtype())));
+  } else if (reduction == Reduction::kSum) {
+    smooth = sum(smooth);
+  }
+  return add(mul(loss, num_like(1 - label_smoothing, loss)), mul(smooth, num_like(label_smoothing / classes, smooth)));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const Tensor d = sub(input, target);
+  return reduce_loss(mul(d, d), reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  if (input.shape() != target.shape()) {
+    throw ShapeError("binary_cross_entropy: target of shape " + shape_str(target.shape()) +
+                     " for an input of shape " + shape_str(input.shape()) + at_line(current_source_location()));
+  }
+  const Tensor log_p = clamp(log(input), -100.0, std::nullopt);
+  const Tensor log_q = clamp(log(sub(num_like(1, input), input)), -100.0, std::nullopt);
+  Tensor loss = neg(add(mul(target, log_p), mul(sub(num_like(1, target), target), log_q)));
+  if (weight.defined()) loss = mul(loss, weight);
+  return reduce_loss(loss, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        Reduction reduction, const Tensor& pos_weight) {
+  if (input.shape() != target.shape()) {
+    throw ShapeError("binary_cross_entropy_with_logits: target of shape " + shape_str(target.shape()) +
+                     " for an input of shape " + shape_str(input.shape()) + at_line(current_source_location()));
+  }
+  Tensor log_weight = num_like(1, input);
+  if (pos_weight.defined()) log_weight = add(num_like(1, input), mul(sub(pos_weight, num_like(1, input)), target));
+  Tensor loss = add(mul(sub(num_like(1, target), target), input), mul(log_weight, softplus(neg(input))));
+  if (weight.defined()) loss = mul(loss, weight);
+  return reduce_loss(loss, reduction);
 }
 
 Tensor scalar(double value, DType dtype, const Device& device) {

@@ -89,6 +89,70 @@ Tensor std(const Tensor& a, std::vector<int64_t> dims = {}, double correction = 
 Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor any(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor all(const Tensor& a, std::vector<int64_t> dims = {}, bool keepdim = false);
+// Along one dim, numerically stable; integer inputs are computed in float32.
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+
+// Joins and splits. cat promotes its operands to their common type.
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Pieces along dim of the given sizes (which must sum to the dim's size).
+std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int64_t dim = 0);
+// Pieces of split_size (the last may be smaller), as PyTorch's split(int).
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+// ceil(size / chunks) per piece, so possibly fewer than `chunks` pieces.
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+// A strided slice: per dim, normalized start <= end <= size and step >= 1.
+Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> steps);
+// [start, start + length) of one dim.
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+// Basic indexing, as Python's t[...]: ints (negative from the end) drop a
+// dim, slices keep it (positive steps, bounds clamped as Python's), None adds
+// a dim of size 1, one Ellipsis stands for the dims not named. The result is
+// a slice node and a reshape, both differentiable. An int out of range is an
+// IndexError naming the index, the dim, its size and the user's line.
+struct IndexItem {
+  enum class Kind { kInt, kSlice, kNone, kEllipsis };
+  Kind kind = Kind::kNone;
+  int64_t value = 0;  // kInt
+  std::optional<int64_t> start, stop, step;  // kSlice
+};
+Tensor index(const Tensor& a, const std::vector<IndexItem>& items);
+
+// Gathers and their scatter-adds. Indices are integer tensors of at most one
+// dim, each in [0, size); out of range is an IndexError when the kernel runs.
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source);
+// Rows of weight [V, D] for indices of any shape: [..., D]. The gradient is
+// scatter-added into the weight; the row padding_idx (if any) gets none.
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+
+// Losses (torch.nn.functional's). kMean averages over the elements, or for
+// nll_loss/cross_entropy over the targets that are not ignore_index (all
+// ignored: NaN, as in PyTorch).
+enum class Reduction { kNone = 0, kMean = 1, kSum = 2 };
+// Integer class values -> int64 [..., num_classes]. Out-of-range values are an
+// IndexError when the kernel runs (at the call on cpu, at the sync on lazy).
+Tensor one_hot(const Tensor& a, int64_t num_classes);
+// input [N, C] (or [C] with a 0-d target) of log-probabilities, integer
+// targets [N]. A target outside [0, C) other than ignore_index is an
+// IndexError naming the value: at the call on the cpu device; on a lazy
+// device at the sync that executes the step's graph (the values are not
+// known before), naming the op and the value but not the line.
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
+                int64_t ignore_index = -100);
+// log_softmax over dim 1 then nll_loss, with PyTorch's label smoothing.
+// A floating target of the input's shape is class probabilities instead.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
+                     int64_t ignore_index = -100, double label_smoothing = 0.0);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean);
+// input probabilities in [0, 1]; the logs are clamped at -100, as PyTorch's.
+// `weight` may be undefined.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                            Reduction reduction = Reduction::kMean);
+// Stable in the logits: (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                        Reduction reduction = Reduction::kMean, const Tensor& pos_weight = Tensor());
 
 // A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
 // becomes a graph input, not a constant, so a changing learning rate does not

@@ -155,6 +155,45 @@ TEST_P(OpsOnDevice, BatchedMatmulBroadcastsBatchDims) {
   EXPECT_EQ(values(ops::matmul(make({1, 2, 3, 4}, {2, 2}, GetParam()), v)), (std::vector<float>{5, 11}));
 }
 
+TEST_P(OpsOnDevice, SoftmaxRowsSumToOneAndLogSoftmaxIsItsLog) {
+  Tensor a = make({1000, 1001, 1002, -3, 0, 3}, {2, 3}, GetParam());
+  const auto p = values(ops::softmax(a, 1));
+  const auto lp = values(ops::log_softmax(a, -1));
+  for (int r = 0; r < 2; ++r) EXPECT_NEAR(p[r * 3] + p[r * 3 + 1] + p[r * 3 + 2], 1.0f, 1e-6f);
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(std::log(p[i]), lp[i], 1e-5f);
+}
+
+TEST_P(OpsOnDevice, CatOfSplitPiecesIsTheInput) {
+  std::vector<float> v(12);
+  for (int i = 0; i < 12; ++i) v[i] = static_cast<float>(i);
+  Tensor a = make(v, {3, 4}, GetParam());
+  auto pieces = ops::split(a, std::vector<int64_t>{1, 3}, 1);
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0].shape(), (Shape{3, 1}));
+  EXPECT_EQ(values(ops::cat({pieces[0], pieces[1]}, 1)), v);
+  EXPECT_EQ(values(ops::slice(a, {0, 1}, {3, 4}, {2, 2})), (std::vector<float>{1, 3, 9, 11}));
+}
+
+TEST_P(OpsOnDevice, NllLossPicksTheTargetsLogProbability) {
+  Tensor logp = make({-1, -2, -3, -4, -5, -6}, {2, 3}, GetParam());
+  Tensor target = ops::cast(make({2, 0}, {2}, GetParam()), DType::kInt64);
+  EXPECT_EQ(values(ops::nll_loss(logp, target, ops::Reduction::kNone)), (std::vector<float>{3, 4}));
+  EXPECT_EQ(values(ops::nll_loss(logp, target, ops::Reduction::kMean)), (std::vector<float>{3.5f}));
+  EXPECT_EQ(values(ops::nll_loss(logp, target, ops::Reduction::kSum, /*ignore_index=*/2)), (std::vector<float>{4}));
+}
+
+TEST_P(OpsOnDevice, OutOfRangeTargetIsAnIndexErrorNamingTheValue) {
+  Tensor logp = make({-1, -2, -3, -4, -5, -6}, {2, 3}, GetParam());
+  Tensor target = ops::cast(make({1, 3}, {2}, GetParam()), DType::kInt64);
+  try {
+    values(ops::nll_loss(logp, target));  // raised at the call on cpu, at the sync on lazy
+    FAIL() << "expected an IndexError";
+  } catch (const IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("nll_loss: target 3 is out of bounds for 3 classes"), std::string::npos)
+        << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
                          [](const auto& param_info) { return param_info.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
 

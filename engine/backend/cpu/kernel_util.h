@@ -131,5 +131,6 @@ void rows(Table& t, OpKind op, Make make) {
 void add_elementwise_kernels(Table& t);
 void add_reduction_kernels(Table& t);
 void add_layout_kernels(Table& t);
+void add_nn_kernels(Table& t);
 
 }  // namespace lazyscope::cpu

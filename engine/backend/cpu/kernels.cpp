@@ -85,6 +85,7 @@ const Table& kernel_table() {
     add_elementwise_kernels(t);
     add_layout_kernels(t);
     add_reduction_kernels(t);
+    add_nn_kernels(t);
     return t;
   }();
   return table;

@@ -51,6 +51,69 @@ template <typename T> void expand_kernel(const KernelArgs& k) {
                         [&](int64_t i, const std::array<int64_t, 1>& o) { out[i] = src[o[0]]; });
 }
 
+// Elements before and after `dim` of `shape`, as block counts for memcpy.
+std::pair<int64_t, int64_t> outer_inner(const Shape& shape, size_t dim) {
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
+  return {outer, inner};
+}
+
+// Any dtype: contiguous blocks of each operand in turn, per outer index.
+void cat_kernel(const KernelArgs& k) {
+  const Shape& os = k.out.shape();
+  const auto dim = static_cast<size_t>(wrap_dim(k.attrs.get_int("dim"), os.size(), "cat"));
+  const auto [outer, inner] = outer_inner(os, dim);
+  const size_t elem = dtype_size(k.out.dtype());
+  auto* out = static_cast<char*>(k.out.data());
+  const auto out_block = static_cast<size_t>(os[dim] * inner) * elem;
+  size_t offset = 0;
+  for (const Buffer* in : k.inputs) {
+    const auto block = static_cast<size_t>(in->shape()[dim] * inner) * elem;
+    const auto* src = static_cast<const char*>(in->data());
+    for (int64_t o = 0; o < outer && block; ++o) {
+      std::memcpy(out + static_cast<size_t>(o) * out_block + offset, src + static_cast<size_t>(o) * block, block);
+    }
+    offset += block;
+  }
+}
+
+// Visits the slice's elements row-major: f(i, offset) with i the flat index
+// into the slice and offset the flat index into the full tensor of `full`.
+template <typename F> void for_each_sliced(const Shape& full, const Shape& sliced, const Attrs& attrs, F&& f) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& steps = attrs.get_ints("steps");
+  const auto strides = contiguous_strides(full);
+  const size_t rank = full.size();
+  int64_t o = 0;
+  for (size_t d = 0; d < rank; ++d) o += starts[d] * strides[d];
+  std::vector<int64_t> index(rank, 0);
+  const int64_t n = numel(sliced);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, o);
+    for (size_t d = rank; d-- > 0;) {
+      ++index[d];
+      o += steps[d] * strides[d];
+      if (index[d] < sliced[d]) break;
+      o -= steps[d] * strides[d] * sliced[d];
+      index[d] = 0;
+    }
+  }
+}
+
+template <typename T> void slice_kernel(const KernelArgs& k) {
+  const T* src = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  for_each_sliced(k.inputs[0]->shape(), k.out.shape(), k.attrs, [&](int64_t i, int64_t o) { out[i] = src[o]; });
+}
+
+template <typename T> void slice_backward_kernel(const KernelArgs& k) {
+  const T* src = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  std::fill(out, out + k.out.numel(), convert<T>(0.0));
+  for_each_sliced(k.out.shape(), k.inputs[0]->shape(), k.attrs, [&](int64_t i, int64_t o) { out[o] = src[i]; });
+}
+
 // One [m,k] x [k,n] product at the given pointers. OpenBLAS for floating
 // types; a plain loop for integers, which no training step multiplies at scale.
 template <typename T> void gemm(const T* a, const T* b, T* out, int64_t m, int64_t kk, int64_t n) {
@@ -94,6 +157,12 @@ void add_layout_kernels(Table& t) {
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kPermute, LAZYSCOPE_KERNEL(permute_kernel));
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kExpand, LAZYSCOPE_KERNEL(expand_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
+  for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
+                  DType::kFloat32, DType::kFloat64}) {
+    t.emplace(Key{OpKind::kCat, d}, cat_kernel);
+  }
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kSlice, LAZYSCOPE_KERNEL(slice_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSliceBackward, LAZYSCOPE_KERNEL(slice_backward_kernel));
 }
 
 }  // namespace lazyscope::cpu

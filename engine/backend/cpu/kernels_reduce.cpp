@@ -34,9 +34,8 @@ std::vector<int64_t> offsets(const Shape& shape, const std::vector<int64_t>& str
   return out;
 }
 
-Reduction plan(const Buffer& in, const Attrs& attrs) {
-  const Shape& s = in.shape();
-  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), "reduce");
+Reduction plan_dims(const Shape& s, const std::vector<int64_t>& dims) {
+  const auto reduced = reduced_dims(s, dims, "reduce");
   const auto strides = contiguous_strides(s);
   Shape kept_shape, inner_shape;
   std::vector<int64_t> kept_strides, inner_strides;
@@ -46,6 +45,8 @@ Reduction plan(const Buffer& in, const Attrs& attrs) {
   }
   return {offsets(kept_shape, kept_strides), offsets(inner_shape, inner_strides)};
 }
+
+Reduction plan(const Buffer& in, const Attrs& attrs) { return plan_dims(in.shape(), attrs.get_ints("dims")); }
 
 template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
@@ -142,6 +143,29 @@ template <typename T> void logsumexp_kernel(const KernelArgs& k) {
   }
 }
 
+// softmax/log_softmax along attr dim: each row (the elements that differ only
+// in dim) is shifted by its max, in double; the output has the input's
+// layout, so the same offsets address both.
+template <typename T, bool kLog> void softmax_like_kernel(const KernelArgs& k) {
+  const Reduction r = plan_dims(k.inputs[0]->shape(), {k.attrs.get_int("dim")});
+  const T* src = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  for (int64_t b : r.bases) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t off : r.inner) m = std::max(m, static_cast<double>(src[b + off]));
+    if (std::isinf(m)) m = 0;  // all -inf (or +inf present): no shift, IEEE gives NaN/0 as PyTorch does
+    double s = 0;
+    for (int64_t off : r.inner) s += std::exp(static_cast<double>(src[b + off]) - m);
+    const double log_s = std::log(s);
+    for (int64_t off : r.inner) {
+      const double shifted = static_cast<double>(src[b + off]) - m;
+      out[b + off] = static_cast<T>(kLog ? shifted - log_s : std::exp(shifted) / s);
+    }
+  }
+}
+template <typename T> void softmax_kernel(const KernelArgs& k) { softmax_like_kernel<T, false>(k); }
+template <typename T> void log_softmax_kernel(const KernelArgs& k) { softmax_like_kernel<T, true>(k); }
+
 void any_kernel(const KernelArgs& k) {
   reduce<bool, bool>(k, false, [](bool a, bool v, int64_t) { return a || v; }, [](bool a, int64_t) { return a; });
 }
@@ -160,6 +184,8 @@ void add_reduction_kernels(Table& t) {
   rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAmin, LAZYSCOPE_KERNEL(amin_kernel));
   rows<float, double>(t, OpKind::kVar, LAZYSCOPE_KERNEL(var_kernel));
   rows<float, double>(t, OpKind::kLogsumexp, LAZYSCOPE_KERNEL(logsumexp_kernel));
+  rows<float, double>(t, OpKind::kSoftmax, LAZYSCOPE_KERNEL(softmax_kernel));
+  rows<float, double>(t, OpKind::kLogSoftmax, LAZYSCOPE_KERNEL(log_softmax_kernel));
   t.emplace(Key{OpKind::kAny, DType::kBool}, any_kernel);
   t.emplace(Key{OpKind::kAll, DType::kBool}, all_kernel);
   // argmax/argmin write int64 whatever the input: typed by the input inside.

@@ -22,9 +22,14 @@ PYBIND11_MODULE(_C, m) {
   static py::exception<EngineError> engine_error(m, "EngineError", PyExc_RuntimeError);
   static py::exception<ShapeError> shape_error(m, "ShapeError", engine_error.ptr());
   static py::exception<DeviceMismatchError> device_error(m, "DeviceMismatchError", engine_error.ptr());
+  // Also a Python IndexError, so that `except IndexError` and iteration work.
+  static py::exception<IndexError> index_error(
+      m, "IndexError", py::make_tuple(engine_error, py::handle(PyExc_IndexError)));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const IndexError& e) {
+      PyErr_SetString(index_error.ptr(), e.what());
     } catch (const ShapeError& e) {
       PyErr_SetString(shape_error.ptr(), e.what());
     } catch (const DeviceMismatchError& e) {

@@ -160,6 +160,111 @@ std::vector<int64_t> dims_arg(const py::object& dim) {
   return dim.cast<std::vector<int64_t>>();
 }
 
+// A Python int, or anything with __index__ (NumPy integers), but not bool.
+std::optional<int64_t> as_int(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return std::nullopt;
+  if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+  if (!py::isinstance<Tensor>(v) && py::hasattr(v, "__index__")) return v.attr("__index__")().cast<int64_t>();
+  return std::nullopt;
+}
+
+std::optional<int64_t> slice_part(const py::handle& v) {
+  if (v.is_none()) return std::nullopt;
+  if (auto i = as_int(v)) return i;
+  throw py::type_error("slice indices must be integers or None, got " + py::str(py::type::of(v)).cast<std::string>());
+}
+
+// t[key]: ints, slices, None and Ellipsis (basic indexing).
+Tensor getitem(const Tensor& t, const py::object& key) {
+  const py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
+  std::vector<ops::IndexItem> parsed;
+  for (const py::handle& item : items) {
+    ops::IndexItem it;
+    if (item.is_none()) {
+      it.kind = ops::IndexItem::Kind::kNone;
+    } else if (item.is(py::ellipsis())) {
+      it.kind = ops::IndexItem::Kind::kEllipsis;
+    } else if (py::isinstance<py::slice>(item)) {
+      it.kind = ops::IndexItem::Kind::kSlice;
+      it.start = slice_part(item.attr("start"));
+      it.stop = slice_part(item.attr("stop"));
+      it.step = slice_part(item.attr("step"));
+      if (it.step && *it.step <= 0) throw py::value_error("step must be greater than zero");
+    } else if (auto i = as_int(item)) {
+      it.kind = ops::IndexItem::Kind::kInt;
+      it.value = *i;
+    } else {
+      throw py::type_error("only integers, slices, None and ... are valid indices (got " +
+                           py::str(py::type::of(item)).cast<std::string>() +
+                           "); tensor and boolean indexing are not supported yet, use index_select");
+    }
+    parsed.push_back(it);
+  }
+  return ops::index(t, parsed);
+}
+
+ops::Reduction reduction_arg(const char* op, const std::string& reduction, const py::object& size_average,
+                             const py::object& reduce) {
+  if (!size_average.is_none() || !reduce.is_none()) {
+    throw EngineError(std::string(op) + ": size_average and reduce are deprecated and not supported; use reduction=");
+  }
+  if (reduction == "mean") return ops::Reduction::kMean;
+  if (reduction == "sum") return ops::Reduction::kSum;
+  if (reduction == "none") return ops::Reduction::kNone;
+  throw py::value_error(std::string(op) + ": " + reduction + " is not a valid value for reduction (mean, sum, none)");
+}
+
+Tensor optional_tensor(const py::object& t) { return t.is_none() ? Tensor() : t.cast<Tensor>(); }
+
+void no_class_weights(const char* op, const py::object& weight) {
+  if (!weight.is_none()) throw EngineError(std::string(op) + ": class weights (weight=) are not supported yet");
+}
+
+// torch.nn.functional's losses and one_hot, with PyTorch's signatures.
+void bind_losses(py::module_& m) {
+  m.def("one_hot", [](const Tensor& t, int64_t num_classes) {
+    if (num_classes == -1) {  // inferred from the data: reads it (a sync on a lazy device)
+      num_classes = t.numel() == 0 ? 0 : to_numpy(ops::amax(t), pb::SYNC_CAUSE_ITEM).attr("item")().cast<int64_t>() + 1;
+    }
+    return ops::one_hot(t, num_classes);
+  }, py::arg("tensor"), py::arg("num_classes") = -1);
+  m.def("nll_loss", [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
+                       int64_t ignore_index, const py::object& reduce, const std::string& reduction) {
+    no_class_weights("nll_loss", weight);
+    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index);
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
+  m.def("cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
+                            const py::object& size_average, int64_t ignore_index, const py::object& reduce,
+                            const std::string& reduction, double label_smoothing) {
+    no_class_weights("cross_entropy", weight);
+    return ops::cross_entropy(input, target, reduction_arg("cross_entropy", reduction, size_average, reduce),
+                              ignore_index, label_smoothing);
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean",
+        py::arg("label_smoothing") = 0.0);
+  m.def("mse_loss", [](const Tensor& input, const Tensor& target, const py::object& size_average,
+                       const py::object& reduce, const std::string& reduction) {
+    return ops::mse_loss(input, target, reduction_arg("mse_loss", reduction, size_average, reduce));
+  }, py::arg("input"), py::arg("target"), py::arg("size_average") = py::none(), py::arg("reduce") = py::none(),
+        py::arg("reduction") = "mean");
+  m.def("binary_cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
+                                   const py::object& size_average, const py::object& reduce,
+                                   const std::string& reduction) {
+    return ops::binary_cross_entropy(input, target, optional_tensor(weight),
+                                     reduction_arg("binary_cross_entropy", reduction, size_average, reduce));
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
+  m.def("binary_cross_entropy_with_logits", [](const Tensor& input, const Tensor& target, const py::object& weight,
+                                               const py::object& size_average, const py::object& reduce,
+                                               const std::string& reduction, const py::object& pos_weight) {
+    return ops::binary_cross_entropy_with_logits(
+        input, target, optional_tensor(weight),
+        reduction_arg("binary_cross_entropy_with_logits", reduction, size_average, reduce), optional_tensor(pos_weight));
+  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+        py::arg("reduce") = py::none(), py::arg("reduction") = "mean", py::arg("pos_weight") = py::none());
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -249,7 +354,12 @@ void bind_tensor(py::module_& m) {
       .def("squeeze", &ops::squeeze, py::arg("dim") = py::none())
       .def("unsqueeze", &ops::unsqueeze, py::arg("dim"))
       .def("flatten", &ops::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
-      .def("relu", &ops::relu);
+      .def("relu", &ops::relu)
+      .def("__getitem__", &getitem)
+      .def("__len__", [](const Tensor& t) {
+        if (t.shape().empty()) throw py::type_error("len() of a 0-d tensor");
+        return t.shape()[0];
+      });
 
   auto& cls = tensor_class;
 
@@ -337,6 +447,50 @@ void bind_tensor(py::module_& m) {
   m.def("where", where, py::arg("condition"), py::arg("input"), py::arg("other"));
   cls.def("where", [where](const Tensor& self, const Tensor& cond, const py::object& y) { return where(cond, py::cast(self), y); },
           py::arg("condition"), py::arg("other"));
+
+  // softmax(dim) / log_softmax(dim), with PyTorch's optional dtype= (the input is cast first).
+  using AlongDim = Tensor (*)(const Tensor&, int64_t);
+  for (auto [name, fn] : {std::pair<const char*, AlongDim>{"softmax", &ops::softmax}, {"log_softmax", &ops::log_softmax}}) {
+    const auto call = [fn](const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+      return fn(dtype ? t.to(*dtype) : t, dim);
+    };
+    cls.def(name, call, py::arg("dim"), py::arg("dtype") = py::none());
+    m.def(name, call, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
+  }
+
+  bind_losses(m);
+
+  // Joins, splits and gathers.
+  for (const char* name : {"cat", "concat", "concatenate"}) {
+    m.def(name, &ops::cat, py::arg("tensors"), py::arg("dim") = 0);
+  }
+  m.def("stack", &ops::stack, py::arg("tensors"), py::arg("dim") = 0);
+  const auto split = [](const Tensor& t, const py::object& size_or_sections, int64_t dim) {
+    const auto pieces = py::isinstance<py::int_>(size_or_sections)
+                            ? ops::split(t, size_or_sections.cast<int64_t>(), dim)
+                            : ops::split(t, size_or_sections.cast<std::vector<int64_t>>(), dim);
+    return py::tuple(py::cast(pieces));
+  };
+  cls.def("split", split, py::arg("split_size"), py::arg("dim") = 0);
+  m.def("split", split, py::arg("tensor"), py::arg("split_size_or_sections"), py::arg("dim") = 0);
+  const auto chunk = [](const Tensor& t, int64_t chunks, int64_t dim) { return py::tuple(py::cast(ops::chunk(t, chunks, dim))); };
+  cls.def("chunk", chunk, py::arg("chunks"), py::arg("dim") = 0);
+  m.def("chunk", chunk, py::arg("input"), py::arg("chunks"), py::arg("dim") = 0);
+  cls.def("narrow", &ops::narrow, py::arg("dim"), py::arg("start"), py::arg("length"));
+  m.def("narrow", &ops::narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
+  cls.def("index_select", &ops::index_select, py::arg("dim"), py::arg("index"));
+  m.def("index_select", &ops::index_select, py::arg("input"), py::arg("dim"), py::arg("index"));
+  cls.def("index_add", [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
+    return ops::index_add(t, dim, index, alpha.is_none() ? source : ops::mul(source, operand(source, alpha)));
+  }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
+  m.def("embedding", [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
+                        const py::object& max_norm, double, bool scale_grad_by_freq, bool sparse) {
+    if (!max_norm.is_none() || scale_grad_by_freq || sparse) {
+      throw EngineError("embedding: max_norm, scale_grad_by_freq and sparse are not supported");
+    }
+    return ops::embedding(input, weight, padding_idx);
+  }, py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none(), py::arg("max_norm") = py::none(),
+        py::arg("norm_type") = 2.0, py::arg("scale_grad_by_freq") = false, py::arg("sparse") = false);
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
