@@ -1,4 +1,5 @@
-// The main window: the runs of one history file (a RunListPage), the File
+// The main window: the runs of one history file (a RunListPage) above the
+// detail of the selected run (a RunDetailView), the File
 // menu to open another, and a status bar with the file and its run count.
 // Runs are read in the background by a HistoryLoader; errors show up inline
 // in a banner, never in a modal dialog, and the window stays usable.
@@ -13,12 +14,14 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
+class QSplitter;
 
 namespace lazyscope::gui {
 
 class HistoryLoader;
 class MessageBanner;
 class RunListModel;
+class RunDetailView;
 class RunListPage;
 
 class MainWindow : public QMainWindow {
@@ -42,6 +45,8 @@ class MainWindow : public QMainWindow {
   bool isLoading() const;
   RunListModel* runModel() const;
   QSortFilterProxyModel* runProxyModel() const;
+  RunListPage* runListPage() const { return runs_; }
+  RunDetailView* runDetail() const { return detail_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -71,6 +76,8 @@ class MainWindow : public QMainWindow {
   HistoryLoader* loader_;
   MessageBanner* banner_ = nullptr;
   RunListPage* runs_ = nullptr;
+  RunDetailView* detail_ = nullptr;
+  QSplitter* splitter_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;
