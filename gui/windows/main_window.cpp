@@ -249,7 +249,8 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
   // A model reset forgets the current row without a signal: select the run
   // shown before again (which reads it afresh), or clear the detail.
-  const int64_t shown = detail_->runId();
+  const int64_t shown = pendingRunId_ != 0 ? pendingRunId_ : detail_->runId();
+  pendingRunId_ = 0;
   runs_->setRuns(runs);
   if (shown == 0 || !runs_->selectRun(shown)) detail_->clear();
 }

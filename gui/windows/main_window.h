@@ -38,6 +38,8 @@ class MainWindow : public QMainWindow {
   // That file not existing yet is normal (nothing recorded so far): the list
   // stays empty and the status bar says where runs will appear.
   void openDefaultHistory();
+  // Selects run `runId` once the runs of the history being loaded arrive.
+  void selectRunWhenLoaded(qint64 runId) { pendingRunId_ = runId; }
   // Reads the current history again (F5).
   void reload();
 
@@ -72,6 +74,7 @@ class MainWindow : public QMainWindow {
   QString historyPath_;
   bool isDefaultHistory_ = false;
   bool lastLoadFailed_ = false;
+  qint64 pendingRunId_ = 0;
 
   HistoryLoader* loader_;
   MessageBanner* banner_ = nullptr;

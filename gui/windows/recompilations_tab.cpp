@@ -28,7 +28,17 @@ QTableView* makeTable(QAbstractItemModel* model, const QString& name, QWidget* p
   table->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
   table->horizontalHeader()->setHighlightSections(false);
   table->horizontalHeader()->setStretchLastSection(true);
+  table->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
   return table;
+}
+
+// Fits every column to its contents, with room to breathe between them.
+void fitColumns(QTableView* table) {
+  table->resizeColumnsToContents();
+  QHeaderView* header = table->horizontalHeader();
+  for (int column = 0; column + 1 < header->count(); ++column) {  // the last one stretches
+    header->resizeSection(column, header->sectionSize(column) + 16);
+  }
 }
 
 }  // namespace
@@ -82,7 +92,7 @@ RecompilationsTab::~RecompilationsTab() = default;
 void RecompilationsTab::setRun(const RunDetail* detail) {
   detail_ = detail;
   model_->setCompiles(detail ? detail->compiles : std::vector<pb::CompileEvent>{});
-  table_->resizeColumnsToContents();
+  fitColumns(table_);
   int first = model_->rowCount() > 0 ? 0 : -1;
   for (int row = 0; row < model_->rowCount(); ++row) {
     if (model_->compiles()[static_cast<size_t>(row)].compared_with() != 0) {
@@ -136,7 +146,7 @@ void RecompilationsTab::showCompile(int row) {
   }
   if (!after) text += QLatin1Char('\n') + tr("The IR of this graph is not stored.");
   reason_->setText(text);
-  diffTable_->resizeColumnsToContents();
+  fitColumns(diffTable_);
 }
 
 }  // namespace lazyscope::gui

@@ -134,6 +134,14 @@ class TestRunDetail : public QObject {
     QCOMPARE(window_->runDetail()->recompilations()->model()->rowCount(), 1);
   }
 
+  void runAskedForBeforeLoadingIsSelected() {
+    MainWindow w;
+    w.selectRunWhenLoaded(fixture_->failedId);
+    w.openHistory(path_);
+    QTRY_COMPARE(w.runDetail()->runId(), fixture_->failedId);
+    QCOMPARE(w.runListPage()->currentRunId(), fixture_->failedId);
+  }
+
   void reloadKeepsTheSelectedRun() {
     QVERIFY(window_->runListPage()->selectRun(reshapedId_));
     QTRY_COMPARE(window_->runDetail()->runId(), reshapedId_);
