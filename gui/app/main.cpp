@@ -1,11 +1,13 @@
-// lazyscope-gui [HISTORY]: the desktop workbench. Opens HISTORY, or the
-// user's default history when none is given.
+// lazyscope-gui [--run ID] [--tab NAME] [HISTORY]: the desktop workbench.
+// Opens HISTORY, or the user's default history when none is given.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QTabWidget>
 #include <cstdio>
 
 #include "windows/main_window.h"
+#include "windows/run_detail_view.h"
 
 int main(int argc, char* argv[]) {
   QApplication app(argc, argv);
@@ -28,6 +30,14 @@ int main(int argc, char* argv[]) {
       QStringLiteral("History file to open (default: $LAZYSCOPE_HISTORY, else "
                      "$XDG_DATA_HOME/lazyscope/history.sqlite)."),
       QStringLiteral("[HISTORY]"));
+  const QCommandLineOption runOption(QStringLiteral("run"),
+                                     QStringLiteral("Select the run with this id once loaded."),
+                                     QStringLiteral("id"));
+  const QCommandLineOption tabOption(QStringLiteral("tab"),
+                                     QStringLiteral("Show this tab of the run: overview, recompilations."),
+                                     QStringLiteral("name"));
+  parser.addOption(runOption);
+  parser.addOption(tabOption);
   parser.process(app);
   const QStringList args = parser.positionalArguments();
   if (args.size() > 1) {
@@ -37,6 +47,10 @@ int main(int argc, char* argv[]) {
 
   lazyscope::gui::MainWindow window;
   window.show();
+  window.selectRunWhenLoaded(parser.value(runOption).toLongLong());
+  if (parser.value(tabOption) == QStringLiteral("recompilations")) {
+    window.runDetail()->tabs()->setCurrentIndex(1);
+  }
   if (args.isEmpty()) {
     window.openDefaultHistory();
   } else {

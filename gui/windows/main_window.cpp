@@ -12,6 +12,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
+#include <QSplitter>
 #include <QStatusBar>
 #include <QVBoxLayout>
 #include <exception>
@@ -20,6 +21,7 @@
 #include "loaders/history_loader.h"
 #include "widgets/message_banner.h"
 #include "windows/recent_files.h"
+#include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
 
 namespace lazyscope::gui {
@@ -28,6 +30,7 @@ namespace {
 
 const QString kGeometryKey = QStringLiteral("MainWindow/geometry");
 const QString kHeaderKey = QStringLiteral("MainWindow/runTableHeader");
+const QString kSplitterKey = QStringLiteral("MainWindow/splitter");
 const QString kLastDirKey = QStringLiteral("MainWindow/lastDirectory");
 
 // The single local file a drag carries, or an empty string.
@@ -50,6 +53,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Histo
   connect(loader_, &HistoryLoader::loaded, this, &MainWindow::onRunsLoaded);
   connect(loader_, &HistoryLoader::failed, this, &MainWindow::onLoadFailed);
   connect(runs_, &RunListPage::shownCountChanged, this, &MainWindow::updateRunCount);
+  connect(runs_, &RunListPage::currentRunChanged, this, [this](qint64 runId) {
+    if (runId > 0) {
+      detail_->showRun(historyPath_, runId);
+    } else {
+      detail_->clear();
+    }
+  });
 
   readSettings();
   updateRunCount();
@@ -93,13 +103,21 @@ void MainWindow::createCentralWidget() {
   auto* central = new QWidget(this);
   banner_ = new MessageBanner(central);
   banner_->setObjectName(QStringLiteral("errorBanner"));
-  runs_ = new RunListPage(central);
+  splitter_ = new QSplitter(Qt::Vertical, central);
+  splitter_->setObjectName(QStringLiteral("mainSplitter"));
+  splitter_->setChildrenCollapsible(false);
+  runs_ = new RunListPage(splitter_);
+  detail_ = new RunDetailView(splitter_);
+  splitter_->addWidget(runs_);
+  splitter_->addWidget(detail_);
+  splitter_->setStretchFactor(0, 2);
+  splitter_->setStretchFactor(1, 3);
 
   auto* layout = new QVBoxLayout(central);
   layout->setContentsMargins(6, 6, 6, 0);
   layout->setSpacing(6);
   layout->addWidget(banner_);
-  layout->addWidget(runs_, 1);
+  layout->addWidget(splitter_, 1);
   setCentralWidget(central);
 }
 
@@ -130,6 +148,7 @@ void MainWindow::setCurrentPath(const QString& path) {
   if (path != historyPath_) {
     runs_->setRuns({});  // rows of another file must not linger under this title
     runs_->forgetColumnFit();
+    detail_->clear();
   }
   historyPath_ = path;
   setWindowTitle(QFileInfo(path).fileName());
@@ -228,7 +247,12 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   lastLoadFailed_ = false;
   RecentFiles().add(path);
   runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
+  // A model reset forgets the current row without a signal: select the run
+  // shown before again (which reads it afresh), or clear the detail.
+  const int64_t shown = pendingRunId_ != 0 ? pendingRunId_ : detail_->runId();
+  pendingRunId_ = 0;
   runs_->setRuns(runs);
+  if (shown == 0 || !runs_->selectRun(shown)) detail_->clear();
 }
 
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
@@ -270,7 +294,8 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::readSettings() {
   const QSettings settings;
-  if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(1100, 640);
+  if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(1100, 760);
+  splitter_->restoreState(settings.value(kSplitterKey).toByteArray());
   runs_->restoreHeaderState(settings.value(kHeaderKey).toByteArray());
 }
 
@@ -278,6 +303,7 @@ void MainWindow::writeSettings() const {
   QSettings settings;
   settings.setValue(kGeometryKey, saveGeometry());
   settings.setValue(kHeaderKey, runs_->saveHeaderState());
+  settings.setValue(kSplitterKey, splitter_->saveState());
 }
 
 }  // namespace lazyscope::gui

@@ -1,4 +1,5 @@
-// The main window: the runs of one history file (a RunListPage), the File
+// The main window: the runs of one history file (a RunListPage) above the
+// detail of the selected run (a RunDetailView), the File
 // menu to open another, and a status bar with the file and its run count.
 // Runs are read in the background by a HistoryLoader; errors show up inline
 // in a banner, never in a modal dialog, and the window stays usable.
@@ -13,12 +14,14 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
+class QSplitter;
 
 namespace lazyscope::gui {
 
 class HistoryLoader;
 class MessageBanner;
 class RunListModel;
+class RunDetailView;
 class RunListPage;
 
 class MainWindow : public QMainWindow {
@@ -35,6 +38,8 @@ class MainWindow : public QMainWindow {
   // That file not existing yet is normal (nothing recorded so far): the list
   // stays empty and the status bar says where runs will appear.
   void openDefaultHistory();
+  // Selects run `runId` once the runs of the history being loaded arrive.
+  void selectRunWhenLoaded(qint64 runId) { pendingRunId_ = runId; }
   // Reads the current history again (F5).
   void reload();
 
@@ -42,6 +47,8 @@ class MainWindow : public QMainWindow {
   bool isLoading() const;
   RunListModel* runModel() const;
   QSortFilterProxyModel* runProxyModel() const;
+  RunListPage* runListPage() const { return runs_; }
+  RunDetailView* runDetail() const { return detail_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -67,10 +74,13 @@ class MainWindow : public QMainWindow {
   QString historyPath_;
   bool isDefaultHistory_ = false;
   bool lastLoadFailed_ = false;
+  qint64 pendingRunId_ = 0;
 
   HistoryLoader* loader_;
   MessageBanner* banner_ = nullptr;
   RunListPage* runs_ = nullptr;
+  RunDetailView* detail_ = nullptr;
+  QSplitter* splitter_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QEvent>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
@@ -80,6 +81,8 @@ void RunListPage::createTable() {
   header->setSectionResizeMode(QHeaderView::Interactive);
   header->setSectionResizeMode(RunListModel::Name, QHeaderView::Stretch);
   applyDefaultColumnWidths();
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this] { emit currentRunChanged(currentRunId()); });
 
   placeholder_ = new QLabel(table_->viewport());
   placeholder_->setObjectName(QStringLiteral("runTablePlaceholder"));
@@ -109,6 +112,23 @@ void RunListPage::setEmptyReason(EmptyReason reason) {
 int RunListPage::totalCount() const { return model_->rowCount(); }
 
 int RunListPage::shownCount() const { return proxy_->rowCount(); }
+
+qint64 RunListPage::currentRunId() const {
+  const QModelIndex current = table_->currentIndex();
+  return current.isValid() ? current.data(RunListModel::RunIdRole).toLongLong() : 0;
+}
+
+bool RunListPage::selectRun(qint64 runId) {
+  for (int row = 0; row < proxy_->rowCount(); ++row) {
+    const QModelIndex index = proxy_->index(row, 0);
+    if (index.data(RunListModel::RunIdRole).toLongLong() != runId) continue;
+    table_->selectionModel()->setCurrentIndex(
+        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->scrollTo(index);
+    return true;
+  }
+  return false;
+}
 
 QByteArray RunListPage::saveHeaderState() const { return table_->horizontalHeader()->saveState(); }
 

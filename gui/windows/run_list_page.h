@@ -37,6 +37,9 @@ class RunListPage : public QWidget {
   QSortFilterProxyModel* proxy() const { return proxy_; }
   int totalCount() const;
   int shownCount() const;
+  // The run of the current row, or 0; selectRun() makes run `runId` current.
+  qint64 currentRunId() const;
+  bool selectRun(qint64 runId);
 
   QByteArray saveHeaderState() const;
   void restoreHeaderState(const QByteArray& state);
@@ -44,6 +47,8 @@ class RunListPage : public QWidget {
  signals:
   // The number of rows shown changed (new runs, or the filter).
   void shownCountChanged();
+  // The run of the current row changed; 0 when no row is current.
+  void currentRunChanged(qint64 runId);
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QSysInfo>
 #include <stdexcept>
+#include <vector>
 
 #include <sqlite3.h>
 
@@ -72,6 +73,33 @@ void recordStep(storage::Recorder& recorder, int64_t step, int64_t start_ms, int
   recorder.record(std::move(event));
 }
 
+pb::IrNode* addNode(pb::IrGraph& graph, const std::string& op, std::vector<int64_t> shape,
+                    std::vector<int32_t> operands, int32_t parameter, int32_t line) {
+  pb::IrNode* node = graph.add_nodes();
+  node->set_id(graph.nodes_size() - 1);
+  node->set_op(op);
+  for (int64_t dim : shape) node->add_shape(dim);
+  for (int32_t operand : operands) node->add_operands(operand);
+  node->set_dtype("f32");
+  node->set_parameter_index(parameter);
+  node->mutable_source()->set_file("/work/proj/train_shapes.py");
+  node->mutable_source()->set_line(line);
+  return node;
+}
+
+// x [batch, 3] @ w [3, 1], summed.
+pb::IrGraph batchGraph(uint64_t hash, int64_t batch) {
+  pb::IrGraph graph;
+  graph.set_hash(hash);
+  addNode(graph, "device_data", {batch, 3}, {}, 0, 5);
+  addNode(graph, "device_data", {3, 1}, {}, 1, 3);
+  addNode(graph, "matmul", {batch, 1}, {0, 1}, -1, 6);
+  addNode(graph, "sum", {}, {2}, -1, 6);
+  graph.add_outputs(3);
+  graph.set_parameter_count(2);
+  return graph;
+}
+
 }  // namespace
 
 HistoryFixture::HistoryFixture(const QString& path) : path_(path) {
@@ -115,6 +143,61 @@ int64_t recordFinishedRun(const QString& path, const QString& name, int steps) {
                              runInfo(name.toStdString(), "/work/proj/extra.py",
                                      QDateTime::currentMSecsSinceEpoch()));
   for (int step = 0; step < steps; ++step) recordStep(recorder, step, step * 10, 10, step == 0 ? 5 : 0);
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  return recorder.run_id();
+}
+
+int64_t recordRecompilingRun(const QString& path) {
+  storage::Recorder recorder(path.toStdString(),
+                             runInfo("reshaped", "/work/proj/train_shapes.py",
+                                     QDateTime::currentMSecsSinceEpoch()));
+  const int64_t durations[] = {50, 10, 40, 10, 10};
+  int64_t start = 0;
+  for (int64_t step = 0; step < 5; ++step) {
+    const bool compiles = step == 0 || step == 2;
+    const uint64_t hash = step < 2 ? kGraphA : kGraphB;
+    const int64_t compile_ms = step == 0 ? 40 : step == 2 ? 30 : 0;
+    if (compiles) {
+      pb::Event event;
+      pb::CompileEvent* compile = event.mutable_compile();
+      compile->set_step(step);
+      compile->set_graph_hash(hash);
+      compile->set_start_ns((start + 1) * kMs);
+      compile->set_duration_ns(compile_ms * kMs);
+      compile->mutable_source()->set_file("/work/proj/train_shapes.py");
+      compile->mutable_source()->set_line(7);
+      if (step == 0) {
+        compile->set_reason_kind(pb::COMPILE_REASON_FIRST_SIGHT);
+        compile->set_reason("first time this graph was seen");
+      } else {
+        compile->set_reason_kind(pb::COMPILE_REASON_SHAPE);
+        compile->set_reason("input 0 shape changed from [8, 3] to [4, 3]");
+        compile->set_compared_with(kGraphA);
+      }
+      *compile->mutable_graph() = batchGraph(hash, step == 0 ? 8 : 4);
+      compile->set_program_text("program");
+      recorder.record(std::move(event));
+    }
+    pb::Event execute_event;
+    pb::ExecuteEvent* execute = execute_event.mutable_execute();
+    execute->set_step(step);
+    execute->set_graph_hash(hash);
+    execute->set_start_ns((start + compile_ms + 1) * kMs);
+    execute->set_duration_ns(5 * kMs);
+    execute->set_cause(pb::SYNC_CAUSE_MARK_STEP);
+    execute->set_cache_hit(!compiles);
+    execute->set_node_count(4);
+    recorder.record(std::move(execute_event));
+    pb::Event event;
+    pb::StepEvent* timing = event.mutable_step();
+    timing->set_step(step);
+    timing->set_start_ns(start * kMs);
+    timing->set_end_ns((start + durations[step]) * kMs);
+    timing->set_compile_ns(compile_ms * kMs);
+    timing->set_execute_ns(5 * kMs);
+    recorder.record(std::move(event));
+    start += durations[step];
+  }
   recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   return recorder.run_id();
 }

@@ -43,6 +43,15 @@ class HistoryFixture {
 // (created if missing). Returns its id.
 int64_t recordFinishedRun(const QString& path, const QString& name, int steps);
 
+// A finished run "reshaped" (/work/proj/train_shapes.py) appended to the
+// history at `path`: 5 steps of 50, 10, 40, 10 and 10 ms. Step 0 compiles
+// graph kGraphA (x f32[8, 3] @ w f32[3, 1], then sum) for 40 ms; step 2
+// compiles kGraphB, the same with x f32[4, 3], for 30 ms, a shape recompile
+// compared with kGraphA; both graphs' IR is stored. Returns its id.
+inline constexpr uint64_t kGraphA = 0xaaaa0000000000a1ULL;
+inline constexpr uint64_t kGraphB = 0xbbbb0000000000b2ULL;
+int64_t recordRecompilingRun(const QString& path);
+
 // A valid history whose schema version is one newer than this build reads
 // (as if written by a future LazyScope).
 void writeNewerSchemaFile(const QString& path);

@@ -1,0 +1,164 @@
+// The detail area of the main window on a real history: selecting a run in
+// the table reads it in the background and shows its figures and diagnosis;
+// the Recompilations tab shows a recompile's reason and both graphs with the
+// differing nodes highlighted; a newer selection wins over an older one.
+#include <QLabel>
+#include <QSettings>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "history_fixture.h"
+#include "models/graph_diff_model.h"
+#include "models/recompilation_model.h"
+#include "widgets/finding_card.h"
+#include "windows/main_window.h"
+#include "windows/overview_tab.h"
+#include "windows/recompilations_tab.h"
+#include "windows/run_detail_view.h"
+#include "windows/run_list_page.h"
+
+using namespace lazyscope;
+using lazyscope::gui::GraphDiffModel;
+using lazyscope::gui::MainWindow;
+using lazyscope::gui::RecompilationModel;
+using lazyscope::gui::testing::HistoryFixture;
+
+class TestRunDetail : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("lazyscope-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_run_detail"));
+    QSettings().clear();
+    QVERIFY(dir_.isValid());
+    path_ = dir_.filePath(QStringLiteral("history.sqlite"));
+    fixture_ = std::make_unique<HistoryFixture>(path_);
+    reshapedId_ = gui::testing::recordRecompilingRun(path_);
+  }
+
+  void init() {
+    window_ = std::make_unique<MainWindow>();
+    window_->show();
+    window_->openHistory(path_);
+    QTRY_COMPARE(window_->runListPage()->totalCount(), 4);
+  }
+  void cleanup() { window_.reset(); }
+
+  void overviewShowsFiguresAndFindings() {
+    QVERIFY(window_->runListPage()->selectRun(reshapedId_));
+    QTRY_COMPARE(window_->runDetail()->runId(), reshapedId_);
+    const gui::OverviewTab* overview = window_->runDetail()->overview();
+    QCOMPARE(overview->figure(QStringLiteral("status")), QStringLiteral("succeeded"));
+    QCOMPARE(overview->figure(QStringLiteral("steps")), QStringLiteral("5"));
+    QCOMPARE(overview->figure(QStringLiteral("median")), QStringLiteral("10.0 ms"));
+    QCOMPARE(overview->figure(QStringLiteral("compiles")), QStringLiteral("2"));
+    QCOMPARE(overview->figure(QStringLiteral("compileTime")), QStringLiteral("70.0 ms"));
+    QCOMPARE(overview->figure(QStringLiteral("executions")), QStringLiteral("5"));
+    QCOMPARE(overview->figure(QStringLiteral("cacheHitRate")), QStringLiteral("60.0 %"));
+    QCOMPARE(overview->figure(QStringLiteral("fallbacks")), QStringLiteral("0"));
+
+    const auto cards = overview->findChildren<gui::FindingCard*>();
+    QVERIFY(!cards.isEmpty());
+    // 30 ms of recompiling in 120 ms of steps: a quarter of the run.
+    QCOMPARE(cards.first()->severity(), pb::SEVERITY_CRITICAL);
+    const QString title = cards.first()->findChild<QLabel*>(QStringLiteral("findingTitle"))->text();
+    QVERIFY2(title.contains(QStringLiteral("input 0 shape")), qPrintable(title));
+    QVERIFY(cards.first()->findChild<QLabel*>(QStringLiteral("findingFix"))->text().startsWith(
+        QStringLiteral("Fix: ")));
+    QVERIFY(!overview->findChild<QLabel*>(QStringLiteral("noFindings"))->isVisible());
+    QVERIFY(!overview->findChild<QLabel*>(QStringLiteral("overviewError"))->isVisible());
+  }
+
+  void failedRunShowsItsError() {
+    QVERIFY(window_->runListPage()->selectRun(fixture_->failedId));
+    QTRY_COMPARE(window_->runDetail()->runId(), fixture_->failedId);
+    const gui::OverviewTab* overview = window_->runDetail()->overview();
+    QCOMPARE(overview->figure(QStringLiteral("status")), QStringLiteral("failed"));
+    QCOMPARE(overview->figure(QStringLiteral("steps")), QStringLiteral("2"));
+    auto* error = overview->findChild<QLabel*>(QStringLiteral("overviewError"));
+    QVERIFY(error->isVisible());
+    QVERIFY(error->text().contains(QString::fromUtf8(HistoryFixture::kError)));
+  }
+
+  void recompilationShowsBothGraphsWithTheDifference() {
+    QVERIFY(window_->runListPage()->selectRun(reshapedId_));
+    QTRY_COMPARE(window_->runDetail()->runId(), reshapedId_);
+    window_->runDetail()->tabs()->setCurrentWidget(window_->runDetail()->recompilations());
+    gui::RecompilationsTab* tab = window_->runDetail()->recompilations();
+    QCOMPARE(tab->model()->rowCount(), 2);
+    auto* table = tab->findChild<QTableView*>(QStringLiteral("recompilationTable"));
+    // The recompile (step 2) is selected at once, not the first compile.
+    QCOMPARE(table->currentIndex().data(RecompilationModel::CompileIndexRole).toInt(), 1);
+    QCOMPARE(tab->model()->index(1, RecompilationModel::ReasonKind).data().toString(),
+             QStringLiteral("shape"));
+    QVERIFY2(tab->reasonText().contains(QStringLiteral("input 0 shape changed from [8, 3] to [4, 3]")),
+             qPrintable(tab->reasonText()));
+
+    auto* diffTable = tab->findChild<QTableView*>(QStringLiteral("graphDiffTable"));
+    QAbstractItemModel* diff = diffTable->model();
+    QCOMPARE(diff->rowCount(), 4);
+    auto cell = [diff](int row, int column, int role = Qt::DisplayRole) {
+      return diff->index(row, column).data(role);
+    };
+    QCOMPARE(cell(0, GraphDiffModel::BeforeShape).toString(), QStringLiteral("f32[8, 3]"));
+    QCOMPARE(cell(0, GraphDiffModel::AfterShape).toString(), QStringLiteral("f32[4, 3]"));
+    QVERIFY(cell(0, GraphDiffModel::AfterOp, GraphDiffModel::DiffersRole).toBool());
+    QVERIFY(cell(0, GraphDiffModel::AfterOp, Qt::BackgroundRole).isValid());
+    // w is the same in both graphs, and not highlighted.
+    QCOMPARE(cell(1, GraphDiffModel::BeforeShape).toString(), cell(1, GraphDiffModel::AfterShape).toString());
+    QVERIFY(!cell(1, GraphDiffModel::AfterOp, Qt::BackgroundRole).isValid());
+    QVERIFY(cell(2, GraphDiffModel::AfterOp, GraphDiffModel::DiffersRole).toBool());
+    QVERIFY(!cell(3, GraphDiffModel::AfterOp, GraphDiffModel::DiffersRole).toBool());
+    QVERIFY(tab->reasonText().contains(QStringLiteral("2 nodes differ")));
+
+    // The first compile has nothing to compare with: only its own graph.
+    tab->selectCompile(0);
+    QCOMPARE(diff->rowCount(), 4);
+    QCOMPARE(cell(0, GraphDiffModel::BeforeOp).toString(), QString());
+    QCOMPARE(cell(0, GraphDiffModel::AfterShape).toString(), QStringLiteral("f32[8, 3]"));
+    QVERIFY(tab->reasonText().contains(QStringLiteral("No earlier graph")));
+  }
+
+  void newerSelectionWins() {
+    QSignalSpy shown(window_->runDetail(), &gui::RunDetailView::runShown);
+    QVERIFY(window_->runListPage()->selectRun(reshapedId_));
+    QVERIFY(window_->runListPage()->selectRun(fixture_->succeededId));
+    QTRY_COMPARE(shown.size(), 1);
+    QTest::qWait(50);
+    QCOMPARE(shown.size(), 1);
+    QCOMPARE(window_->runDetail()->runId(), fixture_->succeededId);
+    QCOMPARE(window_->runDetail()->overview()->figure(QStringLiteral("steps")), QStringLiteral("5"));
+    QCOMPARE(window_->runDetail()->recompilations()->model()->rowCount(), 1);
+  }
+
+  void runAskedForBeforeLoadingIsSelected() {
+    MainWindow w;
+    w.selectRunWhenLoaded(fixture_->failedId);
+    w.openHistory(path_);
+    QTRY_COMPARE(w.runDetail()->runId(), fixture_->failedId);
+    QCOMPARE(w.runListPage()->currentRunId(), fixture_->failedId);
+  }
+
+  void reloadKeepsTheSelectedRun() {
+    QVERIFY(window_->runListPage()->selectRun(reshapedId_));
+    QTRY_COMPARE(window_->runDetail()->runId(), reshapedId_);
+    window_->reload();
+    QTRY_VERIFY(!window_->isLoading());
+    QTRY_VERIFY(!window_->runDetail()->isLoading());
+    QCOMPARE(window_->runListPage()->currentRunId(), reshapedId_);
+    QCOMPARE(window_->runDetail()->runId(), reshapedId_);
+  }
+
+ private:
+  QTemporaryDir dir_;
+  QString path_;
+  std::unique_ptr<HistoryFixture> fixture_;
+  int64_t reshapedId_ = 0;
+  std::unique_ptr<MainWindow> window_;
+};
+
+QTEST_MAIN(TestRunDetail)
+#include "tst_run_detail.moc"
