@@ -1,5 +1,6 @@
 #include "executor/graph_executor.h"
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <unordered_map>
@@ -152,6 +153,14 @@ std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   return pending;
 }
 
+void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImpl>>& failed) {
+  std::erase_if(st.live, [&](const std::weak_ptr<TensorImpl>& weak) {
+    const auto t = weak.lock();
+    return !t || std::find(failed.begin(), failed.end(), t) != failed.end();
+  });
+  st.compacted_size = st.live.size();
+}
+
 void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
   LAZYSCOPE_COUNTER("MarkStep")->add(1);
   if (events::enabled()) {
@@ -237,7 +246,17 @@ void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_
   parameters.reserve(graph.view.parameters.size());
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const int64_t execute_start = events::now_ns();
-  std::vector<BufferPtr> outputs = compiled->executable->execute(parameters);
+  std::vector<BufferPtr> outputs;
+  try {
+    outputs = compiled->executable->execute(parameters);
+  } catch (...) {
+    // A kernel refused a value only known at run time (an out-of-range
+    // target, say). The failed tensors leave the barrier's set, so later
+    // steps run; reading one of them runs its graph, and raises, again.
+    forget_pending(st, targets);
+    LAZYSCOPE_COUNTER("FailedExecutions")->add(1);
+    throw;
+  }
   const int64_t execute_ns = events::now_ns() - execute_start;
   LAZYSCOPE_COUNTER("ExecuteCount")->add(1);
   LAZYSCOPE_METRIC("ExecuteTime")->add(static_cast<double>(execute_ns) / 1e6);

@@ -149,6 +149,19 @@ def test_out_of_range_target_on_lazy_raises_at_the_sync():
         loss.item()
 
 
+def test_a_failed_lazy_graph_does_not_poison_later_steps():
+    from lazyscope.core import lazy_model as lm
+    x = lazyscope.tensor(rng.standard_normal((3, 4)), device="lazy:0")
+    bad = lazyscope.cross_entropy(x, lazyscope.tensor([0, 9, 1], device="lazy:0"))
+    with pytest.raises(IndexError, match="target 9 is out of bounds"):
+        lm.mark_step()
+    good = (x * 2.0).sum()
+    lm.mark_step()  # the failed loss no longer belongs to the barrier
+    np.testing.assert_allclose(good.item(), 2.0 * x.numpy().sum(), rtol=1e-5)
+    with pytest.raises(IndexError, match="target 9 is out of bounds"):
+        bad.item()  # reading it explicitly still raises
+
+
 def test_loss_argument_errors():
     x = lazyscope.tensor(rng.standard_normal((3, 4)))
     t = lazyscope.tensor([0, 1, 2])
