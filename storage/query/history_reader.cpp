@@ -9,7 +9,7 @@
 #include "query/run_graphs.h"
 #include "query/run_summaries.h"
 #include "query/run_timeline.h"
-#include "query/stored_enum.h"
+#include "query/event_rows.h"
 
 namespace lazyscope::storage {
 
@@ -69,9 +69,9 @@ std::optional<int64_t> HistoryReader::find_run(const std::string& ref) const {
 
 std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id) const {
   std::lock_guard lock(mutex_);
-  Statement rows(*file_, R"sql(
-    SELECT c.step, c.graph_hash, c.start_ns, c.duration_ns, c.reason_kind, c.reason,
-           c.compared_with, c.source_file, c.source_line, c.source_function, g.ir, g.program_text
+  // The graphs table has no column named like a compilations column, so the
+  // shared column list needs no table prefix in this join.
+  Statement rows(*file_, "SELECT " + kCompileColumns + R"sql(, g.ir, g.program_text
     FROM compilations AS c
     LEFT JOIN graphs AS g ON g.run_id = c.run_id AND g.hash = c.graph_hash
     WHERE c.run_id = ?1
@@ -80,23 +80,13 @@ std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id) const 
   std::vector<pb::CompileEvent> compiles;
   while (rows.next_row()) {
     pb::CompileEvent& compile = compiles.emplace_back();
-    compile.set_step(rows.int64_at(0));
-    compile.set_graph_hash(rows.hash_at(1));
-    compile.set_start_ns(rows.int64_at(2));
-    compile.set_duration_ns(rows.int64_at(3));
-    compile.set_reason_kind(
-        enum_or_unspecified<pb::CompileReasonKind>(rows.int64_at(4), pb::CompileReasonKind_IsValid));
-    compile.set_reason(rows.text_at(5));
-    compile.set_compared_with(rows.hash_at(6));
-    compile.mutable_source()->set_file(rows.text_at(7));
-    compile.mutable_source()->set_line(static_cast<int32_t>(rows.int64_at(8)));
-    compile.mutable_source()->set_function(rows.text_at(9));
-    if (!rows.is_null_at(10)) {
-      if (!compile.mutable_graph()->ParseFromString(rows.blob_at(10))) {
+    const int ir = read_compile_row(rows, 0, &compile);
+    if (!rows.is_null_at(ir)) {
+      if (!compile.mutable_graph()->ParseFromString(rows.blob_at(ir))) {
         throw HistoryError(file_->path() + ": the stored graph " + std::to_string(compile.graph_hash()) +
                            " of run " + std::to_string(run_id) + " is corrupt");
       }
-      compile.set_program_text(rows.text_at(11));
+      compile.set_program_text(rows.text_at(ir + 1));
     }
   }
   return compiles;
@@ -104,24 +94,12 @@ std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id) const 
 
 std::vector<pb::StepEvent> HistoryReader::steps(int64_t run_id) const {
   std::lock_guard lock(mutex_);
-  Statement rows(*file_, R"sql(
-    SELECT step, start_ns, end_ns, trace_ns, compile_ns, execute_ns, transfer_ns, host_wait_ns
-    FROM steps
+  Statement rows(*file_, "SELECT " + kStepColumns + R"sql( FROM steps
     WHERE run_id = ?1 AND replica = 0
     ORDER BY step, start_ns)sql");
   rows.bind_int64(1, run_id);
   std::vector<pb::StepEvent> steps;
-  while (rows.next_row()) {
-    pb::StepEvent& step = steps.emplace_back();
-    step.set_step(rows.int64_at(0));
-    step.set_start_ns(rows.int64_at(1));
-    step.set_end_ns(rows.int64_at(2));
-    step.set_trace_ns(rows.int64_at(3));
-    step.set_compile_ns(rows.int64_at(4));
-    step.set_execute_ns(rows.int64_at(5));
-    step.set_transfer_ns(rows.int64_at(6));
-    step.set_host_wait_ns(rows.int64_at(7));
-  }
+  while (rows.next_row()) read_step_row(rows, 0, &steps.emplace_back());
   return steps;
 }
 

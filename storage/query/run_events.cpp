@@ -4,7 +4,7 @@
 
 #include "db/history_file.h"
 #include "db/statement.h"
-#include "query/stored_enum.h"
+#include "query/event_rows.h"
 
 namespace lazyscope::storage {
 namespace {
@@ -12,12 +12,6 @@ namespace {
 constexpr double kNsPerMs = 1e6;
 
 double ms(int64_t ns) { return static_cast<double>(ns) / kNsPerMs; }
-
-void read_source(const Statement& row, int first_column, pb::SourceLocation* source) {
-  source->set_file(row.text_at(first_column));
-  source->set_line(static_cast<int32_t>(row.int64_at(first_column + 1)));
-  source->set_function(row.text_at(first_column + 2));
-}
 
 }  // namespace
 
@@ -67,62 +61,27 @@ pb::ScalarSeries read_scalar_series(const HistoryFile& file, int64_t run_id, con
 }
 
 std::vector<pb::ExecuteEvent> read_executions(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, R"sql(
-    SELECT step, graph_hash, start_ns, duration_ns, cause, cache_hit, node_count,
-           source_file, source_line, source_function
-    FROM executions WHERE run_id = ?1
-    ORDER BY start_ns, id)sql");
+  Statement rows(file, "SELECT " + kExecutionColumns + " FROM executions WHERE run_id = ?1 ORDER BY start_ns, id");
   rows.bind_int64(1, run_id);
-  std::vector<pb::ExecuteEvent> executions;
-  while (rows.next_row()) {
-    pb::ExecuteEvent& execution = executions.emplace_back();
-    execution.set_step(rows.int64_at(0));
-    execution.set_graph_hash(rows.hash_at(1));
-    execution.set_start_ns(rows.int64_at(2));
-    execution.set_duration_ns(rows.int64_at(3));
-    execution.set_cause(enum_or_unspecified<pb::SyncCause>(rows.int64_at(4), pb::SyncCause_IsValid));
-    execution.set_cache_hit(rows.int64_at(5) != 0);
-    execution.set_node_count(static_cast<int32_t>(rows.int64_at(6)));
-    read_source(rows, 7, execution.mutable_source());
-  }
-  return executions;
+  std::vector<pb::ExecuteEvent> events;
+  while (rows.next_row()) read_execution_row(rows, 0, &events.emplace_back());
+  return events;
 }
 
 std::vector<pb::FallbackEvent> read_fallbacks(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, R"sql(
-    SELECT step, op, start_ns, duration_ns, bytes, source_file, source_line, source_function
-    FROM fallbacks WHERE run_id = ?1
-    ORDER BY start_ns, id)sql");
+  Statement rows(file, "SELECT " + kFallbackColumns + " FROM fallbacks WHERE run_id = ?1 ORDER BY start_ns, id");
   rows.bind_int64(1, run_id);
-  std::vector<pb::FallbackEvent> fallbacks;
-  while (rows.next_row()) {
-    pb::FallbackEvent& fallback = fallbacks.emplace_back();
-    fallback.set_step(rows.int64_at(0));
-    fallback.set_op(rows.text_at(1));
-    fallback.set_start_ns(rows.int64_at(2));
-    fallback.set_duration_ns(rows.int64_at(3));
-    fallback.set_bytes(rows.int64_at(4));
-    read_source(rows, 5, fallback.mutable_source());
-  }
-  return fallbacks;
+  std::vector<pb::FallbackEvent> events;
+  while (rows.next_row()) read_fallback_row(rows, 0, &events.emplace_back());
+  return events;
 }
 
 std::vector<pb::TransferEvent> read_transfers(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, R"sql(
-    SELECT step, to_device, start_ns, duration_ns, bytes
-    FROM transfers WHERE run_id = ?1
-    ORDER BY start_ns, id)sql");
+  Statement rows(file, "SELECT " + kTransferColumns + " FROM transfers WHERE run_id = ?1 ORDER BY start_ns, id");
   rows.bind_int64(1, run_id);
-  std::vector<pb::TransferEvent> transfers;
-  while (rows.next_row()) {
-    pb::TransferEvent& transfer = transfers.emplace_back();
-    transfer.set_step(rows.int64_at(0));
-    transfer.set_to_device(rows.int64_at(1) != 0);
-    transfer.set_start_ns(rows.int64_at(2));
-    transfer.set_duration_ns(rows.int64_at(3));
-    transfer.set_bytes(rows.int64_at(4));
-  }
-  return transfers;
+  std::vector<pb::TransferEvent> events;
+  while (rows.next_row()) read_transfer_row(rows, 0, &events.emplace_back());
+  return events;
 }
 
 pb::RunOutput read_output(const HistoryFile& file, int64_t run_id) {
