@@ -71,6 +71,7 @@ void BatchWriter::write_event(const pb::Event& event) {
     case pb::Event::kFallback: write_fallback(replica, event.fallback()); break;
     case pb::Event::kTransfer: write_transfer(replica, event.transfer()); break;
     case pb::Event::kScalar: write_scalar(replica, event.scalar()); break;
+    case pb::Event::kMetrics: break;  // stored by the metric snapshot table (storage issue)
     case pb::Event::KIND_NOT_SET: break;  // nothing to store
   }
 }
