@@ -288,3 +288,6 @@ Tensor.__repr__ = _tensor_repr
 Tensor.__str__ = _tensor_repr
 
 from lazyscope.core import lazy_model  # noqa: E402,F401
+
+# The PyTorch-style front end: nn, optim, data, serialization (lazyscope.save/load).
+from lazyscope import nn, optim  # noqa: E402,F401

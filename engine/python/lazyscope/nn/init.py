@@ -1,0 +1,120 @@
+"""torch.nn.init: fill a parameter with values from a distribution.
+
+The values are drawn on the host from lazyscope's generator (seeded by
+``lazyscope.manual_seed``) and uploaded once: initialization runs before
+training, so the upload does not cost a step. As elsewhere, "in place" means
+the parameter is replaced everywhere it is registered (see nn.parameter), and
+the function returns the new tensor.
+"""
+import math
+
+import numpy as np
+
+import lazyscope
+from lazyscope import _C
+from lazyscope.nn.parameter import Tensor, _assign, is_parameter
+
+_NUMPY = {"float32": np.float32, "float64": np.float64}
+
+
+def _fill(tensor, array, name):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init.{name}: expected a Tensor, got {type(tensor).__name__}")
+    value = _C.from_numpy(np.asarray(array, dtype=np.float64).astype(np.float32).reshape(tuple(tensor.shape)),
+                          str(tensor.device)).to(tensor.dtype)
+    if is_parameter(tensor):
+        return _assign(tensor, value)
+    # A plain tensor cannot be updated in place: return the filled copy.
+    return value.requires_grad_(tensor.requires_grad) if tensor.is_floating_point() else value
+
+
+def _rng():
+    return lazyscope._rng  # looked up each time: manual_seed replaces it
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    dims = tensor.dim()
+    if dims < 2:
+        raise ValueError(f"Fan in and fan out can not be computed for a tensor with fewer than 2 dimensions "
+                         f"(shape {tuple(tensor.shape)})")
+    receptive = 1
+    for s in tensor.shape[2:]:
+        receptive *= s
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def calculate_gain(nonlinearity, param=None):
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+    if nonlinearity in linear or nonlinearity == "sigmoid":
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _fan(tensor, mode):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    if mode == "fan_in":
+        return fan_in
+    if mode == "fan_out":
+        return fan_out
+    raise ValueError(f"mode {mode!r} not supported, use 'fan_in' or 'fan_out'")
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    return _fill(tensor, (generator or _rng()).uniform(a, b, tuple(tensor.shape)), "uniform_")
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    return _fill(tensor, (generator or _rng()).normal(mean, std, tuple(tensor.shape)), "normal_")
+
+
+def constant_(tensor, val):
+    return _fill(tensor, np.full(tuple(tensor.shape), val), "constant_")
+
+
+def zeros_(tensor):
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def _default_reset(weight, bias):
+    """PyTorch's default for Linear and Conv: kaiming_uniform_(a=√5) on the
+    weight (a bound of 1/√fan_in) and U(-1/√fan_in, 1/√fan_in) on the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)

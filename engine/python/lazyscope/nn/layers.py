@@ -1,0 +1,427 @@
+"""The layers: torch.nn's names, arguments, parameter names and default init."""
+import math
+
+import numpy as np
+
+import lazyscope
+from lazyscope import _C
+from lazyscope.nn import functional as F
+from lazyscope.nn import init
+from lazyscope.nn.module import Module
+from lazyscope.nn.parameter import Parameter
+
+
+def _empty(*shape, device=None, dtype=None):
+    dt = {None: np.float32, lazyscope.float32: np.float32, lazyscope.float64: np.float64}.get(dtype)
+    if dt is None:
+        raise TypeError(f"parameters must be float32 or float64, got {dtype}")
+    return _C.from_numpy(np.zeros(shape, dtype=dt), "cpu" if device is None else str(device))
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) != 2:
+        raise ValueError(f"{name} must be an int or a pair, got {v}")
+    return v
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):  # noqa: A002
+        return input
+
+
+class Linear(Module):
+    """y = x Wᵀ + b; weight [out_features, in_features]."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(_empty(out_features, in_features, device=device, dtype=dtype))
+        self.bias = Parameter(_empty(out_features, device=device, dtype=dtype)) if bias else None
+        if not bias:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init._default_reset(self.weight, self.bias)
+
+    def forward(self, input):  # noqa: A002
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported, only 'zeros'")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
+        self.dilation = _pair(dilation, "dilation")
+        self.groups = groups
+        self.weight = Parameter(_empty(out_channels, in_channels // groups, *self.kernel_size,
+                                       device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(_empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init._default_reset(self.weight, self.bias)
+
+    def forward(self, input):  # noqa: A002
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}")
+        if self.padding not in ((0, 0), 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+    def forward(self, input):  # noqa: A002
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
+
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _BatchNorm(Module):
+    _dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(_empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(_empty(num_features, device=device, dtype=dtype))
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", _empty(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", _empty(num_features, device=device, dtype=dtype) + 1.0)
+            self.register_buffer("num_batches_tracked", lazyscope.tensor(0, dtype=lazyscope.int64, device=device))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def _check(self, input):
+        if input.dim() not in self._dims:
+            raise lazyscope.ShapeError(f"{type(self).__name__}: expected a {' or '.join(f'{d}-D' for d in self._dims)} "
+                                       f"input, got shape {tuple(input.shape)}")
+        if input.shape[1] != self.num_features:
+            raise lazyscope.ShapeError(f"{type(self).__name__}: expected {self.num_features} channels in dim 1, "
+                                       f"got shape {tuple(input.shape)}")
+
+    def forward(self, input):  # noqa: A002
+        self._check(input)
+        use_batch = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            # Running statistics are updated as new tensors (the unbiased batch
+            # variance, as PyTorch); they stay on the device, no sync.
+            dims = [0] + list(range(2, input.dim()))
+            with lazyscope.no_grad():
+                x = input.detach()
+                n = x.numel() // self.num_features
+                mean = x.mean(dims)
+                var = x.var(dims, unbiased=False) * (n / max(n - 1, 1))
+                m = self.momentum if self.momentum is not None else 0.1
+                self.running_mean = self.running_mean * (1 - m) + mean * m
+                self.running_var = self.running_var * (1 - m) + var * m
+                self.num_batches_tracked = self.num_batches_tracked + 1
+        if use_batch:
+            return _batch_stats_norm(input, self.weight, self.bias, self.eps)
+        return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, False,
+                            0.0, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+def _batch_stats_norm(input, weight, bias, eps):
+    # Normalization with the batch's statistics; running stats are handled by
+    # the module, so the op gets none (it must not update anything).
+    op = getattr(lazyscope, "batch_norm", None)
+    if op is not None:
+        return op(input, None, None, weight, bias, True, 0.0, eps)
+    return F.batch_norm(input, None, None, weight, bias, True, 0.0, eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    _dims = (4,)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_empty(*self.normalized_shape, device=device, dtype=dtype))
+            init.ones_(self.weight)
+            if bias:
+                self.bias = Parameter(_empty(*self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):  # noqa: A002
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
+                                 f"({num_embeddings})")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is not None:
+            self.weight = Parameter(_weight)
+        else:
+            self.weight = Parameter(_empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+            self.reset_parameters()
+
+    def reset_parameters(self):
+        values = lazyscope._rng.standard_normal((self.num_embeddings, self.embedding_dim))
+        if self.padding_idx is not None:
+            values[self.padding_idx] = 0.0  # PyTorch zeroes the padding row
+        init._fill(self.weight, values, "Embedding")
+
+    def forward(self, input):  # noqa: A002
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout):
+    def forward(self, input):  # noqa: A002
+        return F.dropout2d(input, self.p, self.training)
+
+
+def _activation(name, fn, doc):
+    class Activation(Module):
+        def __init__(self, inplace=False):
+            super().__init__()
+            self.inplace = inplace
+
+        def forward(self, input):  # noqa: A002
+            return fn(input)
+    Activation.__name__ = Activation.__qualname__ = name
+    Activation.__doc__ = doc
+    return Activation
+
+
+ReLU = _activation("ReLU", F.relu, "max(0, x)")
+SiLU = _activation("SiLU", F.silu, "x · sigmoid(x)")
+Tanh = _activation("Tanh", F.tanh, "tanh(x)")
+Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):  # noqa: A002
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, input):  # noqa: A002
+        return F.leaky_relu(input, self.negative_slope)
+
+
+class Softmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, input):  # noqa: A002
+        return F.log_softmax(input, self.dim)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):  # noqa: A002
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention composed from matmul and softmax, with PyTorch's
+    parameters (in_proj_weight [3E, E], in_proj_bias, out_proj) and call:
+    (query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+    average_attn_weights=True, is_causal=False) -> (output, weights or None).
+    Masks: boolean (True = not allowed to attend) or float (added to the scores)."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
+            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim != embed_dim "
+                                      "are not supported")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.head_dim = embed_dim // num_heads
+        self.batch_first = batch_first
+        self.in_proj_weight = Parameter(_empty(3 * embed_dim, embed_dim, device=device, dtype=dtype))
+        if bias:
+            self.in_proj_bias = Parameter(_empty(3 * embed_dim, device=device, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        init.xavier_uniform_(self.in_proj_weight)
+        if bias:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        if query.dim() != 3:
+            raise lazyscope.ShapeError(f"MultiheadAttention: expected a 3-D query, got shape {tuple(query.shape)}")
+        if not self.batch_first:  # (L, N, E) -> (N, L, E)
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        n, lq, e = query.shape
+        lk = key.shape[1]
+        if e != self.embed_dim:
+            raise lazyscope.ShapeError(f"MultiheadAttention: query has embedding size {e}, expected {self.embed_dim}")
+        w_q, w_k, w_v = self.in_proj_weight.chunk(3, 0)
+        b_q, b_k, b_v = self.in_proj_bias.chunk(3, 0) if self.in_proj_bias is not None else (None, None, None)
+        h, d = self.num_heads, self.head_dim
+
+        def heads(x, w, b, length):  # (N, L, E) -> (N, H, L, D)
+            return F.linear(x, w, b).reshape(n, length, h, d).transpose(1, 2)
+        q, k, v = heads(query, w_q, b_q, lq), heads(key, w_k, b_k, lk), heads(value, w_v, b_v, lk)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))  # (N, H, Lq, Lk)
+        if is_causal and attn_mask is None:
+            attn_mask = _C.from_numpy(~np.tril(np.ones((lq, lk), dtype=bool)), str(query.device))
+        if attn_mask is not None:
+            if attn_mask.dim() == 3:  # (N*H, Lq, Lk)
+                attn_mask = attn_mask.reshape(n, h, lq, lk)
+            scores = F._apply_mask(scores, attn_mask, keep_true=False)
+        if key_padding_mask is not None:
+            scores = F._apply_mask(scores, key_padding_mask.reshape(n, 1, 1, lk), keep_true=False)
+        weights = scores.softmax(-1)
+        if self.dropout > 0.0:
+            weights = F.dropout(weights, self.dropout, self.training)
+        out = (weights @ v).transpose(1, 2).reshape(n, lq, e)
+        out = self.out_proj(out)
+        if not self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        return out, (weights.mean(1) if average_attn_weights else weights)

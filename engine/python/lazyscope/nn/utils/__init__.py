@@ -1,0 +1,2 @@
+"""torch.nn.utils: gradient clipping."""
+from lazyscope.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401

@@ -1,0 +1,5 @@
+"""lazyscope.optim: torch.optim's optimizers and schedulers."""
+from lazyscope.optim import lr_scheduler  # noqa: F401
+from lazyscope.optim.adam import Adam, AdamW  # noqa: F401
+from lazyscope.optim.optimizer import Optimizer  # noqa: F401
+from lazyscope.optim.sgd import SGD  # noqa: F401

@@ -1,0 +1,70 @@
+"""Adam and AdamW (torch.optim's rules, with amsgrad)."""
+import math
+
+import lazyscope
+from lazyscope.optim.optimizer import Optimizer
+
+
+def _zeros_like(p):
+    return lazyscope.zeros(*p.shape, dtype=p.dtype, device=p.device)
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        for i, b in enumerate(betas):
+            if not 0.0 <= b < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        if group["maximize"]:
+            g = -g
+        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+        beta1, beta2 = group["betas"]
+        if not state:
+            # Zero moments as device data: the first step traces the same graph
+            # as every later one.
+            state["step"] = 0
+            state["exp_avg"] = _zeros_like(p)
+            state["exp_avg_sq"] = _zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _zeros_like(p)
+        state["step"] += 1
+        step = state["step"]
+        if wd != 0:
+            if self._decoupled:
+                p = p * (1 - lr * wd)
+            else:
+                g = g + p * wd
+        exp_avg = state["exp_avg"] * beta1 + g * (1 - beta1)
+        exp_avg_sq = state["exp_avg_sq"] * beta2 + g * g * (1 - beta2)
+        state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
+        # The bias corrections change every step; as Python numbers they are
+        # graph inputs, so they do not recompile.
+        bias1 = 1 - beta1 ** step
+        bias2_sqrt = math.sqrt(1 - beta2 ** step)
+        second = exp_avg_sq
+        if group["amsgrad"]:
+            second = lazyscope.maximum(state["max_exp_avg_sq"], exp_avg_sq)
+            state["max_exp_avg_sq"] = second
+        denom = second.sqrt() * (1.0 / bias2_sqrt) + eps
+        return p - exp_avg / denom * (lr / bias1)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p ← p·(1 − lr·wd) before the Adam step."""
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
