@@ -290,4 +290,5 @@ Tensor.__str__ = _tensor_repr
 from lazyscope.core import lazy_model  # noqa: E402,F401
 
 # The PyTorch-style front end: nn, optim, data, serialization (lazyscope.save/load).
-from lazyscope import nn, optim  # noqa: E402,F401
+from lazyscope import datasets, distributed, nn, optim, utils  # noqa: E402,F401
+from lazyscope.serialization import load, save  # noqa: E402,F401

@@ -1,12 +1,77 @@
-"""Lazy-device helpers, mirroring ``torch_xla.core.xla_model``."""
+"""Lazy-device helpers, mirroring ``torch_xla.core.xla_model``.
+
+Replication: LazyScope runs replicas as threads of one process, one lazy
+device each (DataParallel, and ``spawn`` in lazyscope.distributed). A thread
+that runs a replica carries a replication context (its ordinal, the world
+size and the group's rendezvous), which ``get_ordinal``, ``xrt_world_size``,
+``lazy_device()``, ``all_reduce`` and ``optimizer_step`` consult. Outside a
+replica the world size is ``defval`` (1) and the ordinal ``defval`` (0).
+"""
+import threading
+
 from lazyscope import _C
+
+REDUCE_SUM, REDUCE_MUL, REDUCE_AND, REDUCE_OR, REDUCE_MIN, REDUCE_MAX = "sum", "mul", "and", "or", "min", "max"
+
+_local = threading.local()
+
+
+def _replica():
+    return getattr(_local, "replica", None)
+
+
+class _ReplicationGroup:
+    """The rendezvous of the replica threads: each all_reduce deposits its
+    tensors, waits for all, reduces on its own device, and waits again so no
+    slot is overwritten while another replica still reads it."""
+
+    def __init__(self, devices):
+        self.devices = list(devices)
+        self.slots = [None] * len(self.devices)
+        self.barrier = threading.Barrier(len(self.devices))
+
+    def exchange(self, ordinal, tensors):
+        self.slots[ordinal] = tensors
+        self.barrier.wait()
+        everyone = list(self.slots)
+        self.barrier.wait()
+        return everyone
+
+    def abort(self):
+        self.barrier.abort()
+
+
+class _Replica:
+    def __init__(self, group, ordinal):
+        self.group, self.ordinal = group, ordinal
+        self.device = group.devices[ordinal]
+
+
+def _enter_replica(group, ordinal):
+    _local.replica = _Replica(group, ordinal) if group is not None else None
+
+
+def _leave_replica():
+    _local.replica = None
 
 
 def lazy_device(n=None, devkind=None):
-    """The lazy device with ordinal ``n`` (the first one when ``n`` is None)."""
-    if devkind not in (None, "CPU", "LAZY"):
+    """The lazy device with ordinal ``n``; by default this replica's device
+    (inside a replica thread) or lazy:0."""
+    if devkind not in (None, "CPU", "LAZY", "TPU", "GPU"):
         raise ValueError(f"unknown device kind {devkind!r}: LazyScope's lazy devices run on the CPU backend")
-    return _C.device(f"lazy:{0 if n is None else n}")
+    if n is None:
+        replica = _replica()
+        if replica is not None:
+            return _C.device(str(replica.device))
+        n = 0
+    if not 0 <= n < _C.device_count():
+        raise ValueError(f"lazy_device({n}): there are {_C.device_count()} lazy devices "
+                         f"(set LAZYSCOPE_DEVICE_COUNT or lazyscope run --devices)")
+    return _C.device(f"lazy:{n}")
+
+
+xla_device = lazy_device
 
 
 def get_lazy_supported_devices(devkind=None, max_devices=None):
@@ -17,9 +82,147 @@ def get_lazy_supported_devices(devkind=None, max_devices=None):
     return [f"lazy:{i}" for i in range(count)]
 
 
+get_xla_supported_devices = get_lazy_supported_devices
+
+
+def xrt_world_size(defval=1):
+    """The number of replicas taking part in the replication (defval outside one)."""
+    replica = _replica()
+    return len(replica.group.devices) if replica is not None else defval
+
+
+world_size = xrt_world_size
+
+
+def get_ordinal(defval=0):
+    """This replica's ordinal, 0 … world size − 1 (defval outside a replication)."""
+    replica = _replica()
+    return replica.ordinal if replica is not None else defval
+
+
+def get_local_ordinal(defval=0):
+    return get_ordinal(defval)
+
+
+def is_master_ordinal(local=True):
+    return get_ordinal() == 0
+
+
+def _step_closures():
+    closures = getattr(_local, "closures", None)
+    if closures is None:
+        closures = _local.closures = []
+    return closures
+
+
+def add_step_closure(closure, args=(), run_async=False):
+    """Runs ``closure(*args)`` after this thread's next barrier has executed the
+    step's graph, so reading tensors in it (printing a loss) syncs nothing new."""
+    _step_closures().append((closure, tuple(args)))
+
+
+def _run_step_closures():
+    closures = _step_closures()
+    while closures:
+        fn, args = closures.pop(0)
+        fn(*args)
+
+
 def mark_step(device=None):
-    """Barrier: runs the pending graph of every live lazy tensor and ends the step."""
+    """Barrier: runs the pending graph of every live lazy tensor (of ``device``
+    only, when given) and ends the step; then runs the step closures."""
+    if isinstance(device, str):
+        device = _C.device(device)
     _C.mark_step(device)
+    _run_step_closures()
+
+
+def all_reduce(reduce_type, inputs, scale=1.0, groups=None):
+    """Reduces ``inputs`` (a tensor or a list of tensors) across the replicas.
+
+    A tensor gives a new tensor; a list has its items replaced by the results
+    (and is returned), as torch_xla updates a list in place. Each replica gets
+    the result on its own device. Outside a replication this only scales.
+    """
+    if groups is not None:
+        raise NotImplementedError("all_reduce: replica groups are not supported; all replicas take part")
+    ops = {REDUCE_SUM: lambda a, b: a + b, REDUCE_MUL: lambda a, b: a * b,
+           REDUCE_MIN: lambda a, b: _C.minimum(a, b), REDUCE_MAX: lambda a, b: _C.maximum(a, b),
+           REDUCE_AND: lambda a, b: _C.logical_and(a, b), REDUCE_OR: lambda a, b: _C.logical_or(a, b)}
+    if reduce_type not in ops:
+        raise ValueError(f"all_reduce: unknown reduce_type {reduce_type!r} (one of {', '.join(ops)})")
+    single = isinstance(inputs, _C.Tensor)
+    tensors = [inputs] if single else list(inputs)
+    replica = _replica()
+    if replica is not None and len(replica.group.devices) > 1:
+        everyone = replica.group.exchange(replica.ordinal, tensors)
+        here = replica.device
+        results = []
+        for k, mine in enumerate(tensors):
+            acc = mine
+            for j, theirs in enumerate(everyone):
+                if j != replica.ordinal:
+                    acc = ops[reduce_type](acc, theirs[k].to(str(here)))
+            results.append(acc)
+    else:
+        results = tensors
+    if scale != 1.0:
+        results = [r * scale for r in results]
+    if single:
+        return results[0]
+    if isinstance(inputs, list):
+        inputs[:] = results
+        return inputs
+    return results
+
+
+def reduce_gradients(optimizer):
+    """Averages the gradients of the optimizer's parameters across replicas."""
+    count = xrt_world_size()
+    if count <= 1:
+        return
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    grads = all_reduce(REDUCE_SUM, [p.grad for p in params], scale=1.0 / count)
+    for p, g in zip(params, grads):
+        p.grad = g
+
+
+def optimizer_step(optimizer, barrier=False, optimizer_args={}):  # noqa: B006  (torch_xla's signature)
+    """All-reduces the gradients across replicas (when there are several), runs
+    ``optimizer.step(**optimizer_args)``, and with ``barrier`` ends the step."""
+    reduce_gradients(optimizer)
+    loss = optimizer.step(**optimizer_args)
+    if barrier:
+        replica = _replica()
+        mark_step(str(replica.device) if replica is not None else None)
+    return loss
+
+
+def _to_host(data):
+    from lazyscope.nn.parameter import Tensor
+    if isinstance(data, Tensor):
+        return data.detach().cpu()
+    if isinstance(data, (list, tuple)):
+        return type(data)(_to_host(x) for x in data) if not hasattr(data, "_fields") else data
+    if isinstance(data, dict):
+        return type(data)((k, _to_host(v)) for k, v in data.items())
+    return data
+
+
+def save(data, path, master_only=True, global_master=False):
+    """Saves ``data`` through the host (tensors moved to the CPU first, so the
+    file loads on any device); with master_only, only the master replica writes."""
+    from lazyscope.serialization import save as _save
+    host = _to_host(data)
+    if not master_only or is_master_ordinal(local=not global_master):
+        _save(host, path)
+
+
+def rendezvous(tag=""):
+    """Waits for every replica (no-op outside a replication)."""
+    replica = _replica()
+    if replica is not None and len(replica.group.devices) > 1:
+        replica.group.exchange(replica.ordinal, [])
 
 
 def metrics_report():

@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict, namedtuple
 
 from lazyscope import _C
-from lazyscope.nn.parameter import Parameter, Tensor, _assign_all, _register_owner, is_parameter
+from lazyscope.nn.parameter import Parameter, Tensor, _assign_all, _mark_parameter, _register_owner, is_parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -379,6 +379,20 @@ class Module:
         finally:
             stack.pop()
             _C.set_scope(stack[-1][1] if stack else None)
+
+    def __deepcopy__(self, memo):
+        """A replica with its own parameters and buffers (copies of the values,
+        on the same devices), registered like a freshly built module."""
+        import copy
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            object.__setattr__(new, key, copy.deepcopy(value, memo))
+        for p in new._parameters.values():
+            if p is not None:
+                _mark_parameter(p)
+        _register_owner(new)
+        return new
 
     # Printing.
     def extra_repr(self):
