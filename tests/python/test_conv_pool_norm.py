@@ -478,3 +478,27 @@ def test_batch_norm_errors():
         lazyscope.batch_norm(lazyscope.zeros(1, 3), lazyscope.zeros(3), lazyscope.ones(3), training=True)
     with pytest.raises(lazyscope.ShapeError, match="at least 2 dims"):
         lazyscope.batch_norm(lazyscope.zeros(3), None, None)
+
+
+# --- embedding's padding_idx (the op lives in test_nn_ops; these cover the edges) ---
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("padding_idx", [2, -1])
+def test_embedding_padding_row_keeps_its_value_but_gets_no_gradient(device, padding_idx):
+    w = rng.standard_normal((5, 3))
+    idx = np.array([[0, 4, 2], [4, 4, 1]])
+    pad = padding_idx % 5
+    weight = lazyscope.tensor(w, device=device, requires_grad=True)
+    out = lazyscope.embedding(lazyscope.tensor(idx, device=device), weight, padding_idx=padding_idx)
+    np.testing.assert_array_equal(out.numpy(), w[idx])  # the forward reads the padding row as is
+    g = rng.standard_normal((2, 3, 3))
+    (out * lazyscope.tensor(g, device=device)).sum().backward()
+    want = np.zeros_like(w)
+    np.add.at(want, idx.ravel(), g.reshape(-1, 3))
+    want[pad] = 0
+    np.testing.assert_allclose(weight.grad.numpy(), want, rtol=1e-12, atol=1e-15)
+
+
+def test_embedding_max_norm_is_refused_by_name():
+    with pytest.raises(lazyscope.EngineError, match="embedding: max_norm"):
+        lazyscope.embedding(lazyscope.tensor([0]), lazyscope.zeros(2, 2), max_norm=1.0)
