@@ -3,7 +3,9 @@
 //    (target: the engine reaches 90% of OpenBLAS, i.e. ratio <= 1.11);
 //  - cached_step/<nodes>: a lazy step of a chain of elementwise ops (trace,
 //    hash, cache lookup, execute) vs running the same kernels eagerly — the
-//    ratio is the lazy machinery's overhead.
+//    ratio is the lazy machinery's overhead;
+//  - conv2d_3x3/...: the engine's eager conv2d (im2col + sgemm per image) vs
+//    a plain im2col + the same cblas_sgemm call written here.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -64,6 +66,48 @@ void BM_CachedStepReference(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(chain(x, state.range(0)).impl()->buffer);
 }
 
+// [32, 16, 28, 28] * [32, 16, 3, 3], stride 1, padding 1 -> [32, 32, 28, 28].
+constexpr int64_t kConvN = 32, kConvC = 16, kConvHW = 28, kConvO = 32;
+
+void BM_Conv2dLazyScope(benchmark::State& state) {
+  Tensor x = filled({kConvN, kConvC, kConvHW, kConvHW}, 0.5f, {});
+  Tensor w = filled({kConvO, kConvC, 3, 3}, 0.25f, {});
+  for (auto _ : state) benchmark::DoNotOptimize(ops::conv2d(x, w, Tensor(), {1, 1}, {1, 1}));
+  state.SetItemsProcessed(state.iterations() * 2 * kConvN * kConvO * kConvC * 9 * kConvHW * kConvHW);
+}
+
+void BM_Conv2dReference(benchmark::State& state) {
+  const int64_t hw = kConvHW, k = kConvC * 9, l = hw * hw;
+  std::vector<float> x(static_cast<size_t>(kConvN * kConvC * l), 0.5f), w(static_cast<size_t>(kConvO * k), 0.25f);
+  std::vector<float> cols(static_cast<size_t>(k * l));
+  for (auto _ : state) {
+    std::vector<float> out(static_cast<size_t>(kConvN * kConvO * l));  // allocated, as the engine's is
+    for (int64_t n = 0; n < kConvN; ++n) {
+      for (int64_t c = 0; c < kConvC; ++c) {
+        for (int64_t i = 0; i < 3; ++i) {
+          for (int64_t j = 0; j < 3; ++j) {
+            float* row = cols.data() + ((c * 3 + i) * 3 + j) * l;
+            for (int64_t y = 0; y < hw; ++y) {
+              for (int64_t xx = 0; xx < hw; ++xx) {
+                const int64_t iy = y + i - 1, ix = xx + j - 1;
+                const bool inside = iy >= 0 && iy < hw && ix >= 0 && ix < hw;
+                row[y * hw + xx] = inside ? x[static_cast<size_t>(((n * kConvC + c) * hw + iy) * hw + ix)] : 0.0f;
+              }
+            }
+          }
+        }
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kConvO), static_cast<int>(l),
+                  static_cast<int>(k), 1.0f, w.data(), static_cast<int>(k), cols.data(), static_cast<int>(l), 0.0f,
+                  out.data() + n * kConvO * l, static_cast<int>(l));
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * kConvN * kConvO * kConvC * 9 * kConvHW * kConvHW);
+}
+
+BENCHMARK(BM_Conv2dLazyScope)->Name("conv2d_3x3_32x16x28x28_to_32/lazyscope")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv2dReference)->Name("conv2d_3x3_32x16x28x28_to_32/reference")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulLazyScope)->Name("matmul/256/lazyscope")->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulReference)->Name("matmul/256/reference")->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulLazyScope)->Name("matmul/512/lazyscope")->Arg(512)->Unit(benchmark::kMicrosecond);

@@ -170,6 +170,36 @@ Table make_table() {
     return {c.needs(0) ? ops::matmul(g, ops::transpose(in1(c), -2, -1)) : Tensor(),
             c.needs(1) ? ops::matmul(ops::transpose(in0(c), -2, -1), g) : Tensor()};
   });
+  // Convolution, pooling, normalization, dropout. The backward ops carry
+  // the forward's attrs plus the size they give back.
+  set(t, OpKind::kConv2d, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& x = in0(c).shape();
+    const Shape& w = in1(c).shape();
+    const auto with = [&](const char* name, Shape size) {
+      return Attrs{{"stride", c.attrs.get_ints("stride")}, {"padding", c.attrs.get_ints("padding")},
+                   {"dilation", c.attrs.get_ints("dilation")}, {"groups", c.attrs.get_int("groups")},
+                   {name, std::move(size)}};
+    };
+    return {c.needs(0) ? ops::apply(OpKind::kConv2dBackwardInput, {g, in1(c)}, with("input_size", {x[2], x[3]}))
+                       : Tensor(),
+            c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {in0(c), g}, with("kernel_size", {w[2], w[3]}))
+                       : Tensor()};
+  });
+  set(t, OpKind::kMaxPool2d, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(OpKind::kMaxPool2dBackward, {g, in0(c)}, c.attrs)};
+  });
+  set(t, OpKind::kAvgPool2d, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& x = in0(c).shape();
+    return {ops::apply(OpKind::kAvgPool2dBackward, {g},
+                       {{"kernel_size", c.attrs.get_ints("kernel_size")}, {"stride", c.attrs.get_ints("stride")},
+                        {"padding", c.attrs.get_ints("padding")}, {"ceil_mode", c.attrs.get_bool("ceil_mode")},
+                        {"count_include_pad", c.attrs.get_bool("count_include_pad")},
+                        {"divisor", c.attrs.get_int("divisor")}, {"input_size", Shape{x[2], x[3]}}})};
+  });
+  set(t, OpKind::kAdaptiveAvgPool2d, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& x = in0(c).shape();
+    return {ops::apply(OpKind::kAdaptiveAvgPool2dBackward, {g}, {{"input_size", Shape{x[2], x[3]}}})};
+  });
   set(t, OpKind::kReshape, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::reshape(g, in0(c).shape())}; });
   set(t, OpKind::kPermute, [](const Ctx& c, const Tensor& g) -> Grads {
     const auto& dims = c.attrs.get_ints("dims");

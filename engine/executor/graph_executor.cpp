@@ -4,6 +4,7 @@
 #include <cctype>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/hash.h"
 #include "core/settings.h"
@@ -138,18 +139,21 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
   return graph;
 }
 
-// Pending tensors of the device, compacting the registry as it goes.
+// Pending tensors of the device, in registration order, each once; the
+// registry is emptied, since every one of them is about to be bound to a
+// buffer (or, if the graph fails, forgotten). A tensor rebound in place
+// (batch_norm's running stats) registers again each step: keeping its old
+// entry would list it twice, or out of order, and change the graph hash.
 std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   std::vector<std::shared_ptr<TensorImpl>> pending;
-  size_t kept = 0;
+  std::unordered_set<const TensorImpl*> seen;
   for (auto& weak : st.live) {
     auto t = weak.lock();
-    if (!t || !t->pending()) continue;
-    pending.push_back(t);
-    st.live[kept++] = std::move(weak);
+    if (!t || !t->pending() || !seen.insert(t.get()).second) continue;
+    pending.push_back(std::move(t));
   }
-  st.live.resize(kept);
-  st.compacted_size = kept;
+  st.live.clear();
+  st.compacted_size = 0;
   return pending;
 }
 

@@ -1,5 +1,6 @@
 #include "ir/op_table.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -51,6 +52,195 @@ TensorSpec infer_matmul(const char* op, Specs in, const Attrs&) {
   batch.push_back(m);
   batch.push_back(n);
   return {batch, promote_types(in[0].dtype, in[1].dtype)};
+}
+
+// Convolution, pooling, normalization, dropout. Spatial attrs are [h, w]
+// pairs; operands are 4-D NCHW (ops.h adds the batch dim of 3-D inputs).
+
+void check_nchw(const char* op, const char* what, const TensorSpec& t) {
+  if (t.shape.size() != 4) {
+    throw ShapeError(std::string(op) + ": expected a 4-D " + what + " [N, C, H, W], got " + shape_str(t.shape));
+  }
+  if (!is_floating(t.dtype)) {
+    throw EngineError(std::string(op) + ": expected a floating point " + what + ", got " +
+                      std::string(dtype_name(t.dtype)));
+  }
+}
+
+// attrs[name] as an [h, w] pair, each at least `min`.
+std::array<int64_t, 2> pair_attr(const char* op, const Attrs& attrs, const char* name, int64_t min) {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != 2 || v[0] < min || v[1] < min) {
+    throw ShapeError(std::string(op) + ": " + name + " must be two values >= " + std::to_string(min) + ", got " +
+                     shape_str(v));
+  }
+  return {v[0], v[1]};
+}
+
+// The output size of one spatial dim, as PyTorch's pooling_output_shape: the
+// last window must start inside the input or its left padding (ceil_mode).
+int64_t window_count(int64_t size, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode) {
+  const int64_t span = size + 2 * pad - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? span + stride - 1 : span) / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= size + pad) --out;
+  return out;
+}
+
+Shape conv2d_shape(const char* op, const TensorSpec& input, const TensorSpec& weight, const Attrs& attrs) {
+  check_nchw(op, "input", input);
+  if (weight.shape.size() != 4) {
+    throw ShapeError(std::string(op) + ": expected a 4-D weight [out_channels, in_channels/groups, kH, kW], got " +
+                     shape_str(weight.shape));
+  }
+  const auto stride = pair_attr(op, attrs, "stride", 1);
+  const auto padding = pair_attr(op, attrs, "padding", 0);
+  const auto dilation = pair_attr(op, attrs, "dilation", 1);
+  const int64_t groups = attrs.get_int("groups");
+  const Shape& x = input.shape;
+  const Shape& w = weight.shape;
+  if (groups < 1 || w[0] % groups != 0) {
+    throw ShapeError(std::string(op) + ": groups=" + std::to_string(groups) + " must be positive and divide the " +
+                     std::to_string(w[0]) + " output channels of weight " + shape_str(w));
+  }
+  if (x[1] != w[1] * groups) {
+    throw ShapeError(std::string(op) + ": input " + shape_str(x) + " has " + std::to_string(x[1]) +
+                     " channels, but weight " + shape_str(w) + " with groups=" + std::to_string(groups) + " expects " +
+                     std::to_string(w[1] * groups));
+  }
+  Shape out{x[0], w[0], 0, 0};
+  for (size_t d = 0; d < 2; ++d) {
+    out[d + 2] = window_count(x[d + 2], w[d + 2], stride[d], padding[d], dilation[d], false);
+    if (out[d + 2] < 1 || w[d + 2] < 1) {
+      throw ShapeError(std::string(op) + ": kernel " + shape_str({w[2], w[3]}) + " (dilation " +
+                       shape_str({dilation[0], dilation[1]}) + ") is larger than the padded input " +
+                       shape_str({x[2] + 2 * padding[0], x[3] + 2 * padding[1]}) + " of input " + shape_str(x));
+    }
+  }
+  return out;
+}
+
+TensorSpec infer_conv2d(const char* op, Specs in, const Attrs& attrs) {
+  return {conv2d_shape(op, in[0], in[1], attrs), in[0].dtype};
+}
+
+// (grad, weight) -> the input's gradient, of the input shape conv2d saw.
+TensorSpec infer_conv2d_backward_input(const char* op, Specs in, const Attrs& attrs) {
+  const auto size = pair_attr(op, attrs, "input_size", 1);
+  const Shape& g = in[0].shape;
+  const Shape& w = in[1].shape;
+  if (g.size() != 4 || w.size() != 4) {
+    throw ShapeError(std::string(op) + ": expected 4-D grad and weight, got " + shape_str(g) + " and " + shape_str(w));
+  }
+  const TensorSpec input{{g[0], w[1] * attrs.get_int("groups"), size[0], size[1]}, in[0].dtype};
+  if (conv2d_shape(op, input, in[1], attrs) != g) {
+    throw ShapeError(std::string(op) + ": grad " + shape_str(g) + " does not match conv2d of " +
+                     shape_str(input.shape) + " with weight " + shape_str(w));
+  }
+  return input;
+}
+
+// (input, grad) -> the weight's gradient.
+TensorSpec infer_conv2d_backward_weight(const char* op, Specs in, const Attrs& attrs) {
+  const auto kernel = pair_attr(op, attrs, "kernel_size", 1);
+  check_nchw(op, "input", in[0]);
+  const Shape& g = in[1].shape;
+  if (g.size() != 4) throw ShapeError(std::string(op) + ": expected a 4-D grad, got " + shape_str(g));
+  const TensorSpec weight{{g[1], in[0].shape[1] / std::max<int64_t>(1, attrs.get_int("groups")), kernel[0], kernel[1]},
+                          in[0].dtype};
+  if (conv2d_shape(op, in[0], weight, attrs) != g) {
+    throw ShapeError(std::string(op) + ": grad " + shape_str(g) + " does not match conv2d of " +
+                     shape_str(in[0].shape) + " with weight " + shape_str(weight.shape));
+  }
+  return weight;
+}
+
+// Pooling output shape; `dilated` pools (max) take a dilation attr.
+Shape pool2d_shape(const char* op, const TensorSpec& input, const Attrs& attrs, bool dilated) {
+  check_nchw(op, "input", input);
+  const auto kernel = pair_attr(op, attrs, "kernel_size", 1);
+  const auto stride = pair_attr(op, attrs, "stride", 1);
+  const auto padding = pair_attr(op, attrs, "padding", 0);
+  const std::array<int64_t, 2> dilation = dilated ? pair_attr(op, attrs, "dilation", 1) : std::array<int64_t, 2>{1, 1};
+  const Shape& x = input.shape;
+  Shape out{x[0], x[1], 0, 0};
+  for (size_t d = 0; d < 2; ++d) {
+    // A window entirely in the padding would have no element to pool.
+    if (padding[d] > (dilation[d] * (kernel[d] - 1) + 1) / 2) {
+      throw ShapeError(std::string(op) + ": padding " + shape_str({padding[0], padding[1]}) +
+                       " should be at most half of the kernel size " + shape_str({kernel[0], kernel[1]}));
+    }
+    out[d + 2] = window_count(x[d + 2], kernel[d], stride[d], padding[d], dilation[d], attrs.get_bool("ceil_mode"));
+    if (out[d + 2] < 1) {
+      throw ShapeError(std::string(op) + ": kernel " + shape_str({kernel[0], kernel[1]}) +
+                       " is larger than the padded input of shape " + shape_str(x) + ": the output would be empty");
+    }
+  }
+  return out;
+}
+
+TensorSpec infer_max_pool2d(const char* op, Specs in, const Attrs& attrs) { return {pool2d_shape(op, in[0], attrs, true), in[0].dtype}; }
+TensorSpec infer_avg_pool2d(const char* op, Specs in, const Attrs& attrs) { return {pool2d_shape(op, in[0], attrs, false), in[0].dtype}; }
+
+void check_grad_shape(const char* op, const TensorSpec& grad, const Shape& expected) {
+  if (grad.shape != expected) {
+    throw ShapeError(std::string(op) + ": grad of shape " + shape_str(grad.shape) + " for an output of shape " +
+                     shape_str(expected));
+  }
+}
+
+// (grad, input) -> input's spec.
+TensorSpec infer_max_pool2d_backward(const char* op, Specs in, const Attrs& attrs) {
+  check_grad_shape(op, in[0], pool2d_shape(op, in[1], attrs, true));
+  return in[1];
+}
+
+// The input of a backward op that gets only the grad: N and C from it, H, W from input_size.
+TensorSpec input_of(const char* op, const TensorSpec& grad, const Attrs& attrs) {
+  const auto size = pair_attr(op, attrs, "input_size", 1);
+  if (grad.shape.size() != 4) throw ShapeError(std::string(op) + ": expected a 4-D grad, got " + shape_str(grad.shape));
+  return {{grad.shape[0], grad.shape[1], size[0], size[1]}, grad.dtype};
+}
+
+TensorSpec infer_avg_pool2d_backward(const char* op, Specs in, const Attrs& attrs) {
+  const TensorSpec input = input_of(op, in[0], attrs);
+  check_grad_shape(op, in[0], pool2d_shape(op, input, attrs, false));
+  return input;
+}
+
+Shape adaptive_pool2d_shape(const char* op, const TensorSpec& input, const Attrs& attrs) {
+  check_nchw(op, "input", input);
+  const auto size = pair_attr(op, attrs, "output_size", 1);
+  const Shape& x = input.shape;
+  if (x[2] < 1 || x[3] < 1) {
+    throw ShapeError(std::string(op) + ": expected non-empty spatial dims, got input " + shape_str(x));
+  }
+  return {x[0], x[1], size[0], size[1]};
+}
+
+TensorSpec infer_adaptive_avg_pool2d(const char* op, Specs in, const Attrs& attrs) {
+  return {adaptive_pool2d_shape(op, in[0], attrs), in[0].dtype};
+}
+
+TensorSpec infer_adaptive_avg_pool2d_backward(const char* op, Specs in, const Attrs& attrs) {
+  const TensorSpec input = input_of(op, in[0], attrs);
+  const Shape& g = in[0].shape;
+  check_grad_shape(op, in[0], adaptive_pool2d_shape(op, input, Attrs{{"output_size", Shape{g[2], g[3]}}}));
+  return input;
+}
+
+TensorSpec infer_dropout_mask(const char* op, Specs in, const Attrs& attrs) {
+  if (in[0].dtype != DType::kInt64 || in[0].shape != Shape{2}) {
+    throw EngineError(std::string(op) + ": expected an int64 [2] rng state (seed, offset), got " +
+                      std::string(dtype_name(in[0].dtype)) + " of shape " + shape_str(in[0].shape));
+  }
+  const double p = attrs.get_double("p");
+  if (!(p >= 0.0 && p <= 1.0)) throw EngineError(std::string(op) + ": p must be in [0, 1], got " + std::to_string(p));
+  const int64_t dt = attrs.get_int("dtype");
+  if (dt < 0 || dt >= kNumDTypes || !is_floating(static_cast<DType>(dt))) {
+    throw EngineError(std::string(op) + ": expected a floating dtype code, got " + std::to_string(dt));
+  }
+  return {attrs.get_ints("shape"), static_cast<DType>(dt)};
 }
 
 // Resolves one -1 against the input's element count.
@@ -301,6 +491,17 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"softplus", 1, infer_same, Promote::kCommonFloat},
     {"clamp", 1, infer_same, Promote::kNone},
     {"matmul", 2, infer_matmul, Promote::kCommon},
+    // Convolution, pooling, normalization, dropout
+    {"conv2d", 2, infer_conv2d, Promote::kCommon},
+    {"conv2d_backward_input", 2, infer_conv2d_backward_input, Promote::kCommon},
+    {"conv2d_backward_weight", 2, infer_conv2d_backward_weight, Promote::kCommon},
+    {"max_pool2d", 1, infer_max_pool2d, Promote::kNone},
+    {"max_pool2d_backward", 2, infer_max_pool2d_backward, Promote::kCommon},
+    {"avg_pool2d", 1, infer_avg_pool2d, Promote::kNone},
+    {"avg_pool2d_backward", 1, infer_avg_pool2d_backward, Promote::kNone},
+    {"adaptive_avg_pool2d", 1, infer_adaptive_avg_pool2d, Promote::kNone},
+    {"adaptive_avg_pool2d_backward", 1, infer_adaptive_avg_pool2d_backward, Promote::kNone},
+    {"dropout_mask", 1, infer_dropout_mask, Promote::kNone},
     {"reshape", 1, infer_reshape, Promote::kNone},
     {"permute", 1, infer_permute, Promote::kNone},
     {"expand", 1, infer_expand, Promote::kNone},

@@ -53,6 +53,23 @@ enum class OpKind : uint16_t {
   kSoftplus,   // attrs beta, threshold
   kClamp,      // attrs min, max (+-inf when absent)
   kMatmul,  // [..., m, k] x [..., k, n], batch dims broadcast (1-D operands: see ops::matmul)
+  // Convolution, pooling, normalization, dropout. NCHW, 4-D operands (ops.h
+  // adds and drops the batch dim of unbatched inputs); spatial attrs are
+  // [h, w] pairs. The backward ops are IR ops too, so a lazy backward pass is
+  // traced, hashed and cached like the forward.
+  kConv2d,                     // (input [N,C,H,W], weight [O,C/groups,kH,kW]), attrs stride, padding, dilation, groups
+  kConv2dBackwardInput,        // (grad [N,O,oH,oW], weight), conv2d's attrs + input_size [H, W]
+  kConv2dBackwardWeight,       // (input, grad), conv2d's attrs + kernel_size [kH, kW]
+  kMaxPool2d,                  // attrs kernel_size, stride, padding, dilation, ceil_mode
+  kMaxPool2dBackward,          // (grad, input), max_pool2d's attrs: grad to the first max of each window
+  kAvgPool2d,                  // attrs kernel_size, stride, padding, ceil_mode, count_include_pad, divisor (0: none)
+  kAvgPool2dBackward,          // (grad), avg_pool2d's attrs + input_size [H, W]
+  kAdaptiveAvgPool2d,          // attr output_size [oH, oW]
+  kAdaptiveAvgPool2dBackward,  // (grad), attr input_size [H, W]
+  // (rng state int64 [2]: seed, offset) -> attrs shape, dtype, p: each element
+  // 0 with probability p, else 1/(1-p). The state is a graph input, so every
+  // step's mask differs while the graph (and its compile) stays the same.
+  kDropoutMask,
   // Layout. On a lazy device these are nodes like any other; the CPU backend copies.
   kReshape,  // attr shape (one -1 allowed); view, squeeze, unsqueeze and flatten are reshapes
   kPermute,  // attr dims; transpose and t are permutes

@@ -3,6 +3,7 @@
 // on the cpu device or records an IR node on a lazy device.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -57,6 +58,42 @@ Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> m
 // PyTorch's matmul: 1-D operands are a row (left) or column (right) vector
 // whose dim is dropped from the result; batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Convolution, pooling, normalization, dropout: torch.nn.functional's, in
+// tensor/ops_nn.cpp. Image ops take NCHW [N, C, H, W] inputs or unbatched
+// [C, H, W] ones (the result is then unbatched too); spatial arguments are
+// [h, w] pairs. Float32 and float64.
+using Size2 = std::array<int64_t, 2>;
+// weight [O, C/groups, kH, kW]; bias [O] or undefined.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = {1, 1},
+              Size2 padding = {0, 0}, Size2 dilation = {1, 1}, int64_t groups = 1);
+// stride nullopt: the kernel size. The gradient goes to the first maximum of each window.
+Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                  Size2 padding = {0, 0}, Size2 dilation = {1, 1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                  Size2 padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
+// Normalizes over the last dims (normalized_shape), biased variance; weight
+// and bias (of normalized_shape) may be undefined.
+Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// input [N, C, ...]; running stats, weight and bias [C], each may be
+// undefined. Training (or no running stats): batch statistics, normalized
+// with the biased variance; the running stats, when given, are updated in
+// place with momentum (the variance unbiased). On a lazy device "in place"
+// rebinds the running-stat tensors to the new IR value. Eval: running stats.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+// Zeroes each element with probability p and scales the others by 1/(1-p);
+// the identity when not training. The mask comes from a dropout_mask op fed
+// the engine's rng state (seed, offset) as a graph input, so each call draws
+// anew without changing the graph. dropout2d zeroes whole channels.
+Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
+Tensor dropout2d(const Tensor& input, double p = 0.5, bool training = true);
+// Resets the rng state behind dropout: the same seed gives the same masks.
+void manual_seed(uint64_t seed);
 
 // Layout. Buffers never alias: a view on the eager device is a copy, and
 // on a lazy device a node; without in-place ops the difference is invisible.

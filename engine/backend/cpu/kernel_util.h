@@ -132,5 +132,9 @@ void add_elementwise_kernels(Table& t);
 void add_reduction_kernels(Table& t);
 void add_layout_kernels(Table& t);
 void add_nn_kernels(Table& t);
+// Convolution, pooling, normalization, dropout
+void add_conv_kernels(Table& t);
+void add_pool_kernels(Table& t);
+void add_random_kernels(Table& t);
 
 }  // namespace lazyscope::cpu

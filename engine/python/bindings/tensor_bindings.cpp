@@ -498,6 +498,8 @@ void bind_tensor(py::module_& m) {
         py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
   m.def("relu", &ops::relu);
   m.def("matmul", &ops::matmul);
+  // Convolution, pooling, normalization, dropout
+  bind_nn(m);
   m.def("reshape", &ops::reshape, py::arg("input"), py::arg("shape"));
   m.def("permute", &ops::permute, py::arg("input"), py::arg("dims"));
   m.def("transpose", &ops::transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"));

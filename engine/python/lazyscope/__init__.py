@@ -88,6 +88,15 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     device,
     dtype,
     matmul,
+    # Convolution, pooling, normalization, dropout
+    conv2d,
+    max_pool2d,
+    avg_pool2d,
+    adaptive_avg_pool2d,
+    layer_norm,
+    batch_norm,
+    dropout,
+    dropout2d,
     mul,
     relu,
     sub,
@@ -119,9 +128,10 @@ _rng = _np.random.default_rng(0)
 
 
 def manual_seed(seed):
-    """Seeds the generator behind rand/randn."""
+    """Seeds the generator behind rand/randn and the engine's (dropout masks)."""
     global _rng
     _rng = _np.random.default_rng(seed)
+    _C.manual_seed(seed)
 
 
 def _device_str(dev):

@@ -1,0 +1,157 @@
+// conv2d and its two backward ops, as im2col + one OpenBLAS gemm per image
+// and group (col2im for the input gradient). The unfolded columns of one
+// image are [C/groups * kH * kW, oH * oW]; the group's weight is
+// [O/groups, C/groups * kH * kW], so the forward is weight x columns written
+// straight into the output's [O/groups, oH * oW] block. A 1x1 kernel with
+// stride 1 and no padding needs no unfolding: the input is its own columns.
+#include <cblas.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "backend/cpu/kernel_util.h"
+
+namespace lazyscope::cpu {
+namespace {
+
+struct ConvGeometry {
+  int64_t n, c, h, w;       // input
+  int64_t o, kh, kw;        // weight
+  int64_t oh, ow;           // output
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t k() const { return cg() * kh * kw; }  // rows of the columns
+  int64_t l() const { return oh * ow; }         // columns of the columns
+  bool identity_columns() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+ConvGeometry geometry(const Shape& x, const Shape& w, const Shape& out, const Attrs& attrs) {
+  const auto& s = attrs.get_ints("stride");
+  const auto& p = attrs.get_ints("padding");
+  const auto& d = attrs.get_ints("dilation");
+  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], out[2], out[3], s[0], s[1], p[0], p[1], d[0], d[1],
+          attrs.get_int("groups")};
+}
+
+// C = op(A) op(B) (+ C when accumulate), row-major, through OpenBLAS.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) std::fill(c, c + m * n, T(0));
+    return;
+  }
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  const int lda = trans_a ? mi : ki, ldb = trans_b ? ki : ni;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, mi, ni, ki, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ni);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, mi, ni, ki, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, c, ni);
+  }
+}
+
+// Visits every (column row, output position) pair whose input pixel lies
+// inside the image: f(column index, input index), both relative to the
+// group's first channel. Positions in the padding are skipped.
+template <typename F> void for_each_tap(const ConvGeometry& g, F&& f) {
+  const int64_t l = g.l();
+  for (int64_t ci = 0; ci < g.cg(); ++ci) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t row = (ci * g.kh + i) * g.kw + j;
+        for (int64_t y = 0; y < g.oh; ++y) {
+          const int64_t iy = y * g.sh - g.ph + i * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          const int64_t col = row * l + y * g.ow;
+          const int64_t in = (ci * g.h + iy) * g.w;
+          for (int64_t x = 0; x < g.ow; ++x) {
+            const int64_t ix = x * g.sw - g.pw + j * g.dw;
+            if (ix >= 0 && ix < g.w) f(col + x, in + ix);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The columns of one image's group (`image` points at its first channel).
+template <typename T> const T* im2col(const ConvGeometry& g, const T* image, std::vector<T>& cols) {
+  if (g.identity_columns()) return image;
+  std::fill(cols.begin(), cols.end(), T(0));
+  for_each_tap(g, [&](int64_t c, int64_t i) { cols[static_cast<size_t>(c)] = image[i]; });
+  return cols.data();
+}
+
+template <typename T> void conv2d_kernel(const KernelArgs& k) {
+  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
+  const T* x = k.inputs[0]->as<T>();
+  const T* w = k.inputs[1]->as<T>();
+  T* out = k.out.as<T>();
+  std::vector<T> cols(g.identity_columns() ? 0 : static_cast<size_t>(g.k() * g.l()));
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
+      gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), columns,
+           out + (n * g.o + grp * g.og()) * g.l(), false);
+    }
+  }
+}
+
+// (grad, weight) -> grad input: columns = weight^T x grad, folded back (col2im).
+template <typename T> void conv2d_backward_input_kernel(const KernelArgs& k) {
+  const Shape& gs = k.inputs[0]->shape();
+  const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), gs, k.attrs);
+  const T* grad = k.inputs[0]->as<T>();
+  const T* w = k.inputs[1]->as<T>();
+  T* out = k.out.as<T>();
+  if (g.identity_columns()) {  // the columns are the input gradient itself
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), grad + (n * g.o + grp * g.og()) * g.l(),
+             out + (n * g.c + grp * g.cg()) * g.h * g.w, false);
+      }
+    }
+    return;
+  }
+  std::fill(out, out + k.out.numel(), T(0));
+  std::vector<T> cols(static_cast<size_t>(g.k() * g.l()));
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), grad + (n * g.o + grp * g.og()) * g.l(),
+           cols.data(), false);
+      T* image = out + (n * g.c + grp * g.cg()) * g.h * g.w;
+      for_each_tap(g, [&](int64_t c, int64_t i) { image[i] += cols[static_cast<size_t>(c)]; });
+    }
+  }
+}
+
+// (input, grad) -> grad weight: the sum over images of grad x columns^T.
+template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
+  const Shape& gs = k.inputs[1]->shape();
+  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), gs, k.attrs);
+  const T* x = k.inputs[0]->as<T>();
+  const T* grad = k.inputs[1]->as<T>();
+  T* out = k.out.as<T>();
+  if (g.n == 0) std::fill(out, out + k.out.numel(), T(0));
+  std::vector<T> cols(g.identity_columns() ? 0 : static_cast<size_t>(g.k() * g.l()));
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
+      gemm(false, true, g.og(), g.k(), g.l(), grad + (n * g.o + grp * g.og()) * g.l(), columns,
+           out + grp * g.og() * g.k(), n > 0);
+    }
+  }
+}
+
+}  // namespace
+
+void add_conv_kernels(Table& t) {
+  rows<float, double>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_kernel));
+  rows<float, double>(t, OpKind::kConv2dBackwardInput, LAZYSCOPE_KERNEL(conv2d_backward_input_kernel));
+  rows<float, double>(t, OpKind::kConv2dBackwardWeight, LAZYSCOPE_KERNEL(conv2d_backward_weight_kernel));
+}
+
+}  // namespace lazyscope::cpu

@@ -1,0 +1,180 @@
+// Pooling kernels over 4-D NCHW buffers, one (n, c) plane at a time, and
+// their backward ops. Window bounds follow PyTorch's CPU kernels exactly
+// (padding, ceil_mode, count_include_pad), so results match it element for
+// element, not only in shape.
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/kernel_util.h"
+
+namespace lazyscope::cpu {
+namespace {
+
+struct PoolGeometry {
+  int64_t planes, h, w, oh, ow;
+  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
+};
+
+PoolGeometry pool_geometry(const Shape& in, const Shape& out, const Attrs& attrs, bool dilated) {
+  const auto& k = attrs.get_ints("kernel_size");
+  const auto& s = attrs.get_ints("stride");
+  const auto& p = attrs.get_ints("padding");
+  PoolGeometry g{in[0] * in[1], in[2], in[3], out[2], out[3], k[0], k[1], s[0], s[1], p[0], p[1]};
+  if (dilated) {
+    const auto& d = attrs.get_ints("dilation");
+    g.dh = d[0];
+    g.dw = d[1];
+  }
+  return g;
+}
+
+// f(plane, output index, input index of the window's max) for every output
+// element. NaN wins (it propagates, as in PyTorch); on ties the first
+// element wins, which is where the gradient goes.
+template <typename T, typename F> void for_each_max(const PoolGeometry& g, const T* x, F&& f) {
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* plane = x + p * g.h * g.w;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        int64_t best_at = -1;
+        T best = -std::numeric_limits<T>::infinity();
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t iy = oy * g.sh - g.ph + i * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t ix = ox * g.sw - g.pw + j * g.dw;
+            if (ix < 0 || ix >= g.w) continue;
+            const T v = plane[iy * g.w + ix];
+            if (best_at < 0 || (!std::isnan(best) && (v > best || std::isnan(v)))) {
+              best = v;
+              best_at = iy * g.w + ix;
+            }
+          }
+        }
+        f(p, oy * g.ow + ox, best_at);  // the shape rule guarantees every window has an element
+      }
+    }
+  }
+}
+
+template <typename T> void max_pool2d_kernel(const KernelArgs& k) {
+  const PoolGeometry g = pool_geometry(k.inputs[0]->shape(), k.out.shape(), k.attrs, true);
+  const T* x = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  for_each_max(g, x, [&](int64_t p, int64_t o, int64_t i) { out[p * g.oh * g.ow + o] = x[p * g.h * g.w + i]; });
+}
+
+// (grad, input): each output's gradient to its window's max.
+template <typename T> void max_pool2d_backward_kernel(const KernelArgs& k) {
+  const PoolGeometry g = pool_geometry(k.inputs[1]->shape(), k.inputs[0]->shape(), k.attrs, true);
+  const T* grad = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  std::fill(out, out + k.out.numel(), T(0));
+  for_each_max(g, k.inputs[1]->as<T>(),
+               [&](int64_t p, int64_t o, int64_t i) { out[p * g.h * g.w + i] += grad[p * g.oh * g.ow + o]; });
+}
+
+// f(plane, output index, y0, y1, x0, x1, divisor): the window clipped to the
+// image and what its sum is divided by, as PyTorch's avg_pool2d.
+template <typename F> void for_each_average(const PoolGeometry& g, const Attrs& attrs, F&& f) {
+  const bool include_pad = attrs.get_bool("count_include_pad");
+  const int64_t divisor = attrs.get_int("divisor");
+  for (int64_t p = 0; p < g.planes; ++p) {
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+        int64_t y1 = std::min(y0 + g.kh, g.h + g.ph), x1 = std::min(x0 + g.kw, g.w + g.pw);
+        const int64_t padded = (y1 - y0) * (x1 - x0);  // the window inside the padded image
+        y0 = std::max<int64_t>(y0, 0);
+        x0 = std::max<int64_t>(x0, 0);
+        y1 = std::min(y1, g.h);
+        x1 = std::min(x1, g.w);
+        const int64_t count = divisor ? divisor : include_pad ? padded : (y1 - y0) * (x1 - x0);
+        f(p, oy * g.ow + ox, y0, y1, x0, x1, count);
+      }
+    }
+  }
+}
+
+template <typename T> void avg_pool2d_kernel(const KernelArgs& k) {
+  const PoolGeometry g = pool_geometry(k.inputs[0]->shape(), k.out.shape(), k.attrs, false);
+  const T* x = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  for_each_average(g, k.attrs, [&](int64_t p, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t n) {
+    const T* plane = x + p * g.h * g.w;
+    T sum = 0;
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t xx = x0; xx < x1; ++xx) sum += plane[y * g.w + xx];
+    out[p * g.oh * g.ow + o] = y0 < y1 && x0 < x1 ? sum / static_cast<T>(n) : T(0);
+  });
+}
+
+template <typename T> void avg_pool2d_backward_kernel(const KernelArgs& k) {
+  const PoolGeometry g = pool_geometry(k.out.shape(), k.inputs[0]->shape(), k.attrs, false);
+  const T* grad = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  std::fill(out, out + k.out.numel(), T(0));
+  for_each_average(g, k.attrs, [&](int64_t p, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t n) {
+    T* plane = out + p * g.h * g.w;
+    const T share = grad[p * g.oh * g.ow + o] / static_cast<T>(n);
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t xx = x0; xx < x1; ++xx) plane[y * g.w + xx] += share;
+  });
+}
+
+// Adaptive windows: output i of n over a dim of size s covers
+// [floor(i s / n), ceil((i + 1) s / n)), as PyTorch's.
+template <typename F> void for_each_adaptive(const Shape& in, const Shape& out, F&& f) {
+  const int64_t planes = in[0] * in[1], h = in[2], w = in[3], oh = out[2], ow = out[3];
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      const int64_t y0 = oy * h / oh, y1 = ((oy + 1) * h + oh - 1) / oh;
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const int64_t x0 = ox * w / ow, x1 = ((ox + 1) * w + ow - 1) / ow;
+        f(p, oy * ow + ox, y0, y1, x0, x1, (y1 - y0) * (x1 - x0));
+      }
+    }
+  }
+}
+
+template <typename T> void adaptive_avg_pool2d_kernel(const KernelArgs& k) {
+  const Shape& in = k.inputs[0]->shape();
+  const T* x = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  const int64_t hw = in[2] * in[3], ohw = k.out.shape()[2] * k.out.shape()[3];
+  for_each_adaptive(in, k.out.shape(), [&](int64_t p, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t n) {
+    const T* plane = x + p * hw;
+    T sum = 0;
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t xx = x0; xx < x1; ++xx) sum += plane[y * in[3] + xx];
+    out[p * ohw + o] = sum / static_cast<T>(n);
+  });
+}
+
+template <typename T> void adaptive_avg_pool2d_backward_kernel(const KernelArgs& k) {
+  const Shape& in = k.out.shape();
+  const T* grad = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  std::fill(out, out + k.out.numel(), T(0));
+  const int64_t hw = in[2] * in[3], ohw = k.inputs[0]->shape()[2] * k.inputs[0]->shape()[3];
+  for_each_adaptive(in, k.inputs[0]->shape(),
+                    [&](int64_t p, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t n) {
+                      T* plane = out + p * hw;
+                      const T share = grad[p * ohw + o] / static_cast<T>(n);
+                      for (int64_t y = y0; y < y1; ++y)
+                        for (int64_t xx = x0; xx < x1; ++xx) plane[y * in[3] + xx] += share;
+                    });
+}
+
+}  // namespace
+
+void add_pool_kernels(Table& t) {
+  rows<float, double>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_kernel));
+  rows<float, double>(t, OpKind::kMaxPool2dBackward, LAZYSCOPE_KERNEL(max_pool2d_backward_kernel));
+  rows<float, double>(t, OpKind::kAvgPool2d, LAZYSCOPE_KERNEL(avg_pool2d_kernel));
+  rows<float, double>(t, OpKind::kAvgPool2dBackward, LAZYSCOPE_KERNEL(avg_pool2d_backward_kernel));
+  rows<float, double>(t, OpKind::kAdaptiveAvgPool2d, LAZYSCOPE_KERNEL(adaptive_avg_pool2d_kernel));
+  rows<float, double>(t, OpKind::kAdaptiveAvgPool2dBackward, LAZYSCOPE_KERNEL(adaptive_avg_pool2d_backward_kernel));
+}
+
+}  // namespace lazyscope::cpu

@@ -1,0 +1,259 @@
+// Convolution, pooling, normalization and dropout entry points (see ops.h).
+// conv2d and the pools are IR ops with IR backward ops (gradients.cpp);
+// layer_norm and batch_norm are compositions of existing ops, which gives
+// their gradients for free; dropout multiplies by a dropout_mask op.
+#include <mutex>
+#include <string>
+
+#include "autograd/autograd.h"
+#include "core/error.h"
+#include "core/source_location.h"
+#include "executor/graph_executor.h"
+#include "tensor/ops.h"
+
+namespace lazyscope::ops {
+namespace {
+
+std::string at_line() {
+  const SourceLocation loc = current_source_location();
+  return loc.known() ? " (at " + loc.str() + ")" : "";
+}
+
+std::vector<int64_t> vec(const Size2& s) { return {s[0], s[1]}; }
+
+void check_defined(const char* op, const Tensor& t, const char* what) {
+  if (!t.defined()) throw EngineError(std::string(op) + ": " + what + " is undefined");
+}
+
+// Runs `f` on a 4-D view of an NCHW or unbatched CHW input and gives the
+// result back in the input's rank.
+template <typename F> Tensor batched(const char* op, const Tensor& input, F&& f) {
+  check_defined(op, input, "the input");
+  const size_t rank = input.shape().size();
+  if (rank != 3 && rank != 4) {
+    throw ShapeError(std::string(op) + ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got " +
+                     shape_str(input.shape()) + at_line());
+  }
+  if (rank == 4) return f(input);
+  return squeeze(f(unsqueeze(input, 0)), 0);
+}
+
+Tensor num(double v, const Tensor& like) { return scalar(v, like.dtype(), like.device()); }
+
+void check_floating(const char* op, const Tensor& t) {
+  if (!is_floating(t.dtype())) {
+    throw EngineError(std::string(op) + ": expected a floating point input, got " + std::string(dtype_name(t.dtype())) +
+                      at_line());
+  }
+}
+
+// A per-channel [C] tensor (weight, bias, running stats) of `expected` shape.
+void check_param(const char* op, const char* name, const Tensor& t, const Shape& expected) {
+  if (t.defined() && t.shape() != expected) {
+    throw ShapeError(std::string(op) + ": " + name + " of shape " + shape_str(t.shape()) + " does not match " +
+                     shape_str(expected) + at_line());
+  }
+}
+
+// The in-place update of a running statistic: `target` takes `value`'s
+// buffer or IR node. Every Tensor sharing target's impl (the Python module's
+// buffer) sees the new value; on a lazy device the value is pending until
+// the next sync, which is why target is registered as pending.
+void assign(const Tensor& target, const Tensor& value) {
+  TensorImpl& t = *target.impl();
+  if (t.requires_grad || t.grad_fn) {
+    throw EngineError("batch_norm: a running statistic that requires grad cannot be updated in place; detach it");
+  }
+  const Tensor v = cast(value, target.dtype());
+  t.spec = v.impl()->spec;
+  t.buffer = v.impl()->buffer;
+  t.ir = v.impl()->ir;
+  if (t.pending()) executor::register_pending(target.impl());
+}
+
+// PyTorch's default seed, so an unseeded run is reproducible too.
+constexpr uint64_t kDefaultSeed = 67280421310721ull;
+
+struct RngState {
+  std::mutex mu;
+  uint64_t seed = kDefaultSeed;
+  uint64_t offset = 0;  // draws since the seed was set
+};
+
+RngState& rng() {
+  static RngState state;
+  return state;
+}
+
+// (seed, offset) as an int64 [2] tensor on `device`: a device-data leaf
+// whose hash is its shape and dtype, so the value changes without a recompile.
+Tensor next_rng_state(const Device& device) {
+  RngState& r = rng();
+  BufferPtr b = Buffer::allocate(DType::kInt64, {2});
+  {
+    std::lock_guard lock(r.mu);
+    b->as<int64_t>()[0] = static_cast<int64_t>(r.seed);
+    b->as<int64_t>()[1] = static_cast<int64_t>(r.offset++);
+  }
+  return Tensor::wrap(std::move(b), device);
+}
+
+Tensor dropout_with_mask_shape(const char* op, const Tensor& input, double p, bool training, Shape mask_shape) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    throw EngineError(std::string(op) + ": dropout probability has to be between 0 and 1, but got " +
+                      std::to_string(p) + at_line());
+  }
+  check_floating(op, input);
+  if (!training || p == 0.0) return input;
+  const Tensor mask = apply(OpKind::kDropoutMask, {next_rng_state(input.device())},
+                            {{"shape", std::move(mask_shape)},
+                             {"dtype", static_cast<int64_t>(input.dtype())},
+                             {"p", p}});
+  return mul(input, mask);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+              Size2 dilation, int64_t groups) {
+  check_defined("conv2d", weight, "the weight");
+  return batched("conv2d", input, [&](const Tensor& x) {
+    Tensor out = apply(OpKind::kConv2d, {x, weight},
+                       {{"stride", vec(stride)}, {"padding", vec(padding)}, {"dilation", vec(dilation)},
+                        {"groups", groups}});
+    if (!bias.defined()) return out;
+    check_param("conv2d", "bias", bias, {weight.shape()[0]});
+    return add(out, reshape(bias, {1, -1, 1, 1}));
+  });
+}
+
+Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
+                  bool ceil_mode) {
+  return batched("max_pool2d", input, [&](const Tensor& x) {
+    return apply(OpKind::kMaxPool2d, {x},
+                 {{"kernel_size", vec(kernel_size)}, {"stride", vec(stride.value_or(kernel_size))},
+                  {"padding", vec(padding)}, {"dilation", vec(dilation)}, {"ceil_mode", ceil_mode}});
+  });
+}
+
+Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  if (divisor_override && *divisor_override == 0) {
+    throw EngineError("avg_pool2d: divisor_override must be non-zero" + at_line());
+  }
+  return batched("avg_pool2d", input, [&](const Tensor& x) {
+    return apply(OpKind::kAvgPool2d, {x},
+                 {{"kernel_size", vec(kernel_size)}, {"stride", vec(stride.value_or(kernel_size))},
+                  {"padding", vec(padding)}, {"ceil_mode", ceil_mode}, {"count_include_pad", count_include_pad},
+                  {"divisor", divisor_override.value_or(0)}});
+  });
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
+  return batched("adaptive_avg_pool2d", input, [&](const Tensor& x) {
+    return apply(OpKind::kAdaptiveAvgPool2d, {x}, {{"output_size", vec(output_size)}});
+  });
+}
+
+Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  check_defined("layer_norm", input, "the input");
+  check_floating("layer_norm", input);
+  const Shape& s = input.shape();
+  const size_t k = normalized_shape.size();
+  bool ok = k >= 1 && k <= s.size();
+  for (size_t i = 0; ok && i < k; ++i) ok = s[s.size() - k + i] == normalized_shape[i];
+  if (!ok) {
+    throw ShapeError("layer_norm: normalized_shape " + shape_str(normalized_shape) +
+                     " does not match the last dims of the input " + shape_str(s) + at_line());
+  }
+  check_param("layer_norm", "weight", weight, normalized_shape);
+  check_param("layer_norm", "bias", bias, normalized_shape);
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < k; ++i) dims.push_back(static_cast<int64_t>(i) - static_cast<int64_t>(k));
+  const Tensor mu = mean(input, dims, /*keepdim=*/true);
+  const Tensor v = var(input, dims, /*correction=*/0.0, /*keepdim=*/true);
+  Tensor out = mul(sub(input, mu), rsqrt(add(v, num(eps, v))));
+  if (weight.defined()) out = mul(out, weight);
+  if (bias.defined()) out = add(out, bias);
+  return out;
+}
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  check_defined("batch_norm", input, "the input");
+  check_floating("batch_norm", input);
+  const Shape& s = input.shape();
+  if (s.size() < 2) {
+    throw ShapeError("batch_norm: expected an input [N, C, ...] of at least 2 dims, got " + shape_str(s) + at_line());
+  }
+  const Shape channels{s[1]};
+  check_param("batch_norm", "running_mean", running_mean, channels);
+  check_param("batch_norm", "running_var", running_var, channels);
+  check_param("batch_norm", "weight", weight, channels);
+  check_param("batch_norm", "bias", bias, channels);
+  if (running_mean.defined() != running_var.defined()) {
+    throw EngineError("batch_norm: give both running_mean and running_var, or neither" + at_line());
+  }
+  std::vector<int64_t> dims{0};
+  Shape stat_shape{1, s[1]};  // [1, C, 1, ...]: broadcasts against the input
+  int64_t count = s[0];
+  for (size_t d = 2; d < s.size(); ++d) {
+    dims.push_back(static_cast<int64_t>(d));
+    stat_shape.push_back(1);
+    count *= s[d];
+  }
+  const bool batch_stats = training || !running_mean.defined();
+  if (training && count <= 1) {
+    throw EngineError("batch_norm: expected more than 1 value per channel when training, got input of shape " +
+                      shape_str(s) + at_line());
+  }
+  Tensor mu, v;
+  if (batch_stats) {
+    mu = mean(input, dims);
+    v = var(input, dims, /*correction=*/0.0);
+  } else {
+    mu = cast(running_mean, input.dtype());
+    v = cast(running_var, input.dtype());
+  }
+  Tensor out = mul(sub(input, reshape(mu, stat_shape)), reshape(rsqrt(add(v, num(eps, v))), stat_shape));
+  if (weight.defined()) out = mul(out, reshape(weight, stat_shape));
+  if (bias.defined()) out = add(out, reshape(bias, stat_shape));
+  if (training && running_mean.defined()) {
+    autograd::NoGradGuard no_grad;
+    const auto blend = [&](const Tensor& running, const Tensor& batch) {
+      return add(mul(running, num(1.0 - momentum, running)), mul(cast(batch.detach(), running.dtype()), num(momentum, running)));
+    };
+    const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+    const Tensor new_mean = blend(running_mean, mu);
+    const Tensor new_var = blend(running_var, mul(v.detach(), num(unbias, v)));
+    assign(running_mean, new_mean);
+    assign(running_var, new_var);
+  }
+  return out;
+}
+
+Tensor dropout(const Tensor& input, double p, bool training) {
+  check_defined("dropout", input, "the input");
+  return dropout_with_mask_shape("dropout", input, p, training, input.shape());
+}
+
+Tensor dropout2d(const Tensor& input, double p, bool training) {
+  check_defined("dropout2d", input, "the input");
+  const Shape& s = input.shape();
+  if (s.size() != 3 && s.size() != 4) {
+    throw ShapeError("dropout2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got " + shape_str(s) + at_line());
+  }
+  Shape mask(s.size(), 1);  // one draw per channel, broadcast over H and W
+  for (size_t d = 0; d + 2 < s.size(); ++d) mask[d] = s[d];
+  return dropout_with_mask_shape("dropout2d", input, p, training, mask);
+}
+
+void manual_seed(uint64_t seed) {
+  RngState& r = rng();
+  std::lock_guard lock(r.mu);
+  r.seed = seed;
+  r.offset = 0;
+}
+
+}  // namespace lazyscope::ops
