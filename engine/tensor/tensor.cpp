@@ -13,16 +13,11 @@
 namespace lazyscope {
 namespace {
 
-BufferPtr copy_buffer(const Buffer& src) {
-  BufferPtr dst = Buffer::allocate(src.dtype(), src.shape());
-  if (src.bytes()) std::memcpy(dst->data(), src.data(), src.bytes());
-  return dst;
-}
-
 // Counts and times a transfer between host and a lazy device, and reports it.
 BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device) {
   const int64_t start = events::now_ns();
-  BufferPtr dst = copy_buffer(src);
+  BufferPtr dst = to_device ? Buffer::allocate_on_device(src.dtype(), src.shape()) : Buffer::allocate(src.dtype(), src.shape());
+  if (src.bytes()) std::memcpy(dst->data(), src.data(), src.bytes());
   const int64_t duration = events::now_ns() - start;
   const auto bytes = static_cast<int64_t>(src.bytes());
   if (to_device) {

@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <atomic>
 #include <sstream>
 
 #include "backend/cpu/kernels.h"
@@ -39,7 +40,7 @@ class CpuExecutable final : public Executable {
     for (const Instruction& ins : program_) {
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
-      BufferPtr out = Buffer::allocate(ins.spec.dtype, ins.spec.shape);
+      BufferPtr out = Buffer::allocate_on_device(ins.spec.dtype, ins.spec.shape);
       ins.kernel(KernelArgs{inputs, *out, ins.attrs});
       slots[ins.output] = std::move(out);
     }
@@ -99,9 +100,29 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
 
 }  // namespace cpu
 
-Backend& default_backend() {
+namespace {
+cpu::CpuBackend& cpu_backend() {
   static cpu::CpuBackend backend;
   return backend;
+}
+std::atomic<Backend*> g_default_backend{nullptr};
+}  // namespace
+
+Backend& default_backend() {
+  Backend* b = g_default_backend.load(std::memory_order_acquire);
+  return b ? *b : cpu_backend();
+}
+
+Backend* set_default_backend(Backend* backend) {
+  Backend* previous = g_default_backend.exchange(backend);
+  return previous ? previous : &cpu_backend();
+}
+
+bool RestrictedBackend::lowers(OpKind op, DType dtype) const {
+  for (const Refusal& r : refused_) {
+    if (r.op == op && (!r.dtype || *r.dtype == dtype)) return false;
+  }
+  return inner_.lowers(op, dtype);
 }
 
 }  // namespace lazyscope
