@@ -21,9 +21,11 @@ BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device)
   const int64_t duration = events::now_ns() - start;
   const auto bytes = static_cast<int64_t>(src.bytes());
   if (to_device) {
+    LAZYSCOPE_COUNTER("TransferToDeviceCount")->add(1);
     LAZYSCOPE_COUNTER("TransferToDeviceBytes")->add(bytes);
     LAZYSCOPE_METRIC("TransferToDeviceTime")->add(static_cast<double>(duration) / 1e6);
   } else {
+    LAZYSCOPE_COUNTER("TransferFromDeviceCount")->add(1);
     LAZYSCOPE_COUNTER("TransferFromDeviceBytes")->add(bytes);
     LAZYSCOPE_METRIC("TransferFromDeviceTime")->add(static_cast<double>(duration) / 1e6);
   }
