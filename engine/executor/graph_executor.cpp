@@ -115,6 +115,8 @@ LoweredGraph lower(const std::vector<const Node*>& roots) {
     g.view.outputs.push_back(p);
     g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
   }
+  // A program compiled in bf16 mode rounds differently: never share it.
+  if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
   return g;
 }
 
@@ -288,7 +290,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // releases the traced graph it no longer needs.
   for (size_t i = 0; i < targets.size(); ++i) {
     targets[i]->buffer = outputs[i];
-    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source());
+    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
   }
 
   st.compile_ns += compile_ns;

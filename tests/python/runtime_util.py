@@ -29,6 +29,8 @@ def capture_events():
 def bf16_round(values):
     """float32 values rounded to bfloat16 precision (nearest, ties to even), as float32: the NumPy oracle."""
     import numpy as np
-    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
-    return rounded.astype(np.uint32).view(np.float32)
+    bits = np.atleast_1d(np.asarray(values, dtype=np.float32)).view(np.uint32).astype(np.uint64)
+    sixteen, one = np.uint64(16), np.uint64(1)
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> sixteen) & one)) >> sixteen << sixteen
+    out = rounded.astype(np.uint32).view(np.float32)
+    return out.reshape(np.shape(values))

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
+#include "core/settings.h"
 
 namespace lazyscope {
 
@@ -22,12 +23,14 @@ struct Instruction {
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<Instruction> program,
-                std::vector<int> output_slots)
+  CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<DType> parameter_dtypes,
+                std::vector<Instruction> program, std::vector<int> output_slots, bool bf16)
       : slot_count_(slot_count),
         parameter_slots_(std::move(parameter_slots)),
+        parameter_dtypes_(std::move(parameter_dtypes)),
         program_(std::move(program)),
-        output_slots_(std::move(output_slots)) {}
+        output_slots_(std::move(output_slots)),
+        bf16_(bf16) {}
 
   std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) override {
     if (parameters.size() != parameter_slots_.size()) {
@@ -35,25 +38,37 @@ class CpuExecutable final : public Executable {
                         " parameters, got " + std::to_string(parameters.size()));
     }
     std::vector<BufferPtr> slots(static_cast<size_t>(slot_count_));
-    for (size_t i = 0; i < parameters.size(); ++i) slots[parameter_slots_[i]] = parameters[i];
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      // A bf16-stored float parameter is widened to the dtype the kernels expect.
+      slots[parameter_slots_[i]] = parameters[i]->dtype() == parameter_dtypes_[i]
+                                       ? parameters[i]
+                                       : converted(*parameters[i], parameter_dtypes_[i]);
+    }
     std::vector<const Buffer*> inputs;
     for (const Instruction& ins : program_) {
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
       BufferPtr out = Buffer::allocate_on_device(ins.spec.dtype, ins.spec.shape);
       ins.kernel(KernelArgs{inputs, *out, ins.attrs});
+      // bf16 mode computes in bfloat16 precision: every float result is
+      // rounded as a bf16 device would store it.
+      if (bf16_ && stored_as_bf16(ins.spec.dtype)) round_to_bf16(*out);
       slots[ins.output] = std::move(out);
     }
     std::vector<BufferPtr> outputs;
     outputs.reserve(output_slots_.size());
-    for (int s : output_slots_) outputs.push_back(slots[s]);
+    for (int s : output_slots_) {
+      const BufferPtr& value = slots[s];
+      // Results stay on the device as bfloat16 (exact: already rounded).
+      outputs.push_back(bf16_ && stored_as_bf16(value->dtype()) ? converted(*value, DType::kBFloat16) : value);
+    }
     return outputs;
   }
 
   std::string program_text() const override {
     std::ostringstream os;
-    os << "cpu program: " << parameter_slots_.size() << " parameters, " << program_.size()
-       << " kernels\n";
+    os << "cpu program: " << parameter_slots_.size() << " parameters, " << program_.size() << " kernels"
+       << (bf16_ ? ", bf16 storage" : "") << "\n";
     for (size_t i = 0; i < parameter_slots_.size(); ++i) {
       os << "  %" << parameter_slots_[i] << " = parameter " << i << "\n";
     }
@@ -70,10 +85,32 @@ class CpuExecutable final : public Executable {
   }
 
  private:
+  static bool stored_as_bf16(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
+
+  static BufferPtr converted(const Buffer& src, DType dtype) {
+    BufferPtr out = Buffer::allocate_on_device(dtype, src.shape());
+    const Buffer* in = &src;
+    find_kernel(OpKind::kCast, dtype)(KernelArgs{std::span<const Buffer* const>(&in, 1), *out, Attrs{}});
+    return out;
+  }
+
+  static void round_to_bf16(Buffer& b) {
+    const auto round = [](float v) { return bfloat16_to_float(float_to_bfloat16(v)); };
+    if (b.dtype() == DType::kFloat32) {
+      float* p = b.as<float>();
+      for (int64_t i = 0; i < b.numel(); ++i) p[i] = round(p[i]);
+    } else {
+      double* p = b.as<double>();
+      for (int64_t i = 0; i < b.numel(); ++i) p[i] = round(static_cast<float>(p[i]));
+    }
+  }
+
   int slot_count_;
   std::vector<int> parameter_slots_;
+  std::vector<DType> parameter_dtypes_;  // what the kernels read: the leaves' reported dtypes
   std::vector<Instruction> program_;
   std::vector<int> output_slots_;
+  bool bf16_;
 };
 
 }  // namespace
@@ -94,8 +131,11 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
     program.push_back(
         {kernel, node->op(), graph.operands[i], static_cast<int>(i), node->spec(), node->attrs()});
   }
+  std::vector<DType> parameter_dtypes;
+  for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());
   return std::make_unique<CpuExecutable>(static_cast<int>(graph.nodes.size()), graph.parameters,
-                                         std::move(program), graph.outputs);
+                                         std::move(parameter_dtypes), std::move(program), graph.outputs,
+                                         settings::bf16_mode());
 }
 
 }  // namespace cpu
