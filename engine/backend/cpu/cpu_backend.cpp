@@ -21,16 +21,75 @@ struct Instruction {
   Attrs attrs;
 };
 
+// Estimated cost of one kernel, for the program listing: floating-point
+// operations and bytes read plus written. Rows by cost shape; an op with no
+// row (a newly added one) counts one operation per output element, the
+// elementwise estimate — a lower bound for anything heavier.
+enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul };
+struct CostRow {
+  OpKind op;
+  Cost cost;
+  int per_element;  // operations per element counted
+};
+constexpr CostRow kCostRows[] = {
+    {OpKind::kCast, Cost::kFree, 0},       {OpKind::kReshape, Cost::kFree, 0},
+    {OpKind::kPermute, Cost::kFree, 0},    {OpKind::kExpand, Cost::kFree, 0},
+    {OpKind::kCat, Cost::kFree, 0},        {OpKind::kSlice, Cost::kFree, 0},
+    {OpKind::kSliceBackward, Cost::kFree, 0}, {OpKind::kIndexSelect, Cost::kFree, 0},
+    {OpKind::kOneHot, Cost::kFree, 0},     {OpKind::kMatmul, Cost::kMatmul, 2},
+    {OpKind::kSum, Cost::kPerInput, 1},    {OpKind::kMean, Cost::kPerInput, 1},
+    {OpKind::kProd, Cost::kPerInput, 1},   {OpKind::kAmax, Cost::kPerInput, 1},
+    {OpKind::kAmin, Cost::kPerInput, 1},   {OpKind::kArgmax, Cost::kPerInput, 1},
+    {OpKind::kArgmin, Cost::kPerInput, 1}, {OpKind::kAny, Cost::kPerInput, 1},
+    {OpKind::kAll, Cost::kPerInput, 1},    {OpKind::kVar, Cost::kPerInput, 3},
+    {OpKind::kLogsumexp, Cost::kPerInput, 3}, {OpKind::kSoftmax, Cost::kPerInput, 4},
+    {OpKind::kLogSoftmax, Cost::kPerInput, 4}, {OpKind::kNllLoss, Cost::kPerOutput, 1},
+    {OpKind::kIndexAdd, Cost::kPerInput, 1},
+};
+
+struct KernelCost {
+  int64_t flops = 0;
+  int64_t bytes = 0;
+};
+
+int64_t spec_bytes(const TensorSpec& s) { return numel(s.shape) * static_cast<int64_t>(dtype_size(s.dtype)); }
+
+KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, const TensorSpec& out) {
+  KernelCost c;
+  c.bytes = spec_bytes(out);
+  for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
+  Cost cost = Cost::kPerOutput;
+  int per = 1;
+  for (const CostRow& row : kCostRows) {
+    if (row.op == op) {
+      cost = row.cost;
+      per = row.per_element;
+      break;
+    }
+  }
+  switch (cost) {
+    case Cost::kFree: break;
+    case Cost::kPerOutput: c.flops = per * numel(out.shape); break;
+    case Cost::kPerInput: c.flops = inputs.empty() ? 0 : per * numel(inputs[0]->shape); break;
+    case Cost::kMatmul:  // a multiply and an add per (output element, k)
+      c.flops = inputs.empty() || inputs[0]->shape.empty() ? 0 : per * numel(out.shape) * inputs[0]->shape.back();
+      break;
+  }
+  return c;
+}
+
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<DType> parameter_dtypes,
-                std::vector<Instruction> program, std::vector<int> output_slots, bool bf16)
+                std::vector<Instruction> program, std::vector<int> output_slots, bool bf16,
+                std::vector<TensorSpec> slot_specs)
       : slot_count_(slot_count),
         parameter_slots_(std::move(parameter_slots)),
         parameter_dtypes_(std::move(parameter_dtypes)),
         program_(std::move(program)),
         output_slots_(std::move(output_slots)),
-        bf16_(bf16) {}
+        bf16_(bf16),
+        slot_specs_(std::move(slot_specs)) {}
 
   std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) override {
     if (parameters.size() != parameter_slots_.size()) {
@@ -72,15 +131,25 @@ class CpuExecutable final : public Executable {
     for (size_t i = 0; i < parameter_slots_.size(); ++i) {
       os << "  %" << parameter_slots_[i] << " = parameter " << i << "\n";
     }
+    KernelCost total;
     for (const Instruction& ins : program_) {
       os << "  %" << ins.output << " = " << op_name(ins.op) << "(";
-      for (size_t i = 0; i < ins.inputs.size(); ++i) os << (i ? ", " : "") << "%" << ins.inputs[i];
-      os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  "
-         << numel(ins.spec.shape) * static_cast<int64_t>(dtype_size(ins.spec.dtype)) << " bytes\n";
+      std::vector<const TensorSpec*> inputs;
+      for (size_t i = 0; i < ins.inputs.size(); ++i) {
+        os << (i ? ", " : "") << "%" << ins.inputs[i];
+        inputs.push_back(&slot_specs_[static_cast<size_t>(ins.inputs[i])]);
+      }
+      const KernelCost c = estimate(ins.op, inputs, ins.spec);
+      total.flops += c.flops;
+      total.bytes += c.bytes;
+      os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
+         << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
     }
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
     os << "\n";
+    os << "total: flops=" << total.flops << " traffic=" << total.bytes << " bytes (estimated: flops per kernel, bytes "
+       << "read and written)\n";
     return os.str();
   }
 
@@ -111,6 +180,7 @@ class CpuExecutable final : public Executable {
   std::vector<Instruction> program_;
   std::vector<int> output_slots_;
   bool bf16_;
+  std::vector<TensorSpec> slot_specs_;  // per slot: what its value holds, for the cost estimates
 };
 
 }  // namespace
@@ -133,9 +203,12 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::vector<DType> parameter_dtypes;
   for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());
+  std::vector<TensorSpec> slot_specs;
+  slot_specs.reserve(graph.nodes.size());
+  for (const Node* n : graph.nodes) slot_specs.push_back(n->spec());
   return std::make_unique<CpuExecutable>(static_cast<int>(graph.nodes.size()), graph.parameters,
                                          std::move(parameter_dtypes), std::move(program), graph.outputs,
-                                         settings::bf16_mode());
+                                         settings::bf16_mode(), std::move(slot_specs));
 }
 
 }  // namespace cpu

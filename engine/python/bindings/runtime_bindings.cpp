@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
+#include "executor/graph_dump.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
@@ -146,6 +147,32 @@ void bind_runtime(py::module_& m) {
     if (it == all.end()) return py::none();
     return stats_dict(it->second);
   }, py::arg("name"));
+
+  // Graph dumps: the graph the next sync of `tensors` would run.
+  m.def("dump_graph", [](const std::vector<Tensor>& tensors, const std::string& format) -> py::object {
+    if (format != "text" && format != "dot" && format != "proto") {
+      throw py::value_error("dump_graph: format must be 'text', 'dot' or 'proto', got '" + format + "'");
+    }
+    if (tensors.empty()) throw py::value_error("dump_graph: expected at least one tensor");
+    std::vector<std::shared_ptr<TensorImpl>> targets;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!tensors[i].device().is_lazy() || tensors[i].device() != tensors[0].device()) {
+        throw EngineError("dump_graph: tensor " + std::to_string(i) + " is on " + tensors[i].device().str() +
+                          "; every tensor must be on one lazy device (" + tensors[0].device().str() + ")");
+      }
+      targets.push_back(tensors[i].impl());
+    }
+    const pb::IrGraph graph = executor::pending_graph(tensors[0].device(), targets);
+    if (format == "text") return py::str(executor::graph_text(graph));
+    if (format == "dot") return py::str(executor::graph_dot(graph));
+    return py::bytes(graph.SerializeAsString());
+  }, py::arg("tensors"), py::arg("format") = "text");
+  m.def("_graph_proto_to_text", [](const py::bytes& data) {
+    // Test aid: parses protobuf bytes back into an IrGraph and lists it.
+    pb::IrGraph graph;
+    if (!graph.ParseFromString(std::string(data))) throw EngineError("not a serialized IrGraph");
+    return executor::graph_text(graph);
+  });
 
   // Data-dependent ops.
   const auto nonzero = [](const Tensor& t, bool as_tuple) -> py::object {
