@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,5 +49,28 @@ class Backend {
 
 // The backend of the lazy devices (the CPU backend for now).
 Backend& default_backend();
+// Replaces it (nullptr: back to the CPU backend) and returns the previous
+// one; the caller keeps `backend` alive while installed. For tests and for
+// backends that lower less, whose missing ops then fall back to the host.
+Backend* set_default_backend(Backend* backend);
+
+// A backend that lowers what `inner` lowers, except the (op, dtype) pairs it
+// was told to refuse (dtype nullopt: every dtype). It compiles through
+// `inner`. Tests use it to make an op "unlowered" without a new backend.
+class RestrictedBackend final : public Backend {
+ public:
+  struct Refusal {
+    OpKind op;
+    std::optional<DType> dtype;
+  };
+  RestrictedBackend(Backend& inner, std::vector<Refusal> refused) : inner_(inner), refused_(std::move(refused)) {}
+  std::string_view name() const override { return inner_.name(); }
+  bool lowers(OpKind op, DType dtype) const override;
+  std::unique_ptr<Executable> compile(const GraphView& graph) override { return inner_.compile(graph); }
+
+ private:
+  Backend& inner_;
+  std::vector<Refusal> refused_;
+};
 
 }  // namespace lazyscope

@@ -13,7 +13,13 @@ namespace {
 constexpr size_t kAlignment = 64;
 }  // namespace
 
-std::shared_ptr<Buffer> Buffer::allocate(DType dtype, Shape shape) {
+std::shared_ptr<Buffer> Buffer::allocate(DType dtype, Shape shape) { return make(dtype, std::move(shape), false); }
+
+std::shared_ptr<Buffer> Buffer::allocate_on_device(DType dtype, Shape shape) {
+  return make(dtype, std::move(shape), true);
+}
+
+std::shared_ptr<Buffer> Buffer::make(DType dtype, Shape shape, bool on_device) {
   for (int64_t d : shape) {
     if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(shape));
   }
@@ -25,19 +31,27 @@ std::shared_ptr<Buffer> Buffer::allocate(DType dtype, Shape shape) {
     throw EngineError("out of memory allocating a " + std::string(dtype_name(dtype)) + " tensor of shape " +
                       shape_str(shape) + " (" + std::to_string(bytes) + " bytes)");
   }
-  return std::shared_ptr<Buffer>(new Buffer(dtype, std::move(shape), n, bytes, data));
+  return std::shared_ptr<Buffer>(new Buffer(dtype, std::move(shape), n, bytes, data, on_device));
 }
 
-Buffer::Buffer(DType dtype, Shape shape, int64_t numel, size_t bytes, void* data)
-    : dtype_(dtype), shape_(std::move(shape)), numel_(numel), bytes_(bytes), data_(data) {
+Buffer::Buffer(DType dtype, Shape shape, int64_t numel, size_t bytes, void* data, bool on_device)
+    : dtype_(dtype), shape_(std::move(shape)), numel_(numel), bytes_(bytes), data_(data), on_device_(on_device) {
   LAZYSCOPE_COUNTER("LiveBuffers")->add(1);
   LAZYSCOPE_COUNTER("LiveBufferBytes")->add(static_cast<int64_t>(bytes_));
+  if (on_device_) {
+    LAZYSCOPE_COUNTER("LiveDeviceBuffers")->add(1);
+    LAZYSCOPE_COUNTER("LiveDeviceBufferBytes")->add(static_cast<int64_t>(bytes_));
+  }
 }
 
 Buffer::~Buffer() {
   std::free(data_);
   LAZYSCOPE_COUNTER("LiveBuffers")->add(-1);
   LAZYSCOPE_COUNTER("LiveBufferBytes")->add(-static_cast<int64_t>(bytes_));
+  if (on_device_) {
+    LAZYSCOPE_COUNTER("LiveDeviceBuffers")->add(-1);
+    LAZYSCOPE_COUNTER("LiveDeviceBufferBytes")->add(-static_cast<int64_t>(bytes_));
+  }
 }
 
 }  // namespace lazyscope

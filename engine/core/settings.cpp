@@ -1,7 +1,11 @@
 #include "core/settings.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 
 #include "core/error.h"
 
@@ -17,6 +21,15 @@ int64_t from_env(const char* name, int64_t fallback) {
   return fallback;
 }
 
+// "1", "true", "yes", "on" (any case) switch a flag on; anything else is off.
+bool flag_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env) return false;
+  std::string v(env);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
 std::atomic<int64_t>& cache_size() {
   static std::atomic<int64_t> v{from_env("LAZYSCOPE_COMPILE_CACHE_SIZE", 1024)};
   return v;
@@ -25,6 +38,47 @@ std::atomic<int64_t>& cache_size() {
 std::atomic<int64_t>& node_limit() {
   static std::atomic<int64_t> v{from_env("LAZYSCOPE_GRAPH_NODE_LIMIT", 100000)};
   return v;
+}
+
+std::atomic<bool>& bf16() {
+  static std::atomic<bool> v{flag_from_env("LAZYSCOPE_USE_BF16") || flag_from_env("XLA_USE_BF16")};
+  return v;
+}
+
+std::vector<std::string> split_names(const char* text) {
+  std::vector<std::string> out;
+  std::string current;
+  for (const char* p = text;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      const auto first = current.find_first_not_of(" \t");
+      if (first != std::string::npos) out.push_back(current.substr(first, current.find_last_not_of(" \t") - first + 1));
+      current.clear();
+      if (*p == '\0') break;
+    } else {
+      current += *p;
+    }
+  }
+  return out;
+}
+
+// Read on every op call on a lazy device, written rarely: an immutable list
+// swapped under a mutex, with an atomic "empty" flag so that the common case
+// (nothing forced) costs one relaxed load.
+struct Forced {
+  std::mutex mu;
+  std::shared_ptr<const std::vector<std::string>> ops;
+  std::atomic<bool> any{false};
+};
+
+Forced& forced() {
+  static auto* instance = [] {
+    auto* f = new Forced();
+    const char* env = std::getenv("LAZYSCOPE_FORCE_FALLBACK");
+    f->ops = std::make_shared<const std::vector<std::string>>(env ? split_names(env) : std::vector<std::string>{});
+    f->any.store(!f->ops->empty());
+    return f;
+  }();
+  return *instance;
 }
 
 void check_positive(const char* name, int64_t n) {
@@ -44,5 +98,32 @@ void set_graph_node_limit(int64_t n) {
   check_positive("graph_node_limit", n);
   node_limit().store(n);
 }
+
+bool forced_fallback(std::string_view op) {
+  Forced& f = forced();
+  if (!f.any.load(std::memory_order_relaxed)) return false;
+  std::shared_ptr<const std::vector<std::string>> ops;
+  {
+    std::lock_guard lock(f.mu);
+    ops = f.ops;
+  }
+  return std::find(ops->begin(), ops->end(), op) != ops->end();
+}
+
+std::vector<std::string> forced_fallbacks() {
+  Forced& f = forced();
+  std::lock_guard lock(f.mu);
+  return *f.ops;
+}
+
+void set_forced_fallbacks(const std::vector<std::string>& ops) {
+  Forced& f = forced();
+  std::lock_guard lock(f.mu);
+  f.ops = std::make_shared<const std::vector<std::string>>(ops);
+  f.any.store(!ops.empty());
+}
+
+bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }
+void set_bf16_mode(bool on) { bf16().store(on); }
 
 }  // namespace lazyscope::settings

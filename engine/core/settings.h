@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace lazyscope::settings {
 
@@ -15,5 +18,19 @@ void set_compile_cache_size(int64_t n);
 // nodes without a barrier is executed and reported (a missing mark_step).
 int64_t graph_node_limit();
 void set_graph_node_limit(int64_t n);
+
+// LAZYSCOPE_FORCE_FALLBACK: comma-separated op names ("exp,matmul") that run
+// on the host even where the device lowers them — to measure what a
+// fallback costs, or to rule a backend kernel in or out, without editing code.
+bool forced_fallback(std::string_view op);
+std::vector<std::string> forced_fallbacks();
+// Replaces the set; unknown names are rejected by the caller (it knows the ops).
+void set_forced_fallbacks(const std::vector<std::string>& ops);
+
+// LAZYSCOPE_USE_BF16=1 (or the seeds' XLA_USE_BF16=1): float32 and float64
+// tensors on lazy devices are stored as bfloat16 on the device while they
+// still report their dtype — half the device memory, bf16 precision.
+bool bf16_mode();
+void set_bf16_mode(bool on);
 
 }  // namespace lazyscope::settings

@@ -6,7 +6,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backend/cpu/kernels.h"
 #include "core/hash.h"
+#include "core/error.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
 #include "executor/compile_cache.h"
@@ -38,6 +40,8 @@ struct DeviceState {
   int64_t step = 0;
   int64_t step_start_ns = -1;
   int64_t compile_ns = 0, execute_ns = 0, transfer_ns = 0, host_wait_ns = 0;
+  // Scalars logged this step, read once the barrier has run the step's graph.
+  std::vector<std::pair<std::string, std::shared_ptr<TensorImpl>>> scalar_logs;
   // Last graph compiled at each call site, to explain the next recompile.
   std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
 };
@@ -112,6 +116,8 @@ LoweredGraph lower(const std::vector<const Node*>& roots) {
     g.view.outputs.push_back(p);
     g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
   }
+  // A program compiled in bf16 mode rounds differently: never share it.
+  if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
   return g;
 }
 
@@ -165,6 +171,25 @@ void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImp
   st.compacted_size = st.live.size();
 }
 
+// Element 0 of a materialized buffer as a double, whatever its dtype (the
+// cast kernel does the conversion; bf16-stored floats included).
+double first_value(const Buffer& buffer) {
+  BufferPtr one = Buffer::allocate(DType::kFloat64, {});
+  const Buffer* in = &buffer;
+  cpu::find_kernel(OpKind::kCast, DType::kFloat64)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *one, Attrs{}});
+  return *one->as<double>();
+}
+
+void publish_scalar_event(const Device& device, int64_t step, const std::string& name, double value) {
+  pb::Event e;
+  e.set_replica(device.ordinal);
+  auto* s = e.mutable_scalar();
+  s->set_step(step);
+  s->set_name(name);
+  s->set_value(value);
+  events::publish(e);
+}
+
 void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
   LAZYSCOPE_COUNTER("MarkStep")->add(1);
   if (events::enabled()) {
@@ -187,15 +212,15 @@ void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
   st.compile_ns = st.execute_ns = st.transfer_ns = st.host_wait_ns = 0;
 }
 
-void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
-                 pb::SyncCause cause) {
+int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
+                    pb::SyncCause cause) {
   if (targets.empty()) {
     targets = collect_pending(st);
   } else {
     std::erase_if(targets, [](const auto& t) { return !t->pending(); });
   }
   st.pending_nodes = 0;
-  if (targets.empty()) return;
+  if (targets.empty()) return 0;
   const int64_t start = events::now_ns();
   const SourceLocation sync_site = current_source_location();
 
@@ -269,7 +294,7 @@ void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_
   // releases the traced graph it no longer needs.
   for (size_t i = 0; i < targets.size(); ++i) {
     targets[i]->buffer = outputs[i];
-    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source());
+    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
   }
 
   st.compile_ns += compile_ns;
@@ -293,7 +318,10 @@ void sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_
     x->set_node_count(static_cast<int32_t>(graph.view.nodes.size()));
     events::publish(e);
   }
+  return static_cast<int64_t>(graph.view.nodes.size() - graph.view.parameters.size());
 }
+
+void publish_snapshot(const Device& device, int64_t step, bool only_changed);
 
 }  // namespace
 
@@ -318,19 +346,83 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
   }
 }
 
-void sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
+int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
-  sync_locked(device, st, targets, cause);
+  return sync_locked(device, st, targets, cause);
 }
 
 void mark_step(const Device& device) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
   if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
+  // Taken before the sync: a step whose graph fails drops its logs with it.
+  auto logs = std::move(st.scalar_logs);
+  st.scalar_logs.clear();
   sync_locked(device, st, {}, pb::SYNC_CAUSE_MARK_STEP);
+  if (events::enabled()) {
+    for (const auto& [name, t] : logs) {
+      // Computed by the graph just run (it was pending and alive), or read
+      // earlier by the script: either way its buffer is here, no sync needed.
+      if (t->buffer) publish_scalar_event(device, st.step, name, first_value(*t->buffer));
+    }
+  }
+  const int64_t closed = st.step;
   publish_step(device, st, events::now_ns());
+  if (events::enabled()) publish_snapshot(device, closed, /*only_changed=*/true);
 }
+
+void log_scalar(const std::string& name, const Tensor& value) {
+  if (value.numel() != 1) {
+    throw EngineError("log('" + name + "'): expected a one-element tensor, got shape " + shape_str(value.shape()));
+  }
+  if (!events::enabled()) return;  // nobody listens: keep nothing alive
+  if (!value.device().is_lazy()) {
+    publish_scalar(value.device(), name, first_value(*value.impl()->buffer));
+    return;
+  }
+  DeviceState& st = state(value.device());
+  std::lock_guard lock(st.mu);
+  st.scalar_logs.emplace_back(name, value.impl());
+}
+
+void publish_scalar(const Device& device, const std::string& name, double value) {
+  if (!events::enabled()) return;
+  const Device d = device.is_lazy() ? device : Device{DeviceKind::kLazy, 0};
+  publish_scalar_event(d, current_step(d), name, value);
+}
+
+void publish_metric_snapshot(const Device& device, bool only_changed) {
+  publish_snapshot(device, current_step(device), only_changed);
+}
+
+namespace {
+void publish_snapshot(const Device& device, int64_t step, bool only_changed) {
+  if (!events::enabled()) return;
+  const std::vector<metrics::SnapshotEntry> entries = metrics::snapshot(only_changed);
+  if (only_changed && entries.empty()) return;
+  pb::Event e;
+  e.set_replica(device.ordinal);
+  auto* m = e.mutable_metrics();
+  m->set_step(step);
+  m->set_time_ns(events::now_ns());
+  for (const metrics::SnapshotEntry& entry : entries) {
+    auto* v = m->add_metrics();
+    v->set_name(entry.name);
+    v->set_is_counter(entry.is_counter);
+    if (entry.is_counter) {
+      v->set_value(entry.value);
+    } else {
+      v->set_count(entry.stats.count);
+      v->set_total_ms(entry.stats.total);
+      v->set_p50_ms(entry.stats.p50);
+      v->set_p90_ms(entry.stats.p90);
+      v->set_p99_ms(entry.stats.p99);
+    }
+  }
+  events::publish(e);
+}
+}  // namespace
 
 int64_t current_step(const Device& device) {
   DeviceState& st = state(device);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "lazyscope/events.pb.h"
@@ -19,7 +20,8 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor);
 
 // Runs what `targets` need (all pending tensors of the device when empty)
 // and binds the results. `cause` and the caller's source line are recorded.
-void sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause);
+// Returns how many computed (non-input) nodes the execution ran.
+int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause);
 
 // The barrier: runs every pending tensor of the device, then closes the step.
 void mark_step(const Device& device);
@@ -27,6 +29,20 @@ int64_t current_step(const Device& device);
 
 // Transfers are part of a step's time breakdown; tensor.cpp reports them.
 void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes);
+
+// lazyscope.log(name, value) of a one-element tensor on a lazy device: the
+// value is not read now (no sync); the tensor stays among the step's
+// outputs, and once the barrier has run the step's graph a ScalarEvent
+// (step, name, value) is published. Nothing is kept without a subscriber.
+void log_scalar(const std::string& name, const Tensor& value);
+// A value already on the host: published at once, at `device`'s current step.
+void publish_scalar(const Device& device, const std::string& name, double value);
+
+// A MetricSnapshotEvent of every counter and metric (only_changed: those
+// that moved since the last snapshot). mark_step publishes the changed ones
+// at each step end when someone subscribed; the runner (or Python's atexit)
+// publishes a full one at exit. No-op without a subscriber.
+void publish_metric_snapshot(const Device& device, bool only_changed);
 
 // Graph for `targets` as the next sync would build it (for dumps and tests).
 pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets);

@@ -26,9 +26,11 @@ Node::Node(OpKind op, std::vector<NodePtr> operands, TensorSpec spec, Attrs attr
   LAZYSCOPE_COUNTER("CreatedIrNodes")->add(1);
 }
 
-Node::Node(BufferPtr data, SourceLocation source)
+Node::Node(BufferPtr data, SourceLocation source) : Node(data, source, data->dtype()) {}
+
+Node::Node(BufferPtr data, SourceLocation source, DType dtype)
     : op_(OpKind::kDeviceData),
-      spec_{data->shape(), data->dtype()},
+      spec_{data->shape(), dtype},
       source_(source),
       data_(std::move(data)) {
   local_hash_ = node_local_hash(op_, attrs_, spec_);

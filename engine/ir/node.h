@@ -25,6 +25,10 @@ class Node {
   // A graph input bound to `data`. Its hash covers shape and dtype, never the
   // values, so a new batch of the same shape hits the compile cache.
   explicit Node(BufferPtr data, SourceLocation source = {});
+  // A graph input whose buffer stores `dtype` in a narrower format (bf16
+  // mode: float32 data held as bfloat16). The node, its hash and the tensor
+  // report `dtype`; executables widen the buffer when they read it.
+  Node(BufferPtr data, SourceLocation source, DType dtype);
 
   OpKind op() const { return op_; }
   bool is_leaf() const { return op_ == OpKind::kDeviceData; }

@@ -21,10 +21,28 @@ Registry& registry() {
 // Gauges describe current state, not history; reset() leaves them alone.
 bool is_gauge(const std::string& name) { return name.rfind("Live", 0) == 0; }
 
-double percentile(std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
-  return sorted[i];
+// Selection, not a full sort: three quantiles of a 1024-sample window cost a
+// few microseconds, which keeps the per-step snapshot cheap. Quantiles are
+// asked for in increasing order, so each selection only scans the tail.
+double percentile(std::vector<double>& values, size_t& from, double q) {
+  if (values.empty()) return 0;
+  const size_t i = std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())));
+  std::nth_element(values.begin() + static_cast<std::ptrdiff_t>(std::min(from, i)),
+                   values.begin() + static_cast<std::ptrdiff_t>(i), values.end());
+  from = i;
+  return values[i];
+}
+
+// What the last snapshot returned, to tell what changed since.
+struct Published {
+  std::mutex mu;
+  std::map<std::string, int64_t> counters;
+  std::map<std::string, int64_t> metric_counts;
+};
+
+Published& published() {
+  static auto* p = new Published();
+  return *p;
 }
 
 std::string fmt(const char* f, double v) {
@@ -56,11 +74,16 @@ MetricStats Metric::stats() const {
     s.total = total_;
     sorted = window_;
   }
-  std::sort(sorted.begin(), sorted.end());
-  s.p50 = percentile(sorted, 0.5);
-  s.p90 = percentile(sorted, 0.9);
-  s.p99 = percentile(sorted, 0.99);
+  size_t from = 0;
+  s.p50 = percentile(sorted, from, 0.5);
+  s.p90 = percentile(sorted, from, 0.9);
+  s.p99 = percentile(sorted, from, 0.99);
   return s;
+}
+
+int64_t Metric::count() const {
+  std::lock_guard lock(mu_);
+  return count_;
 }
 
 void Metric::reset() {
@@ -108,27 +131,89 @@ std::map<std::string, MetricStats> metrics() {
 }
 
 void reset() {
+  reset_counters();
+  reset_metrics();
+}
+
+void reset_counters() {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   for (auto& [name, c] : r.counters) {
     if (!is_gauge(name)) c->reset();
   }
+}
+
+void reset_metrics() {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
   for (auto& [name, m] : r.metrics) m->reset();
 }
 
-std::string report() {
-  std::string out;
-  for (const auto& [name, s] : metrics()) {
-    if (s.count == 0) continue;
+std::vector<SnapshotEntry> snapshot(bool only_changed) {
+  std::vector<std::pair<std::string, Counter*>> counters_now;
+  std::vector<std::pair<std::string, Metric*>> metrics_now;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mu);
+    for (auto& [name, c] : r.counters) counters_now.emplace_back(name, c.get());
+    for (auto& [name, m] : r.metrics) metrics_now.emplace_back(name, m.get());
+  }
+  Published& p = published();
+  std::lock_guard lock(p.mu);
+  std::vector<SnapshotEntry> out;
+  for (const auto& [name, c] : counters_now) {
+    const int64_t v = c->value();
+    auto [it, inserted] = p.counters.try_emplace(name, v);
+    if (only_changed && !inserted && it->second == v) continue;
+    if (only_changed && inserted && v == 0) continue;
+    it->second = v;
+    out.push_back({name, true, v, {}});
+  }
+  for (const auto& [name, m] : metrics_now) {
+    const int64_t count = m->count();  // cheap; the percentiles only for what changed
+    auto [it, inserted] = p.metric_counts.try_emplace(name, count);
+    if (only_changed && !inserted && it->second == count) continue;
+    if (only_changed && inserted && count == 0) continue;
+    it->second = count;
+    out.push_back({name, false, 0, m->stats()});
+  }
+  return out;
+}
+
+namespace {
+void append_metric(std::string& out, const std::string& name, const MetricStats& s) {
     out += "Metric: " + name + "\n";
     out += "  TotalSamples: " + std::to_string(s.count) + "\n";
     out += "  Accumulator: " + fmt("%.3fms", s.total) + "\n";
     out += "  Percentiles: 50%=" + fmt("%.3fms", s.p50) + "; 90%=" + fmt("%.3fms", s.p90) +
            "; 99%=" + fmt("%.3fms", s.p99) + "\n";
+}
+}  // namespace
+
+std::string report() {
+  std::string out;
+  for (const auto& [name, s] : metrics()) {
+    if (s.count != 0) append_metric(out, name, s);
   }
   for (const auto& [name, v] : counters()) {
     if (v == 0) continue;
     out += "Counter: " + name + "\n  Value: " + std::to_string(v) + "\n";
+  }
+  return out;
+}
+
+std::string short_report() {
+  // The headline figures, in the order a reader checks them.
+  static const char* const kMetrics[] = {"CompileTime", "ExecuteTime", "TransferToDeviceTime",
+                                         "TransferFromDeviceTime"};
+  std::string out;
+  const auto all = metrics();
+  for (const char* name : kMetrics) {
+    if (auto it = all.find(name); it != all.end() && it->second.count != 0) append_metric(out, name, it->second);
+  }
+  for (const auto& [name, v] : counters()) {
+    const bool headline = name == "UncachedCompile" || name == "CachedCompile" || name.starts_with("Fallback.");
+    if (headline && v != 0) out += "Counter: " + name + "\n  Value: " + std::to_string(v) + "\n";
   }
   return out;
 }

@@ -35,6 +35,7 @@ class Metric {
   static constexpr size_t kWindow = 1024;
   void add(double value);
   MetricStats stats() const;
+  int64_t count() const;
   void reset();
 
  private:
@@ -52,8 +53,25 @@ std::map<std::string, int64_t> counters();
 std::map<std::string, MetricStats> metrics();
 // Zeroes every counter and metric except the live-buffer gauges.
 void reset();
+void reset_counters();  // counters only (gauges kept), as torch_xla's clear_counters()
+void reset_metrics();   // timed metrics only, as torch_xla's clear_metrics()
 // A text report in the spirit of PyTorch/XLA's _xla_metrics_report().
 std::string report();
+// The few lines a user looks at first: compile and execute time, transfers,
+// and every fallback counter (torch_xla's short_metrics_report()).
+std::string short_report();
+
+// Counters and metrics for a MetricSnapshotEvent. With only_changed, just
+// those whose value (counters) or sample count (metrics) moved since the
+// last snapshot, so that a per-step snapshot stays cheap; every call
+// remembers what it returned.
+struct SnapshotEntry {
+  std::string name;
+  bool is_counter = false;
+  int64_t value = 0;  // counters
+  MetricStats stats;  // metrics
+};
+std::vector<SnapshotEntry> snapshot(bool only_changed);
 
 }  // namespace lazyscope::metrics
 

@@ -10,6 +10,7 @@
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/source_location.h"
+#include "executor/fallback.h"
 #include "metrics/metrics.h"
 
 namespace lazyscope::ops {
@@ -97,18 +98,25 @@ void promote_operands(OpKind op, std::vector<Tensor>& inputs) {
   }
 }
 
-Tensor run_eager(OpKind op, const std::vector<Tensor>& inputs, const TensorSpec& spec, const Attrs& attrs) {
+// The host kernel of `op` on host buffers: the eager cpu device's path, and
+// the computation of a lazy op that falls back to the host.
+BufferPtr run_kernel(OpKind op, const std::vector<const Buffer*>& buffers, const TensorSpec& spec, const Attrs& attrs,
+                     const char* where) {
   cpu::KernelFn kernel = cpu::find_kernel(op, spec.dtype);
   if (!kernel) {
-    throw EngineError(std::string(op_name(op)) + " is not implemented for " +
-                      std::string(dtype_name(spec.dtype)) + " on the cpu device");
+    throw EngineError(std::string(op_name(op)) + " is not implemented for " + std::string(dtype_name(spec.dtype)) +
+                      " " + where + at_line(current_source_location()));
   }
+  BufferPtr out = Buffer::allocate(spec.dtype, spec.shape);
+  kernel(cpu::KernelArgs{buffers, *out, attrs});
+  return out;
+}
+
+Tensor run_eager(OpKind op, const std::vector<Tensor>& inputs, const TensorSpec& spec, const Attrs& attrs) {
   std::vector<const Buffer*> buffers;
   buffers.reserve(inputs.size());
   for (const Tensor& t : inputs) buffers.push_back(t.impl()->buffer.get());
-  BufferPtr out = Buffer::allocate(spec.dtype, spec.shape);
-  kernel(cpu::KernelArgs{buffers, *out, attrs});
-  return Tensor::wrap(std::move(out), inputs[0].device());
+  return Tensor::wrap(run_kernel(op, buffers, spec, attrs, "on the cpu device"), inputs[0].device());
 }
 
 }  // namespace
@@ -135,6 +143,18 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
     try {
       out = run_eager(op, inputs, spec, attrs);
     } catch (const IndexError& e) {  // a bad value in the data: name the user's line too
+      throw IndexError(e.what() + at_line(current_source_location()));
+    }
+  } else if (const pb::FallbackReason reason = executor::fallback_reason(op, spec.dtype);
+             reason != pb::FALLBACK_REASON_UNSPECIFIED) {
+    // The device does not run this op: the host does, between two graphs.
+    // Autograd below records it as usual, so gradients flow through it.
+    try {
+      out = executor::run_on_host(op_name(op), reason, spec.dtype, inputs,
+                                  [&](const std::vector<const Buffer*>& host) -> std::vector<BufferPtr> {
+                                    return {run_kernel(op, host, spec, attrs, "on the host (CPU fallback)")};
+                                  })[0];
+    } catch (const IndexError& e) {
       throw IndexError(e.what() + at_line(current_source_location()));
     }
   } else {
@@ -542,6 +562,99 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 
 Tensor one_hot(const Tensor& a, int64_t num_classes) {
   return apply(OpKind::kOneHot, {a}, {{"num_classes", num_classes}});
+}
+
+namespace {
+// A data-dependent op: `fn` on host buffers. On the eager device it simply
+// runs; on a lazy device it is a DATA_DEPENDENT fallback.
+std::vector<Tensor> host_op(const char* op, const std::vector<Tensor>& inputs, const executor::HostFn& fn) {
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) throw EngineError(std::string(op) + ": undefined tensor operand");
+  }
+  check_same_device(OpKind::kDeviceData, inputs);
+  if (inputs[0].device().is_lazy()) {
+    return executor::run_on_host(op, pb::FALLBACK_REASON_DATA_DEPENDENT, inputs[0].dtype(), inputs, fn);
+  }
+  std::vector<const Buffer*> buffers;
+  for (const Tensor& t : inputs) buffers.push_back(t.impl()->buffer.get());
+  std::vector<Tensor> out;
+  for (BufferPtr& b : fn(buffers)) out.push_back(Tensor::wrap(std::move(b), inputs[0].device()));
+  return out;
+}
+
+void check_bool_mask(const char* op, const Tensor& mask) {
+  if (mask.defined() && mask.dtype() != DType::kBool) {
+    throw EngineError(std::string(op) + ": expected a bool mask, got " + std::string(dtype_name(mask.dtype())) +
+                      "; compare to get one (x > 0) or convert it with .bool()" + at_line(current_source_location()));
+  }
+}
+
+// Flat positions of the true elements of a bool mask: int64 [K].
+Tensor true_positions(const char* op, const Tensor& mask) {
+  return host_op(op, {mask}, [](const std::vector<const Buffer*>& in) -> std::vector<BufferPtr> {
+    return {cpu::flat_nonzero_indices(*in[0])};
+  })[0];
+}
+}  // namespace
+
+Tensor nonzero(const Tensor& a) {
+  return host_op("nonzero", {a}, [](const std::vector<const Buffer*>& in) -> std::vector<BufferPtr> {
+    return {cpu::nonzero_indices(*in[0])};
+  })[0];
+}
+
+std::vector<Tensor> nonzero_tuple(const Tensor& a) {
+  return host_op("nonzero", {a}, [](const std::vector<const Buffer*>& in) -> std::vector<BufferPtr> {
+    const BufferPtr all = cpu::nonzero_indices(*in[0]);
+    const int64_t k = all->shape()[0], rank = all->shape()[1];
+    std::vector<BufferPtr> out;
+    for (int64_t d = 0; d < rank; ++d) {
+      BufferPtr column = Buffer::allocate(DType::kInt64, {k});
+      for (int64_t i = 0; i < k; ++i) column->as<int64_t>()[i] = all->as<int64_t>()[i * rank + d];
+      out.push_back(std::move(column));
+    }
+    return out;
+  });
+}
+
+Tensor masked_select(const Tensor& a, const Tensor& mask) {
+  if (!a.defined() || !mask.defined()) throw EngineError("masked_select: undefined tensor operand");
+  check_bool_mask("masked_select", mask);
+  const Shape shape =
+      at_call([&] { return broadcast_shapes(a.shape(), mask.shape(), "masked_select"); });
+  // Only the mask leaves the device; the selection itself is an index_select
+  // on the device, whose gradient scatters back into `a`.
+  const Tensor positions = true_positions("masked_select", expand(mask, shape));
+  return index_select(reshape(expand(a, shape), {-1}), 0, positions);
+}
+
+Tensor boolean_mask_index(const Tensor& a, const Tensor& mask) {
+  if (!a.defined() || !mask.defined()) throw EngineError("index: undefined tensor operand");
+  check_bool_mask("index", mask);
+  const Shape& s = a.shape();
+  const Shape& m = mask.shape();
+  if (m.size() > s.size()) {
+    throw IndexError("too many indices for tensor of dimension " + std::to_string(s.size()) + " (a boolean mask of " +
+                     std::to_string(m.size()) + " dims)" + at_line(current_source_location()));
+  }
+  for (size_t d = 0; d < m.size(); ++d) {
+    if (m[d] != s[d]) {
+      throw IndexError("the shape of the mask " + shape_str(m) + " at index " + std::to_string(d) +
+                       " does not match the shape of the indexed tensor " + shape_str(s) + " at index " +
+                       std::to_string(d) + at_line(current_source_location()));
+    }
+  }
+  Shape rows{numel(m)};
+  rows.insert(rows.end(), s.begin() + static_cast<std::ptrdiff_t>(m.size()), s.end());
+  return index_select(reshape(a, rows), 0, true_positions("masked_select", mask));
+}
+
+UniqueResult unique(const Tensor& a) {
+  std::vector<Tensor> out = host_op("unique", {a}, [](const std::vector<const Buffer*>& in) -> std::vector<BufferPtr> {
+    cpu::UniqueResult r = cpu::unique_values(*in[0]);
+    return {r.values, r.inverse, r.counts};
+  });
+  return {out[0], out[1], out[2]};
 }
 
 namespace {

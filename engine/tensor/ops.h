@@ -164,6 +164,28 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
 // scatter-added into the weight; the row padding_idx (if any) gets none.
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
 
+// Data-dependent ops: their output shape depends on the values, so they
+// never enter a graph. On a lazy device they run on the host: the operands'
+// pending graph is executed (cut), downloaded, computed, and the results
+// uploaded — a fallback counted as Fallback.<op> with reason DATA_DEPENDENT.
+// Indices of the non-zero elements: int64 [K, rank], row-major order.
+Tensor nonzero(const Tensor& a);
+// The same as one int64 [K] tensor per dim (nonzero(as_tuple=True)).
+std::vector<Tensor> nonzero_tuple(const Tensor& a);
+// The elements of `a` where the bool `mask` is true (both broadcast), as a
+// 1-D tensor in row-major order. Differentiable in `a`: the gradient is
+// scattered back to the selected positions (an index_select underneath).
+Tensor masked_select(const Tensor& a, const Tensor& mask);
+// a[mask] for a bool mask over a's leading dims (mask.shape == a.shape[:k]):
+// [K, *a.shape[k:]]. Differentiable in `a`, as masked_select.
+Tensor boolean_mask_index(const Tensor& a, const Tensor& mask);
+// Distinct values ascending (torch.unique sorts on the CPU whatever `sorted`
+// says), the index of each element's value (a's shape), and the counts.
+struct UniqueResult {
+  Tensor values, inverse, counts;
+};
+UniqueResult unique(const Tensor& a);
+
 // Losses (torch.nn.functional's). kMean averages over the elements, or for
 // nll_loss/cross_entropy over the targets that are not ignore_index (all
 // ignored: NaN, as in PyTorch).

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "autograd/autograd.h"
+#include "backend/cpu/kernels.h"
+#include "core/settings.h"
 #include "core/error.h"
 #include "events/event_bus.h"
 #include "executor/graph_executor.h"
@@ -13,22 +15,37 @@
 namespace lazyscope {
 namespace {
 
-BufferPtr copy_buffer(const Buffer& src) {
-  BufferPtr dst = Buffer::allocate(src.dtype(), src.shape());
-  if (src.bytes()) std::memcpy(dst->data(), src.data(), src.bytes());
-  return dst;
+// In bf16 mode float32/float64 data lives on a lazy device as bfloat16.
+bool stored_as_bf16(DType dtype) {
+  return settings::bf16_mode() && (dtype == DType::kFloat32 || dtype == DType::kFloat64);
 }
 
-// Counts and times a transfer between host and a lazy device, and reports it.
-BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device) {
+// `src` converted to `dtype` with the cast kernel (round to nearest even).
+void convert_into(const Buffer& src, Buffer& dst) {
+  const Buffer* in = &src;
+  cpu::find_kernel(OpKind::kCast, dst.dtype())(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), dst, Attrs{}});
+}
+
+// Counts and times a transfer between host and a lazy device, and reports
+// it. `dtype` is the format at the destination: a bf16-stored float is
+// narrowed on the way up and widened on the way down, inside the transfer.
+BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device, DType dtype) {
   const int64_t start = events::now_ns();
-  BufferPtr dst = copy_buffer(src);
+  BufferPtr dst = to_device ? Buffer::allocate_on_device(dtype, src.shape()) : Buffer::allocate(dtype, src.shape());
+  if (dtype != src.dtype()) {
+    convert_into(src, *dst);
+  } else if (src.bytes()) {
+    std::memcpy(dst->data(), src.data(), src.bytes());
+  }
   const int64_t duration = events::now_ns() - start;
-  const auto bytes = static_cast<int64_t>(src.bytes());
+  // What crossed the link: the device-side format.
+  const auto bytes = static_cast<int64_t>(to_device ? dst->bytes() : src.bytes());
   if (to_device) {
+    LAZYSCOPE_COUNTER("TransferToDeviceCount")->add(1);
     LAZYSCOPE_COUNTER("TransferToDeviceBytes")->add(bytes);
     LAZYSCOPE_METRIC("TransferToDeviceTime")->add(static_cast<double>(duration) / 1e6);
   } else {
+    LAZYSCOPE_COUNTER("TransferFromDeviceCount")->add(1);
     LAZYSCOPE_COUNTER("TransferFromDeviceBytes")->add(bytes);
     LAZYSCOPE_METRIC("TransferFromDeviceTime")->add(static_cast<double>(duration) / 1e6);
   }
@@ -61,7 +78,7 @@ Tensor Tensor::lazy(NodePtr ir, const Device& device) {
 BufferPtr Tensor::host_buffer(pb::SyncCause cause) const {
   if (!impl_->device.is_lazy()) return impl_->buffer;
   if (impl_->pending()) executor::sync(impl_->device, {impl_}, cause);
-  return transfer(*impl_->buffer, impl_->device, /*to_device=*/false);
+  return transfer(*impl_->buffer, impl_->device, /*to_device=*/false, impl_->spec.dtype);
 }
 
 Tensor Tensor::to(const Device& target) const {
@@ -72,7 +89,15 @@ Tensor Tensor::to(const Device& target) const {
     // does not happen (same device returned above).
     return wrap(host, target);
   }
-  return wrap(transfer(*host, target, /*to_device=*/true), target);
+  const DType stored = stored_as_bf16(host->dtype()) ? DType::kBFloat16 : host->dtype();
+  BufferPtr on_device = transfer(*host, target, /*to_device=*/true, stored);
+  if (stored == host->dtype()) return wrap(std::move(on_device), target);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->device = target;
+  impl->spec = {host->shape(), host->dtype()};  // reports float32/float64, stores bfloat16
+  impl->ir = std::make_shared<Node>(on_device, current_source_location(), host->dtype());
+  impl->buffer = std::move(on_device);
+  return Tensor(std::move(impl));
 }
 
 Tensor Tensor::to(DType dtype) const { return ops::cast(*this, dtype); }

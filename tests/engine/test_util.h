@@ -37,6 +37,16 @@ class EventCapture {
     for (const auto& e : events_) if (e.has_execute()) out.push_back(e.execute());
     return out;
   }
+  std::vector<pb::FallbackEvent> fallbacks() const {
+    std::vector<pb::FallbackEvent> out;
+    for (const auto& e : events_) if (e.has_fallback()) out.push_back(e.fallback());
+    return out;
+  }
+  std::vector<pb::MetricSnapshotEvent> snapshots() const {
+    std::vector<pb::MetricSnapshotEvent> out;
+    for (const auto& e : events_) if (e.has_metrics()) out.push_back(e.metrics());
+    return out;
+  }
   std::vector<pb::StepEvent> steps() const {
     std::vector<pb::StepEvent> out;
     for (const auto& e : events_) if (e.has_step()) out.push_back(e.step());

@@ -100,9 +100,18 @@ const Table& kernel_table() {
 }  // namespace
 
 KernelFn find_kernel(OpKind op, DType dtype) {
-  const auto& table = kernel_table();
-  auto it = table.find({op, dtype});
-  return it == table.end() ? nullptr : it->second;
+  // Asked on every op call on a lazy device (does the backend lower it, or
+  // does it fall back?), so a flat array indexed by (op, dtype), built once
+  // from the table, rather than a map search.
+  using Flat = std::array<std::array<KernelFn, kNumDTypes>, static_cast<size_t>(OpKind::kNumOps)>;
+  static const Flat flat = [] {
+    Flat f{};
+    for (const auto& [key, fn] : kernel_table()) f[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] = fn;
+    return f;
+  }();
+  const auto o = static_cast<size_t>(op);
+  const auto d = static_cast<size_t>(dtype);
+  return o < flat.size() && d < flat[o].size() ? flat[o][d] : nullptr;
 }
 
 }  // namespace lazyscope::cpu

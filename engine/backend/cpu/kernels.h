@@ -22,6 +22,19 @@ using KernelFn = void (*)(const KernelArgs&);
 // nullptr when the CPU has no kernel for this op and dtype.
 KernelFn find_kernel(OpKind op, DType dtype);
 
+// Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
+// since their output shapes depend on the values.
+// Positions of the non-zero elements in the flattened input: int64 [K].
+BufferPtr flat_nonzero_indices(const Buffer& in);
+// Their multi-indices, row-major order: int64 [K, rank].
+BufferPtr nonzero_indices(const Buffer& in);
+// Distinct values ascending (NaNs last, each its own), the index of each
+// input element's value among them (input's shape), and each value's count.
+struct UniqueResult {
+  BufferPtr values, inverse, counts;
+};
+UniqueResult unique_values(const Buffer& in);
+
 // The 16-bit float conversions the cast kernels use (round to nearest even).
 uint16_t float_to_half(float f);
 float half_to_float(uint16_t h);

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/runtime_bindings.h"
 #include "bindings/source_provider.h"
 #include "bindings/tensor_bindings.h"
 #include "core/error.h"
@@ -40,6 +41,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   python::bind_tensor(m);
+  python::bind_runtime(m);
 
   m.def("_install_source_provider", &python::install_source_provider, py::arg("package_dir"));
   m.def("device_count", &lazy_device_count, "Number of lazy devices.");

@@ -176,6 +176,10 @@ std::optional<int64_t> slice_part(const py::handle& v) {
 
 // t[key]: ints, slices, None and Ellipsis (basic indexing).
 Tensor getitem(const Tensor& t, const py::object& key) {
+  // x[mask] with a bool tensor: a data-dependent read (see ops::boolean_mask_index).
+  if (py::isinstance<Tensor>(key) && key.cast<Tensor>().dtype() == DType::kBool) {
+    return ops::boolean_mask_index(t, key.cast<Tensor>());
+  }
   const py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
   std::vector<ops::IndexItem> parsed;
   for (const py::handle& item : items) {

@@ -299,6 +299,34 @@ Tensor.__str__ = _tensor_repr
 
 from lazyscope.core import lazy_model  # noqa: E402,F401
 
+# --- Runtime: data-dependent ops, scalar logging, metrics, debugging. -------
+import atexit as _atexit  # noqa: E402
+
+from lazyscope._C import masked_select, nonzero, unique  # noqa: E402,F401
+from lazyscope import debug  # noqa: E402,F401
+
+
+def log(input, value=None):  # noqa: A002  (PyTorch's name)
+    """``log(tensor)``: the elementwise natural logarithm, as ``torch.log``.
+
+    ``log(name, value)``: records a scalar (a Python number, or a one-element
+    tensor) under ``name`` at the current step. A lazy tensor is not read at
+    the call — no sync: its value is computed by the step's graph and
+    published after the next ``mark_step``.
+    """
+    if isinstance(input, str):
+        if value is None:
+            raise TypeError(f"log({input!r}, value): a value to record is needed")
+        _C.log_scalar(input, value)
+        return None
+    if value is not None:
+        raise TypeError("log(input) takes one tensor; to record a scalar, pass a name first: log('loss', loss)")
+    return _C.log(input)
+
+
+# The last metric values, for whoever records the run (a no-op without a subscriber).
+_atexit.register(_C.publish_metric_snapshot)
+
 # The PyTorch-style front end: nn, optim, data, serialization (lazyscope.save/load).
 from lazyscope import datasets, distributed, nn, optim, utils  # noqa: E402,F401
 from lazyscope.serialization import load, save  # noqa: E402,F401

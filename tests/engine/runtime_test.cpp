@@ -1,0 +1,144 @@
+// The runtime around the graphs: CPU fallbacks through a backend that lowers
+// less, data-dependent ops, metric snapshots, device-buffer gauges.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backend/backend.h"
+#include "core/settings.h"
+#include "executor/graph_executor.h"
+#include "metrics/metrics.h"
+#include "tensor/ops.h"
+#include "test_util.h"
+
+namespace lazyscope {
+namespace {
+
+using testing::EventCapture;
+using testing::lazy0;
+using testing::make;
+using testing::values;
+
+// A backend that declares no exp (any dtype) and compiles through the CPU
+// backend, remembering every op it was asked to compile.
+class NoExpBackend final : public Backend {
+ public:
+  explicit NoExpBackend(Backend& cpu) : cpu_(cpu) {}
+  std::string_view name() const override { return "no-exp"; }
+  bool lowers(OpKind op, DType dtype) const override { return op != OpKind::kExp && cpu_.lowers(op, dtype); }
+  std::unique_ptr<Executable> compile(const GraphView& graph) override {
+    for (const Node* n : graph.nodes) compiled_ops.push_back(n->op());
+    return cpu_.compile(graph);
+  }
+  std::vector<OpKind> compiled_ops;
+
+ private:
+  Backend& cpu_;
+};
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    executor::mark_step(lazy0());
+    metrics::reset();
+  }
+  void TearDown() override {
+    set_default_backend(nullptr);
+    settings::set_forced_fallbacks({});
+  }
+};
+
+TEST_F(RuntimeTest, OpTheBackendDoesNotLowerRunsOnTheHost) {
+  NoExpBackend backend(default_backend());
+  set_default_backend(&backend);
+  EventCapture capture;
+  const Tensor x = make({0.f, 1.f, -1.f}, {3}, lazy0());
+  const Tensor y = ops::add(ops::exp(ops::mul(x, x)), x);
+  executor::mark_step(lazy0());
+  const std::vector<float> got = values(y);
+  const float in[] = {0.f, 1.f, -1.f};
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(got[i], std::exp(in[i] * in[i]) + in[i]);
+  for (OpKind op : backend.compiled_ops) EXPECT_NE(op, OpKind::kExp);
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  const pb::FallbackEvent f = capture.fallbacks()[0];
+  EXPECT_EQ(f.op(), "exp");
+  EXPECT_EQ(f.reason(), pb::FALLBACK_REASON_NOT_LOWERED);
+  EXPECT_EQ(f.graph_cut_nodes(), 1);  // the mul
+  EXPECT_EQ(f.bytes(), 2 * 3 * 4);
+  EXPECT_EQ(metrics::counters()["Fallback.exp"], 1);
+  EXPECT_EQ(metrics::counters()["SyncCause.fallback"], 1);
+}
+
+TEST_F(RuntimeTest, RestrictedBackendRefusesOnlyTheNamedDtype) {
+  RestrictedBackend restricted(default_backend(), {{OpKind::kSin, DType::kFloat64}});
+  EXPECT_FALSE(restricted.lowers(OpKind::kSin, DType::kFloat64));
+  EXPECT_TRUE(restricted.lowers(OpKind::kSin, DType::kFloat32));
+  EXPECT_TRUE(restricted.lowers(OpKind::kCos, DType::kFloat64));
+}
+
+TEST_F(RuntimeTest, ForcedFallbackBeatsALoweredOp) {
+  settings::set_forced_fallbacks({"relu"});
+  EventCapture capture;
+  const Tensor y = ops::relu(make({-2.f, 3.f}, {2}, lazy0()));
+  EXPECT_EQ(values(y), (std::vector<float>{0.f, 3.f}));
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  EXPECT_EQ(capture.fallbacks()[0].reason(), pb::FALLBACK_REASON_FORCED);
+  EXPECT_EQ(capture.fallbacks()[0].graph_cut_nodes(), 0);
+}
+
+TEST_F(RuntimeTest, NonzeroOnALazyDeviceIsADataDependentFallback) {
+  EventCapture capture;
+  const Tensor x = make({0.f, 2.f, 0.f, 5.f}, {2, 2}, lazy0());
+  const Tensor idx = ops::nonzero(ops::mul(x, x));
+  EXPECT_TRUE(idx.device().is_lazy());
+  EXPECT_EQ(idx.shape(), (Shape{2, 2}));
+  const BufferPtr host = idx.host_buffer(pb::SYNC_CAUSE_TO_HOST);
+  EXPECT_EQ(std::vector<int64_t>(host->as<int64_t>(), host->as<int64_t>() + 4), (std::vector<int64_t>{0, 1, 1, 1}));
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  EXPECT_EQ(capture.fallbacks()[0].reason(), pb::FALLBACK_REASON_DATA_DEPENDENT);
+  EXPECT_EQ(capture.fallbacks()[0].dtype(), "float32");
+}
+
+TEST_F(RuntimeTest, MarkStepPublishesOnlyChangedMetrics) {
+  EventCapture capture;
+  const Tensor x = make({1.f, 2.f}, {2}, lazy0());
+  Tensor y = ops::add(x, x);
+  executor::mark_step(lazy0());
+  executor::mark_step(lazy0());  // nothing ran: only MarkStep moved
+  const auto snaps = capture.snapshots();
+  ASSERT_EQ(snaps.size(), 2u);
+  bool saw_execute = false;
+  for (const auto& v : snaps[0].metrics()) saw_execute = saw_execute || v.name() == "ExecuteTime";
+  EXPECT_TRUE(saw_execute);
+  ASSERT_EQ(snaps[1].metrics_size(), 1);
+  EXPECT_EQ(snaps[1].metrics(0).name(), "MarkStep");
+  EXPECT_TRUE(snaps[1].metrics(0).is_counter());
+  EXPECT_EQ(snaps[1].step(), snaps[0].step() + 1);
+  executor::publish_metric_snapshot(lazy0(), /*only_changed=*/false);
+  EXPECT_GT(capture.snapshots().back().metrics_size(), 5);
+}
+
+TEST_F(RuntimeTest, DeviceBufferGaugesFollowDeviceData) {
+  const int64_t before = metrics::counters()["LiveDeviceBufferBytes"];
+  {
+    const Tensor x = make(std::vector<float>(256, 1.f), {256}, lazy0());
+    EXPECT_EQ(metrics::counters()["LiveDeviceBufferBytes"] - before, 1024);
+    const Tensor host = make(std::vector<float>(256, 1.f), {256});
+    EXPECT_EQ(metrics::counters()["LiveDeviceBufferBytes"] - before, 1024);  // host memory is not counted
+  }
+  EXPECT_EQ(metrics::counters()["LiveDeviceBufferBytes"], before);
+}
+
+TEST_F(RuntimeTest, SnapshotPercentilesMatchASortedOracle) {
+  metrics::Metric* m = metrics::metric("TestMetricForPercentiles");
+  for (int i = 100; i >= 1; --i) m->add(i);
+  const metrics::MetricStats s = m->stats();
+  EXPECT_EQ(s.count, 100);
+  EXPECT_DOUBLE_EQ(s.total, 5050);
+  EXPECT_DOUBLE_EQ(s.p50, 51);  // element floor(0.5 * 100) of 1..100
+  EXPECT_DOUBLE_EQ(s.p90, 91);
+  EXPECT_DOUBLE_EQ(s.p99, 100);
+}
+
+}  // namespace
+}  // namespace lazyscope
