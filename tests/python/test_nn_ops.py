@@ -352,7 +352,9 @@ def test_getitem_errors_name_the_index_the_dim_and_the_line():
         t[..., 0, ...]
     with pytest.raises(ValueError, match="step must be greater than zero"):
         t[::-1]
-    with pytest.raises(TypeError, match="tensor and boolean indexing are not supported"):
-        t[lazyscope.tensor([0])]
+    with pytest.raises(IndexError, match="boolean-mask indexing"):
+        t[lazyscope.tensor([True, False, True])]
+    with pytest.raises(TypeError, match="valid indices"):
+        t[1.5]
     with pytest.raises(TypeError, match="0-d"):
         len(lazyscope.tensor(1.0))

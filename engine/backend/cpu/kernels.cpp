@@ -86,6 +86,7 @@ const Table& kernel_table() {
     add_layout_kernels(t);
     add_reduction_kernels(t);
     add_nn_kernels(t);
+    add_index_kernels(t);
     return t;
   }();
   return table;
