@@ -155,12 +155,17 @@ Tensor one_hot(const Tensor& a, int64_t num_classes);
 // IndexError naming the value: at the call on the cpu device; on a lazy
 // device at the sync that executes the step's graph (the values are not
 // known before), naming the op and the value but not the line.
+// `weight` (optional, [C]) scales each sample's loss by its class's weight;
+// kMean then divides by the sum of the weights of the targets not ignored
+// (PyTorch's weighted mean).
 Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
-                int64_t ignore_index = -100);
+                int64_t ignore_index = -100, const Tensor& weight = Tensor());
 // log_softmax over dim 1 then nll_loss, with PyTorch's label smoothing.
 // A floating target of the input's shape is class probabilities instead.
+// With `weight`, the smoothing term weighs each class too and kMean divides
+// by the weights of the targets (class probabilities: by the batch size).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
-                     int64_t ignore_index = -100, double label_smoothing = 0.0);
+                     int64_t ignore_index = -100, double label_smoothing = 0.0, const Tensor& weight = Tensor());
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean);
 // input probabilities in [0, 1]; the logs are clamped at -100, as PyTorch's.
 // `weight` may be undefined.

@@ -301,10 +301,6 @@ ops::Reduction reduction_arg(const char* op, const std::string& reduction, const
 
 Tensor optional_tensor(const py::object& t) { return t.is_none() ? Tensor() : t.cast<Tensor>(); }
 
-void no_class_weights(const char* op, const py::object& weight) {
-  if (!weight.is_none()) throw EngineError(std::string(op) + ": class weights (weight=) are not supported yet");
-}
-
 // torch.nn.functional's losses and one_hot, with PyTorch's signatures.
 void bind_losses(py::module_& m) {
   m.def("one_hot", [](const Tensor& t, int64_t num_classes) {
@@ -315,16 +311,15 @@ void bind_losses(py::module_& m) {
   }, py::arg("tensor"), py::arg("num_classes") = -1);
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
                        int64_t ignore_index, const py::object& reduce, const std::string& reduction) {
-    no_class_weights("nll_loss", weight);
-    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index);
+    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index,
+                         optional_tensor(weight));
   }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
         py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
   m.def("cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
                             const py::object& size_average, int64_t ignore_index, const py::object& reduce,
                             const std::string& reduction, double label_smoothing) {
-    no_class_weights("cross_entropy", weight);
     return ops::cross_entropy(input, target, reduction_arg("cross_entropy", reduction, size_average, reduce),
-                              ignore_index, label_smoothing);
+                              ignore_index, label_smoothing, optional_tensor(weight));
   }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
         py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean",
         py::arg("label_smoothing") = 0.0);
