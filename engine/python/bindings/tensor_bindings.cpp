@@ -710,7 +710,15 @@ void bind_tensor(py::module_& m) {
       .def(
           "backward",
           [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph, bool create_graph) {
-            if (create_graph) throw EngineError("backward: create_graph (higher-order gradients) is not supported");
+            // Rules read saved outputs through detached aliases (no cycle from a
+            // result to its own GradFn), so a backward pass traced with grad
+            // mode on would miss those paths: a wrong second derivative. Refuse.
+            if (create_graph) {
+              PyErr_SetString(PyExc_NotImplementedError,
+                              "backward: create_graph=True (higher-order gradients) is not supported: gradient rules read "
+                              "saved outputs without their history, so a double backward would be wrong");
+              throw py::error_already_set();
+            }
             t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);

@@ -4,6 +4,7 @@ Tensors on the ``cpu`` device run at once; tensors on a lazy device
 (``lazy:0`` …) record their ops into an IR graph that runs at a barrier
 (``lazyscope.core.lazy_model.mark_step()``) or when a value is read.
 """
+import builtins as _builtins
 import os as _os
 
 import numpy as _np
@@ -323,9 +324,10 @@ def _numpy_dtype(dtype, default=None):
 
 def _default_dtype_of(*values):
     """PyTorch's inference for arange/full: all ints (or bools) give int64, any float float32."""
-    if all(isinstance(v, bool) for v in values):
-        return bool
-    return int64 if all(isinstance(v, (int, _np.integer)) for v in values) else float32
+    # bool, all, max, ... are PyTorch's names in this module: the builtins are spelled out.
+    if _builtins.all(isinstance(v, (_builtins.bool, _np.bool_)) for v in values):
+        return dtype.bool
+    return int64 if _builtins.all(isinstance(v, (int, _np.integer)) for v in values) else float32
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
@@ -341,7 +343,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound {end} and lower bound {start} inconsistent with step sign {step}")
     dt = dtype or _default_dtype_of(start, end, step)
-    n = max(0, int(_np.ceil((end - start) / step)))
+    n = _builtins.max(0, int(_np.ceil((end - start) / step)))
     values = start + step * _np.arange(n, dtype=_np.float64 if dt.is_floating_point else _np.int64)
     return _make(values.astype(_numpy_dtype(dt)), dt, device, requires_grad)
 
