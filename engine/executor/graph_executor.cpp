@@ -141,12 +141,21 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
 // Pending tensors of the device, compacting the registry as it goes.
 std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   std::vector<std::shared_ptr<TensorImpl>> pending;
+  // A tensor rebound by an in-place op after a sync registers again while
+  // its old entry may still be here. Only its last entry counts: the graph
+  // lists it once among its outputs, at the place its latest value was
+  // traced, so a training loop that updates in place lists its outputs in
+  // the same order every step (the same hash, no recompile).
+  std::unordered_map<const TensorImpl*, size_t> last;
+  for (size_t i = 0; i < st.live.size(); ++i) {
+    if (auto t = st.live[i].lock()) last[t.get()] = i;
+  }
   size_t kept = 0;
-  for (auto& weak : st.live) {
-    auto t = weak.lock();
-    if (!t || !t->pending()) continue;
+  for (size_t i = 0; i < st.live.size(); ++i) {
+    auto t = st.live[i].lock();
+    if (!t || !t->pending() || last[t.get()] != i) continue;
     pending.push_back(t);
-    st.live[kept++] = std::move(weak);
+    st.live[kept++] = std::move(st.live[i]);
   }
   st.live.resize(kept);
   st.compacted_size = kept;

@@ -203,3 +203,22 @@ def test_grad_zero_and_optimizer_step_pattern():
             w.grad.zero_()
         lm.mark_step()
     assert w.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_inplace_training_loop_hits_the_compile_cache():
+    """A rebound tensor is listed once among a graph's outputs, in a stable
+    order: after the first two steps (without, then with a .grad to add to)
+    every step is a cache hit."""
+    device = lm.lazy_device()
+    w = lazyscope.tensor(rng.standard_normal((4, 2)), device=device, requires_grad=True)
+    compiles = []
+    for _ in range(6):
+        x = lazyscope.tensor(rng.standard_normal((8, 4)), device=device)
+        loss = ((x @ w) ** 2).mean()
+        loss.backward()
+        with lazyscope.no_grad():
+            w.sub_(w.grad, alpha=0.1)
+            w.grad.zero_()
+        lm.mark_step()
+        compiles.append(lm.counters().get("UncachedCompile", 0))
+    assert compiles[2:] == [compiles[1]] * 4
