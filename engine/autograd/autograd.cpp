@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "tensor/ops.h"
+#include "tensor/views.h"
 
 namespace lazyscope::autograd {
 namespace {
@@ -55,6 +56,30 @@ Tensor ones_like(const Tensor& t) {
   return ops::expand(ops::scalar(1.0, t.dtype(), t.device()), t.shape());
 }
 
+// A saved value the rule reads must be the one saved: an in-place op since
+// would make the gradient silently wrong, so it is an error, as in PyTorch.
+void check_versions(const GradFn& fn) {
+  const SavedUse use = saved_use(fn.op);
+  const auto fail = [&](const std::string& what, const Shape& shape, uint64_t now, uint64_t saved) {
+    throw EngineError("backward: one of the variables needed for gradient computation has been modified by an "
+                      "inplace operation: " + what + " of " + std::string(op_name(fn.op)) + " (shape " +
+                      shape_str(shape) + ") is at version " + std::to_string(now) + "; expected version " +
+                      std::to_string(saved) + " instead. Compute it out of place, or clone() it before the "
+                      "in-place op");
+  };
+  for (size_t i = 0; i < fn.inputs.size() && i < 32; ++i) {
+    if (!(use.inputs >> i & 1u) || !fn.inputs[i].defined()) continue;
+    const uint64_t now = views::version_of(*fn.inputs[i].impl());
+    if (now != fn.input_versions[i]) fail("input " + std::to_string(i), fn.input_shapes[i], now, fn.input_versions[i]);
+  }
+  if (use.output) {
+    if (const auto live = fn.live_output.lock()) {
+      const uint64_t now = views::version_of(*live);
+      if (now != fn.output_version) fail("output 0", live->spec.shape, now, fn.output_version);
+    }
+  }
+}
+
 }  // namespace
 
 bool grad_enabled() { return tls_grad_enabled; }
@@ -77,7 +102,9 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
   fn->inputs = inputs;
   fn->output = saved_alias(out);
   fn->live_output = out.impl();
+  fn->output_version = views::version_of(*out.impl());
   for (const Tensor& t : inputs) {
+    fn->input_versions.push_back(views::version_of(*t.impl()));
     fn->input_shapes.push_back(t.shape());
     fn->input_dtypes.push_back(t.dtype());
   }
@@ -88,6 +115,7 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
 
 void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   if (!root.defined()) throw EngineError("backward: undefined tensor");
+  views::refresh_if_view(root);
   if (!root.requires_grad()) {
     throw EngineError("backward: the tensor does not require grad and has no grad_fn; mark a leaf with "
                       "requires_grad_() before computing it");
@@ -144,7 +172,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     if (fn->is_accumulator()) {
       if (!grad.defined()) continue;
       TensorImpl& leaf = *fn->leaf;
-      if (grad.requires_grad()) grad = grad.detach();
+      // Never the caller's tensor itself: an in-place op on .grad (zero_())
+      // must not write into it.
+      grad = grad.detach();
       leaf.grad = leaf.grad ? ops::add(Tensor(leaf.grad), grad).impl() : grad.impl();
       continue;
     }
@@ -153,6 +183,7 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
                         "tensors after they have already been freed); pass retain_graph=True to the first backward");
     }
     std::vector<Tensor> grads;
+    if (grad.defined()) check_versions(*fn);
     if (grad.defined()) {
       std::vector<bool> needs;
       for (const auto& n : fn->next) needs.push_back(n != nullptr);

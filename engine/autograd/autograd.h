@@ -43,6 +43,10 @@ struct GradFn {
   // The live result, when still alive: once a sync has materialized it,
   // the rule reads its buffer instead of re-tracing `output`'s node.
   std::weak_ptr<TensorImpl> live_output;
+  // The data versions of the inputs and the output when saved: backward
+  // refuses to use a saved value that an in-place op has changed since.
+  std::vector<uint64_t> input_versions;
+  uint64_t output_version = 0;
   std::vector<Shape> input_shapes;
   std::vector<DType> input_dtypes;
   // Per input: the GradFn its gradient flows to (null: no gradient needed).
@@ -71,6 +75,15 @@ using GradRule = std::vector<Tensor> (*)(const SavedContext& ctx, const Tensor& 
 // The rule of `op`; nullptr when the op is not differentiable (comparisons,
 // argmax, any/all, logical ops).
 GradRule grad_rule(OpKind op);
+
+// Which saved values a rule reads: the inputs (bit i for input i) and the
+// output. An in-place change to a saved value that the rule does not read
+// (add's inputs, say) is no error.
+struct SavedUse {
+  uint32_t inputs;
+  bool output;
+};
+SavedUse saved_use(OpKind op);
 
 // Called by ops::apply() after every op: when grad mode is on, the op is
 // differentiable, the result is floating and an input requires grad, gives

@@ -61,6 +61,104 @@ using Table = std::array<GradRule, static_cast<size_t>(OpKind::kNumOps)>;
 
 void set(Table& t, OpKind op, GradRule rule) { t[static_cast<size_t>(op)] = rule; }
 
+// Zeros of `shape` in g's dtype on its device (an expanded scalar: no buffer of that size until it runs).
+Tensor zeros_of(const Shape& shape, const Tensor& g) { return ops::expand(num(0, g), shape); }
+
+// A gradient of the index's shape brought to src's, which may be larger
+// (gather and scatter read src only where the index reaches).
+Tensor pad_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
+  return ops::apply(OpKind::kSliceBackward, {g}, {{"shape", shape}, {"starts", starts}, {"ends", g.shape()}, {"steps", steps}});
+}
+
+// A bool constant [n, n] on `like`'s device: (i, j) set when j >= i (upper) or i == j.
+Tensor square_mask(int64_t n, bool upper, const Tensor& like) {
+  BufferPtr buffer = Buffer::allocate(DType::kBool, {n, n});
+  bool* m = buffer->as<bool>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) m[i * n + j] = upper ? j >= i : j == i;
+  return ops::constant(std::move(buffer), like.device());
+}
+
+std::vector<Tensor> index_tensors(const Ctx& c, size_t first) {
+  return std::vector<Tensor>(c.inputs.begin() + static_cast<std::ptrdiff_t>(first), c.inputs.end());
+}
+
+void add_index_rules(Table& t) {
+  set(t, OpKind::kGather, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::scatter_add(zeros_of(in0(c).shape(), g), c.attrs.get_int("dim"), in1(c), g), Tensor()};
+  });
+  // Written elements take nothing from self; src gets the gradient where it was written.
+  set(t, OpKind::kScatter, [](const Ctx& c, const Tensor& g) -> Grads {
+    const int64_t dim = c.attrs.get_int("dim");
+    const Tensor& index = in1(c);
+    return {c.needs(0) ? ops::scatter(g, dim, index, zeros_of(index.shape(), g)) : Tensor(), Tensor(),
+            c.needs(2) ? pad_to(ops::gather(g, dim, index), c.inputs[2].shape()) : Tensor()};
+  });
+  set(t, OpKind::kScatterAdd, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {g, Tensor(), c.needs(2) ? pad_to(ops::gather(g, c.attrs.get_int("dim"), in1(c)), c.inputs[2].shape()) : Tensor()};
+  });
+  set(t, OpKind::kSliceScatter, [](const Ctx& c, const Tensor& g) -> Grads {
+    const auto& starts = c.attrs.get_ints("starts");
+    const auto& ends = c.attrs.get_ints("ends");
+    const auto& steps = c.attrs.get_ints("steps");
+    return {c.needs(0) ? ops::slice_scatter(g, zeros_of(in1(c).shape(), g), starts, ends, steps) : Tensor(),
+            c.needs(1) ? ops::slice(g, starts, ends, steps) : Tensor()};
+  });
+  // Repeated indices add up: an accumulating index_put into zeros.
+  set(t, OpKind::kIndex, [](const Ctx& c, const Tensor& g) -> Grads {
+    std::vector<Tensor> operands{zeros_of(in0(c).shape(), g), g};
+    for (const Tensor& i : index_tensors(c, 1)) operands.push_back(i);
+    Grads out{ops::apply(OpKind::kIndexPut, operands, {{"dims", c.attrs.get_ints("dims")}, {"accumulate", true}})};
+    out.resize(c.inputs.size());
+    return out;
+  });
+  set(t, OpKind::kIndexPut, [](const Ctx& c, const Tensor& g) -> Grads {
+    const std::vector<Tensor> indices = index_tensors(c, 2);
+    const Attrs dims{{"dims", c.attrs.get_ints("dims")}};
+    Grads out(c.inputs.size());
+    if (c.needs(0)) {
+      if (c.attrs.get_bool("accumulate")) {
+        out[0] = g;
+      } else {
+        std::vector<Tensor> operands{g, zeros_of(in1(c).shape(), g)};
+        operands.insert(operands.end(), indices.begin(), indices.end());
+        out[0] = ops::apply(OpKind::kIndexPut, operands, {{"dims", c.attrs.get_ints("dims")}, {"accumulate", false}});
+      }
+    }
+    if (c.needs(1)) {
+      std::vector<Tensor> operands{g};
+      operands.insert(operands.end(), indices.begin(), indices.end());
+      out[1] = ops::apply(OpKind::kIndex, operands, dims);
+    }
+    return out;
+  });
+  // The reverse inclusive scan of g: sum over j >= i of g_j.
+  set(t, OpKind::kCumsum, [](const Ctx& c, const Tensor& g) -> Grads {
+    const int64_t dim = c.attrs.get_int("dim");
+    return {ops::add(ops::sub(ops::sum(g, {dim}, /*keepdim=*/true), ops::cumsum(g, dim)), g)};
+  });
+  // Exact with zeros: d out_j / d x_i = prod over k <= j, k != i of x_k (j >= i).
+  // Each row i of an [n, n] matrix holds x with x_i replaced by 1; its scan
+  // gives those products for every j, masked to j >= i and weighted by g_j.
+  set(t, OpKind::kCumprod, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& a = in0(c);
+    const int64_t dim = c.attrs.get_int("dim");
+    const Tensor x = ops::transpose(a, dim, -1);
+    const Tensor gx = ops::transpose(g, dim, -1);
+    const int64_t n = x.shape().back();
+    Shape square = x.shape();
+    square.push_back(n);
+    const Tensor rows = ops::where(square_mask(n, false, a), num(1, a), ops::expand(ops::unsqueeze(x, -2), square));
+    const Tensor scans = ops::cumprod(rows, -1);
+    const Tensor weighted = ops::where(square_mask(n, true, a), ops::mul(scans, ops::unsqueeze(gx, -2)), num(0, a));
+    return {ops::transpose(ops::sum(weighted, {-1}), dim, -1)};
+  });
+  set(t, OpKind::kTril, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::tril(g, c.attrs.get_int("diagonal"))}; });
+  set(t, OpKind::kTriu, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::triu(g, c.attrs.get_int("diagonal"))}; });
+}
+
 Table make_table() {
   Table t{};
   // The engine casts each gradient back to its input's dtype.
@@ -213,10 +311,21 @@ Table make_table() {
   set(t, OpKind::kMean, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::div(unreduce(g, c), num(reduced_count(c), g))};
   });
-  // d prod / d x_i = prod / x_i: inputs that contain zeros get NaN or inf
-  // (PyTorch special-cases them; not yet here).
+  // d prod / d x_i = the product of the others, exact with zeros: with no
+  // zero in the reduced slice it is prod / x_i; with one zero, the zero gets
+  // the product of the rest and the others 0; with two or more, all 0.
   set(t, OpKind::kProd, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::div(ops::mul(unreduce(g, c), unreduce(c.output, c)), in0(c))};
+    const Tensor& a = in0(c);
+    const auto& dims = c.attrs.get_ints("dims");
+    const Tensor is_zero = ops::eq(a, num(0, a));
+    const Tensor zeros = unreduce(ops::sum(as_mask(is_zero, a), dims, c.attrs.get_bool("keepdim")), c);
+    const Tensor rest = unreduce(ops::prod(ops::where(is_zero, num(1, a), a), dims, c.attrs.get_bool("keepdim")), c);
+    const Tensor no_zero = ops::eq(zeros, num(0, zeros));
+    const Tensor one_zero = ops::eq(zeros, num(1, zeros));
+    const Tensor safe = ops::where(is_zero, num(1, a), a);
+    const Tensor others = ops::where(is_zero, ops::where(one_zero, rest, num(0, a)),
+                                     ops::where(no_zero, ops::div(rest, safe), num(0, a)));
+    return {ops::mul(unreduce(g, c), others)};
   });
   set(t, OpKind::kAmax, amax_amin);
   set(t, OpKind::kAmin, amax_amin);
@@ -281,10 +390,48 @@ Table make_table() {
   set(t, OpKind::kIndexAdd, [](const Ctx& c, const Tensor& g) -> Grads {
     return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
   });
+  add_index_rules(t);
+  return t;
+}
+
+// Which saved values each rule reads (see SavedUse); ops not listed read
+// everything, which can only make backward stricter.
+using UseTable = std::array<SavedUse, static_cast<size_t>(OpKind::kNumOps)>;
+
+UseTable make_use_table() {
+  UseTable t;
+  t.fill(SavedUse{~0u, true});
+  constexpr uint32_t kNone = 0, kFirst = 1u, kSecond = 2u, kAll = ~0u;
+  const auto use = [&t](std::initializer_list<OpKind> ops, uint32_t inputs, bool output) {
+    for (OpKind op : ops) t[static_cast<size_t>(op)] = SavedUse{inputs, output};
+  };
+  use({OpKind::kCast, OpKind::kAdd, OpKind::kSub, OpKind::kNeg, OpKind::kReshape, OpKind::kPermute, OpKind::kExpand,
+       OpKind::kSum, OpKind::kMean, OpKind::kCat, OpKind::kSlice, OpKind::kSliceBackward, OpKind::kSliceScatter,
+       OpKind::kCumsum, OpKind::kTril, OpKind::kTriu},
+      kNone, false);
+  use({OpKind::kExp, OpKind::kSqrt, OpKind::kRsqrt, OpKind::kTanh, OpKind::kSigmoid, OpKind::kRelu, OpKind::kSoftmax,
+       OpKind::kLogSoftmax},
+      kNone, true);
+  use({OpKind::kLog, OpKind::kLog1p, OpKind::kSin, OpKind::kCos, OpKind::kErf, OpKind::kAbs, OpKind::kLeakyRelu,
+       OpKind::kGelu, OpKind::kSilu, OpKind::kSoftplus, OpKind::kClamp, OpKind::kVar, OpKind::kCumprod},
+      kFirst, false);
+  use({OpKind::kMul, OpKind::kMatmul, OpKind::kMaximum, OpKind::kMinimum}, kAll, false);
+  use({OpKind::kWhere}, kFirst, false);
+  use({OpKind::kIndexSelect, OpKind::kIndexAdd, OpKind::kNllLoss, OpKind::kGather, OpKind::kScatter,
+       OpKind::kScatterAdd},
+      kSecond, false);
+  use({OpKind::kIndex}, kAll & ~kFirst, false);
+  use({OpKind::kIndexPut}, kAll & ~(kFirst | kSecond), false);
+  use({OpKind::kDiv}, kSecond, true);
   return t;
 }
 
 }  // namespace
+
+SavedUse saved_use(OpKind op) {
+  static const UseTable table = make_use_table();
+  return table[static_cast<size_t>(op)];
+}
 
 GradRule grad_rule(OpKind op) {
   static const Table table = make_table();

@@ -152,10 +152,18 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
 // entry would list it twice, or out of order, and change the graph hash.
 std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   std::vector<std::shared_ptr<TensorImpl>> pending;
-  std::unordered_set<const TensorImpl*> seen;
-  for (auto& weak : st.live) {
-    auto t = weak.lock();
-    if (!t || !t->pending() || !seen.insert(t.get()).second) continue;
+  // A tensor rebound by an in-place op registers again while its old entry
+  // may still be here. Only its last entry counts: the graph lists it once
+  // among its outputs, at the place its latest value was traced, so a
+  // training loop that updates in place lists its outputs in the same order
+  // every step (the same hash, no recompile).
+  std::unordered_map<const TensorImpl*, size_t> last;
+  for (size_t i = 0; i < st.live.size(); ++i) {
+    if (auto t = st.live[i].lock()) last[t.get()] = i;
+  }
+  for (size_t i = 0; i < st.live.size(); ++i) {
+    auto t = st.live[i].lock();
+    if (!t || !t->pending() || last[t.get()] != i) continue;
     pending.push_back(std::move(t));
   }
   st.live.clear();

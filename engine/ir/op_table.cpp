@@ -452,6 +452,105 @@ TensorSpec infer_index_add(const char* op, Specs in, const Attrs& attrs) {
   return in[0];
 }
 
+void check_int64(const char* op, const char* what, const TensorSpec& t) {
+  if (t.dtype != DType::kInt64) {
+    throw EngineError(std::string(op) + ": expected an int64 " + what + ", got " + std::string(dtype_name(t.dtype)));
+  }
+}
+
+// gather/scatter: index of the input's rank; along the other dims it may not be larger than `limit`.
+void check_gather_index(const char* op, const Shape& limit, const char* limit_name, const Shape& index, size_t dim,
+                        bool check_dim) {
+  if (index.size() != limit.size()) {
+    throw ShapeError(std::string(op) + ": index " + shape_str(index) + " and " + limit_name + " " + shape_str(limit) +
+                     " must have the same number of dimensions");
+  }
+  for (size_t d = 0; d < index.size(); ++d) {
+    if ((d != dim || check_dim) && index[d] > limit[d]) {
+      throw ShapeError(std::string(op) + ": index " + shape_str(index) + " is larger than " + limit_name + " " +
+                       shape_str(limit) + " in dimension " + std::to_string(d));
+    }
+  }
+}
+
+TensorSpec infer_gather(const char* op, Specs in, const Attrs& attrs) {
+  check_int64(op, "index", in[1]);
+  const Shape& s = in[0].shape;
+  const auto dim = static_cast<size_t>(wrap_dim(attrs.get_int("dim"), std::max<size_t>(s.size(), 1), op));
+  if (!s.empty()) check_gather_index(op, s, "input", in[1].shape, dim, false);
+  return {in[1].shape, in[0].dtype};
+}
+
+TensorSpec infer_scatter(const char* op, Specs in, const Attrs& attrs) {
+  check_int64(op, "index", in[1]);
+  const Shape& s = in[0].shape;
+  if (in[2].dtype != in[0].dtype) {
+    throw EngineError(std::string(op) + ": src of dtype " + std::string(dtype_name(in[2].dtype)) + " for self of " +
+                      std::string(dtype_name(in[0].dtype)));
+  }
+  const auto dim = static_cast<size_t>(wrap_dim(attrs.get_int("dim"), std::max<size_t>(s.size(), 1), op));
+  if (!s.empty()) {
+    check_gather_index(op, s, "self", in[1].shape, dim, false);
+    check_gather_index(op, in[2].shape, "src", in[1].shape, dim, true);
+  }
+  return in[0];
+}
+
+TensorSpec infer_slice_scatter(const char* op, Specs in, const Attrs& attrs) {
+  const Shape expected = slice_shape(op, in[0].shape, attrs);
+  if (in[1].shape != expected || in[1].dtype != in[0].dtype) {
+    throw ShapeError(std::string(op) + ": src of shape " + shape_str(in[1].shape) + " (" +
+                     std::string(dtype_name(in[1].dtype)) + ") does not fit the slice " + shape_str(expected) + " (" +
+                     std::string(dtype_name(in[0].dtype)) + ")");
+  }
+  return in[0];
+}
+
+// kIndex's output shape for self and the index operands in[first..].
+Shape advanced_index_shape(const char* op, Specs in, size_t first) {
+  const Shape& s = in[0].shape;
+  const size_t k = in.size() - first;
+  if (k == 0 || k > s.size()) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(k) + " index tensors for a tensor of shape " + shape_str(s));
+  }
+  const Shape& b = in[first].shape;
+  for (size_t i = first; i < in.size(); ++i) {
+    check_int64(op, "index", in[i]);
+    if (in[i].shape != b) {
+      throw ShapeError(std::string(op) + ": index tensors of shapes " + shape_str(b) + " and " + shape_str(in[i].shape) +
+                       " (broadcast them first)");
+    }
+  }
+  Shape out = b;
+  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+  return out;
+}
+
+TensorSpec infer_index(const char* op, Specs in, const Attrs&) { return {advanced_index_shape(op, in, 1), in[0].dtype}; }
+
+TensorSpec infer_index_put(const char* op, Specs in, const Attrs&) {
+  if (in.size() < 3) throw ShapeError(std::string(op) + ": expected self, values and at least one index");
+  const Shape expected = advanced_index_shape(op, in, 2);
+  if (in[1].shape != expected || in[1].dtype != in[0].dtype) {
+    throw ShapeError(std::string(op) + ": values of shape " + shape_str(in[1].shape) + " (" +
+                     std::string(dtype_name(in[1].dtype)) + ") for indexed elements of shape " + shape_str(expected) +
+                     " (" + std::string(dtype_name(in[0].dtype)) + ")");
+  }
+  return in[0];
+}
+
+TensorSpec infer_argsort(const char* op, Specs in, const Attrs& attrs) {
+  wrap_dim(attrs.get_int("dim"), in[0].shape.size(), op);
+  return {in[0].shape, DType::kInt64};
+}
+
+TensorSpec infer_triangle(const char* op, Specs in, const Attrs&) {
+  if (in[0].shape.size() < 2) {
+    throw ShapeError(std::string(op) + ": expected a tensor of at least 2 dimensions, got " + shape_str(in[0].shape));
+  }
+  return in[0];
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
@@ -525,6 +624,17 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"slice_backward", 1, infer_slice_backward, Promote::kNone},
     {"index_select", 2, infer_index_select, Promote::kNone},
     {"index_add", 3, infer_index_add, Promote::kNone},
+    {"gather", 2, infer_gather, Promote::kNone},
+    {"scatter", 3, infer_scatter, Promote::kNone},
+    {"scatter_add", 3, infer_scatter, Promote::kNone},
+    {"slice_scatter", 2, infer_slice_scatter, Promote::kNone},
+    {"index", -1, infer_index, Promote::kNone},
+    {"index_put", -1, infer_index_put, Promote::kNone},
+    {"argsort", 1, infer_argsort, Promote::kNone},
+    {"cumsum", 1, infer_along_dim, Promote::kIntToLong},
+    {"cumprod", 1, infer_along_dim, Promote::kIntToLong},
+    {"tril", 1, infer_triangle, Promote::kNone},
+    {"triu", 1, infer_triangle, Promote::kNone},
 }};
 
 }  // namespace

@@ -103,6 +103,25 @@ enum class OpKind : uint16_t {
   kSliceBackward,  // attrs shape, starts, ends, steps: zeros of `shape` with the operand at the slice
   kIndexSelect,    // (input, int64 index [K]), attr dim: input's shape with dim of size K
   kIndexAdd,       // (self, int64 index [K], source), attr dim: self with source's slices added at index
+  // Gathers and scatters along a dim, advanced indexing, sorting, scans and
+  // triangles. Indices are int64; an index out of range is an IndexError
+  // naming the op and the value when the kernel runs.
+  kGather,        // (input, index) attr dim: index's shape; index.size(d) <= input.size(d) for d != dim
+  kScatter,       // (self, index, src) attr dim: self with src[p] written at p with p[dim] = index[p]
+  kScatterAdd,    // as kScatter, adding (repeated indices add up)
+  kSliceScatter,  // (self, src) attrs starts, ends, steps (as kSlice): self with src written at the slice
+  // (self, idx_0 .. idx_{k-1}), idx all of one shape B: self[idx_0, .., idx_{k-1}] over self's first k
+  // dims, shape B + self.shape[k:]; negative indices count from the end. Attr dims: the user's dim of
+  // each index, for messages.
+  kIndex,
+  // (self, values, idx_0 .. idx_{k-1}): self with values (of kIndex's output shape) written at the
+  // indices, or added when attr accumulate; attr dims as kIndex.
+  kIndexPut,
+  kArgsort,  // attrs dim, descending: the int64 order along dim, stable; NaN sorts as the largest value
+  kCumsum,   // attr dim
+  kCumprod,  // attr dim
+  kTril,     // attr diagonal: the last two dims, zero above the diagonal
+  kTriu,     // attr diagonal: zero below
   kNumOps
 };
 

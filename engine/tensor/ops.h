@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -148,13 +149,28 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
 // a dim of size 1, one Ellipsis stands for the dims not named. The result is
 // a slice node and a reshape, both differentiable. An int out of range is an
 // IndexError naming the index, the dim, its size and the user's line.
+//
+// Advanced indexing: integer index tensors (kTensor) index their dims as
+// PyTorch's (NumPy's) do: they broadcast together to a shape B that replaces
+// the indexed dims — in place when those dims are adjacent, at the front
+// otherwise; ints are applied first, as plain selects. The result is a copy
+// (kIndex), differentiable into the indexed tensor. A bool tensor (a mask)
+// is data dependent: index() refuses it.
 struct IndexItem {
-  enum class Kind { kInt, kSlice, kNone, kEllipsis };
+  enum class Kind { kInt, kSlice, kNone, kEllipsis, kTensor };
   Kind kind = Kind::kNone;
   int64_t value = 0;  // kInt
   std::optional<int64_t> start, stop, step;  // kSlice
+  Tensor tensor;  // kTensor: integer indices or a bool mask
 };
 Tensor index(const Tensor& a, const std::vector<IndexItem>& items);
+// The value of `self` with the elements `items` select (as in index())
+// replaced by `values` (broadcast to the selection's shape, cast to self's
+// dtype), or increased by them when `accumulate` (repeated indices add up).
+// A single bool mask of self's leading shape is allowed here: its
+// assignment is a where(), not data dependent, if `values` broadcast to the
+// unmasked trailing dims. Functional: the caller rebinds (see views.h).
+Tensor index_put(const Tensor& self, const std::vector<IndexItem>& items, const Tensor& values, bool accumulate = false);
 
 // Gathers and their scatter-adds. Indices are integer tensors of at most one
 // dim, each in [0, size); out of range is an IndexError when the kernel runs.
@@ -198,12 +214,17 @@ Tensor one_hot(const Tensor& a, int64_t num_classes);
 // IndexError naming the value: at the call on the cpu device; on a lazy
 // device at the sync that executes the step's graph (the values are not
 // known before), naming the op and the value but not the line.
+// `weight` (optional, [C]) scales each sample's loss by its class's weight;
+// kMean then divides by the sum of the weights of the targets not ignored
+// (PyTorch's weighted mean).
 Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
-                int64_t ignore_index = -100);
+                int64_t ignore_index = -100, const Tensor& weight = Tensor());
 // log_softmax over dim 1 then nll_loss, with PyTorch's label smoothing.
 // A floating target of the input's shape is class probabilities instead.
+// With `weight`, the smoothing term weighs each class too and kMean divides
+// by the weights of the targets (class probabilities: by the batch size).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
-                     int64_t ignore_index = -100, double label_smoothing = 0.0);
+                     int64_t ignore_index = -100, double label_smoothing = 0.0, const Tensor& weight = Tensor());
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean);
 // input probabilities in [0, 1]; the logs are clamped at -100, as PyTorch's.
 // `weight` may be undefined.
@@ -212,6 +233,34 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 // Stable in the logits: (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
                                         Reduction reduction = Reduction::kMean, const Tensor& pos_weight = Tensor());
+
+// Gathers and scatters along a dim, as PyTorch's: index has the input's
+// rank and is no larger than it (nor than src) along the other dims; src has
+// self's dtype. Out-of-range indices are an IndexError when the kernel runs.
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+// self with src written at the normalized slice (see slice()).
+Tensor slice_scatter(const Tensor& self, const Tensor& src, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                     std::vector<int64_t> steps);
+// self where the bool mask (broadcast to self's shape) is false, value (a
+// 0-d tensor, cast to self's dtype) where it is true.
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value);
+// Sorting along dim: stable, NaN sorts as the largest value. sort and topk
+// give (values, int64 indices); topk's are always sorted.
+Tensor argsort(const Tensor& a, int64_t dim = -1, bool descending = false);
+std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim = -1, bool descending = false);
+std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true);
+// Inclusive scans; integer inputs give int64, as in PyTorch.
+Tensor cumsum(const Tensor& a, int64_t dim);
+Tensor cumprod(const Tensor& a, int64_t dim);
+// The lower (upper) triangle of the last two dims: elements with
+// col - row <= diagonal (>= diagonal) kept, the others zero.
+Tensor tril(const Tensor& a, int64_t diagonal = 0);
+Tensor triu(const Tensor& a, int64_t diagonal = 0);
+// A constant bool/int64/... tensor built on the host and entered as a graph
+// input (so it is never baked into the graph), e.g. a triangular mask.
+Tensor constant(BufferPtr buffer, const Device& device);
 
 // A Python scalar as a 0-d tensor of `dtype` on `device`. On a lazy device it
 // becomes a graph input, not a constant, so a changing learning rate does not

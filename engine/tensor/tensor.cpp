@@ -11,6 +11,7 @@
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
+#include "tensor/views.h"
 
 namespace lazyscope {
 namespace {
@@ -76,12 +77,14 @@ Tensor Tensor::lazy(NodePtr ir, const Device& device) {
 }
 
 BufferPtr Tensor::host_buffer(pb::SyncCause cause) const {
+  views::refresh_if_view(*this);
   if (!impl_->device.is_lazy()) return impl_->buffer;
   if (impl_->pending()) executor::sync(impl_->device, {impl_}, cause);
   return transfer(*impl_->buffer, impl_->device, /*to_device=*/false, impl_->spec.dtype);
 }
 
 Tensor Tensor::to(const Device& target) const {
+  views::refresh_if_view(*this);
   if (target == device() && (target.is_lazy() || impl_->buffer)) return *this;
   const BufferPtr host = host_buffer(pb::SYNC_CAUSE_TO_HOST);
   if (!target.is_lazy()) {
@@ -122,6 +125,7 @@ void Tensor::set_grad(const Tensor& grad) {
 }
 
 Tensor Tensor::detach() const {
+  views::refresh_if_view(*this);
   auto impl = std::make_shared<TensorImpl>();
   impl->device = impl_->device;
   impl->spec = impl_->spec;

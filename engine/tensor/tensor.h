@@ -16,6 +16,7 @@ namespace lazyscope {
 namespace autograd {
 struct GradFn;
 }
+struct ViewInfo;  // tensor/views.h
 
 struct TensorImpl {
   Device device;
@@ -33,6 +34,13 @@ struct TensorImpl {
   std::shared_ptr<autograd::GradFn> grad_fn;
   std::weak_ptr<autograd::GradFn> grad_accumulator;
   std::shared_ptr<TensorImpl> grad;
+
+  // In-place ops and views (tensor/views.h). The version counts the in-place
+  // writes to the data, shared by a base and its views (null: never written,
+  // version 0); autograd compares it with the version it saved. A view knows
+  // its base and how to regenerate itself from it and write itself back.
+  std::shared_ptr<uint64_t> version;
+  std::shared_ptr<ViewInfo> view;
 
   bool pending() const { return ir && !ir->is_leaf(); }
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "ir/attrs.h"
 
 namespace lazyscope::cpu {
 
@@ -103,6 +104,30 @@ void for_each_broadcast(const Shape& out, const std::array<const Shape*, N>& in,
   }
 }
 
+// Visits the slice's elements row-major: f(i, offset) with i the flat index
+// into the slice and offset the flat index into the full tensor of `full`.
+template <typename F>
+void for_each_sliced(const Shape& full, const Shape& sliced, const Attrs& attrs, F&& f) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& steps = attrs.get_ints("steps");
+  const auto strides = contiguous_strides(full);
+  const size_t rank = full.size();
+  int64_t o = 0;
+  for (size_t d = 0; d < rank; ++d) o += starts[d] * strides[d];
+  std::vector<int64_t> index(rank, 0);
+  const int64_t n = numel(sliced);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, o);
+    for (size_t d = rank; d-- > 0;) {
+      ++index[d];
+      o += steps[d] * strides[d];
+      if (index[d] < sliced[d]) break;
+      o -= steps[d] * strides[d] * sliced[d];
+      index[d] = 0;
+    }
+  }
+}
+
 using Key = std::pair<OpKind, DType>;
 using Table = std::map<Key, KernelFn>;
 
@@ -125,8 +150,6 @@ void rows(Table& t, OpKind op, Make make) {
 
 #define LAZYSCOPE_KERNEL(name) []<typename T>() -> KernelFn { return name<T>; }
 
-#define LAZYSCOPE_KERNEL(name) []<typename T>() -> KernelFn { return name<T>; }
-
 // Each kernel file adds its rows.
 void add_elementwise_kernels(Table& t);
 void add_reduction_kernels(Table& t);
@@ -136,5 +159,6 @@ void add_nn_kernels(Table& t);
 void add_conv_kernels(Table& t);
 void add_pool_kernels(Table& t);
 void add_random_kernels(Table& t);
+void add_index_kernels(Table& t);  // gather/scatter, advanced indexing, sort, scans, triangles
 
 }  // namespace lazyscope::cpu

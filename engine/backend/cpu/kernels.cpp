@@ -90,6 +90,7 @@ const Table& kernel_table() {
     add_conv_kernels(t);
     add_pool_kernels(t);
     add_random_kernels(t);
+    add_index_kernels(t);
     return t;
   }();
   return table;

@@ -78,29 +78,6 @@ void cat_kernel(const KernelArgs& k) {
   }
 }
 
-// Visits the slice's elements row-major: f(i, offset) with i the flat index
-// into the slice and offset the flat index into the full tensor of `full`.
-template <typename F> void for_each_sliced(const Shape& full, const Shape& sliced, const Attrs& attrs, F&& f) {
-  const auto& starts = attrs.get_ints("starts");
-  const auto& steps = attrs.get_ints("steps");
-  const auto strides = contiguous_strides(full);
-  const size_t rank = full.size();
-  int64_t o = 0;
-  for (size_t d = 0; d < rank; ++d) o += starts[d] * strides[d];
-  std::vector<int64_t> index(rank, 0);
-  const int64_t n = numel(sliced);
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, o);
-    for (size_t d = rank; d-- > 0;) {
-      ++index[d];
-      o += steps[d] * strides[d];
-      if (index[d] < sliced[d]) break;
-      o -= steps[d] * strides[d] * sliced[d];
-      index[d] = 0;
-    }
-  }
-}
-
 template <typename T> void slice_kernel(const KernelArgs& k) {
   const T* src = k.inputs[0]->as<T>();
   T* out = k.out.as<T>();

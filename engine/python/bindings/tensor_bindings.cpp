@@ -3,13 +3,16 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "executor/graph_executor.h"
 #include "tensor/ops.h"
+#include "tensor/views.h"
 
 namespace py = pybind11;
 
@@ -59,6 +62,13 @@ Tensor from_numpy(const py::array& source, const std::string& device) {
   BufferPtr buffer = Buffer::allocate(dtype_of(array.dtype()), shape);
   if (buffer->bytes()) std::memcpy(buffer->data(), array.data(), buffer->bytes());
   return Tensor::wrap(std::move(buffer), Device{}).to(parse_device(device));
+}
+
+py::array to_numpy(const Tensor& t, pb::SyncCause cause);
+
+// Python numbers need no NumPy dtype: bfloat16 values are read through float32 (exactly).
+py::array to_numpy_for_python(const Tensor& t, pb::SyncCause cause) {
+  return to_numpy(t.dtype() == DType::kBFloat16 ? t.to(DType::kFloat32) : t, cause);
 }
 
 py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
@@ -174,12 +184,17 @@ std::optional<int64_t> slice_part(const py::handle& v) {
   throw py::type_error("slice indices must be integers or None, got " + py::str(py::type::of(v)).cast<std::string>());
 }
 
-// t[key]: ints, slices, None and Ellipsis (basic indexing).
-Tensor getitem(const Tensor& t, const py::object& key) {
-  // x[mask] with a bool tensor: a data-dependent read (see ops::boolean_mask_index).
-  if (py::isinstance<Tensor>(key) && key.cast<Tensor>().dtype() == DType::kBool) {
-    return ops::boolean_mask_index(t, key.cast<Tensor>());
-  }
+// An index tensor from a Python list or NumPy array (bools stay a mask),
+// on `like`'s device.
+Tensor index_tensor(const Tensor& like, const py::handle& v) {
+  py::array array = py::module_::import("numpy").attr("asarray")(v);
+  if (array.size() == 0 && array.dtype().kind() == 'f') array = array.attr("astype")("int64");  // [] indexes nothing
+  return from_numpy(array, "cpu").to(like.device());
+}
+
+// t[key] as a list of items: ints, slices, None, Ellipsis, and index
+// tensors (Tensors, lists, NumPy arrays; bool ones are masks).
+std::vector<ops::IndexItem> parse_index(const Tensor& t, const py::object& key) {
   const py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
   std::vector<ops::IndexItem> parsed;
   for (const py::handle& item : items) {
@@ -197,14 +212,84 @@ Tensor getitem(const Tensor& t, const py::object& key) {
     } else if (auto i = as_int(item)) {
       it.kind = ops::IndexItem::Kind::kInt;
       it.value = *i;
+    } else if (py::isinstance<Tensor>(item)) {
+      it.kind = ops::IndexItem::Kind::kTensor;
+      it.tensor = item.cast<Tensor>();
+      if (it.tensor.device() != t.device()) it.tensor = it.tensor.to(t.device());
+    } else if (py::isinstance<py::list>(item) || py::isinstance<py::array>(item)) {
+      it.kind = ops::IndexItem::Kind::kTensor;
+      it.tensor = index_tensor(t, item);
     } else {
-      throw py::type_error("only integers, slices, None and ... are valid indices (got " +
-                           py::str(py::type::of(item)).cast<std::string>() +
-                           "); tensor and boolean indexing are not supported yet, use index_select");
+      throw py::type_error("only integers, slices, None, ..., integer or bool tensors (and lists of them) are valid "
+                           "indices (got " + py::str(item.attr("__class__").attr("__name__")).cast<std::string>() + ")");
     }
-    parsed.push_back(it);
+    parsed.push_back(std::move(it));
   }
-  return ops::index(t, parsed);
+  return parsed;
+}
+
+bool has_tensor_item(const std::vector<ops::IndexItem>& items) {
+  return std::any_of(items.begin(), items.end(),
+                     [](const ops::IndexItem& it) { return it.kind == ops::IndexItem::Kind::kTensor; });
+}
+
+// t[key]: basic indexing gives a view (writes reach t); an index tensor gives a copy, as in PyTorch.
+Tensor getitem(const Tensor& t, const py::object& key) {
+  // x[mask] with a bool tensor: a data-dependent read (see ops::boolean_mask_index).
+  if (py::isinstance<Tensor>(key) && key.cast<Tensor>().dtype() == DType::kBool) {
+    return ops::boolean_mask_index(t, key.cast<Tensor>());
+  }
+  const std::vector<ops::IndexItem> items = parse_index(t, key);
+  return has_tensor_item(items) ? ops::index(t, items) : views::index(t, items);
+}
+
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+
+// A view that reshapes t (view, reshape, squeeze, unsqueeze, flatten): written back by reshaping.
+Tensor reshaping_view(const Tensor& t, const UnaryFn& fn) {
+  const Shape shape = t.shape();
+  return views::make_view(t, fn(t), fn, [shape](const Tensor&, const Tensor& v) { return ops::reshape(v, shape); },
+                          "view");
+}
+
+// A view by a permutation that is its own inverse (transpose, t, T, mT).
+Tensor transposing_view(const Tensor& t, const UnaryFn& fn) {
+  return views::make_view(t, fn(t), fn, [fn](const Tensor&, const Tensor& v) { return fn(v); }, "transposed view");
+}
+
+// Consecutive pieces of t along dim (narrow, split, chunk) as slice views.
+std::vector<Tensor> piece_views(const Tensor& t, const std::vector<Tensor>& pieces, int64_t dim) {
+  const Shape& s = t.shape();
+  const auto d = static_cast<size_t>(wrap_dim(dim, s.size(), "split"));
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (const Tensor& piece : pieces) {
+    std::vector<int64_t> starts(s.size(), 0), ends(s.begin(), s.end()), steps(s.size(), 1);
+    starts[d] = start;
+    ends[d] = start + piece.shape()[d];
+    start = ends[d];
+    out.push_back(views::make_view(
+        t, piece, [starts, ends, steps](const Tensor& b) { return ops::slice(b, starts, ends, steps); },
+        [starts, ends, steps](const Tensor& b, const Tensor& v) { return ops::slice_scatter(b, v, starts, ends, steps); },
+        "slice"));
+  }
+  return out;
+}
+
+Tensor narrow_view(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  const Tensor piece = ops::narrow(t, dim, start, length);
+  if (piece.impl() == t.impl()) return piece;
+  const auto d = static_cast<size_t>(wrap_dim(dim, t.shape().size(), "narrow"));
+  std::vector<int64_t> starts(t.shape().size(), 0), ends(t.shape().begin(), t.shape().end()), steps(t.shape().size(), 1);
+  starts[d] = start;
+  ends[d] = start + length;
+  return views::slice(t, starts, ends, steps);
+}
+
+Tensor reverse_dims(const Tensor& t) {
+  std::vector<int64_t> dims(t.shape().size());
+  for (size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<int64_t>(dims.size() - 1 - i);
+  return ops::permute(t, dims);
 }
 
 ops::Reduction reduction_arg(const char* op, const std::string& reduction, const py::object& size_average,
@@ -220,10 +305,6 @@ ops::Reduction reduction_arg(const char* op, const std::string& reduction, const
 
 Tensor optional_tensor(const py::object& t) { return t.is_none() ? Tensor() : t.cast<Tensor>(); }
 
-void no_class_weights(const char* op, const py::object& weight) {
-  if (!weight.is_none()) throw EngineError(std::string(op) + ": class weights (weight=) are not supported yet");
-}
-
 // torch.nn.functional's losses and one_hot, with PyTorch's signatures.
 void bind_losses(py::module_& m) {
   m.def("one_hot", [](const Tensor& t, int64_t num_classes) {
@@ -234,16 +315,15 @@ void bind_losses(py::module_& m) {
   }, py::arg("tensor"), py::arg("num_classes") = -1);
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
                        int64_t ignore_index, const py::object& reduce, const std::string& reduction) {
-    no_class_weights("nll_loss", weight);
-    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index);
+    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index,
+                         optional_tensor(weight));
   }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
         py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
   m.def("cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
                             const py::object& size_average, int64_t ignore_index, const py::object& reduce,
                             const std::string& reduction, double label_smoothing) {
-    no_class_weights("cross_entropy", weight);
     return ops::cross_entropy(input, target, reduction_arg("cross_entropy", reduction, size_average, reduce),
-                              ignore_index, label_smoothing);
+                              ignore_index, label_smoothing, optional_tensor(weight));
   }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
         py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean",
         py::arg("label_smoothing") = 0.0);
@@ -267,6 +347,240 @@ void bind_losses(py::module_& m) {
         reduction_arg("binary_cross_entropy_with_logits", reduction, size_average, reduce), optional_tensor(pos_weight));
   }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
         py::arg("reduce") = py::none(), py::arg("reduction") = "mean", py::arg("pos_weight") = py::none());
+}
+
+// Indexing, scatters, sorting and in-place ops (one block, bound last).
+// In-place methods return self, the same Python object; see tensor/views.h
+// for what they do to views and autograd.
+Tensor value_tensor(const Tensor& like, const py::object& v) {
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v) || py::isinstance<py::array>(v)) {
+    return from_numpy(py::module_::import("numpy").attr("asarray")(v), "cpu").to(like.device());
+  }
+  Tensor t = operand(like, v);
+  return t.device() == like.device() || !t.shape().empty() ? t : t.to(like.device());
+}
+
+// A scatter's source: a tensor, or a number filling the index's shape.
+Tensor scatter_source(const Tensor& self, const Tensor& index, const py::object& src) {
+  if (py::isinstance<Tensor>(src)) return src.cast<Tensor>();
+  return ops::expand(ops::cast(operand(self, src), self.dtype()), index.shape());
+}
+
+Tensor scatter_any(const Tensor& self, int64_t dim, const Tensor& index, const py::object& src,
+                   const std::optional<std::string>& reduce) {
+  const Tensor source = scatter_source(self, index, src);
+  if (!reduce) return ops::scatter(self, dim, index, source);
+  if (*reduce == "add") return ops::scatter_add(self, dim, index, source);
+  throw py::value_error("scatter: reduce='" + *reduce + "' is not supported (None or 'add')");
+}
+
+std::vector<ops::IndexItem> tensor_items(const std::vector<Tensor>& indices) {
+  std::vector<ops::IndexItem> items;
+  for (const Tensor& i : indices) {
+    ops::IndexItem it;
+    it.kind = ops::IndexItem::Kind::kTensor;
+    it.tensor = i;
+    items.push_back(std::move(it));
+  }
+  return items;
+}
+
+// self.op_(...): computes from the snapshot `before`; an operand that is self is the snapshot too.
+py::object run_inplace(const py::object& self, const char* op, const std::function<Tensor(const Tensor&)>& compute) {
+  views::inplace(self.cast<Tensor>(), op, compute);
+  return self;
+}
+
+Tensor same_or(const Tensor& self, const Tensor& before, const Tensor& other) {
+  return other.impl() == self.impl() ? before : other;
+}
+
+void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
+  cls.def("__setitem__", [](const Tensor& t, const py::object& key, const py::object& value) {
+    const std::vector<ops::IndexItem> items = parse_index(t, key);
+    const Tensor v = value_tensor(t, value);
+    views::inplace(t, "__setitem__", [&](const Tensor& before) { return ops::index_put(before, items, same_or(t, before, v)); });
+  });
+  const auto index_put = [](const Tensor& t, const std::vector<Tensor>& indices, const py::object& values, bool accumulate) {
+    return ops::index_put(t, tensor_items(indices), value_tensor(t, values), accumulate);
+  };
+  cls.def("index_put", index_put, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  m.def("index_put", index_put, py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  cls.def("index_put_", [](const py::object& self, const std::vector<Tensor>& indices, const py::object& values, bool accumulate) {
+    const Tensor t = self.cast<Tensor>();
+    const Tensor v = value_tensor(t, values);
+    return run_inplace(self, "index_put_", [&](const Tensor& before) {
+      return ops::index_put(before, tensor_items(indices), same_or(t, before, v), accumulate);
+    });
+  }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+
+  cls.def("gather", &ops::gather, py::arg("dim"), py::arg("index"));
+  m.def("gather", &ops::gather, py::arg("input"), py::arg("dim"), py::arg("index"));
+  cls.def("scatter", &scatter_any, py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(), py::arg("reduce") = py::none());
+  m.def("scatter", &scatter_any, py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(),
+        py::arg("reduce") = py::none());
+  cls.def("scatter_", [](const py::object& self, int64_t dim, const Tensor& index, const py::object& src,
+                         const std::optional<std::string>& reduce) {
+    const Tensor t = self.cast<Tensor>();
+    return run_inplace(self, "scatter_", [&](const Tensor& before) {
+      const py::object source = py::isinstance<Tensor>(src) ? py::cast(same_or(t, before, src.cast<Tensor>())) : src;
+      return scatter_any(before, dim, index, source, reduce);
+    });
+  }, py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(), py::arg("reduce") = py::none());
+  cls.def("scatter_add", &ops::scatter_add, py::arg("dim"), py::arg("index"), py::arg("src"));
+  m.def("scatter_add", &ops::scatter_add, py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"));
+  cls.def("scatter_add_", [](const py::object& self, int64_t dim, const Tensor& index, const Tensor& src) {
+    const Tensor t = self.cast<Tensor>();
+    return run_inplace(self, "scatter_add_", [&](const Tensor& before) {
+      return ops::scatter_add(before, dim, index, same_or(t, before, src));
+    });
+  }, py::arg("dim"), py::arg("index"), py::arg("src"));
+  cls.def("index_add_", [](const py::object& self, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
+    const Tensor t = self.cast<Tensor>();
+    return run_inplace(self, "index_add_", [&](const Tensor& before) {
+      const Tensor src = same_or(t, before, source);
+      return ops::index_add(before, dim, index, alpha.is_none() ? src : ops::mul(src, operand(src, alpha)));
+    });
+  }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
+  const auto masked_fill = [](const Tensor& t, const Tensor& mask, const py::object& value) {
+    return ops::masked_fill(t, mask, value_tensor(t, value));
+  };
+  cls.def("masked_fill", masked_fill, py::arg("mask"), py::arg("value"));
+  m.def("masked_fill", masked_fill, py::arg("input"), py::arg("mask"), py::arg("value"));
+  cls.def("masked_fill_", [](const py::object& self, const Tensor& mask, const py::object& value) {
+    const Tensor t = self.cast<Tensor>();
+    const Tensor v = value_tensor(t, value);
+    return run_inplace(self, "masked_fill_", [&](const Tensor& before) { return ops::masked_fill(before, mask, same_or(t, before, v)); });
+  }, py::arg("mask"), py::arg("value"));
+
+  // Sorting (the package wraps the pairs as (values, indices) named tuples), scans, triangles.
+  const auto sort = [](const Tensor& t, int64_t dim, bool descending, bool) {
+    auto [values, indices] = ops::sort(t, dim, descending);
+    return py::make_tuple(values, indices);
+  };
+  cls.def("sort", sort, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(), py::arg("stable") = false);
+  m.def("sort", sort, py::arg("input"), py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+        py::arg("stable") = false);
+  const auto argsort = [](const Tensor& t, int64_t dim, bool descending, bool) { return ops::argsort(t, dim, descending); };
+  cls.def("argsort", argsort, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(), py::arg("stable") = false);
+  m.def("argsort", argsort, py::arg("input"), py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+        py::arg("stable") = false);
+  const auto topk = [](const Tensor& t, int64_t k, int64_t dim, bool largest, bool) {
+    auto [values, indices] = ops::topk(t, k, dim, largest);
+    return py::make_tuple(values, indices);
+  };
+  cls.def("topk", topk, py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true);
+  m.def("topk", topk, py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true);
+  using Scan = Tensor (*)(const Tensor&, int64_t);
+  for (auto [name, fn] : {std::pair<const char*, Scan>{"cumsum", &ops::cumsum}, {"cumprod", &ops::cumprod}}) {
+    const auto call = [fn](const Tensor& t, int64_t dim, std::optional<DType> dtype) { return fn(dtype ? t.to(*dtype) : t, dim); };
+    cls.def(name, call, py::arg("dim"), py::kw_only(), py::arg("dtype") = py::none());
+    m.def(name, call, py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("dtype") = py::none());
+  }
+  using Triangle = Tensor (*)(const Tensor&, int64_t);
+  for (auto [name, fn] : {std::pair<const char*, Triangle>{"tril", &ops::tril}, {"triu", &ops::triu}}) {
+    cls.def(name, fn, py::arg("diagonal") = 0);
+    m.def(name, fn, py::arg("input"), py::arg("diagonal") = 0);
+    const std::string inplace_name = std::string(name) + "_";
+    cls.def(inplace_name.c_str(), [fn, inplace_name](const py::object& self, int64_t diagonal) {
+      return run_inplace(self, inplace_name.c_str(), [&](const Tensor& before) { return fn(before, diagonal); });
+    }, py::arg("diagonal") = 0);
+  }
+
+  // In-place arithmetic: add_(other, alpha=), the operators +=, -=, *=, /=, and unary ops.
+  struct InplaceBinary {
+    const char* name;
+    const char* op;  // the operator form, or null
+    Tensor (*fn)(const Tensor&, const Tensor&);
+    bool alpha;
+  };
+  static constexpr InplaceBinary kInplaceBinary[] = {
+      {"add_", "__iadd__", &ops::add, true}, {"sub_", "__isub__", &ops::sub, true},
+      {"mul_", "__imul__", &ops::mul, false}, {"div_", "__itruediv__", &ops::div, false},
+      {"pow_", "__ipow__", &ops::pow, false}, {"maximum_", nullptr, &ops::maximum, false},
+      {"minimum_", nullptr, &ops::minimum, false},
+  };
+  for (const InplaceBinary& b : kInplaceBinary) {
+    const auto call = [b](const py::object& self, const py::object& other, const py::object& alpha) {
+      const Tensor t = self.cast<Tensor>();
+      const Tensor o = operand(t, other);
+      return run_inplace(self, b.name, [&](const Tensor& before) {
+        Tensor rhs = same_or(t, before, o);
+        if (!alpha.is_none()) rhs = ops::mul(rhs, operand(rhs, alpha));
+        return b.fn(before, rhs);
+      });
+    };
+    if (b.alpha) {
+      cls.def(b.name, call, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+    } else {
+      cls.def(b.name, [call](const py::object& self, const py::object& other) { return call(self, other, py::none()); },
+              py::arg("other"));
+    }
+    if (b.op) {
+      cls.def(b.op, [call](const py::object& self, const py::object& other) { return call(self, other, py::none()); },
+              py::is_operator());
+    }
+  }
+  struct InplaceUnary {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+  };
+  static constexpr InplaceUnary kInplaceUnary[] = {
+      {"neg_", &ops::neg},   {"abs_", &ops::abs},     {"exp_", &ops::exp},         {"log_", &ops::log},
+      {"log1p_", &ops::log1p}, {"sqrt_", &ops::sqrt}, {"rsqrt_", &ops::rsqrt},     {"sin_", &ops::sin},
+      {"cos_", &ops::cos},   {"tanh_", &ops::tanh},   {"sigmoid_", &ops::sigmoid}, {"relu_", &ops::relu},
+      {"erf_", &ops::erf},   {"logical_not_", &ops::logical_not},
+  };
+  for (const InplaceUnary& u : kInplaceUnary) {
+    cls.def(u.name, [u](const py::object& self) { return run_inplace(self, u.name, u.fn); });
+  }
+  cls.def("zero_", [](const py::object& self) {
+    return run_inplace(self, "zero_", [](const Tensor& before) {
+      return ops::expand(ops::scalar(0, before.dtype(), before.device()), before.shape());
+    });
+  });
+  cls.def("fill_", [](const py::object& self, const py::object& value) {
+    const Tensor v = value_tensor(self.cast<Tensor>(), value);
+    if (!v.shape().empty()) throw ShapeError("fill_: only supports a 0-dimensional value tensor, got shape " + shape_str(v.shape()));
+    return run_inplace(self, "fill_", [&](const Tensor& before) {
+      return ops::expand(ops::cast(v, before.dtype()), before.shape());
+    });
+  }, py::arg("value"));
+  cls.def("copy_", [](const py::object& self, const Tensor& src, bool) {
+    const Tensor t = self.cast<Tensor>();
+    return run_inplace(self, "copy_", [&](const Tensor& before) {
+      Tensor s = same_or(t, before, src);
+      if (s.device() != before.device()) s = s.to(before.device());
+      bool fits = s.shape().size() <= before.shape().size();
+      for (size_t i = 0; fits && i < s.shape().size(); ++i) {
+        const int64_t from = s.shape()[s.shape().size() - 1 - i], to = before.shape()[before.shape().size() - 1 - i];
+        fits = from == 1 || from == to;
+      }
+      if (!fits) {
+        throw ShapeError("copy_: source of shape " + shape_str(s.shape()) + " cannot be broadcast to " + shape_str(before.shape()));
+      }
+      return ops::expand(ops::cast(s, before.dtype()), before.shape());
+    });
+  }, py::arg("src"), py::arg("non_blocking") = false);
+  const auto clamp_ = [](const py::object& self, std::optional<double> min, std::optional<double> max) {
+    if (!min && !max) throw EngineError("clamp_: at least one of min and max must be given");
+    return run_inplace(self, "clamp_", [&](const Tensor& before) { return ops::clamp(before, min, max); });
+  };
+  cls.def("clamp_", clamp_, py::arg("min") = py::none(), py::arg("max") = py::none());
+  cls.def("clip_", clamp_, py::arg("min") = py::none(), py::arg("max") = py::none());
+  // addcmul_/addcdiv_: self + value * t1 * t2 (or / t2), what optimizers use.
+  cls.def("addcmul_", [](const py::object& self, const Tensor& t1, const Tensor& t2, double value) {
+    return run_inplace(self, "addcmul_", [&](const Tensor& before) {
+      return ops::add(before, ops::mul(ops::mul(t1, t2), ops::wrapped_float(value, before.device())));
+    });
+  }, py::arg("tensor1"), py::arg("tensor2"), py::kw_only(), py::arg("value") = 1.0);
+  cls.def("addcdiv_", [](const py::object& self, const Tensor& t1, const Tensor& t2, double value) {
+    return run_inplace(self, "addcdiv_", [&](const Tensor& before) {
+      return ops::add(before, ops::mul(ops::div(t1, t2), ops::wrapped_float(value, before.device())));
+    });
+  }, py::arg("tensor1"), py::arg("tensor2"), py::kw_only(), py::arg("value") = 1.0);
+  cls.def_property_readonly("_version", [](const Tensor& t) { return views::version_of(*t.impl()); });
+  cls.def("_is_view", [](const Tensor& t) { return t.impl()->view != nullptr; });
 }
 
 }  // namespace
@@ -318,14 +632,14 @@ void bind_tensor(py::module_& m) {
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("cpu", [](const Tensor& t) { return t.to(Device{}); })
       .def("numpy", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST); })
-      .def("tolist", [](const Tensor& t) { return to_numpy(t, pb::SYNC_CAUSE_TO_HOST).attr("tolist")(); })
+      .def("tolist", [](const Tensor& t) { return to_numpy_for_python(t, pb::SYNC_CAUSE_TO_HOST).attr("tolist")(); })
       .def("item",
            [](const Tensor& t) {
              if (t.numel() != 1) {
                throw EngineError("item(): a tensor with " + std::to_string(t.numel()) +
                                  " elements cannot be converted to a Python number");
              }
-             return to_numpy(t, pb::SYNC_CAUSE_ITEM).attr("reshape")(-1)[py::int_(0)].attr("item")();
+             return to_numpy_for_python(t, pb::SYNC_CAUSE_ITEM).attr("reshape")(-1)[py::int_(0)].attr("item")();
            })
       .def("__bool__",
            [](const Tensor& t) {
@@ -336,28 +650,36 @@ void bind_tensor(py::module_& m) {
       .def("__neg__", &ops::neg)
       .def("__abs__", &ops::abs)
       .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<intptr_t>(self.ptr()))); })
-      .def("t", &ops::t)
-      .def_property_readonly("T", [](const Tensor& t) {
-        std::vector<int64_t> dims(t.shape().size());
-        for (size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<int64_t>(dims.size() - 1 - i);
-        return ops::permute(t, dims);
+      .def("t", [](const Tensor& t) { return transposing_view(t, &ops::t); })
+      .def_property_readonly("T", [](const Tensor& t) { return transposing_view(t, &reverse_dims); })
+      .def_property_readonly("mT", [](const Tensor& t) {
+        return transposing_view(t, [](const Tensor& x) { return ops::transpose(x, -2, -1); });
       })
-      .def_property_readonly("mT", [](const Tensor& t) { return ops::transpose(t, -2, -1); })
       .def("__matmul__", &ops::matmul)
       .def("matmul", &ops::matmul)
       .def("mm", &ops::matmul)
-      .def("reshape", [](const Tensor& t, const py::args& shape) { return ops::reshape(t, sizes_arg(shape)); })
-      .def("view", [](const Tensor& t, const py::args& shape) { return ops::reshape(t, sizes_arg(shape)); })
-      .def("reshape_as", [](const Tensor& t, const Tensor& other) { return ops::reshape(t, other.shape()); })
-      .def("view_as", [](const Tensor& t, const Tensor& other) { return ops::reshape(t, other.shape()); })
-      .def("permute", [](const Tensor& t, const py::args& dims) { return ops::permute(t, sizes_arg(dims)); })
-      .def("expand", [](const Tensor& t, const py::args& shape) { return ops::expand(t, sizes_arg(shape)); })
-      .def("expand_as", [](const Tensor& t, const Tensor& other) { return ops::expand(t, other.shape()); })
-      .def("transpose", &ops::transpose, py::arg("dim0"), py::arg("dim1"))
-      .def("swapaxes", &ops::transpose, py::arg("axis0"), py::arg("axis1"))
-      .def("squeeze", &ops::squeeze, py::arg("dim") = py::none())
-      .def("unsqueeze", &ops::unsqueeze, py::arg("dim"))
-      .def("flatten", &ops::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def("reshape", [](const Tensor& t, const py::args& shape) { return views::reshape(t, sizes_arg(shape)); })
+      .def("view", [](const Tensor& t, const py::args& shape) { return views::reshape(t, sizes_arg(shape)); })
+      .def("reshape_as", [](const Tensor& t, const Tensor& other) { return views::reshape(t, other.shape()); })
+      .def("view_as", [](const Tensor& t, const Tensor& other) { return views::reshape(t, other.shape()); })
+      .def("permute", [](const Tensor& t, const py::args& dims) { return views::permute(t, sizes_arg(dims)); })
+      .def("expand", [](const Tensor& t, const py::args& shape) { return views::expand(t, sizes_arg(shape)); })
+      .def("expand_as", [](const Tensor& t, const Tensor& other) { return views::expand(t, other.shape()); })
+      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) {
+        return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
+      }, py::arg("dim0"), py::arg("dim1"))
+      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) {
+        return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
+      }, py::arg("axis0"), py::arg("axis1"))
+      .def("squeeze", [](const Tensor& t, std::optional<int64_t> dim) {
+        return reshaping_view(t, [dim](const Tensor& x) { return ops::squeeze(x, dim); });
+      }, py::arg("dim") = py::none())
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) {
+        return reshaping_view(t, [dim](const Tensor& x) { return ops::unsqueeze(x, dim); });
+      }, py::arg("dim"))
+      .def("flatten", [](const Tensor& t, int64_t start, int64_t end) {
+        return reshaping_view(t, [start, end](const Tensor& x) { return ops::flatten(x, start, end); });
+      }, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("relu", &ops::relu)
       .def("__getitem__", &getitem)
       .def("__len__", [](const Tensor& t) {
@@ -387,12 +709,20 @@ void bind_tensor(py::module_& m) {
         if (t.is_leaf()) return py::none();
         return py::str(std::string(op_name(t.impl()->grad_fn->op)) + "_backward");
       })
-      .def("detach", &Tensor::detach)
-      .def_property_readonly("data", &Tensor::detach)
+      .def("detach", &views::detach)
+      .def_property_readonly("data", &views::detach)
       .def(
           "backward",
           [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph, bool create_graph) {
-            if (create_graph) throw EngineError("backward: create_graph (higher-order gradients) is not supported");
+            // Rules read saved outputs through detached aliases (no cycle from a
+            // result to its own GradFn), so a backward pass traced with grad
+            // mode on would miss those paths: a wrong second derivative. Refuse.
+            if (create_graph) {
+              PyErr_SetString(PyExc_NotImplementedError,
+                              "backward: create_graph=True (higher-order gradients) is not supported: gradient rules read "
+                              "saved outputs without their history, so a double backward would be wrong");
+              throw py::error_already_set();
+            }
             t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);
@@ -473,15 +803,17 @@ void bind_tensor(py::module_& m) {
     const auto pieces = py::isinstance<py::int_>(size_or_sections)
                             ? ops::split(t, size_or_sections.cast<int64_t>(), dim)
                             : ops::split(t, size_or_sections.cast<std::vector<int64_t>>(), dim);
-    return py::tuple(py::cast(pieces));
+    return py::tuple(py::cast(piece_views(t, pieces, dim)));
   };
   cls.def("split", split, py::arg("split_size"), py::arg("dim") = 0);
   m.def("split", split, py::arg("tensor"), py::arg("split_size_or_sections"), py::arg("dim") = 0);
-  const auto chunk = [](const Tensor& t, int64_t chunks, int64_t dim) { return py::tuple(py::cast(ops::chunk(t, chunks, dim))); };
+  const auto chunk = [](const Tensor& t, int64_t chunks, int64_t dim) {
+    return py::tuple(py::cast(piece_views(t, ops::chunk(t, chunks, dim), dim)));
+  };
   cls.def("chunk", chunk, py::arg("chunks"), py::arg("dim") = 0);
   m.def("chunk", chunk, py::arg("input"), py::arg("chunks"), py::arg("dim") = 0);
-  cls.def("narrow", &ops::narrow, py::arg("dim"), py::arg("start"), py::arg("length"));
-  m.def("narrow", &ops::narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
+  cls.def("narrow", &narrow_view, py::arg("dim"), py::arg("start"), py::arg("length"));
+  m.def("narrow", &narrow_view, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
   cls.def("index_select", &ops::index_select, py::arg("dim"), py::arg("index"));
   m.def("index_select", &ops::index_select, py::arg("input"), py::arg("dim"), py::arg("index"));
   cls.def("index_add", [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
@@ -504,13 +836,21 @@ void bind_tensor(py::module_& m) {
   m.def("matmul", &ops::matmul);
   // Convolution, pooling, normalization, dropout
   bind_nn(m);
-  m.def("reshape", &ops::reshape, py::arg("input"), py::arg("shape"));
-  m.def("permute", &ops::permute, py::arg("input"), py::arg("dims"));
-  m.def("transpose", &ops::transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
-  m.def("t", &ops::t, py::arg("input"));
-  m.def("squeeze", &ops::squeeze, py::arg("input"), py::arg("dim") = py::none());
-  m.def("unsqueeze", &ops::unsqueeze, py::arg("input"), py::arg("dim"));
-  m.def("flatten", &ops::flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  m.def("reshape", &views::reshape, py::arg("input"), py::arg("shape"));
+  m.def("permute", &views::permute, py::arg("input"), py::arg("dims"));
+  m.def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) {
+    return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
+  }, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+  m.def("t", [](const Tensor& t) { return transposing_view(t, &ops::t); }, py::arg("input"));
+  m.def("squeeze", [](const Tensor& t, std::optional<int64_t> dim) {
+    return reshaping_view(t, [dim](const Tensor& x) { return ops::squeeze(x, dim); });
+  }, py::arg("input"), py::arg("dim") = py::none());
+  m.def("unsqueeze", [](const Tensor& t, int64_t dim) {
+    return reshaping_view(t, [dim](const Tensor& x) { return ops::unsqueeze(x, dim); });
+  }, py::arg("input"), py::arg("dim"));
+  m.def("flatten", [](const Tensor& t, int64_t start, int64_t end) {
+    return reshaping_view(t, [start, end](const Tensor& x) { return ops::flatten(x, start, end); });
+  }, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
 
   // Reductions with PyTorch's signatures: dim is None, an int or a sequence.
   using Reduce = Tensor (*)(const Tensor&, std::vector<int64_t>, bool);
@@ -547,6 +887,7 @@ void bind_tensor(py::module_& m) {
     m.def(name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
   }
+  bind_indexing_and_inplace(cls, m);
 }
 
 }  // namespace lazyscope::python

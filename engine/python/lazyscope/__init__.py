@@ -4,6 +4,7 @@ Tensors on the ``cpu`` device run at once; tensors on a lazy device
 (``lazy:0`` …) record their ops into an IR graph that runs at a barrier
 (``lazyscope.core.lazy_model.mark_step()``) or when a value is read.
 """
+import builtins as _builtins
 import os as _os
 
 import numpy as _np
@@ -101,6 +102,17 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     relu,
     sub,
     sum,
+    # Indexing, scatters, sorting, scans and triangles.
+    gather,
+    scatter,
+    scatter_add,
+    index_put,
+    masked_fill,
+    argsort,
+    cumsum,
+    cumprod,
+    tril,
+    triu,
 )
 
 _C._install_source_provider(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
@@ -168,8 +180,7 @@ def from_numpy(array):
 
 
 def _filled(value, size, dtype, device, requires_grad=False):
-    dt = _NUMPY_OF[dtype or float32]
-    return _leaf(_C.from_numpy(_np.full(_shape(size), value, dtype=dt), _device_str(device)), requires_grad)
+    return _make(_np.full(_shape(size), value, dtype=_numpy_dtype(dtype)), dtype, device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -181,7 +192,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    return _filled(fill_value, (size,), dtype, device, requires_grad)
+    """The dtype follows fill_value when not given (int64, bool or float32), as in PyTorch."""
+    return _filled(fill_value, (size,), dtype or _default_dtype_of(fill_value), device, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
@@ -286,6 +298,137 @@ max = _extreme("max", _C.amax, _C.argmax, _C.maximum)  # noqa: A001
 min = _extreme("min", _C.amin, _C.argmin, _C.minimum)  # noqa: A001
 Tensor.max = max
 Tensor.min = min
+
+
+def _sort(input, dim=-1, descending=False, stable=False):  # noqa: A002  (PyTorch's names)
+    """(values, indices) sorted along dim; always stable, NaN sorts as the largest value."""
+    return _ValuesIndices(*_C.sort(input, dim, descending, stable=stable))
+
+
+def _topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    """(values, indices) of the k largest (or smallest) along dim, always sorted."""
+    return _ValuesIndices(*_C.topk(input, k, dim, largest, sorted))
+
+
+sort = _sort
+topk = _topk
+Tensor.sort = lambda self, dim=-1, descending=False, stable=False: _sort(self, dim, descending, stable)
+Tensor.topk = lambda self, k, dim=-1, largest=True, sorted=True: _topk(self, k, dim, largest, sorted)
+
+
+# Creation functions. Values are made on the host (NumPy) and transferred,
+# like tensor(): on a lazy device they are graph inputs, never constants.
+def _make(array, dtype, device, requires_grad):
+    if dtype == bfloat16:
+        t = _C.from_numpy(array.astype(_np.float32), _device_str(device)).to(bfloat16)
+    else:
+        t = _C.from_numpy(array, _device_str(device))
+    return _leaf(t, requires_grad)
+
+
+def _numpy_dtype(dtype, default=None):
+    if dtype is None:
+        dtype = default or float32
+    return _np.float32 if dtype == bfloat16 else _NUMPY_OF[dtype]
+
+
+def _default_dtype_of(*values):
+    """PyTorch's inference for arange/full: all ints (or bools) give int64, any float float32."""
+    # bool, all, max, ... are PyTorch's names in this module: the builtins are spelled out.
+    if _builtins.all(isinstance(v, (_builtins.bool, _np.bool_)) for v in values):
+        return dtype.bool
+    return int64 if _builtins.all(isinstance(v, (int, _np.integer)) for v in values) else float32
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """Uninitialized in PyTorch; zeros here (buffers are always written before use)."""
+    return _filled(0, size, dtype, device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound {end} and lower bound {start} inconsistent with step sign {step}")
+    dt = dtype or _default_dtype_of(start, end, step)
+    n = _builtins.max(0, int(_np.ceil((end - start) / step)))
+    values = start + step * _np.arange(n, dtype=_np.float64 if dt.is_floating_point else _np.int64)
+    return _make(values.astype(_numpy_dtype(dt)), dt, device, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
+    return _make(_np.linspace(start, end, steps).astype(_numpy_dtype(dtype)), dtype, device, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    if n < 0 or (m is not None and m < 0):
+        raise ValueError(f"eye: n and m must be non-negative, got {n} and {m}")
+    return _make(_np.eye(n, m, dtype=_numpy_dtype(dtype)), dtype, device, requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+    """randint(high, size) or randint(low, high, size): int64 values in [low, high)."""
+    if size is None:
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint: missing the size argument")
+    if high <= low:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    values = _rng.integers(low, high, size=tuple(size))
+    return _make(values.astype(_numpy_dtype(dtype, int64)), dtype or int64, device, requires_grad)
+
+
+def _like(fill):
+    def make(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+        return fill(tuple(input.shape), dtype or input.dtype, device or input.device, requires_grad)
+    return make
+
+
+def _random_like(generate):
+    def make(shape, dtype, device, requires_grad):
+        if not dtype.is_floating_point:
+            raise TypeError(f"expected a floating point dtype, got {dtype}")
+        return _make(generate(shape).astype(_numpy_dtype(dtype)), dtype, device, requires_grad)
+    return make
+
+
+zeros_like = _like(lambda shape, dtype, device, rg: _filled(0, (shape,), dtype, device, rg))
+ones_like = _like(lambda shape, dtype, device, rg: _filled(1, (shape,), dtype, device, rg))
+empty_like = zeros_like
+rand_like = _like(_random_like(lambda shape: _rng.random(shape)))
+randn_like = _like(_random_like(lambda shape: _rng.standard_normal(shape)))
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    return _filled(fill_value, (tuple(input.shape),), dtype or input.dtype, device or input.device, requires_grad)
+
+
+def _new(fill):
+    def make(self, *size, fill_value=None, dtype=None, device=None, requires_grad=False):
+        shape = _shape(size)
+        return fill(shape, fill_value, dtype or self.dtype, device or self.device, requires_grad)
+    return make
+
+
+Tensor.new_zeros = _new(lambda shape, _, dtype, device, rg: _filled(0, (shape,), dtype, device, rg))
+Tensor.new_ones = _new(lambda shape, _, dtype, device, rg: _filled(1, (shape,), dtype, device, rg))
+Tensor.new_empty = Tensor.new_zeros
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _filled(fill_value, (tuple(size),), dtype or self.dtype, device or self.device, requires_grad)
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor
 
 
 def _tensor_repr(self):
