@@ -14,7 +14,12 @@
 namespace {
 
 int run(const std::vector<std::string>& args) {
-  return lazyscope::runner::run_script(lazyscope::runner::parse_run_options(args));
+  const auto options = lazyscope::runner::parse_run_options(args);
+  if (options.help) {
+    std::cout << lazyscope::runner::kRunHelp;
+    return 0;
+  }
+  return lazyscope::runner::run_script(options);
 }
 
 struct Command {
@@ -38,11 +43,13 @@ constexpr Command kCommands[] = {
 constexpr const char* kUsage = R"(usage: lazyscope COMMAND [ARGS...]
 
 commands:
-  run [OPTIONS] SCRIPT [--] [ARGS...]   run a Python training script and record it
+  run SCRIPT [OPTIONS] [-- ARGS...]     run a Python training script and record it
       --history PATH    history file (default: $LAZYSCOPE_HISTORY or the XDG data folder)
       --name NAME       run name (default: the script's file name)
       --tag TAG         tag the run (repeatable)
-      --devices N       number of lazy devices (default 1)
+      --device cpu|lazy the scripts' default device    --devices N  lazy devices
+      --bf16            bfloat16 math                  --force-fallback OPS  ops on the host
+      --quiet           no progress line               (`lazyscope run --help`: all of it)
   runs [--status S] [--name TEXT] [--tag TAG] [--since WHEN]
                                         list the recorded runs, newest first; WHEN is a
                                         date (2024-05-01) or a span (30m, 12h, 7d)
