@@ -160,6 +160,12 @@ import sys
 sys.stdout.flush()
 sys.stderr.flush()
 sys.stdout, sys.stderr = _lazyscope_real_streams
+# The engine's final metrics, for the run's metrics report: published while
+# the recorder still listens (an atexit hook would run after it stopped).
+# Only when the script used the engine, and only an engine that has it.
+_lazyscope_engine = sys.modules.get("lazyscope._C")
+if _lazyscope_engine is not None and hasattr(_lazyscope_engine, "publish_metric_snapshot"):
+    _lazyscope_engine.publish_metric_snapshot()
 )py";
 
 // SystemExit carries the script's exit code (None means 0; a string is

@@ -164,3 +164,19 @@ def test_progress_line_on_a_terminal_is_redrawn_and_cleared(build_dir, tmp_path)
     assert b"lazyscope: step" not in before.rsplit(clear, 1)[-1], before
     # ... and the line is cleared at the end.
     assert b"lazyscope: step" not in screen.rsplit(clear, 1)[-1]
+
+
+def test_show_reports_the_final_metrics(build_dir, tmp_path):
+    history = tmp_path / "h.sqlite"
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    assert lazyscope(build_dir, "run", script, "--history", history, "--quiet").returncode == 0
+    report = json.loads(lazyscope(build_dir, "show", "--json", "--history", history).stdout)
+    assert "metrics" in report["metrics"]
+    import lazyscope._C as engine
+    if not hasattr(engine, "publish_metric_snapshot"):
+        return  # an engine without metric snapshots records none; the report is empty
+    names = {m["name"] for m in report["metrics"]["metrics"]}
+    assert names, report["metrics"]
+    text = lazyscope(build_dir, "show", "--history", history).stdout
+    assert "metrics (last snapshot" in text

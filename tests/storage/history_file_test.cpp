@@ -39,7 +39,7 @@ TEST(HistoryFile, CreatesFileAndParentFoldersAtCurrentSchemaInWalMode) {
     EXPECT_EQ(file.path(), path);
   }
   EXPECT_TRUE(std::filesystem::exists(path));
-  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 1);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(test_support::raw_text(path, "PRAGMA journal_mode"), "wal");
   for (const char* table : {"runs", "steps", "graphs", "compilations", "executions", "fallbacks",
                             "transfers", "scalars", "output"}) {
@@ -82,7 +82,7 @@ TEST(HistoryFile, ReopeningForWritingKeepsRunsAndVersion) {
     recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   }
   { HistoryFile again(path, OpenMode::kReadWrite); }
-  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 1);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM runs"), 1);
   EXPECT_EQ(test_support::raw_text(path, "SELECT name FROM runs"), "first");
 }
@@ -103,7 +103,7 @@ TEST(HistoryFile, RefusesNewerSchemaInBothModes) {
   const std::string path = scratch.file("future.sqlite");
   test_support::raw_execute(path, "CREATE TABLE runs (id INTEGER); PRAGMA user_version = 99;");
   const std::string expected =
-      path + ": history was written by a newer LazyScope (schema 99, this build reads up to 1)";
+      path + ": history was written by a newer LazyScope (schema 99, this build reads up to " + std::to_string(kSchemaVersion) + ")";
   EXPECT_EQ(history_error_of([&] { HistoryFile file(path, OpenMode::kReadOnly); }), expected);
   EXPECT_EQ(history_error_of([&] { HistoryFile file(path, OpenMode::kReadWrite); }), expected);
   EXPECT_THAT(history_error_of([&] { Recorder recorder(path, pb::RunInfo()); }), HasSubstr("newer"));
