@@ -38,6 +38,7 @@ constexpr Command kCommands[] = {
     {"rename", lazyscope::runner::rename_command},
     {"delete", lazyscope::runner::delete_command},
     {"export", lazyscope::runner::export_command},
+    {"import", lazyscope::runner::import_command},
 };
 
 constexpr const char* kUsage = R"(usage: lazyscope COMMAND [ARGS...]
@@ -63,6 +64,8 @@ commands:
   rename RUN NAME                       rename a run
   delete RUN [--yes]                    delete a run and everything recorded for it
   export RUN --chrome-trace FILE        the run's timeline as Chrome trace-event JSON (Perfetto)
+  export RUN --bundle FILE              the whole run as one file, for another history
+  import FILE                           add a run from a bundle to the history (a new id)
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.

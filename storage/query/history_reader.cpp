@@ -5,6 +5,7 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "db/transaction.h"
+#include "query/run_bundle_query.h"
 #include "query/run_events.h"
 #include "query/run_graphs.h"
 #include "query/run_summaries.h"
@@ -165,6 +166,14 @@ std::vector<pb::Event> HistoryReader::metric_snapshots(int64_t run_id) const {
 pb::MetricsReport HistoryReader::final_metrics(int64_t run_id) const {
   std::lock_guard lock(mutex_);
   return read_final_metrics(*file_, run_id);
+}
+
+std::optional<pb::RunBundle> HistoryReader::run_bundle(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Transaction snapshot(*file_, Transaction::Kind::kRead);
+  std::optional<pb::RunBundle> bundle = read_run_bundle(*file_, run_id);
+  snapshot.commit();
+  return bundle;
 }
 
 pb::RunOutput HistoryReader::output(int64_t run_id) const {

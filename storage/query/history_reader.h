@@ -60,6 +60,10 @@ class HistoryReader {
   std::vector<pb::Event> metric_snapshots(int64_t run_id) const;
   pb::MetricsReport final_metrics(int64_t run_id) const;
 
+  // Everything recorded for the run, for `export --bundle`; nullopt when
+  // there is no such run.
+  std::optional<pb::RunBundle> run_bundle(int64_t run_id) const;
+
   // What the script printed (stdout and stderr), in arrival order.
   pb::RunOutput output(int64_t run_id) const;
 
