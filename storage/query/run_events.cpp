@@ -5,6 +5,7 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "query/event_rows.h"
+#include "query/hot_queries.h"
 #include "query/stored_enum.h"
 
 namespace lazyscope::storage {
@@ -17,11 +18,7 @@ double ms(int64_t ns) { return static_cast<double>(ns) / kNsPerMs; }
 }  // namespace
 
 pb::StepSeries read_step_series(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, R"sql(
-    SELECT step, end_ns - start_ns, trace_ns, compile_ns, execute_ns, transfer_ns, host_wait_ns
-    FROM steps
-    WHERE run_id = ?1 AND replica = 0
-    ORDER BY step, start_ns)sql");
+  Statement rows(file, kSelectStepSeries);
   rows.bind_int64(1, run_id);
   pb::StepSeries series;
   while (rows.next_row()) {
@@ -46,10 +43,7 @@ std::vector<std::string> read_scalar_names(const HistoryFile& file, int64_t run_
 }
 
 pb::ScalarSeries read_scalar_series(const HistoryFile& file, int64_t run_id, const std::string& name) {
-  Statement rows(file, R"sql(
-    SELECT step, value FROM scalars
-    WHERE run_id = ?1 AND name = ?2 AND replica = 0
-    ORDER BY step, id)sql");
+  Statement rows(file, kSelectScalarSeries);
   rows.bind_int64(1, run_id).bind_text(2, name);
   pb::ScalarSeries series;
   series.set_name(name);
