@@ -189,8 +189,8 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
       if (const auto input = varying_input(graphs)) {
         const std::string at = input->source.file().empty() ? site : where(input->source);
         const int dim = varying_dimension(*input);
-        const std::string what = dim == 0   ? format("the batch dimension (dim 0) of input %d", input->parameter)
-                                 : dim > 0 ? format("dimension %d of input %d", dim, input->parameter)
+        const std::string what = dim == 0   ? format("input %d shape: the batch dimension (dim 0)", input->parameter)
+                                 : dim > 0 ? format("input %d shape: dimension %d", input->parameter, dim)
                                            : format("input %d shape", input->parameter);
         finding.set_title(format("%s took %zu values at %s (%s)", what.c_str(), input->shapes.size(), at.c_str(),
                                  cost.c_str()));

@@ -89,7 +89,7 @@ TEST(Diagnosis, ShapeRecompilesNameTheInputItsShapesAndTheTimeLost) {
   const pb::Finding& shape = findings[0];
   EXPECT_EQ(shape.rule(), "recompilation");
   // Only the first dimension varies: named as the batch dimension.
-  EXPECT_EQ(shape.title(), "the batch dimension (dim 0) of input 0 took 3 values at x.py:5 (2 recompiles, 5.0 ms)");
+  EXPECT_EQ(shape.title(), "input 0 shape: the batch dimension (dim 0) took 3 values at x.py:5 (2 recompiles, 5.0 ms)");
   EXPECT_EQ(shape.detail(), "shapes: [8, 3], [4, 3], [6, 3]; compiled at x.py:9");
   EXPECT_THAT(shape.fix(), HasSubstr("drop_last=True or pad batches to a fixed size"));
   EXPECT_EQ(shape.source().line(), 5);
@@ -214,7 +214,7 @@ TEST(Diagnosis, ARecompileInAnotherDimensionIsNamedByItsIndex) {
   });
   const auto by_length = findings_of("recompilation", sequence);
   ASSERT_EQ(by_length.size(), 1u);
-  EXPECT_EQ(by_length[0].title(), "dimension 1 of input 0 took 2 values at x.py:5 (1 recompile, 1.0 ms)");
+  EXPECT_EQ(by_length[0].title(), "input 0 shape: dimension 1 took 2 values at x.py:5 (1 recompile, 1.0 ms)");
   EXPECT_EQ(by_length[0].source().line(), 5);
   EXPECT_THAT(by_length[0].detail(), HasSubstr("shapes: [8, 16], [8, 24]"));
 }
