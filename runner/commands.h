@@ -16,5 +16,6 @@ int tag_command(const std::vector<std::string>& args);
 int rename_command(const std::vector<std::string>& args);
 int delete_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
+int import_command(const std::vector<std::string>& args);
 
 }  // namespace lazyscope::runner

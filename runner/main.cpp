@@ -14,7 +14,12 @@
 namespace {
 
 int run(const std::vector<std::string>& args) {
-  return lazyscope::runner::run_script(lazyscope::runner::parse_run_options(args));
+  const auto options = lazyscope::runner::parse_run_options(args);
+  if (options.help) {
+    std::cout << lazyscope::runner::kRunHelp;
+    return 0;
+  }
+  return lazyscope::runner::run_script(options);
 }
 
 struct Command {
@@ -33,16 +38,19 @@ constexpr Command kCommands[] = {
     {"rename", lazyscope::runner::rename_command},
     {"delete", lazyscope::runner::delete_command},
     {"export", lazyscope::runner::export_command},
+    {"import", lazyscope::runner::import_command},
 };
 
 constexpr const char* kUsage = R"(usage: lazyscope COMMAND [ARGS...]
 
 commands:
-  run [OPTIONS] SCRIPT [--] [ARGS...]   run a Python training script and record it
+  run SCRIPT [OPTIONS] [-- ARGS...]     run a Python training script and record it
       --history PATH    history file (default: $LAZYSCOPE_HISTORY or the XDG data folder)
       --name NAME       run name (default: the script's file name)
       --tag TAG         tag the run (repeatable)
-      --devices N       number of lazy devices (default 1)
+      --device cpu|lazy the scripts' default device    --devices N  lazy devices
+      --bf16            bfloat16 math                  --force-fallback OPS  ops on the host
+      --quiet           no progress line               (`lazyscope run --help`: all of it)
   runs [--status S] [--name TEXT] [--tag TAG] [--since WHEN]
                                         list the recorded runs, newest first; WHEN is a
                                         date (2024-05-01) or a span (30m, 12h, 7d)
@@ -56,6 +64,8 @@ commands:
   rename RUN NAME                       rename a run
   delete RUN [--yes]                    delete a run and everything recorded for it
   export RUN --chrome-trace FILE        the run's timeline as Chrome trace-event JSON (Perfetto)
+  export RUN --bundle FILE              the whole run as one file, for another history
+  import FILE                           add a run from a bundle to the history (a new id)
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.

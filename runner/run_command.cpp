@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +21,7 @@
 #include "db/history_file.h"
 #include "events/event_bus.h"
 #include "query/history_reader.h"
+#include "progress.h"
 #include "recorder/recorder.h"
 #include "summary_format.h"
 
@@ -101,6 +103,24 @@ class OutputCapture {
   std::string pending_;
 };
 
+// Holds the progress line off the screen while one write of the script's
+// output reaches it, even when the write raises.
+class OutputGuard {
+ public:
+  OutputGuard(Progress& progress, const std::string& stream, bool ends_line)
+      : progress_(progress), stream_(stream), ends_line_(ends_line) {
+    progress_.begin_output();
+  }
+  ~OutputGuard() { progress_.end_output(stream_, ends_line_); }
+  OutputGuard(const OutputGuard&) = delete;
+  OutputGuard& operator=(const OutputGuard&) = delete;
+
+ private:
+  Progress& progress_;
+  const std::string& stream_;
+  bool ends_line_;
+};
+
 // Replaces sys.stdout and sys.stderr with tees whose write() is
 // _lazyscope_write (C++, below) bound to the real stream, and turns SIGTERM
 // into a KeyboardInterrupt so that the run ends as interrupted with its events
@@ -140,6 +160,12 @@ import sys
 sys.stdout.flush()
 sys.stderr.flush()
 sys.stdout, sys.stderr = _lazyscope_real_streams
+# The engine's final metrics, for the run's metrics report: published while
+# the recorder still listens (an atexit hook would run after it stopped).
+# Only when the script used the engine, and only an engine that has it.
+_lazyscope_engine = sys.modules.get("lazyscope._C")
+if _lazyscope_engine is not None and hasattr(_lazyscope_engine, "publish_metric_snapshot"):
+    _lazyscope_engine.publish_metric_snapshot()
 )py";
 
 // SystemExit carries the script's exit code (None means 0; a string is
@@ -186,7 +212,7 @@ ScriptOutcome run_script_file(const RunOptions& options, const bool& terminated)
 
 // Runs the script with its output captured into `recorder`; the traceback of
 // a failure is printed on stderr and recorded as output too.
-ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& recorder) {
+ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& recorder, Progress& progress) {
   auto capture = std::make_shared<OutputCapture>(recorder);
   auto terminated = std::make_shared<bool>(false);
   py::dict scope;
@@ -194,12 +220,16 @@ ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& r
   // A tee's write(): records, then writes through to the real stream, flushing
   // at each newline so that output shows live even through a pipe. In C++ so
   // that no signal handler (Ctrl-C) runs between recording and showing.
+  // The progress line is cleared before the text reaches the terminal and
+  // redrawn after it (by the progress thread), never inside a line.
+  Progress* shown = &progress;
   scope["_lazyscope_write"] = py::cpp_function(
-      [capture](const py::object& stream, const std::string& name, const py::object& text) -> py::object {
+      [capture, shown](const py::object& stream, const std::string& name, const py::object& text) -> py::object {
         if (!py::isinstance<py::str>(text)) return stream.attr("write")(text);  // its TypeError
         // Lone surrogates cannot be UTF-8: record them replaced rather than fail the print.
         const std::string utf8 = text.attr("encode")("utf-8", "replace").cast<std::string>();
         capture->write(name, utf8);
+        OutputGuard guard(*shown, name, !utf8.empty() && utf8.back() == '\n');
         py::object written = stream.attr("write")(text);
         if (utf8.find('\n') != std::string::npos) stream.attr("flush")();
         return written;
@@ -208,6 +238,7 @@ ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& r
   py::exec(kInstallCapture, scope);
 
   ScriptOutcome outcome = run_script_file(options, *terminated);
+  progress.stop();  // before the traceback and the summary
   try {
     py::exec(kRemoveCapture, scope);
   } catch (py::error_already_set&) {
@@ -225,47 +256,14 @@ ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& r
 
 }  // namespace
 
-RunOptions parse_run_options(const std::vector<std::string>& args) {
-  RunOptions o;
-  size_t i = 0;
-  auto value = [&](const std::string& flag) -> std::string {
-    if (i + 1 >= args.size()) throw std::invalid_argument(flag + " needs a value");
-    return args[++i];
-  };
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--history") {
-      o.history_path = value(a);
-    } else if (a == "--name") {
-      o.name = value(a);
-    } else if (a == "--tag") {
-      o.tags.push_back(value(a));
-    } else if (a == "--devices") {
-      const std::string v = value(a);
-      try {
-        o.device_count = std::stoi(v);
-      } catch (const std::exception&) {
-        o.device_count = 0;
-      }
-      if (o.device_count < 1) throw std::invalid_argument("--devices needs a positive number, got '" + v + "'");
-    } else if (a.starts_with("--") && a != "--") {
-      throw std::invalid_argument("unknown option " + a);
-    } else {
-      break;
-    }
-  }
-  if (i >= args.size()) throw std::invalid_argument("missing the script to run");
-  o.script = args[i++];
-  if (i < args.size() && args[i] == "--") ++i;
-  o.script_args.assign(args.begin() + static_cast<long>(i), args.end());
-  return o;
-}
-
 int run_script(const RunOptions& options) {
   if (!fs::is_regular_file(options.script)) {
     std::cerr << "lazyscope run: no such script: " << options.script << "\n";
     return 2;
   }
+  // Before the interpreter starts: the engine reads its settings once.
+  const std::map<std::string, std::string> settings = engine_settings(options);
+  apply_engine_settings(settings);
   if (options.device_count > 0) set_lazy_device_count(options.device_count);
   const std::string history = options.history_path.empty() ? storage::default_history_path() : options.history_path;
   const std::string script_text = read_file(options.script);
@@ -279,6 +277,7 @@ int run_script(const RunOptions& options) {
       py::module_::import("hashlib").attr("sha256")(py::bytes(script_text)).attr("hexdigest")().cast<std::string>());
   for (const auto& a : options.script_args) info.add_args(a);
   for (const auto& t : options.tags) info.add_tags(t);
+  for (const auto& [name, value] : settings) (*info.mutable_settings())[name] = value;
   info.set_backend("cpu");
   info.set_device_count(lazy_device_count());
   info.set_host(host_name());
@@ -292,8 +291,15 @@ int run_script(const RunOptions& options) {
     std::cerr << "lazyscope run: cannot record into the history: " << e.what() << "\n";
     return 2;
   }
-  const int subscription = events::subscribe([&recorder](const pb::Event& e) { recorder->record(e); });
-  const ScriptOutcome outcome = run_in_interpreter(options, *recorder);
+  const Progress::Mode mode = options.quiet           ? Progress::Mode::kOff
+                              : ::isatty(STDERR_FILENO) ? Progress::Mode::kLive
+                                                        : Progress::Mode::kPeriodic;
+  Progress progress(mode, options.progress_every_s);
+  const int subscription = events::subscribe([&recorder, &progress](const pb::Event& e) {
+    progress.on_event(e);
+    recorder->record(e);
+  });
+  const ScriptOutcome outcome = run_in_interpreter(options, *recorder, progress);
   events::unsubscribe(subscription);
   std::fflush(stdout);
   recorder->finish(outcome.status, outcome.exit_code, outcome.error, outcome.traceback);

@@ -1,5 +1,5 @@
 // `lazyscope show [RUN] [--json] [--output]`: the summary, the diagnosis, the
-// compiles; or, with --output, what the script printed.
+// compiles, the final metrics; or, with --output, what the script printed.
 #include <iostream>
 #include <stdexcept>
 
@@ -20,6 +20,7 @@ std::string format_report(const pb::RunReport& report) {
     out += "  step " + std::to_string(compile.step()) + "  " + hash_hex(compile.graph_hash()) + "  " +
            format_duration_ms(static_cast<double>(compile.duration_ns()) / 1e6) + "  " + compile.reason() + "\n";
   }
+  out += format_metrics(report.metrics());
   if (!report.summary().run().traceback().empty()) out += "\n" + report.summary().run().traceback();
   return out;
 }
@@ -51,6 +52,7 @@ int show_command(const std::vector<std::string>& raw) {
     listed.clear_graph();  // `graph RUN GRAPH` shows one
     listed.clear_program_text();
   }
+  *report.mutable_metrics() = reader.final_metrics(run_id);
   std::cout << (args.has("--json") ? to_json(report) + "\n" : format_report(report));
   return 0;
 }

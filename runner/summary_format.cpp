@@ -89,4 +89,20 @@ std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding
   return out;
 }
 
+std::string format_metrics(const pb::MetricsReport& report) {
+  if (report.metrics().empty()) return "";
+  std::string out = printf_str("\nmetrics (last snapshot, step %lld):\n", static_cast<long long>(report.step()));
+  for (const pb::MetricValue& m : report.metrics()) {
+    if (m.is_counter()) {
+      out += printf_str("  %-32s %lld\n", m.name().c_str(), static_cast<long long>(m.value()));
+    } else {
+      out += printf_str("  %-32s %lld samples, %s in total, p50 %s, p90 %s, p99 %s\n", m.name().c_str(),
+                        static_cast<long long>(m.count()), format_duration_ms(m.total_ms()).c_str(),
+                        format_duration_ms(m.p50_ms()).c_str(), format_duration_ms(m.p90_ms()).c_str(),
+                        format_duration_ms(m.p99_ms()).c_str());
+    }
+  }
+  return out;
+}
+
 }  // namespace lazyscope::runner

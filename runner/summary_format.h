@@ -16,5 +16,7 @@ std::string format_run_line(const pb::RunSummary& summary);
 std::string format_duration_ms(double ms);
 // "diagnosis:" and one block per finding (title, evidence, fix).
 std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings);
+// "metrics (last snapshot ...):" and a line per metric; empty without metrics.
+std::string format_metrics(const pb::MetricsReport& report);
 
 }  // namespace lazyscope::runner

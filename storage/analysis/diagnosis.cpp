@@ -109,7 +109,25 @@ struct VaryingInput {
   int32_t parameter = -1;
   pb::SourceLocation source;       // where the script made the input
   std::vector<std::string> shapes;  // distinct, in order of first sight
+  std::vector<std::vector<int64_t>> dims;  // the same shapes as numbers
 };
+
+// The one dimension in which the shapes differ (all of one rank), or -1:
+// naming it ("the batch dimension") points at the fix more directly than
+// listing the shapes.
+int varying_dimension(const VaryingInput& input) {
+  int varying = -1;
+  for (size_t d = 0; d < input.dims.front().size(); ++d) {
+    for (const auto& dims : input.dims) {
+      if (dims.size() != input.dims.front().size()) return -1;
+      if (dims[d] != input.dims.front()[d]) {
+        if (varying >= 0 && varying != static_cast<int>(d)) return -1;
+        varying = static_cast<int>(d);
+      }
+    }
+  }
+  return varying;
+}
 
 // The graph inputs whose shape differs among `graphs`: the first one found.
 std::optional<VaryingInput> varying_input(const std::vector<const pb::IrGraph*>& graphs) {
@@ -123,6 +141,7 @@ std::optional<VaryingInput> varying_input(const std::vector<const pb::IrGraph*>&
       const std::string shape = shape_text(node);
       if (std::find(input.shapes.begin(), input.shapes.end(), shape) == input.shapes.end()) {
         input.shapes.push_back(shape);
+        input.dims.emplace_back(node.shape().begin(), node.shape().end());
       }
     }
   }
@@ -169,8 +188,12 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
       }
       if (const auto input = varying_input(graphs)) {
         const std::string at = input->source.file().empty() ? site : where(input->source);
-        finding.set_title(format("input %d shape took %zu values at %s (%s)", input->parameter,
-                                 input->shapes.size(), at.c_str(), cost.c_str()));
+        const int dim = varying_dimension(*input);
+        const std::string what = dim == 0   ? format("input %d shape: the batch dimension (dim 0)", input->parameter)
+                                 : dim > 0 ? format("input %d shape: dimension %d", input->parameter, dim)
+                                           : format("input %d shape", input->parameter);
+        finding.set_title(format("%s took %zu values at %s (%s)", what.c_str(), input->shapes.size(), at.c_str(),
+                                 cost.c_str()));
         finding.set_detail("shapes: " + joined(input->shapes, 5) + "; compiled at " + site);
         if (!input->source.file().empty()) *finding.mutable_source() = input->source;
       } else {
@@ -268,8 +291,12 @@ std::vector<pb::Finding> find_host_syncs(const RunData& run) {
                                         : format("in %lld of %lld steps", static_cast<long long>(evidence.steps_affected()),
                                                  static_cast<long long>(step_count));
     finding.set_title(std::string(wording.what) + " at " + where(source) + " " + when + " forces a sync");
-    finding.set_detail(format("%lld syncs made the host wait for %s of device work inside steps",
-                              static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str()));
+    const double affected = static_cast<double>(std::max<int64_t>(evidence.steps_affected(), 1));
+    finding.set_detail(format("%lld syncs made the host wait for %s of device work inside steps "
+                              "(%.1f syncs and %s per affected step)",
+                              static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str(),
+                              static_cast<double>(evidence.count()) / affected,
+                              duration(evidence.time_ms() / affected).c_str()));
     finding.set_fix(wording.fix);
     findings.push_back(std::move(finding));
   }
@@ -283,31 +310,74 @@ bool output_shape_depends_on_data(std::string op) {
   return op == "nonzero" || op == "masked_select" || op == "unique" || op == "index_bool";
 }
 
+// Old recordings (and engines) give no reason: the op's name tells.
+pb::FallbackReason reason_of(const pb::FallbackEvent& fallback) {
+  if (fallback.reason() != pb::FALLBACK_REASON_UNSPECIFIED) return fallback.reason();
+  return output_shape_depends_on_data(fallback.op()) ? pb::FALLBACK_REASON_DATA_DEPENDENT
+                                                     : pb::FALLBACK_REASON_NOT_LOWERED;
+}
+
+std::string fallback_fix(const std::string& op, pb::FallbackReason reason, const std::string& dtypes) {
+  switch (reason) {
+    case pb::FALLBACK_REASON_DATA_DEPENDENT:
+      return op + " has a data-dependent output shape (it depends on the values, so it cannot be traced): "
+                  "compute a fixed-shape result instead (a mask with where, a fixed-size top-k), or move it out "
+                  "of the step loop";
+    case pb::FALLBACK_REASON_FORCED:
+      return op + " runs on the host because LAZYSCOPE_FORCE_FALLBACK (--force-fallback) names it: drop it "
+                  "from that setting to run it on the device";
+    default:
+      return "the backend does not lower " + op + (dtypes.empty() ? std::string() : std::string(" for ") + dtypes) +
+             ": rewrite it with supported ops" +
+             (dtypes.empty() ? std::string() : " or cast its operands to a supported dtype (e.g. float32)") +
+             ", or move it out of the step loop";
+  }
+}
+
 std::vector<pb::Finding> find_fallbacks(const RunData& run) {
-  std::map<std::tuple<std::string, std::string, int32_t>, std::pair<Evidence, pb::SourceLocation>> groups;
+  struct Group {
+    Evidence evidence;
+    pb::SourceLocation source;
+    std::set<std::string> dtypes;
+    int64_t cut_nodes = 0;
+    int64_t in_steps = 0;
+  };
+  const std::unordered_set<int64_t> steps = recorded_steps(run);
+  std::map<std::tuple<std::string, std::string, int32_t, int>, Group> groups;
   for (const pb::FallbackEvent& fallback : run.fallbacks) {
-    auto& [evidence, source] = groups[{fallback.op(), fallback.source().file(), fallback.source().line()}];
-    evidence.add(fallback.step(), fallback.duration_ns());
-    source = fallback.source();
+    Group& group = groups[{fallback.op(), fallback.source().file(), fallback.source().line(), reason_of(fallback)}];
+    group.evidence.add(fallback.step(), fallback.duration_ns());
+    group.source = fallback.source();
+    if (!fallback.dtype().empty()) group.dtypes.insert(fallback.dtype());
+    group.cut_nodes += fallback.graph_cut_nodes();
+    if (steps.contains(fallback.step())) ++group.in_steps;
   }
   const double step_ms = total_step_ms(run);
   std::vector<pb::Finding> findings;
   for (const auto& [key, group] : groups) {
-    const auto& [evidence, source] = group;
+    const Evidence& evidence = group.evidence;
     const std::string& op = std::get<0>(key);
-    pb::Finding finding = evidence.finding("cpu-fallback", source, step_ms);
-    finding.set_severity(severity_by_share(finding.share_of_step_time()));
+    const auto reason = static_cast<pb::FallbackReason>(std::get<3>(key));
+    pb::Finding finding = evidence.finding("cpu-fallback", group.source, step_ms);
+    // A fallback the user asked for is a measurement, not a mistake.
+    finding.set_severity(reason == pb::FALLBACK_REASON_FORCED ? pb::SEVERITY_INFO
+                                                              : severity_by_share(finding.share_of_step_time()));
     finding.set_title(format("%s runs on the CPU at %s: %lld calls, %s (%.1f%% of step time)", op.c_str(),
-                             where(source).c_str(), static_cast<long long>(evidence.count()),
+                             where(group.source).c_str(), static_cast<long long>(evidence.count()),
                              duration(evidence.time_ms()).c_str(),
                              100.0 * finding.share_of_step_time()));
-    finding.set_detail(format("in %lld steps; each call cuts the graph and moves its operands to the host and back",
-                              static_cast<long long>(evidence.steps_affected())));
-    finding.set_fix(output_shape_depends_on_data(op)
-                        ? op + " has a data-dependent output shape: compute a fixed-shape result instead (a mask "
-                               "with where, a fixed-size top-k), or move it out of the step loop"
-                        : "the backend does not lower " + op +
-                              ": rewrite it with supported ops, or move it out of the step loop");
+    std::string detail = format("%lld of the calls inside the step loop, in %lld steps; each call cuts the graph "
+                                "and moves its operands to the host and back",
+                                static_cast<long long>(group.in_steps),
+                                static_cast<long long>(evidence.steps_affected()));
+    if (group.cut_nodes > 0) {
+      detail += format(" (%.1f pending nodes executed early per call)",
+                       static_cast<double>(group.cut_nodes) / static_cast<double>(evidence.count()));
+    }
+    std::vector<std::string> dtypes(group.dtypes.begin(), group.dtypes.end());
+    if (!dtypes.empty()) detail += "; operand dtypes: " + joined(dtypes, 4);
+    finding.set_detail(detail);
+    finding.set_fix(fallback_fix(op, reason, joined(dtypes, 4)));
     findings.push_back(std::move(finding));
   }
   return findings;

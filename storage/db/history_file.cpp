@@ -122,8 +122,7 @@ void check_readable(const HistoryFile& file) {
     throw HistoryError(file.path() + ": not a LazyScope history (an empty database)");
   }
   if (version < kSchemaVersion) {
-    // Unreachable while kSchemaVersion is 1; here for the day it is not.
-    throw HistoryError(file.path() + ": history uses schema " + std::to_string(version) +
+    throw OlderSchemaError(file.path() + ": history uses schema " + std::to_string(version) +
                        ", older than this build's " + std::to_string(kSchemaVersion) +
                        "; open it for writing once (record a run) to upgrade it");
   }

@@ -146,8 +146,36 @@ CREATE TABLE output (
 );
 )sql";
 
+// Version 2: the engine's metric snapshots (one row per metric per snapshot),
+// and why a fallback ran on the host. Rows of version 1 keep reason 0
+// (FALLBACK_REASON_UNSPECIFIED), no graph cut and no dtype: unknown, not zero.
+constexpr const char* kVersion2 = R"sql(
+ALTER TABLE fallbacks ADD COLUMN reason          INTEGER NOT NULL DEFAULT 0;  -- pb::FallbackReason
+ALTER TABLE fallbacks ADD COLUMN graph_cut_nodes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE fallbacks ADD COLUMN dtype           TEXT    NOT NULL DEFAULT '';
+
+CREATE TABLE metric_snapshots (
+  id         INTEGER PRIMARY KEY,                 -- arrival order: a later snapshot has a larger id
+  run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  replica    INTEGER NOT NULL,
+  step       INTEGER NOT NULL,
+  time_ns    INTEGER NOT NULL,
+  name       TEXT    NOT NULL,
+  is_counter INTEGER NOT NULL,                    -- 0 or 1
+  value      INTEGER NOT NULL,                    -- counters
+  count      INTEGER NOT NULL,                    -- timed metrics: samples, and their times in ms
+  total_ms   REAL    NOT NULL,
+  p50_ms     REAL    NOT NULL,
+  p90_ms     REAL    NOT NULL,
+  p99_ms     REAL    NOT NULL
+);
+-- Read per run in arrival order, and as the last snapshot of each name.
+CREATE INDEX metric_snapshots_by_run ON metric_snapshots (run_id, name, id);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, kVersion1},
+    Migration{2, kVersion2},
 };
 
 constexpr bool versions_are_contiguous_up_to_current() {
@@ -159,9 +187,9 @@ constexpr bool versions_are_contiguous_up_to_current() {
 static_assert(versions_are_contiguous_up_to_current(),
               "schema migrations must be numbered 1..kSchemaVersion, in order");
 
-constexpr std::array<std::string_view, 9> kTables = {
+constexpr std::array<std::string_view, 10> kTables = {
     "runs",      "steps",     "graphs",  "compilations", "executions",
-    "fallbacks", "transfers", "scalars", "output",
+    "fallbacks", "transfers", "scalars", "output",       "metric_snapshots",
 };
 
 }  // namespace

@@ -57,7 +57,10 @@ int read_fallback_row(const Statement& row, int c, pb::FallbackEvent* fallback) 
   fallback->set_duration_ns(row.int64_at(c + 3));
   fallback->set_bytes(row.int64_at(c + 4));
   read_source(row, c + 5, fallback->mutable_source());
-  return c + 8;
+  fallback->set_reason(enum_or_unspecified<pb::FallbackReason>(row.int64_at(c + 8), pb::FallbackReason_IsValid));
+  fallback->set_graph_cut_nodes(static_cast<int32_t>(row.int64_at(c + 9)));
+  fallback->set_dtype(row.text_at(c + 10));
+  return c + 11;
 }
 
 int read_transfer_row(const Statement& row, int c, pb::TransferEvent* transfer) {
@@ -75,6 +78,18 @@ int read_scalar_row(const Statement& row, int c, pb::ScalarEvent* scalar) {
   // NULL stands for NaN (see the schema).
   scalar->set_value(row.is_null_at(c + 2) ? std::numeric_limits<double>::quiet_NaN() : row.double_at(c + 2));
   return c + 3;
+}
+
+int read_metric_row(const Statement& row, int c, pb::MetricValue* metric) {
+  metric->set_name(row.text_at(c));
+  metric->set_is_counter(row.int64_at(c + 1) != 0);
+  metric->set_value(row.int64_at(c + 2));
+  metric->set_count(row.int64_at(c + 3));
+  metric->set_total_ms(row.double_at(c + 4));
+  metric->set_p50_ms(row.double_at(c + 5));
+  metric->set_p90_ms(row.double_at(c + 6));
+  metric->set_p99_ms(row.double_at(c + 7));
+  return c + 8;
 }
 
 }  // namespace lazyscope::storage

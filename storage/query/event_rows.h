@@ -23,9 +23,13 @@ inline const std::string kExecutionColumns =
     "step, graph_hash, start_ns, duration_ns, cause, cache_hit, node_count, "
     "source_file, source_line, source_function";
 inline const std::string kFallbackColumns =
-    "step, op, start_ns, duration_ns, bytes, source_file, source_line, source_function";
+    "step, op, start_ns, duration_ns, bytes, source_file, source_line, source_function, "
+    "reason, graph_cut_nodes, dtype";
 inline const std::string kTransferColumns = "step, to_device, start_ns, duration_ns, bytes";
 inline const std::string kScalarColumns = "step, name, value";
+// One metric of one snapshot (a row of metric_snapshots).
+inline const std::string kMetricColumns =
+    "name, is_counter, value, count, total_ms, p50_ms, p90_ms, p99_ms";
 
 // Columns source_file, source_line, source_function from `first`.
 void read_source(const Statement& row, int first, pb::SourceLocation* source);
@@ -37,5 +41,6 @@ int read_execution_row(const Statement& row, int first, pb::ExecuteEvent* execut
 int read_fallback_row(const Statement& row, int first, pb::FallbackEvent* fallback);
 int read_transfer_row(const Statement& row, int first, pb::TransferEvent* transfer);
 int read_scalar_row(const Statement& row, int first, pb::ScalarEvent* scalar);
+int read_metric_row(const Statement& row, int first, pb::MetricValue* metric);
 
 }  // namespace lazyscope::storage

@@ -5,6 +5,7 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "db/transaction.h"
+#include "query/run_bundle_query.h"
 #include "query/run_events.h"
 #include "query/run_graphs.h"
 #include "query/run_summaries.h"
@@ -13,8 +14,27 @@
 
 namespace lazyscope::storage {
 
-HistoryReader::HistoryReader(const std::string& path)
-    : file_(std::make_unique<HistoryFile>(path, OpenMode::kReadOnly)) {}
+namespace {
+
+// A history from an older LazyScope is migrated forward when first read, so
+// that upgrading does not make every read command fail until the next
+// recording. A file the user cannot write keeps OlderSchemaError's message.
+std::unique_ptr<HistoryFile> open_for_reading(const std::string& path) {
+  try {
+    return std::make_unique<HistoryFile>(path, OpenMode::kReadOnly);
+  } catch (const OlderSchemaError& older) {
+    try {
+      HistoryFile migrate(path, OpenMode::kReadWrite);
+    } catch (const HistoryError&) {
+      throw older;
+    }
+    return std::make_unique<HistoryFile>(path, OpenMode::kReadOnly);
+  }
+}
+
+}  // namespace
+
+HistoryReader::HistoryReader(const std::string& path) : file_(open_for_reading(path)) {}
 
 HistoryReader::~HistoryReader() = default;
 
@@ -136,6 +156,24 @@ std::vector<pb::TransferEvent> HistoryReader::transfers(int64_t run_id) const {
 std::vector<pb::FallbackGroup> HistoryReader::fallback_groups(int64_t run_id) const {
   std::lock_guard lock(mutex_);
   return read_fallback_groups(*file_, run_id);
+}
+
+std::vector<pb::Event> HistoryReader::metric_snapshots(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_metric_snapshots(*file_, run_id);
+}
+
+pb::MetricsReport HistoryReader::final_metrics(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  return read_final_metrics(*file_, run_id);
+}
+
+std::optional<pb::RunBundle> HistoryReader::run_bundle(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Transaction snapshot(*file_, Transaction::Kind::kRead);
+  std::optional<pb::RunBundle> bundle = read_run_bundle(*file_, run_id);
+  snapshot.commit();
+  return bundle;
 }
 
 pb::RunOutput HistoryReader::output(int64_t run_id) const {

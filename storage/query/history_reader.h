@@ -55,6 +55,15 @@ class HistoryReader {
   // Fallbacks grouped by op and source line, the most expensive group first.
   std::vector<pb::FallbackGroup> fallback_groups(int64_t run_id) const;
 
+  // The engine's metric snapshots (events of kind metrics), in arrival
+  // order; and the last value of each metric, sorted by name.
+  std::vector<pb::Event> metric_snapshots(int64_t run_id) const;
+  pb::MetricsReport final_metrics(int64_t run_id) const;
+
+  // Everything recorded for the run, for `export --bundle`; nullopt when
+  // there is no such run.
+  std::optional<pb::RunBundle> run_bundle(int64_t run_id) const;
+
   // What the script printed (stdout and stderr), in arrival order.
   pb::RunOutput output(int64_t run_id) const;
 

@@ -5,6 +5,8 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "query/event_rows.h"
+#include "query/hot_queries.h"
+#include "query/stored_enum.h"
 
 namespace lazyscope::storage {
 namespace {
@@ -16,11 +18,7 @@ double ms(int64_t ns) { return static_cast<double>(ns) / kNsPerMs; }
 }  // namespace
 
 pb::StepSeries read_step_series(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, R"sql(
-    SELECT step, end_ns - start_ns, trace_ns, compile_ns, execute_ns, transfer_ns, host_wait_ns
-    FROM steps
-    WHERE run_id = ?1 AND replica = 0
-    ORDER BY step, start_ns)sql");
+  Statement rows(file, kSelectStepSeries);
   rows.bind_int64(1, run_id);
   pb::StepSeries series;
   while (rows.next_row()) {
@@ -45,10 +43,7 @@ std::vector<std::string> read_scalar_names(const HistoryFile& file, int64_t run_
 }
 
 pb::ScalarSeries read_scalar_series(const HistoryFile& file, int64_t run_id, const std::string& name) {
-  Statement rows(file, R"sql(
-    SELECT step, value FROM scalars
-    WHERE run_id = ?1 AND name = ?2 AND replica = 0
-    ORDER BY step, id)sql");
+  Statement rows(file, kSelectScalarSeries);
   rows.bind_int64(1, run_id).bind_text(2, name);
   pb::ScalarSeries series;
   series.set_name(name);
@@ -100,10 +95,11 @@ pb::RunOutput read_output(const HistoryFile& file, int64_t run_id) {
 std::vector<pb::FallbackGroup> read_fallback_groups(const HistoryFile& file, int64_t run_id) {
   Statement rows(file, R"sql(
     SELECT op, source_file, source_line, source_function, COUNT(*), TOTAL(duration_ns),
-           SUM(bytes), MIN(step), MAX(step), COUNT(DISTINCT step)
+           SUM(bytes), MIN(step), MAX(step), COUNT(DISTINCT step), reason,
+           COALESCE(GROUP_CONCAT(DISTINCT NULLIF(dtype, '')), ''), SUM(graph_cut_nodes)
     FROM fallbacks WHERE run_id = ?1
-    GROUP BY op, source_file, source_line, source_function
-    ORDER BY TOTAL(duration_ns) DESC, COUNT(*) DESC, op, source_file, source_line)sql");
+    GROUP BY op, source_file, source_line, source_function, reason
+    ORDER BY TOTAL(duration_ns) DESC, COUNT(*) DESC, op, source_file, source_line, reason)sql");
   rows.bind_int64(1, run_id);
   std::vector<pb::FallbackGroup> groups;
   while (rows.next_row()) {
@@ -116,8 +112,51 @@ std::vector<pb::FallbackGroup> read_fallback_groups(const HistoryFile& file, int
     group.set_first_step(rows.int64_at(7));
     group.set_last_step(rows.int64_at(8));
     group.set_steps_with_fallback(rows.int64_at(9));
+    group.set_reason(enum_or_unspecified<pb::FallbackReason>(rows.int64_at(10), pb::FallbackReason_IsValid));
+    group.set_dtypes(rows.text_at(11));
+    group.set_graph_cut_nodes(rows.int64_at(12));
   }
   return groups;
+}
+
+std::vector<pb::Event> read_metric_snapshots(const HistoryFile& file, int64_t run_id) {
+  Statement rows(file, "SELECT replica, step, time_ns, " + kMetricColumns +
+                           " FROM metric_snapshots WHERE run_id = ?1 ORDER BY id");
+  rows.bind_int64(1, run_id);
+  std::vector<pb::Event> snapshots;
+  while (rows.next_row()) {
+    // A snapshot's metrics are consecutive rows with its replica, step and time.
+    const int32_t replica = static_cast<int32_t>(rows.int64_at(0));
+    const int64_t step = rows.int64_at(1);
+    const int64_t time_ns = rows.int64_at(2);
+    if (snapshots.empty() || snapshots.back().replica() != replica || snapshots.back().metrics().step() != step ||
+        snapshots.back().metrics().time_ns() != time_ns) {
+      pb::Event& event = snapshots.emplace_back();
+      event.set_replica(replica);
+      event.mutable_metrics()->set_step(step);
+      event.mutable_metrics()->set_time_ns(time_ns);
+    }
+    read_metric_row(rows, 3, snapshots.back().mutable_metrics()->add_metrics());
+  }
+  return snapshots;
+}
+
+pb::MetricsReport read_final_metrics(const HistoryFile& file, int64_t run_id) {
+  // The newest row of each name: a metric missing from a later snapshot
+  // (published only when it changed) keeps its last value.
+  Statement rows(file, "SELECT step, time_ns, " + kMetricColumns + R"sql( FROM metric_snapshots
+    WHERE id IN (SELECT MAX(id) FROM metric_snapshots WHERE run_id = ?1 GROUP BY name)
+    ORDER BY name)sql");
+  rows.bind_int64(1, run_id);
+  pb::MetricsReport report;
+  while (rows.next_row()) {
+    if (rows.int64_at(1) >= report.time_ns()) {
+      report.set_step(rows.int64_at(0));
+      report.set_time_ns(rows.int64_at(1));
+    }
+    read_metric_row(rows, 2, report.add_metrics());
+  }
+  return report;
 }
 
 }  // namespace lazyscope::storage

@@ -29,4 +29,9 @@ pb::RunOutput read_output(const HistoryFile& file, int64_t run_id);
 // Fallbacks grouped by op and source line, the most expensive group first.
 std::vector<pb::FallbackGroup> read_fallback_groups(const HistoryFile& file, int64_t run_id);
 
+// Metric snapshots as events (kind metrics), in arrival order.
+std::vector<pb::Event> read_metric_snapshots(const HistoryFile& file, int64_t run_id);
+// The last value of each metric, sorted by name.
+pb::MetricsReport read_final_metrics(const HistoryFile& file, int64_t run_id);
+
 }  // namespace lazyscope::storage

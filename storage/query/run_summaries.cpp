@@ -6,6 +6,7 @@
 
 #include "db/history_file.h"
 #include "db/run_liveness.h"
+#include "query/hot_queries.h"
 #include "query/step_median.h"
 #include "query/stored_enum.h"
 
@@ -20,23 +21,6 @@ enum Column {
   kSteps, kCompiles, kCompileNs, kExecutions, kCacheHits, kExecuteNs, kFallbacks,
 };
 
-// Aggregates as correlated subqueries: each one is a range scan of its
-// table's (run_id, ...) index, so listing costs the size of the runs listed.
-constexpr const char* kSelectSummaries = R"sql(
-  SELECT r.id, r.name, r.script_path, r.script_sha256, r.script_text, r.args_json,
-         r.settings_json, r.backend, r.device_count, r.host, r.pid, r.started_unix_ms,
-         r.ended_unix_ms, r.heartbeat_unix_ms, r.status, r.exit_code, r.error, r.traceback,
-         r.tags_json,
-         (SELECT COUNT(DISTINCT step) FROM steps WHERE run_id = r.id AND replica = 0),
-         (SELECT COUNT(*) FROM compilations WHERE run_id = r.id),
-         (SELECT TOTAL(duration_ns) FROM compilations WHERE run_id = r.id),
-         (SELECT COUNT(*) FROM executions WHERE run_id = r.id),
-         (SELECT COUNT(*) FROM executions WHERE run_id = r.id AND cache_hit <> 0),
-         (SELECT TOTAL(duration_ns) FROM executions WHERE run_id = r.id),
-         (SELECT COUNT(*) FROM fallbacks WHERE run_id = r.id)
-  FROM runs AS r
-)sql";
-
 constexpr double kNsPerMs = 1e6;
 
 }  // namespace
@@ -44,11 +28,7 @@ constexpr double kNsPerMs = 1e6;
 RunSummaryQuery::RunSummaryQuery(const HistoryFile& file)
     : file_(file),
       json_entries_(file, "SELECT key, value FROM json_each(?1)"),
-      // Warm steps are those that did not compile: their median is the
-      // run's steady-state step time.
-      step_durations_(file, R"sql(
-        SELECT end_ns - start_ns, compile_ns = 0 FROM steps
-        WHERE run_id = ?1 AND replica = 0)sql") {}
+      step_durations_(file, kSelectStepDurations) {}
 
 std::vector<pb::RunSummary> RunSummaryQuery::all(const RunFilter& filter) {
   // Empty text, empty tag and a zero time each match every run. The status is
@@ -70,7 +50,7 @@ std::vector<pb::RunSummary> RunSummaryQuery::all(const RunFilter& filter) {
 }
 
 std::optional<pb::RunSummary> RunSummaryQuery::one(int64_t run_id) {
-  Statement rows(file_, std::string(kSelectSummaries) + "WHERE r.id = ?1");
+  Statement rows(file_, kSelectOneSummary);
   rows.bind_int64(1, run_id);
   if (!rows.next_row()) return std::nullopt;
   pb::RunSummary summary = summary_from_row(rows, unix_now_ms());

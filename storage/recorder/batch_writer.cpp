@@ -1,5 +1,6 @@
 #include "recorder/batch_writer.h"
 
+#include <cmath>
 #include <string>
 
 #include "db/transaction.h"
@@ -28,8 +29,9 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
       insert_fallback_(file, R"sql(
         INSERT INTO fallbacks (run_id, replica, step, op, start_ns, duration_ns, bytes,
-                               source_file, source_line, source_function)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+                               source_file, source_line, source_function, reason,
+                               graph_cut_nodes, dtype)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
       insert_transfer_(file, R"sql(
         INSERT INTO transfers (run_id, replica, step, to_device, start_ns, duration_ns, bytes)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql"),
@@ -38,6 +40,10 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
         VALUES (?1, ?2, ?3, ?4, ?5))sql"),
       insert_output_(file, R"sql(
         INSERT INTO output (run_id, seq, stream, text) VALUES (?1, ?2, ?3, ?4))sql"),
+      insert_metric_(file, R"sql(
+        INSERT INTO metric_snapshots (run_id, replica, step, time_ns, name, is_counter, value,
+                                      count, total_ms, p50_ms, p90_ms, p99_ms)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
       update_heartbeat_(file, "UPDATE runs SET heartbeat_unix_ms = ?2 WHERE id = ?1"),
       update_end_(file, R"sql(
         UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, traceback = ?5,
@@ -47,6 +53,14 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
 void BatchWriter::write(std::span<const PendingRecord> batch,
                         std::optional<int64_t> heartbeat_unix_ms) {
   Transaction transaction(file_, Transaction::Kind::kWrite);
+  write_records(batch);
+  if (heartbeat_unix_ms) {
+    update_heartbeat_.bind_int64(1, run_id_).bind_int64(2, *heartbeat_unix_ms).execute();
+  }
+  transaction.commit();
+}
+
+void BatchWriter::write_records(std::span<const PendingRecord> batch) {
   for (const PendingRecord& record : batch) {
     if (const auto* event = std::get_if<pb::Event>(&record)) {
       write_event(*event);
@@ -56,10 +70,6 @@ void BatchWriter::write(std::span<const PendingRecord> batch,
       write_end(std::get<RunEnd>(record));
     }
   }
-  if (heartbeat_unix_ms) {
-    update_heartbeat_.bind_int64(1, run_id_).bind_int64(2, *heartbeat_unix_ms).execute();
-  }
-  transaction.commit();
 }
 
 void BatchWriter::write_event(const pb::Event& event) {
@@ -71,7 +81,7 @@ void BatchWriter::write_event(const pb::Event& event) {
     case pb::Event::kFallback: write_fallback(replica, event.fallback()); break;
     case pb::Event::kTransfer: write_transfer(replica, event.transfer()); break;
     case pb::Event::kScalar: write_scalar(replica, event.scalar()); break;
-    case pb::Event::kMetrics: break;  // stored by the metric snapshot table (storage issue)
+    case pb::Event::kMetrics: write_metrics(replica, event.metrics()); break;
     case pb::Event::KIND_NOT_SET: break;  // nothing to store
   }
 }
@@ -143,7 +153,31 @@ void BatchWriter::write_fallback(int replica, const pb::FallbackEvent& fallback)
       .bind_text(8, fallback.source().file())
       .bind_int64(9, fallback.source().line())
       .bind_text(10, fallback.source().function())
+      .bind_int64(11, fallback.reason())
+      .bind_int64(12, fallback.graph_cut_nodes())
+      .bind_text(13, fallback.dtype())
       .execute();
+}
+
+void BatchWriter::write_metrics(int replica, const pb::MetricSnapshotEvent& snapshot) {
+  // SQLite stores NaN as NULL, which these NOT NULL columns refuse (failing
+  // the whole batch): a percentile of no samples is stored as 0.
+  const auto finite = [](double ms) { return std::isnan(ms) ? 0.0 : ms; };
+  for (const pb::MetricValue& metric : snapshot.metrics()) {
+    insert_metric_.bind_int64(1, run_id_)
+        .bind_int64(2, replica)
+        .bind_int64(3, snapshot.step())
+        .bind_int64(4, snapshot.time_ns())
+        .bind_text(5, metric.name())
+        .bind_int64(6, metric.is_counter() ? 1 : 0)
+        .bind_int64(7, metric.value())
+        .bind_int64(8, metric.count())
+        .bind_double(9, finite(metric.total_ms()))
+        .bind_double(10, finite(metric.p50_ms()))
+        .bind_double(11, finite(metric.p90_ms()))
+        .bind_double(12, finite(metric.p99_ms()))
+        .execute();
+  }
 }
 
 void BatchWriter::write_transfer(int replica, const pb::TransferEvent& transfer) {

@@ -21,8 +21,13 @@ class BatchWriter {
   // or none (HistoryError).
   void write(std::span<const PendingRecord> batch, std::optional<int64_t> heartbeat_unix_ms);
 
+  // The same inside a write transaction the caller holds (an import stores
+  // the run row and all its records in one).
+  void write_records(std::span<const PendingRecord> batch);
+
  private:
   void write_event(const pb::Event& event);
+  void write_metrics(int replica, const pb::MetricSnapshotEvent& snapshot);
   void write_step(int replica, const pb::StepEvent& step);
   void write_compile(int replica, const pb::CompileEvent& compile);
   void write_execute(int replica, const pb::ExecuteEvent& execute);
@@ -42,6 +47,7 @@ class BatchWriter {
   Statement insert_transfer_;
   Statement insert_scalar_;
   Statement insert_output_;
+  Statement insert_metric_;
   Statement update_heartbeat_;
   Statement update_end_;
 };

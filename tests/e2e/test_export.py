@@ -94,3 +94,62 @@ def test_export_needs_a_file_and_a_known_run(build_dir, tmp_path):
     out = tmp_path / "empty.json"
     assert lazyscope(build_dir, history, "export", "last", "--chrome-trace", out).returncode == 0
     assert json.loads(out.read_text())["traceEvents"] == []
+
+
+def show_json(build_dir, history, ref, *extra):
+    result = lazyscope(build_dir, history, "show", ref, "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def without_id(report):
+    report["summary"]["run"].pop("id")
+    return report
+
+
+def test_bundle_export_then_import_into_a_fresh_history(build_dir, tmp_path):
+    source = tmp_path / "source.sqlite"
+    script = tmp_path / "shapes.py"
+    script.write_text(RECOMPILING_SCRIPT + "print('done')\n")
+    assert lazyscope(build_dir, source, "run", script, "--tag", "t", "--quiet").returncode == 0
+    bundle = tmp_path / "shapes.lsrun"
+    result = lazyscope(build_dir, source, "export", "shapes", "--bundle", bundle)
+    assert result.returncode == 0, result.stderr
+    assert str(bundle) in result.stdout
+
+    target = tmp_path / "target.sqlite"
+    result = lazyscope(build_dir, target, "import", bundle)
+    assert result.returncode == 0, result.stderr
+    assert 'imported run "shapes" as run #1' in result.stdout
+    assert without_id(show_json(build_dir, source, "shapes")) == without_id(show_json(build_dir, target, "shapes"))
+    assert show_json(build_dir, source, "shapes", "--output") == show_json(build_dir, target, "shapes", "--output")
+    graphs = lazyscope(build_dir, source, "graphs", "shapes", "--json").stdout
+    assert graphs == lazyscope(build_dir, target, "graphs", "shapes", "--json").stdout
+
+    # Again into the same history: a new run with a clear new name.
+    result = lazyscope(build_dir, target, "import", bundle)
+    assert result.returncode == 0, result.stderr
+    assert '"shapes (imported)"' in result.stdout and "already" in result.stdout
+    assert show_json(build_dir, target, "shapes (imported)")["summary"]["run"]["id"] == "2"
+
+
+def test_import_refuses_truncated_and_garbage_files_leaving_the_history_alone(build_dir, tmp_path):
+    source = tmp_path / "source.sqlite"
+    script = tmp_path / "shapes.py"
+    script.write_text(RECOMPILING_SCRIPT)
+    assert lazyscope(build_dir, source, "run", script, "--quiet").returncode == 0
+    bundle = tmp_path / "shapes.lsrun"
+    assert lazyscope(build_dir, source, "export", "last", "--bundle", bundle).returncode == 0
+    data = bundle.read_bytes()
+    target = tmp_path / "target.sqlite"
+    assert lazyscope(build_dir, target, "run", script, "--name", "mine", "--quiet").returncode == 0
+    before = lazyscope(build_dir, target, "runs", "--json").stdout
+
+    bad = tmp_path / "bad.lsrun"
+    for content, message in [(data[: len(data) // 2], "truncated"), (data[:-3], "truncated"),
+                             (b"\x00garbage" * 50, "not a LazyScope run bundle"), (b"", "empty")]:
+        bad.write_bytes(content)
+        result = lazyscope(build_dir, target, "import", bad)
+        assert result.returncode == 1, result.stdout
+        assert str(bad) in result.stderr and message in result.stderr, result.stderr
+    assert lazyscope(build_dir, target, "runs", "--json").stdout == before

@@ -85,7 +85,7 @@ def test_show_reports_summary_diagnosis_and_compiles(build_dir, history):
     [shapes_at_item] = [f for f in recompiles if "compiled at recompile.py:10" in f["detail"]]
     # x is created on line 6 of the script, mark_step() is line 8, item() line 10;
     # batch sizes 8, 4, 6. The title names the line that made the input.
-    assert shapes_at_mark_step["title"].startswith("input 0 shape took 3 values at recompile.py:6")
+    assert shapes_at_mark_step["title"].startswith("input 0 shape: the batch dimension (dim 0) took 3 values at recompile.py:6")
     assert shapes_at_mark_step["source"]["line"] == 6
     assert "[8, 3], [4, 3], [6, 3]" in shapes_at_mark_step["detail"]
     assert int(shapes_at_mark_step["count"]) == 2
@@ -199,4 +199,4 @@ def test_run_prints_the_diagnosis_at_the_end(build_dir, tmp_path):
     script.write_text(RECOMPILING_SCRIPT)
     out = ok(lazyscope(build_dir, tmp_path / "h.sqlite", "run", script))
     assert "6 uncached" in out
-    assert "diagnosis:" in out and "input 0 shape took 3 values" in out
+    assert "diagnosis:" in out and "input 0 shape: the batch dimension (dim 0) took 3 values" in out

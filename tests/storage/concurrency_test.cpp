@@ -160,7 +160,7 @@ TEST(Concurrency, WritersCreatingOneFileAtOnceAllSucceed) {
     }
     for (std::thread& writer : writers) writer.join();
     for (const std::string& error : errors) EXPECT_EQ(error, "") << "round " << round;
-    EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 1);
+    EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   }
 }
 

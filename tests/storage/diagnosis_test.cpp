@@ -88,7 +88,8 @@ TEST(Diagnosis, ShapeRecompilesNameTheInputItsShapesAndTheTimeLost) {
 
   const pb::Finding& shape = findings[0];
   EXPECT_EQ(shape.rule(), "recompilation");
-  EXPECT_EQ(shape.title(), "input 0 shape took 3 values at x.py:5 (2 recompiles, 5.0 ms)");
+  // Only the first dimension varies: named as the batch dimension.
+  EXPECT_EQ(shape.title(), "input 0 shape: the batch dimension (dim 0) took 3 values at x.py:5 (2 recompiles, 5.0 ms)");
   EXPECT_EQ(shape.detail(), "shapes: [8, 3], [4, 3], [6, 3]; compiled at x.py:9");
   EXPECT_THAT(shape.fix(), HasSubstr("drop_last=True or pad batches to a fixed size"));
   EXPECT_EQ(shape.source().line(), 5);
@@ -127,7 +128,8 @@ TEST(Diagnosis, HostSyncsInsideStepsGroupedByCauseAndLine) {
   EXPECT_EQ(findings[0].last_step(), 3);
   EXPECT_DOUBLE_EQ(findings[0].time_lost_ms(), 2.0);
   EXPECT_EQ(findings[0].severity(), pb::SEVERITY_WARNING);
-  EXPECT_EQ(findings[0].detail(), "4 syncs made the host wait for 2.0 ms of device work inside steps");
+  EXPECT_EQ(findings[0].detail(),
+            "4 syncs made the host wait for 2.0 ms of device work inside steps (1.0 syncs and 500 us per affected step)");
 
   EXPECT_THAT(findings[1].title(), HasSubstr("at x.py:70 in 1 of 4 steps forces a sync"));
   EXPECT_EQ(findings[1].severity(), pb::SEVERITY_INFO);
@@ -153,6 +155,68 @@ TEST(Diagnosis, FallbacksByOpAndLineWithTheirShareOfStepTime) {
   EXPECT_EQ(findings[1].count(), 2);
   EXPECT_EQ(findings[1].steps_affected(), 2);
   EXPECT_DOUBLE_EQ(findings[1].share_of_step_time(), 0.1);
+}
+
+TEST(Diagnosis, FallbacksAreExplainedByTheirRecordedReason) {
+  const pb::SourceLocation line = source_at("/home/ada/x.py", 41);
+  const auto fallback = [&](int step, const std::string& op, pb::FallbackReason reason, const std::string& dtype,
+                            int cut_nodes) {
+    pb::Event event = test_support::fallback_at(step, op, step * 10 * kMs + kMs, kMs, 64, line);
+    event.mutable_fallback()->set_reason(reason);
+    event.mutable_fallback()->set_dtype(dtype);
+    event.mutable_fallback()->set_graph_cut_nodes(cut_nodes);
+    return event;
+  };
+  const RunData run = record_and_load({
+      // An op not named data-dependent, but recorded as such by the engine.
+      fallback(0, "argwhere", pb::FALLBACK_REASON_DATA_DEPENDENT, "float32", 10),
+      fallback(1, "argwhere", pb::FALLBACK_REASON_DATA_DEPENDENT, "float32", 20),
+      fallback(1, "matmul", pb::FALLBACK_REASON_FORCED, "float32", 0),
+      fallback(2, "erf", pb::FALLBACK_REASON_NOT_LOWERED, "float16", 4),
+      fallback(kSteps, "erf", pb::FALLBACK_REASON_NOT_LOWERED, "float16", 4),  // after the loop
+  });
+  const auto findings = findings_of("cpu-fallback", run);
+  ASSERT_EQ(findings.size(), 3u);  // by op, line and reason: argwhere, erf, matmul
+
+  EXPECT_EQ(findings[0].title(), "argwhere runs on the CPU at x.py:41: 2 calls, 2.0 ms (5.0% of step time)");
+  EXPECT_THAT(findings[0].fix(), HasSubstr("argwhere has a data-dependent output shape"));
+  EXPECT_THAT(findings[0].detail(), HasSubstr("2 of the calls inside the step loop, in 2 steps"));
+  EXPECT_THAT(findings[0].detail(), HasSubstr("15.0 pending nodes executed early per call"));
+  EXPECT_THAT(findings[0].detail(), HasSubstr("operand dtypes: float32"));
+  EXPECT_EQ(findings[0].source().line(), 41);
+  EXPECT_EQ(findings[0].severity(), pb::SEVERITY_WARNING);
+
+  EXPECT_THAT(findings[1].fix(), HasSubstr("the backend does not lower erf for float16"));
+  EXPECT_THAT(findings[1].fix(), HasSubstr("cast its operands to a supported dtype"));
+  EXPECT_THAT(findings[1].detail(), HasSubstr("1 of the calls inside the step loop, in 2 steps"));
+
+  // Asked for with --force-fallback: reported, but as information.
+  EXPECT_EQ(findings[2].severity(), pb::SEVERITY_INFO);
+  EXPECT_THAT(findings[2].fix(), HasSubstr("LAZYSCOPE_FORCE_FALLBACK (--force-fallback) names it"));
+}
+
+TEST(Diagnosis, ARecompileInAnotherDimensionIsNamedByItsIndex) {
+  const pb::SourceLocation made = source_at("/home/ada/x.py", 5);
+  const pb::SourceLocation sync = source_at("/home/ada/x.py", 9);
+  const RunData run = record_and_load({
+      compile_at(0, 0x1, 0, kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, sync, chain_graph(0x1, {8, 16}, 2, made)),
+      compile_at(1, 0x2, 10 * kMs, kMs, pb::COMPILE_REASON_SHAPE, 0x1, sync, chain_graph(0x2, {8, 24}, 2, made)),
+      compile_at(2, 0x3, 20 * kMs, kMs, pb::COMPILE_REASON_SHAPE, 0x2, sync, chain_graph(0x3, {4, 32}, 2, made)),
+  });
+  const auto findings = findings_of("recompilation", run);
+  ASSERT_EQ(findings.size(), 1u);
+  // Two dimensions vary: the shapes are listed instead.
+  EXPECT_EQ(findings[0].title(), "input 0 shape took 3 values at x.py:5 (2 recompiles, 2.0 ms)");
+
+  const RunData sequence = record_and_load({
+      compile_at(0, 0x1, 0, kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, sync, chain_graph(0x1, {8, 16}, 2, made)),
+      compile_at(1, 0x2, 10 * kMs, kMs, pb::COMPILE_REASON_SHAPE, 0x1, sync, chain_graph(0x2, {8, 24}, 2, made)),
+  });
+  const auto by_length = findings_of("recompilation", sequence);
+  ASSERT_EQ(by_length.size(), 1u);
+  EXPECT_EQ(by_length[0].title(), "input 0 shape: dimension 1 took 2 values at x.py:5 (1 recompile, 1.0 ms)");
+  EXPECT_EQ(by_length[0].source().line(), 5);
+  EXPECT_THAT(by_length[0].detail(), HasSubstr("shapes: [8, 16], [8, 24]"));
 }
 
 TEST(Diagnosis, GrowingGraphFromRisingNodeCountsAndFromTheNodeLimit) {

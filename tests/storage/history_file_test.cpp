@@ -39,7 +39,7 @@ TEST(HistoryFile, CreatesFileAndParentFoldersAtCurrentSchemaInWalMode) {
     EXPECT_EQ(file.path(), path);
   }
   EXPECT_TRUE(std::filesystem::exists(path));
-  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 1);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(test_support::raw_text(path, "PRAGMA journal_mode"), "wal");
   for (const char* table : {"runs", "steps", "graphs", "compilations", "executions", "fallbacks",
                             "transfers", "scalars", "output"}) {
@@ -82,7 +82,7 @@ TEST(HistoryFile, ReopeningForWritingKeepsRunsAndVersion) {
     recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   }
   { HistoryFile again(path, OpenMode::kReadWrite); }
-  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 1);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM runs"), 1);
   EXPECT_EQ(test_support::raw_text(path, "SELECT name FROM runs"), "first");
 }
@@ -103,7 +103,7 @@ TEST(HistoryFile, RefusesNewerSchemaInBothModes) {
   const std::string path = scratch.file("future.sqlite");
   test_support::raw_execute(path, "CREATE TABLE runs (id INTEGER); PRAGMA user_version = 99;");
   const std::string expected =
-      path + ": history was written by a newer LazyScope (schema 99, this build reads up to 1)";
+      path + ": history was written by a newer LazyScope (schema 99, this build reads up to " + std::to_string(kSchemaVersion) + ")";
   EXPECT_EQ(history_error_of([&] { HistoryFile file(path, OpenMode::kReadOnly); }), expected);
   EXPECT_EQ(history_error_of([&] { HistoryFile file(path, OpenMode::kReadWrite); }), expected);
   EXPECT_THAT(history_error_of([&] { Recorder recorder(path, pb::RunInfo()); }), HasSubstr("newer"));
@@ -206,6 +206,43 @@ TEST(HistoryFile, TruncatedHistoryGivesHistoryErrorOrCleanResult) {
     // does notice. (At smaller sizes it may fail at open; either way an error.)
     EXPECT_TRUE(any_error);
   }
+}
+
+// Pages overwritten with garbage (a bad disk, a stray write): every read
+// answers with a HistoryError naming the file, or with rows; never a crash.
+TEST(HistoryFile, CorruptedPagesGiveHistoryErrorNotACrash) {
+  ScratchFolder scratch;
+  const std::string original = scratch.file("history.sqlite");
+  {
+    Recorder recorder(original, test_support::sample_run_info("run"));
+    for (int step = 0; step < 3000; ++step) {
+      recorder.record(test_support::step_event(step, step * 100, step * 100 + 90, 0));
+      recorder.record(test_support::scalar_event(step, "loss", 1.0 / (step + 1)));
+    }
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  const std::string bytes = test_support::read_bytes(original);
+  int errors = 0;
+  // The header, the schema page, and pages in the middle and at the end.
+  for (const size_t offset : {size_t{0}, size_t{4096}, bytes.size() / 2, bytes.size() - 4096}) {
+    SCOPED_TRACE(offset);
+    std::string damaged = bytes;
+    for (size_t i = offset; i < std::min(offset + 4096, damaged.size()); ++i) damaged[i] = static_cast<char>(i * 131);
+    const std::string path = scratch.file("damaged-" + std::to_string(offset) + ".sqlite");
+    test_support::write_bytes(path, damaged);
+    try {
+      HistoryReader reader(path);
+      for (const pb::RunSummary& run : reader.list_runs()) {
+        reader.step_series(run.run().id());
+        reader.scalar_series(run.run().id(), "loss");
+        reader.output(run.run().id());
+      }
+    } catch (const HistoryError& error) {
+      ++errors;
+      EXPECT_THAT(error.what(), HasSubstr(path));
+    }
+  }
+  EXPECT_GE(errors, 3);  // the header, the schema and a data page are all noticed
 }
 
 }  // namespace

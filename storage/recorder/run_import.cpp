@@ -1,0 +1,116 @@
+#include "recorder/run_import.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "db/history_file.h"
+#include "db/json_text.h"
+#include "db/statement.h"
+#include "db/transaction.h"
+#include "recorder/batch_writer.h"
+
+namespace lazyscope::storage {
+namespace {
+
+bool name_taken(const HistoryFile& file, const std::string& name) {
+  Statement query(file, "SELECT 1 FROM runs WHERE name = ?1 LIMIT 1");
+  query.bind_text(1, name);
+  const bool taken = query.next_row();
+  query.reset();
+  return taken;
+}
+
+std::string free_name(const HistoryFile& file, const std::string& name) {
+  if (!name_taken(file, name)) return name;
+  for (int n = 1;; ++n) {
+    std::string candidate = name + (n == 1 ? std::string(" (imported)") : " (imported " + std::to_string(n) + ")");
+    if (!name_taken(file, candidate)) return candidate;
+  }
+}
+
+std::string settings_json(const pb::RunInfo& info) {
+  // Sorted, as the recorder stores them (a protobuf map has no order).
+  std::vector<std::pair<std::string, std::string>> entries(info.settings().begin(), info.settings().end());
+  std::sort(entries.begin(), entries.end());
+  return json_object(entries);
+}
+
+int64_t insert_finished_run(const HistoryFile& file, const pb::RunInfo& info, const std::string& name,
+                            int64_t heartbeat_unix_ms) {
+  Statement insert(file, R"sql(
+    INSERT INTO runs (name, script_path, script_sha256, script_text, args_json, settings_json,
+                      backend, device_count, host, pid, started_unix_ms, ended_unix_ms,
+                      heartbeat_unix_ms, status, exit_code, error, traceback, tags_json)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+    RETURNING id)sql");
+  insert.bind_text(1, name)
+      .bind_text(2, info.script_path())
+      .bind_text(3, info.script_sha256())
+      .bind_text(4, info.script_text())
+      .bind_text(5, json_array(info.args()))
+      .bind_text(6, settings_json(info))
+      .bind_text(7, info.backend())
+      .bind_int64(8, info.device_count())
+      .bind_text(9, info.host())
+      .bind_int64(10, info.pid())
+      .bind_int64(11, info.started_unix_ms())
+      .bind_int64(12, info.ended_unix_ms())
+      .bind_int64(13, heartbeat_unix_ms)
+      .bind_int64(14, info.status())
+      .bind_int64(15, info.exit_code())
+      .bind_text(16, info.error())
+      .bind_text(17, info.traceback())
+      .bind_text(18, json_array(info.tags()));
+  if (!insert.next_row()) throw HistoryError(file.path() + ": inserting the imported run returned no id");
+  const int64_t run_id = insert.int64_at(0);
+  insert.execute();  // step past RETURNING's row so the insert completes
+  return run_id;
+}
+
+}  // namespace
+
+ImportedRun import_run_bundle(const std::string& history_path, const pb::RunBundle& bundle) {
+  const pb::RunInfo& info = bundle.run();
+  // A run still recording when exported would read as running forever here.
+  if (info.status() == pb::RUN_STATUS_RUNNING || info.status() == pb::RUN_STATUS_UNSPECIFIED) {
+    throw HistoryError(history_path + ": cannot import run '" + info.name() +
+                       "': the bundle holds a run that had not ended");
+  }
+  HistoryFile file(history_path, OpenMode::kReadWrite);
+  Transaction transaction(file, Transaction::Kind::kWrite);
+  ImportedRun imported;
+  imported.name = free_name(file, info.name());
+  imported.renamed = imported.name != info.name();
+  const int64_t heartbeat = bundle.heartbeat_unix_ms() != 0 ? bundle.heartbeat_unix_ms() : info.ended_unix_ms();
+  imported.run_id = insert_finished_run(file, info, imported.name, heartbeat);
+
+  Statement insert_graph(file, R"sql(
+    INSERT OR IGNORE INTO graphs (run_id, hash, node_count, ir, program_text)
+    VALUES (?1, ?2, ?3, ?4, ?5))sql");
+  for (const pb::StoredGraph& graph : bundle.graphs()) {
+    insert_graph.bind_int64(1, imported.run_id)
+        .bind_hash(2, graph.hash())
+        .bind_int64(3, graph.node_count())
+        .bind_blob(4, graph.ir())
+        .bind_text(5, graph.program_text())
+        .execute();
+  }
+  // The events and output go through the recorder's own writer, so an
+  // imported row is stored exactly as a recorded one.
+  std::vector<PendingRecord> records;
+  records.reserve(static_cast<size_t>(bundle.events_size() + bundle.output_size()));
+  for (const pb::Event& event : bundle.events()) {
+    // Compiles in a bundle carry no IR (it is in graphs), so the writer
+    // stores no graph row of its own for them.
+    records.emplace_back(event);
+  }
+  for (const pb::OutputChunk& chunk : bundle.output()) {
+    records.emplace_back(OutputChunk{chunk.seq(), chunk.stream(), chunk.text()});
+  }
+  BatchWriter(file, imported.run_id).write_records(records);
+  transaction.commit();
+  return imported;
+}
+
+}  // namespace lazyscope::storage
