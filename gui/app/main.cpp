@@ -34,7 +34,8 @@ int main(int argc, char* argv[]) {
                                      QStringLiteral("Select the run with this id once loaded."),
                                      QStringLiteral("id"));
   const QCommandLineOption tabOption(QStringLiteral("tab"),
-                                     QStringLiteral("Show this tab of the run: overview, recompilations."),
+                                     QStringLiteral("Show this tab of the run: overview, recompilations, timeline, charts, "
+                                                                    "fallbacks, metrics, output."),
                                      QStringLiteral("name"));
   parser.addOption(runOption);
   parser.addOption(tabOption);
@@ -48,8 +49,9 @@ int main(int argc, char* argv[]) {
   lazyscope::gui::MainWindow window;
   window.show();
   window.selectRunWhenLoaded(parser.value(runOption).toLongLong());
-  if (parser.value(tabOption) == QStringLiteral("recompilations")) {
-    window.runDetail()->tabs()->setCurrentIndex(1);
+  if (parser.isSet(tabOption) && !window.runDetail()->showTab(parser.value(tabOption))) {
+    std::fprintf(stderr, "lazyscope-gui: no tab named \"%s\"\n", qPrintable(parser.value(tabOption)));
+    return 2;
   }
   if (args.isEmpty()) {
     window.openDefaultHistory();
