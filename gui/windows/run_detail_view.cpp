@@ -12,6 +12,7 @@
 #include "views/metrics_view.h"
 #include "views/output_view.h"
 #include "views/timeline_view.h"
+#include "widgets/timeline_widget.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
 
@@ -108,6 +109,7 @@ void RunDetailView::addProfileTabs() {
   connect(overlayLoader_, &RunProfileLoader::loadedMany, charts_, &ChartsView::setRuns);
   // A failed read is already reported by the detail loader's message.
   connect(timeline_, &TimelineView::stepSelected, this, &RunDetailView::selectCompileOfStep);
+  connect(overview_, &OverviewTab::evidenceRequested, this, &RunDetailView::showEvidence);
 }
 
 bool RunDetailView::isProfileLoading() const { return profileLoader_->isLoading(); }
@@ -138,6 +140,19 @@ void RunDetailView::selectCompileOfStep(qint64 step) {
       recompilations_->selectCompile(row);
       return;
     }
+  }
+}
+
+void RunDetailView::showEvidence(const pb::Finding& finding) {
+  const QString tab = OverviewTab::evidenceTab(finding.rule());
+  if (tab.isEmpty() || !showTab(tab)) return;
+  if (tab == QLatin1String("recompilations")) {
+    selectCompileOfStep(finding.first_step());
+  } else if (tab == QLatin1String("fallbacks")) {
+    fallbacks_->selectLine(static_cast<int>(finding.source().line()));
+  } else {
+    timeline_->timeline()->selectStep(finding.first_step());
+    timeline_->timeline()->setFocus();
   }
 }
 

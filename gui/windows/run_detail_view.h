@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "lazyscope/history.pb.h"
+
 class QLabel;
 class QTabWidget;
 
@@ -79,6 +81,7 @@ class RunDetailView : public QWidget {
   void addProfileTabs();
   void onProfileLoaded(const RunProfile& profile);
   void selectCompileOfStep(qint64 step);
+  void showEvidence(const pb::Finding& finding);
   RunProfileLoader* profileLoader_ = nullptr;
   RunProfileLoader* overlayLoader_ = nullptr;
   TimelineView* timeline_ = nullptr;

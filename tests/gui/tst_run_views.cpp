@@ -36,6 +36,8 @@
 #include "widgets/timeline_geometry.h"
 #include "widgets/timeline_widget.h"
 #include "windows/main_window.h"
+#include "widgets/finding_card.h"
+#include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
 #include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
@@ -405,6 +407,42 @@ class TestRunViews : public QObject {
     const QString error = detail->timeline()->exportImage(dir_.filePath(QStringLiteral("timeline.bmp")));
     QVERIFY2(error.contains(QStringLiteral(".png or .svg")), qPrintable(error));
     QVERIFY(!detail->timeline()->exportImage(QStringLiteral("/nonexistent/dir/x.png")).isEmpty());
+  }
+
+  void findingsLinkToTheirEvidence() {
+    QCOMPARE(gui::OverviewTab::evidenceTab("recompilation"), QStringLiteral("recompilations"));
+    QCOMPARE(gui::OverviewTab::evidenceTab("cpu-fallback"), QStringLiteral("fallbacks"));
+    QCOMPARE(gui::OverviewTab::evidenceTab("host-sync"), QStringLiteral("timeline"));
+    QCOMPARE(gui::OverviewTab::evidenceTab("no-such-rule"), QString());
+
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("overview")));
+    gui::FindingCard* fallbackCard = nullptr;
+    gui::FindingCard* recompileCard = nullptr;
+    for (gui::FindingCard* card : detail->overview()->findChildren<gui::FindingCard*>()) {
+      auto* link = card->findChild<QLabel*>(QStringLiteral("findingEvidence"));
+      if (link != nullptr && link->text().contains(QStringLiteral("Fallbacks"))) fallbackCard = card;
+      if (link != nullptr && link->text().contains(QStringLiteral("Recompilations"))) recompileCard = card;
+    }
+    QVERIFY(fallbackCard != nullptr);
+    emit fallbackCard->evidenceRequested();
+    QCOMPARE(detail->tabs()->currentWidget(), detail->fallbacks());
+    QVERIFY(detail->fallbacks()->highlightedLine() == 14 || detail->fallbacks()->highlightedLine() == 17);
+
+    QVERIFY(recompileCard != nullptr);
+    detail->recompilations()->selectCompile(0);
+    emit recompileCard->evidenceRequested();
+    QCOMPARE(detail->tabs()->currentWidget(), detail->recompilations());
+    QVERIFY2(detail->recompilations()->reasonText().contains(QStringLiteral("[64, 16]")),
+             qPrintable(detail->recompilations()->reasonText()));
+
+    // A host-sync finding selects its first step in the timeline.
+    pb::Finding sync;
+    sync.set_rule("host-sync");
+    sync.set_first_step(30);
+    QMetaObject::invokeMethod(detail->overview(), "evidenceRequested", Q_ARG(lazyscope::pb::Finding, sync));
+    QCOMPARE(detail->tabs()->currentWidget(), detail->timeline());
+    QCOMPARE(detail->timeline()->timeline()->selectedStep(), 30);
   }
 
   void tabsAreFoundByName() {
