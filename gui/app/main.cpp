@@ -6,6 +6,7 @@
 #include <QTabWidget>
 #include <cstdio>
 
+#include "util/color_scheme.h"
 #include "windows/main_window.h"
 #include "windows/run_detail_view.h"
 
@@ -37,6 +38,12 @@ int main(int argc, char* argv[]) {
                                      QStringLiteral("Show this tab of the run: overview, recompilations, timeline, charts, "
                                                                     "fallbacks, metrics, output."),
                                      QStringLiteral("name"));
+  const QCommandLineOption schemeOption(
+      QStringLiteral("color-scheme"),
+      QStringLiteral("Colours: system (the default: follow the desktop), light or dark. "
+                     "Remembered from View > Color Scheme when not given."),
+      QStringLiteral("scheme"));
+  parser.addOption(schemeOption);
   parser.addOption(runOption);
   parser.addOption(tabOption);
   parser.process(app);
@@ -45,6 +52,14 @@ int main(int argc, char* argv[]) {
     std::fputs("lazyscope-gui: expected at most one HISTORY file\n", stderr);
     return 2;
   }
+
+  lazyscope::gui::ColorScheme scheme = lazyscope::gui::savedColorScheme();
+  if (parser.isSet(schemeOption) && !lazyscope::gui::parseColorScheme(parser.value(schemeOption), &scheme)) {
+    std::fprintf(stderr, "lazyscope-gui: --color-scheme takes system, light or dark, not \"%s\"\n",
+                 qPrintable(parser.value(schemeOption)));
+    return 2;
+  }
+  if (scheme != lazyscope::gui::ColorScheme::System) lazyscope::gui::applyColorScheme(scheme);
 
   lazyscope::gui::MainWindow window;
   window.show();

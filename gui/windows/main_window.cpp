@@ -20,6 +20,7 @@
 #include "db/history_file.h"
 #include "loaders/history_loader.h"
 #include "widgets/message_banner.h"
+#include "windows/desktop_menus.h"
 #include "windows/recent_files.h"
 #include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
@@ -97,6 +98,8 @@ void MainWindow::createMenus() {
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   quit->setMenuRole(QAction::QuitRole);
   quit->setIcon(QIcon::fromTheme(QStringLiteral("application-exit")));
+
+  addViewAndHelpMenus(this);
 }
 
 void MainWindow::createCentralWidget() {

@@ -17,6 +17,7 @@ int main(int argc, char* argv[]) {
     lazyscope::gui::testing::recordProfiledRun(path, 400, QStringLiteral("profiled"), 1.0);
     lazyscope::gui::testing::recordProfiledRun(path, 300, QStringLiteral("profiled-wide"), 1.6);
     lazyscope::gui::testing::recordProfiledRun(path, 20000, QStringLiteral("profiled-long"), 0.8);
+    lazyscope::gui::testing::recordProfiledRun(path, 60, QStringLiteral("profiled-short"), 1.2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gui_demo_history: %s\n", e.what());
     return 1;

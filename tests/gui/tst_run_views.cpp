@@ -36,9 +36,12 @@
 #include "widgets/timeline_geometry.h"
 #include "widgets/timeline_widget.h"
 #include "windows/main_window.h"
+#include "util/color_scheme.h"
+#include "util/run_status.h"
 #include "widgets/finding_card.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
+#include "windows/shortcut_sheet.h"
 #include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
 
@@ -443,6 +446,43 @@ class TestRunViews : public QObject {
     QMetaObject::invokeMethod(detail->overview(), "evidenceRequested", Q_ARG(lazyscope::pb::Finding, sync));
     QCOMPARE(detail->tabs()->currentWidget(), detail->timeline());
     QCOMPARE(detail->timeline()->timeline()->selectedStep(), 30);
+  }
+
+  void colorSchemeSwitchesThePalette() {
+    gui::ColorScheme scheme = gui::ColorScheme::System;
+    QVERIFY(gui::parseColorScheme(QStringLiteral(" Dark "), &scheme));
+    QCOMPARE(scheme, gui::ColorScheme::Dark);
+    QVERIFY(!gui::parseColorScheme(QStringLiteral("purple"), &scheme));
+
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail != nullptr);
+    gui::TimelineWidget* timeline = detail->timeline()->timeline();
+    const QColor lightCompile = gui::TimelineWidget::partColor(gui::TimelineWidget::Compile, timeline->palette());
+    QVERIFY(!gui::isDarkPalette(timeline->palette()));
+    gui::applyColorScheme(gui::ColorScheme::Dark);
+    QVERIFY(gui::isDarkPalette(QApplication::palette()));
+    QTRY_VERIFY(gui::isDarkPalette(timeline->palette()));
+    QVERIFY(gui::TimelineWidget::partColor(gui::TimelineWidget::Compile, timeline->palette()) != lightCompile);
+    // The chart follows the palette too.
+    QCOMPARE(detail->charts()->chart()->backgroundBrush().color(), timeline->palette().color(QPalette::Base));
+    gui::applyColorScheme(gui::ColorScheme::System);
+    QTRY_VERIFY(!gui::isDarkPalette(timeline->palette()));
+    QCOMPARE(gui::currentColorScheme(), gui::ColorScheme::System);
+  }
+
+  void f1OpensTheShortcutSheet() {
+    openRun(profiledId_);
+    QVERIFY(!gui::ShortcutSheet::entries().empty());
+    QVERIFY(window_->findChild<gui::ShortcutSheet*>() == nullptr);
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    QTest::keyClick(window_.get(), Qt::Key_F1);
+    auto* sheet = window_->findChild<gui::ShortcutSheet*>();
+    QVERIFY(sheet != nullptr);
+    QTRY_VERIFY(sheet->isVisible());
+    sheet->close();
+    QTest::keyClick(window_.get(), Qt::Key_Slash, Qt::ControlModifier);
+    QTRY_VERIFY(window_->findChild<gui::ShortcutSheet*>() != nullptr);
   }
 
   void tabsAreFoundByName() {
