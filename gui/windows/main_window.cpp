@@ -54,6 +54,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Histo
   connect(loader_, &HistoryLoader::loaded, this, &MainWindow::onRunsLoaded);
   connect(loader_, &HistoryLoader::failed, this, &MainWindow::onLoadFailed);
   connect(runs_, &RunListPage::shownCountChanged, this, &MainWindow::updateRunCount);
+  connect(runs_, &RunListPage::selectedRunsChanged, this,
+          [this] { detail_->overlayRuns(historyPath_, runs_->selectedRunIds()); });
   connect(runs_, &RunListPage::currentRunChanged, this, [this](qint64 runId) {
     if (runId > 0) {
       detail_->showRun(historyPath_, runId);

@@ -62,6 +62,8 @@ void RunDetailView::clear() {
   loader_->cancel();
   profileLoader_->cancel();
   overlayLoader_->cancel();
+  overlayIds_.clear();
+  profile_.reset();
   timeline_->clear();
   charts_->clear();
   fallbacks_->clear();
@@ -115,8 +117,9 @@ void RunDetailView::addProfileTabs() {
 bool RunDetailView::isProfileLoading() const { return profileLoader_->isLoading(); }
 
 void RunDetailView::onProfileLoaded(const RunProfile& profile) {
+  profile_ = std::make_unique<RunProfile>(profile);
   timeline_->setProfile(profile);
-  charts_->setProfile(profile);
+  if (!isOverlaying()) charts_->setProfile(profile);
   fallbacks_->setProfile(profile);
   metrics_->setProfile(profile);
   output_->setProfile(profile);
@@ -129,7 +132,14 @@ void RunDetailView::onProfileLoaded(const RunProfile& profile) {
 }
 
 void RunDetailView::overlayRuns(const QString& path, const std::vector<int64_t>& runIds) {
-  overlayLoader_->loadMany(path, runIds);
+  const bool was = isOverlaying();
+  overlayIds_ = runIds;
+  if (isOverlaying()) {
+    overlayLoader_->loadMany(path, runIds);
+    return;
+  }
+  overlayLoader_->cancel();
+  if (was && profile_) charts_->setProfile(*profile_);
 }
 
 void RunDetailView::selectCompileOfStep(qint64 step) {

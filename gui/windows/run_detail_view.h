@@ -54,8 +54,10 @@ class RunDetailView : public QWidget {
   FallbacksView* fallbacks() const { return fallbacks_; }
   MetricsView* metrics() const { return metrics_; }
   OutputView* output() const { return output_; }
-  // Overlays runs `runIds` of `path` in the Charts tab (several runs selected).
+  // Overlays runs `runIds` of `path` in the Charts tab when there are two or
+  // more (several runs selected); else the Charts tab shows the run shown.
   void overlayRuns(const QString& path, const std::vector<int64_t>& runIds);
+  bool isOverlaying() const { return overlayIds_.size() > 1; }
   bool isProfileLoading() const;
   // Shows the tab named `name` ("overview", "timeline", "charts", ...: the
   // tab's title without its shortcut marker, case-insensitive); false when
@@ -84,6 +86,8 @@ class RunDetailView : public QWidget {
   void showEvidence(const pb::Finding& finding);
   RunProfileLoader* profileLoader_ = nullptr;
   RunProfileLoader* overlayLoader_ = nullptr;
+  std::unique_ptr<RunProfile> profile_;  // of the run shown, for the charts when an overlay ends
+  std::vector<int64_t> overlayIds_;
   TimelineView* timeline_ = nullptr;
   ChartsView* charts_ = nullptr;
   FallbacksView* fallbacks_ = nullptr;

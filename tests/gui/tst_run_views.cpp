@@ -26,6 +26,7 @@
 #include "loaders/run_profile_loader.h"
 #include "models/fallback_model.h"
 #include "models/metrics_model.h"
+#include "models/run_list_model.h"
 #include "models/recompilation_model.h"
 #include "query/history_reader.h"
 #include "views/charts_view.h"
@@ -333,6 +334,33 @@ class TestRunViews : public QObject {
     QVERIFY(x->property("max") != before);
     charts->resetZoom();
     QCOMPARE(x->property("max"), before);
+  }
+
+  void selectingSeveralRunsOverlaysThem() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail != nullptr);
+    auto* table = window_->runListPage()->findChild<QTableView*>(QStringLiteral("runTable"));
+    int secondRow = -1;
+    for (int row = 0; row < table->model()->rowCount(); ++row) {
+      if (table->model()->index(row, 0).data(gui::RunListModel::RunIdRole).toLongLong() == secondId_) secondRow = row;
+    }
+    QVERIFY(secondRow >= 0);
+    const QRect second = table->visualRect(table->model()->index(secondRow, 1));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, second.center());
+    QCOMPARE(window_->runListPage()->selectedRunIds().size(), size_t{2});
+    QVERIFY(detail->isOverlaying());
+    QTRY_COMPARE(detail->charts()->runCount(), 2);
+    QTRY_VERIFY(!detail->isProfileLoading());
+    QCOMPARE(detail->charts()->runCount(), 2);  // the current run's own load does not undo the overlay
+
+    // Back to one run: its chart alone.
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, second.center());
+    QVERIFY(!detail->isOverlaying());
+    QTRY_COMPARE(detail->runId(), secondId_);
+    QTRY_COMPARE(detail->charts()->runCount(), 1);
+    QTRY_VERIFY(!detail->isProfileLoading());
+    QCOMPARE(detail->charts()->chart()->series().size(), 1);
+    QVERIFY(detail->charts()->chart()->series().first()->name().contains(QStringLiteral("second")));
   }
 
   void chartsThinLongSeriesKeepingSpikes() {
