@@ -254,8 +254,10 @@ void ChartsView::plot() {
   const bool timing = quantity.endsWith(QLatin1String("(ms)"));
   const double pad = (maxY - minY) * 0.05 + (maxY == minY ? std::max(std::abs(maxY) * 0.1, 1e-3) : 0.0);
   x->setRange(minX, std::max(maxX, minX + 1));
-  y->setRange(timing ? 0.0 : minY - pad, maxY + pad);
+  // A scalar that is never negative (a loss, an accuracy) keeps 0 as floor.
+  y->setRange(timing || (minY >= 0.0 && minY - pad < 0.0) ? 0.0 : minY - pad, maxY + pad);
   x->applyNiceNumbers();
+  y->applyNiceNumbers();
   chart->legend()->setVisible(runs_.size() > 1);
   chart->setTitle(runs_.size() == 1 ? QString() : tr("%1 runs overlaid").arg(runs_.size()));
   applyTheme();

@@ -38,6 +38,8 @@ FallbacksView::FallbacksView(QWidget* parent)
   table_->setAlternatingRowColors(true);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Compact rows, as in the run list: a report reads better dense.
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 8);
 
   caption_->setObjectName(QStringLiteral("fallbackSourceCaption"));
   caption_->setTextFormat(Qt::PlainText);

@@ -35,6 +35,9 @@ MetricsView::MetricsView(QWidget* parent)
   table_->setAlternatingRowColors(true);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Compact rows, as in the run list: a report reads better dense.
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 8);
+  table_->horizontalHeader()->setSectionResizeMode(MetricsModel::Name, QHeaderView::Stretch);
   note_->setObjectName(QStringLiteral("metricsNote"));
   note_->setWordWrap(true);
   note_->setForegroundRole(QPalette::PlaceholderText);
