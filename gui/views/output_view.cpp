@@ -36,6 +36,7 @@ OutputView::OutputView(QWidget* parent)
   setObjectName(QStringLiteral("outputView"));
   banner_->setObjectName(QStringLiteral("outputFailure"));
   empty_->setObjectName(QStringLiteral("outputEmpty"));
+  empty_->setAlignment(Qt::AlignCenter);
   empty_->setForegroundRole(QPalette::PlaceholderText);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
