@@ -6,6 +6,7 @@
 #include <QTabWidget>
 #include <cstdio>
 
+#include "util/color_scheme.h"
 #include "windows/main_window.h"
 #include "windows/run_detail_view.h"
 
@@ -34,8 +35,15 @@ int main(int argc, char* argv[]) {
                                      QStringLiteral("Select the run with this id once loaded."),
                                      QStringLiteral("id"));
   const QCommandLineOption tabOption(QStringLiteral("tab"),
-                                     QStringLiteral("Show this tab of the run: overview, recompilations."),
+                                     QStringLiteral("Show this tab of the run: overview, recompilations, timeline, charts, "
+                                                                    "fallbacks, metrics, output."),
                                      QStringLiteral("name"));
+  const QCommandLineOption schemeOption(
+      QStringLiteral("color-scheme"),
+      QStringLiteral("Colours: system (the default: follow the desktop), light or dark. "
+                     "Remembered from View > Color Scheme when not given."),
+      QStringLiteral("scheme"));
+  parser.addOption(schemeOption);
   parser.addOption(runOption);
   parser.addOption(tabOption);
   parser.process(app);
@@ -45,11 +53,20 @@ int main(int argc, char* argv[]) {
     return 2;
   }
 
+  lazyscope::gui::ColorScheme scheme = lazyscope::gui::savedColorScheme();
+  if (parser.isSet(schemeOption) && !lazyscope::gui::parseColorScheme(parser.value(schemeOption), &scheme)) {
+    std::fprintf(stderr, "lazyscope-gui: --color-scheme takes system, light or dark, not \"%s\"\n",
+                 qPrintable(parser.value(schemeOption)));
+    return 2;
+  }
+  if (scheme != lazyscope::gui::ColorScheme::System) lazyscope::gui::applyColorScheme(scheme);
+
   lazyscope::gui::MainWindow window;
   window.show();
   window.selectRunWhenLoaded(parser.value(runOption).toLongLong());
-  if (parser.value(tabOption) == QStringLiteral("recompilations")) {
-    window.runDetail()->tabs()->setCurrentIndex(1);
+  if (parser.isSet(tabOption) && !window.runDetail()->showTab(parser.value(tabOption))) {
+    std::fprintf(stderr, "lazyscope-gui: no tab named \"%s\"\n", qPrintable(parser.value(tabOption)));
+    return 2;
   }
   if (args.isEmpty()) {
     window.openDefaultHistory();

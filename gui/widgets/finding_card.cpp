@@ -70,6 +70,7 @@ FindingCard::FindingCard(const pb::Finding& finding, QWidget* parent)
   title->setFont(bold);
 
   auto* text = new QVBoxLayout;
+  text_ = text;
   text->setSpacing(4);
   text->addWidget(title);
   if (!finding.detail().empty()) {
@@ -88,6 +89,17 @@ FindingCard::FindingCard(const pb::Finding& finding, QWidget* parent)
 }
 
 FindingCard::~FindingCard() = default;
+
+void FindingCard::setEvidenceLink(const QString& text) {
+  auto* link = new QLabel(this);
+  link->setObjectName(QStringLiteral("findingEvidence"));
+  link->setTextFormat(Qt::RichText);
+  link->setText(QStringLiteral("<a href=\"evidence\">%1</a>").arg(text.toHtmlEscaped()));
+  link->setTextInteractionFlags(Qt::LinksAccessibleByMouse | Qt::LinksAccessibleByKeyboard);
+  link->setToolTip(tr("Open the view that shows this finding's evidence"));
+  connect(link, &QLabel::linkActivated, this, &FindingCard::evidenceRequested);
+  text_->addWidget(link);
+}
 
 void FindingCard::paintEvent(QPaintEvent* event) {
   QFrame::paintEvent(event);

@@ -6,6 +6,8 @@
 
 #include "lazyscope/history.pb.h"
 
+class QVBoxLayout;
+
 namespace lazyscope::gui {
 
 class FindingCard : public QFrame {
@@ -17,11 +19,19 @@ class FindingCard : public QFrame {
 
   pb::Severity severity() const { return severity_; }
 
+  // Adds a link under the fix ("Show in Timeline ›") that emits
+  // evidenceRequested() when clicked.
+  void setEvidenceLink(const QString& text);
+
+ signals:
+  void evidenceRequested();
+
  protected:
   void paintEvent(QPaintEvent* event) override;
 
  private:
   pb::Severity severity_;
+  QVBoxLayout* text_ = nullptr;  // title, detail, fix: the evidence link goes last
 };
 
 // The colour of a severity on `palette`'s Window colour.

@@ -20,6 +20,7 @@
 #include "db/history_file.h"
 #include "loaders/history_loader.h"
 #include "widgets/message_banner.h"
+#include "windows/desktop_menus.h"
 #include "windows/recent_files.h"
 #include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
@@ -53,6 +54,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Histo
   connect(loader_, &HistoryLoader::loaded, this, &MainWindow::onRunsLoaded);
   connect(loader_, &HistoryLoader::failed, this, &MainWindow::onLoadFailed);
   connect(runs_, &RunListPage::shownCountChanged, this, &MainWindow::updateRunCount);
+  connect(runs_, &RunListPage::selectedRunsChanged, this,
+          [this] { detail_->overlayRuns(historyPath_, runs_->selectedRunIds()); });
   connect(runs_, &RunListPage::currentRunChanged, this, [this](qint64 runId) {
     if (runId > 0) {
       detail_->showRun(historyPath_, runId);
@@ -97,6 +100,8 @@ void MainWindow::createMenus() {
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   quit->setMenuRole(QAction::QuitRole);
   quit->setIcon(QIcon::fromTheme(QStringLiteral("application-exit")));
+
+  addViewAndHelpMenus(this);
 }
 
 void MainWindow::createCentralWidget() {

@@ -148,8 +148,28 @@ void OverviewTab::setFindings(const std::vector<pb::Finding>& findings) {
     delete item->widget();
     delete item;
   }
-  for (const pb::Finding& finding : findings) findings_->addWidget(new FindingCard(finding));
+  for (const pb::Finding& finding : findings) {
+    auto* card = new FindingCard(finding);
+    const QString tab = evidenceTab(finding.rule());
+    if (!tab.isEmpty()) {
+      const QString title = tab.left(1).toUpper() + tab.mid(1);
+      card->setEvidenceLink(tr("Show in %1 ›").arg(title));
+      connect(card, &FindingCard::evidenceRequested, this, [this, finding] { emit evidenceRequested(finding); });
+    }
+    findings_->addWidget(card);
+  }
   noFindings_->setVisible(findings.empty());
+}
+
+QString OverviewTab::evidenceTab(const std::string& rule) {
+  // Each diagnosis rule (storage/analysis/diagnosis.cpp) and the view where
+  // its occurrences are listed or drawn.
+  if (rule == "recompilation") return QStringLiteral("recompilations");
+  if (rule == "cpu-fallback") return QStringLiteral("fallbacks");
+  if (rule == "host-sync" || rule == "growing-graph" || rule == "blocking-transfer") {
+    return QStringLiteral("timeline");
+  }
+  return {};
 }
 
 void OverviewTab::clear() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QWidget>
+#include <string>
 #include <vector>
 
 #include "lazyscope/history.pb.h"
@@ -26,6 +27,14 @@ class OverviewTab : public QWidget {
   // The value shown for figure `name` ("steps", "wall", "median", "compiles",
   // "compileTime", "executions", "cacheHitRate", "fallbacks", "status").
   QString figure(const QString& name) const;
+
+  // The tab that shows the evidence of a finding of diagnosis rule `rule`
+  // ("recompilations", "fallbacks", "timeline"), or "" when none does.
+  static QString evidenceTab(const std::string& rule);
+
+ signals:
+  // The user asked to see the evidence of `finding` (its card's link).
+  void evidenceRequested(const lazyscope::pb::Finding& finding);
 
  private:
   QLabel* addFigure(const QString& name, const QString& title, int row, int column);

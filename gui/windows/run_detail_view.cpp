@@ -5,6 +5,14 @@
 #include <QVBoxLayout>
 
 #include "loaders/run_detail_loader.h"
+#include "loaders/run_profile_loader.h"
+#include "models/recompilation_model.h"
+#include "views/charts_view.h"
+#include "views/fallbacks_view.h"
+#include "views/metrics_view.h"
+#include "views/output_view.h"
+#include "views/timeline_view.h"
+#include "widgets/timeline_widget.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
 
@@ -34,6 +42,7 @@ RunDetailView::RunDetailView(QWidget* parent)
 
   connect(loader_, &RunDetailLoader::loaded, this, &RunDetailView::onLoaded);
   connect(loader_, &RunDetailLoader::failed, this, &RunDetailView::onFailed);
+  addProfileTabs();
 }
 
 RunDetailView::~RunDetailView() = default;
@@ -46,10 +55,20 @@ void RunDetailView::showRun(const QString& path, int64_t runId) {
   status_->setText(tr("Loading run %1…").arg(runId));
   status_->show();
   loader_->load(path, runId);
+  profileLoader_->load(path, runId);
 }
 
 void RunDetailView::clear() {
   loader_->cancel();
+  profileLoader_->cancel();
+  overlayLoader_->cancel();
+  overlayIds_.clear();
+  profile_.reset();
+  timeline_->clear();
+  charts_->clear();
+  fallbacks_->clear();
+  metrics_->clear();
+  output_->clear();
   status_->hide();
   recompilations_->clear();
   overview_->clear();
@@ -70,6 +89,93 @@ void RunDetailView::onFailed(qint64 runId, const QString& message) {
   clear();
   status_->setText(tr("Could not load run %1. %2").arg(runId).arg(message));
   status_->show();
+}
+
+// ---------------------------------------------------------------------------
+// Timeline, Charts, Fallbacks, Metrics and Output (gui2).
+
+void RunDetailView::addProfileTabs() {
+  profileLoader_ = new RunProfileLoader(this);
+  overlayLoader_ = new RunProfileLoader(this);
+  timeline_ = new TimelineView(tabs_);
+  charts_ = new ChartsView(tabs_);
+  fallbacks_ = new FallbacksView(tabs_);
+  metrics_ = new MetricsView(tabs_);
+  output_ = new OutputView(tabs_);
+  tabs_->addTab(timeline_, tr("&Timeline"));
+  tabs_->addTab(charts_, tr("C&harts"));
+  tabs_->addTab(fallbacks_, tr("&Fallbacks"));
+  tabs_->addTab(metrics_, tr("&Metrics"));
+  tabs_->addTab(output_, tr("O&utput"));
+  connect(profileLoader_, &RunProfileLoader::loaded, this, &RunDetailView::onProfileLoaded);
+  connect(overlayLoader_, &RunProfileLoader::loadedMany, charts_, &ChartsView::setRuns);
+  // A failed read is already reported by the detail loader's message.
+  connect(timeline_, &TimelineView::stepSelected, this, &RunDetailView::selectCompileOfStep);
+  connect(overview_, &OverviewTab::evidenceRequested, this, &RunDetailView::showEvidence);
+}
+
+bool RunDetailView::isProfileLoading() const { return profileLoader_->isLoading(); }
+
+void RunDetailView::onProfileLoaded(const RunProfile& profile) {
+  profile_ = std::make_unique<RunProfile>(profile);
+  timeline_->setProfile(profile);
+  if (!isOverlaying()) charts_->setProfile(profile);
+  fallbacks_->setProfile(profile);
+  metrics_->setProfile(profile);
+  output_->setProfile(profile);
+  auto setCount = [this](QWidget* tab, const QString& title, size_t count) {
+    tabs_->setTabText(tabs_->indexOf(tab), count == 0 ? title : QStringLiteral("%1 (%2)").arg(title).arg(count));
+  };
+  int64_t fallbacks = 0;
+  for (const pb::FallbackGroup& group : profile.fallbackGroups) fallbacks += group.count();
+  setCount(fallbacks_, tr("&Fallbacks"), static_cast<size_t>(fallbacks));
+}
+
+void RunDetailView::overlayRuns(const QString& path, const std::vector<int64_t>& runIds) {
+  const bool was = isOverlaying();
+  overlayIds_ = runIds;
+  if (isOverlaying()) {
+    overlayLoader_->loadMany(path, runIds);
+    return;
+  }
+  overlayLoader_->cancel();
+  if (was && profile_) charts_->setProfile(*profile_);
+}
+
+void RunDetailView::selectCompileOfStep(qint64 step) {
+  // The step's first compile, if it compiled: what a person looks at next.
+  const RecompilationModel* model = recompilations_->model();
+  for (int row = 0; row < model->rowCount(); ++row) {
+    if (model->compiles()[static_cast<size_t>(row)].step() == step) {
+      recompilations_->selectCompile(row);
+      return;
+    }
+  }
+}
+
+void RunDetailView::showEvidence(const pb::Finding& finding) {
+  const QString tab = OverviewTab::evidenceTab(finding.rule());
+  if (tab.isEmpty() || !showTab(tab)) return;
+  if (tab == QLatin1String("recompilations")) {
+    selectCompileOfStep(finding.first_step());
+  } else if (tab == QLatin1String("fallbacks")) {
+    fallbacks_->selectLine(static_cast<int>(finding.source().line()));
+  } else {
+    timeline_->timeline()->selectStep(finding.first_step());
+    timeline_->timeline()->setFocus();
+  }
+}
+
+bool RunDetailView::showTab(const QString& name) {
+  for (int i = 0; i < tabs_->count(); ++i) {
+    QString title = tabs_->tabText(i).remove(QLatin1Char('&'));
+    title = title.left(title.indexOf(QLatin1String(" ("))).trimmed();  // "Recompilations (3)"
+    if (title.compare(name, Qt::CaseInsensitive) == 0) {
+      tabs_->setCurrentIndex(i);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace lazyscope::gui

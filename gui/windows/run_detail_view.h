@@ -6,6 +6,9 @@
 #include <QWidget>
 #include <cstdint>
 #include <memory>
+#include <vector>
+
+#include "lazyscope/history.pb.h"
 
 class QLabel;
 class QTabWidget;
@@ -16,6 +19,14 @@ class OverviewTab;
 class RecompilationsTab;
 class RunDetailLoader;
 struct RunDetail;
+// Timeline, Charts, Fallbacks, Metrics and Output (gui2).
+class ChartsView;
+class FallbacksView;
+class MetricsView;
+class OutputView;
+class RunProfileLoader;
+class TimelineView;
+struct RunProfile;
 
 class RunDetailView : public QWidget {
   Q_OBJECT
@@ -36,6 +47,23 @@ class RunDetailView : public QWidget {
   OverviewTab* overview() const { return overview_; }
   RecompilationsTab* recompilations() const { return recompilations_; }
 
+  // Timeline, Charts, Fallbacks, Metrics and Output: filled by a second
+  // background read (RunProfileLoader), so the overview never waits for it.
+  TimelineView* timeline() const { return timeline_; }
+  ChartsView* charts() const { return charts_; }
+  FallbacksView* fallbacks() const { return fallbacks_; }
+  MetricsView* metrics() const { return metrics_; }
+  OutputView* output() const { return output_; }
+  // Overlays runs `runIds` of `path` in the Charts tab when there are two or
+  // more (several runs selected); else the Charts tab shows the run shown.
+  void overlayRuns(const QString& path, const std::vector<int64_t>& runIds);
+  bool isOverlaying() const { return overlayIds_.size() > 1; }
+  bool isProfileLoading() const;
+  // Shows the tab named `name` ("overview", "timeline", "charts", ...: the
+  // tab's title without its shortcut marker, case-insensitive); false when
+  // there is no such tab.
+  bool showTab(const QString& name);
+
  signals:
   // The detail of a run is on screen.
   void runShown(qint64 runId);
@@ -50,6 +78,21 @@ class RunDetailView : public QWidget {
   QTabWidget* tabs_;
   OverviewTab* overview_;
   RecompilationsTab* recompilations_;
+
+  // Timeline, Charts, Fallbacks, Metrics and Output (gui2).
+  void addProfileTabs();
+  void onProfileLoaded(const RunProfile& profile);
+  void selectCompileOfStep(qint64 step);
+  void showEvidence(const pb::Finding& finding);
+  RunProfileLoader* profileLoader_ = nullptr;
+  RunProfileLoader* overlayLoader_ = nullptr;
+  std::unique_ptr<RunProfile> profile_;  // of the run shown, for the charts when an overlay ends
+  std::vector<int64_t> overlayIds_;
+  TimelineView* timeline_ = nullptr;
+  ChartsView* charts_ = nullptr;
+  FallbacksView* fallbacks_ = nullptr;
+  MetricsView* metrics_ = nullptr;
+  OutputView* output_ = nullptr;
 };
 
 }  // namespace lazyscope::gui

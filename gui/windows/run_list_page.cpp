@@ -70,7 +70,7 @@ void RunListPage::createTable() {
   table_->setSortingEnabled(true);
   table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   table_->setShowGrid(false);
@@ -83,6 +83,8 @@ void RunListPage::createTable() {
   applyDefaultColumnWidths();
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this] { emit currentRunChanged(currentRunId()); });
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          &RunListPage::selectedRunsChanged);
 
   placeholder_ = new QLabel(table_->viewport());
   placeholder_->setObjectName(QStringLiteral("runTablePlaceholder"));
@@ -128,6 +130,15 @@ bool RunListPage::selectRun(qint64 runId) {
     return true;
   }
   return false;
+}
+
+std::vector<int64_t> RunListPage::selectedRunIds() const {
+  std::vector<int64_t> ids;
+  for (int row = 0; row < proxy_->rowCount(); ++row) {
+    const QModelIndex index = proxy_->index(row, 0);
+    if (table_->selectionModel()->isRowSelected(row, {})) ids.push_back(index.data(RunListModel::RunIdRole).toLongLong());
+  }
+  return ids;
 }
 
 QByteArray RunListPage::saveHeaderState() const { return table_->horizontalHeader()->saveState(); }

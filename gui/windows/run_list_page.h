@@ -40,6 +40,9 @@ class RunListPage : public QWidget {
   // The run of the current row, or 0; selectRun() makes run `runId` current.
   qint64 currentRunId() const;
   bool selectRun(qint64 runId);
+  // Every selected run, in table order (Ctrl/Shift+click select several:
+  // the Charts tab overlays them).
+  std::vector<int64_t> selectedRunIds() const;
 
   QByteArray saveHeaderState() const;
   void restoreHeaderState(const QByteArray& state);
@@ -49,6 +52,8 @@ class RunListPage : public QWidget {
   void shownCountChanged();
   // The run of the current row changed; 0 when no row is current.
   void currentRunChanged(qint64 runId);
+  // The set of selected rows changed.
+  void selectedRunsChanged();
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

@@ -223,4 +223,131 @@ void writeGarbageFile(const QString& path) {
   for (int i = 0; i < 64; ++i) file.write("this is not a LazyScope history, just some text.\n");
 }
 
+// ---------------------------------------------------------------------------
+// For the Timeline, Charts, Fallbacks, Metrics and Output views (gui2).
+
+const char* const kProfiledScript =
+    "import lazyscope\n"                                         // 1
+    "from lazyscope.core import lazy_model as lm\n"              // 2
+    "\n"                                                         // 3
+    "device = lm.lazy_device()\n"                                // 4
+    "w = lazyscope.zeros(16, 1, device=device)\n"                // 5
+    "\n"                                                         // 6
+    "for step in range(steps):\n"                                // 7
+    "    x = batch(step)\n"                                      // 8
+    "    error = x @ w - target(step)\n"                         // 9
+    "    loss = (error * error).mean()\n"                        // 10
+    "    grad = x.t() @ error\n"                                 // 11
+    "    w = w - grad * 0.1\n"                                   // 12
+    "    if step % 5 == 0:\n"                                    // 13
+    "        kept = w.nonzero()\n"                               // 14
+    "    if step % 10 == 0:\n"                                   // 15
+    "        order = w.sort()\n"                                 // 16
+    "        ranked = order.values.sort()\n"                     // 17
+    "    lm.mark_step()\n"                                       // 18
+    "    if step % 10 == 0: print(step, loss.item())\n";         // 19
+
+namespace {
+
+void recordFallback(storage::Recorder& recorder, int64_t step, int64_t start_ms, const char* op, int line,
+                    int64_t duration_ms, int64_t bytes, pb::FallbackReason reason) {
+  pb::Event event;
+  pb::FallbackEvent* fallback = event.mutable_fallback();
+  fallback->set_step(step);
+  fallback->set_op(op);
+  fallback->set_start_ns(start_ms * kMs);
+  fallback->set_duration_ns(duration_ms * kMs);
+  fallback->set_bytes(bytes);
+  fallback->mutable_source()->set_file("/work/proj/train_profiled.py");
+  fallback->mutable_source()->set_line(line);
+  fallback->set_reason(reason);
+  fallback->set_dtype("f32");
+  recorder.record(std::move(event));
+}
+
+}  // namespace
+
+int64_t recordProfiledRun(const QString& path, int steps, const QString& name, double scale) {
+  pb::RunInfo info = runInfo(name.toStdString(), "/work/proj/train_profiled.py", QDateTime::currentMSecsSinceEpoch());
+  info.set_script_text(kProfiledScript);
+  storage::Recorder recorder(path.toStdString(), info);
+  const uint64_t hashA = 0x0123456789abcdefULL;
+  const uint64_t hashB = 0x0fedcba987654321ULL;
+  int64_t start = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t compile_ms = step == 0 ? 40 : step == kProfiledRecompileStep ? 20 : 0;
+    const int64_t wait_ms = 1 + step % 3;
+    const int64_t duration = 10 + step % 3 + compile_ms;
+    const uint64_t hash = step < kProfiledRecompileStep ? hashA : hashB;
+    if (compile_ms > 0) {
+      pb::Event event;
+      pb::CompileEvent* compile = event.mutable_compile();
+      compile->set_step(step);
+      compile->set_graph_hash(hash);
+      compile->set_start_ns((start + 4) * kMs);
+      compile->set_duration_ns(compile_ms * kMs);
+      compile->mutable_source()->set_file("/work/proj/train_profiled.py");
+      compile->mutable_source()->set_line(18);
+      compile->set_reason_kind(step == 0 ? pb::COMPILE_REASON_FIRST_SIGHT : pb::COMPILE_REASON_SHAPE);
+      compile->set_reason(step == 0 ? "first time this graph was seen" : "input 0 shape changed from [64, 16] to [32, 16]");
+      if (step != 0) compile->set_compared_with(hashA);
+      recorder.record(std::move(event));
+    }
+    if (step % 5 == 0) recordFallback(recorder, step, start + 1, "nonzero", 14, 2, 4096, pb::FALLBACK_REASON_DATA_DEPENDENT);
+    if (step % 10 == 0) recordFallback(recorder, step, start + 2, "sort", 17, 3, 1024, pb::FALLBACK_REASON_NOT_LOWERED);
+    {
+      pb::Event event;
+      pb::ExecuteEvent* execute = event.mutable_execute();
+      execute->set_step(step);
+      execute->set_graph_hash(hash);
+      execute->set_start_ns((start + 4 + compile_ms) * kMs);
+      execute->set_duration_ns(5 * kMs);
+      execute->set_cause(pb::SYNC_CAUSE_MARK_STEP);
+      execute->mutable_source()->set_file("/work/proj/train_profiled.py");
+      execute->mutable_source()->set_line(18);
+      execute->set_cache_hit(compile_ms == 0);
+      execute->set_node_count(12);
+      recorder.record(std::move(event));
+    }
+    if (step % 10 == 0) {
+      pb::Event event;
+      pb::ExecuteEvent* execute = event.mutable_execute();
+      execute->set_step(step);
+      execute->set_graph_hash(hash);
+      execute->set_start_ns((start + duration - 1) * kMs);
+      execute->set_cause(pb::SYNC_CAUSE_ITEM);
+      execute->mutable_source()->set_file("/work/proj/train_profiled.py");
+      execute->mutable_source()->set_line(19);
+      execute->set_cache_hit(true);
+      execute->set_node_count(3);
+      recorder.record(std::move(event));
+    }
+    for (const auto& [scalar, value] : {std::pair<const char*, double>{"loss", scale / static_cast<double>(step + 1)},
+                                        std::pair<const char*, double>{"lr", 0.1}}) {
+      pb::Event event;
+      event.mutable_scalar()->set_step(step);
+      event.mutable_scalar()->set_name(scalar);
+      event.mutable_scalar()->set_value(value);
+      recorder.record(std::move(event));
+    }
+    pb::Event event;
+    pb::StepEvent* timing = event.mutable_step();
+    timing->set_step(step);
+    timing->set_start_ns(start * kMs);
+    timing->set_end_ns((start + duration) * kMs);
+    timing->set_trace_ns(4 * kMs);
+    timing->set_compile_ns(compile_ms * kMs);
+    timing->set_execute_ns(5 * kMs);
+    timing->set_host_wait_ns(wait_ms * kMs);
+    recorder.record(std::move(event));
+    if (step % 10 == 0) {
+      recorder.record_output("stdout", QStringLiteral("step %1 loss %2\n").arg(step).arg(scale / static_cast<double>(step + 1)).toStdString());
+    }
+    if (step == 1) recorder.record_output("stderr", "warning: sort falls back to the host\n");
+    start += duration;
+  }
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  return recorder.run_id();
+}
+
 }  // namespace lazyscope::gui::testing

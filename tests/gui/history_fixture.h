@@ -59,4 +59,21 @@ void writeNewerSchemaFile(const QString& path);
 // A file that is not an SQLite database.
 void writeGarbageFile(const QString& path);
 
+// ---------------------------------------------------------------------------
+// For the Timeline, Charts, Fallbacks, Metrics and Output views (gui2).
+//
+// A finished run `name` (/work/proj/train_profiled.py, kProfiledScript) of
+// `steps` steps (at least 12) appended to the history at `path`. Step i
+// lasts 10 ms + (i % 3) ms: trace 4, execute 5, host wait 1 + (i % 3); step 0
+// also compiles for 40 ms (first sight) and step kProfiledRecompileStep for
+// 20 ms (shape). Every 5th step runs op "nonzero" on the host (line 14,
+// 2 ms, 4096 bytes); every 10th step calls item() (line 19, a sync) and
+// "sort" on the host (line 17, 3 ms, 1024 bytes). Scalars "loss" = 1 / (i + 1)
+// and "lr" = 0.1 on every step; stdout "step i loss ..." every 10 steps and
+// one stderr warning. `scale` multiplies the loss (to tell overlaid runs apart).
+inline constexpr int64_t kProfiledRecompileStep = 7;
+extern const char* const kProfiledScript;
+int64_t recordProfiledRun(const QString& path, int steps, const QString& name = QStringLiteral("profiled"),
+                          double scale = 1.0);
+
 }  // namespace lazyscope::gui::testing

@@ -1,0 +1,90 @@
+// Reads what the Timeline, Charts, Fallbacks, Metrics and Output views show
+// about one run (per-step series, step markers, scalars, fallback groups,
+// output, metrics) off the GUI thread. Kept apart from RunDetailLoader so the
+// overview appears as soon as its small read is done, and so that a slow
+// read of a 100k-step run never holds it back.
+//
+// Like RunDetailLoader, a newer load supersedes an older one (generation
+// counter): only the run selected last is delivered.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lazyscope/events.pb.h"
+#include "lazyscope/history.pb.h"
+
+namespace lazyscope::storage {
+class HistoryReader;
+}
+
+namespace lazyscope::gui {
+
+// Something that happened in a step, drawn above the step's bar.
+struct StepMarker {
+  enum class Kind { Compile, Fallback, Sync };
+  int64_t step = 0;
+  Kind kind = Kind::Compile;
+  QString text;  // one line for the tooltip: what, why, where
+};
+
+struct RunProfile {
+  int64_t runId = 0;
+  pb::RunInfo run;                        // with the script text and traceback
+  pb::StepSeries steps;                   // replica 0, in step order
+  std::vector<StepMarker> markers;        // in step order
+  std::vector<pb::ScalarSeries> scalars;  // by name
+  std::vector<pb::FallbackGroup> fallbackGroups;  // most expensive first
+  pb::RunOutput output;
+  // The run's metrics report. Until the history records the engine's metric
+  // snapshots it is derived from the recorded events (metricsDerived).
+  std::vector<pb::MetricValue> metrics;
+  bool metricsDerived = true;
+};
+
+// The metrics report a run's events imply, under the engine's metric names
+// (UncachedCompile, CompileTime, ...): counters and timed metrics with
+// percentiles. Pure: tested without a file.
+std::vector<pb::MetricValue> deriveMetrics(const pb::RunTimeline& timeline);
+
+// "item()", "to host", "control flow", ... as a person reads a sync's cause.
+QString syncCauseText(pb::SyncCause cause);
+
+class RunProfileLoader : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit RunProfileLoader(QObject* parent = nullptr);
+  ~RunProfileLoader() override;
+
+  // Starts reading run `runId` of `path`; supersedes any load under way.
+  void load(const QString& path, int64_t runId);
+  // Same for several runs at once (chart overlays); delivered by loadedMany.
+  void loadMany(const QString& path, const std::vector<int64_t>& runIds);
+  void cancel();
+  bool isLoading() const { return loading_; }
+
+  // Reads one run synchronously (the pool thread's work). Throws
+  // storage::HistoryError; nullopt-like: runId 0 when there is no such run.
+  static RunProfile read(const storage::HistoryReader& reader, int64_t runId);
+
+ signals:
+  void loaded(const lazyscope::gui::RunProfile& profile);
+  void loadedMany(const std::vector<lazyscope::gui::RunProfile>& profiles);
+  void failed(qint64 runId, const QString& message);
+
+ private:
+  struct LoadResult;
+
+  static LoadResult readAll(const std::string& path, std::vector<int64_t> runIds);
+  void start(const QString& path, std::vector<int64_t> runIds, bool many);
+  void deliver(quint64 generation, bool many, const LoadResult& result);
+
+  quint64 generation_ = 0;
+  bool loading_ = false;
+};
+
+}  // namespace lazyscope::gui

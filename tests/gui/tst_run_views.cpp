@@ -1,0 +1,549 @@
+// The Timeline, Charts, Fallbacks, Metrics and Output views of a run, on a
+// real history: the timeline's geometry on its own; the models under
+// QAbstractItemModelTester; the metrics derived from recorded events; and
+// the views in the main window (select a run, switch tabs, click a step and
+// see the selection reach the Recompilations tab, zoom and pan with keys and
+// the wheel, search the metrics, read the output of a failed run, overlay
+// runs in a chart, export images).
+#include <QAbstractItemModelTester>
+#include <QChart>
+#include <QChartView>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QPlainTextEdit>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "db/history_file.h"
+#include "history_fixture.h"
+#include "loaders/run_profile_loader.h"
+#include "models/fallback_model.h"
+#include "models/metrics_model.h"
+#include "models/run_list_model.h"
+#include "models/recompilation_model.h"
+#include "query/history_reader.h"
+#include "views/charts_view.h"
+#include "views/fallbacks_view.h"
+#include "views/metrics_view.h"
+#include "views/output_view.h"
+#include "views/timeline_view.h"
+#include "widgets/timeline_geometry.h"
+#include "widgets/timeline_widget.h"
+#include "windows/main_window.h"
+#include "util/color_scheme.h"
+#include "util/run_status.h"
+#include "widgets/finding_card.h"
+#include "windows/overview_tab.h"
+#include "windows/recompilations_tab.h"
+#include "windows/shortcut_sheet.h"
+#include "windows/run_detail_view.h"
+#include "windows/run_list_page.h"
+
+using namespace lazyscope;
+using lazyscope::gui::RunProfile;
+using lazyscope::gui::TimelineGeometry;
+using lazyscope::gui::testing::HistoryFixture;
+
+namespace {
+
+constexpr int kSteps = 40;
+
+const pb::MetricValue* findMetric(const std::vector<pb::MetricValue>& metrics, const std::string& name) {
+  for (const pb::MetricValue& metric : metrics) {
+    if (metric.name() == name) return &metric;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+class TestRunViews : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("lazyscope-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_run_views"));
+    QSettings().clear();
+    QVERIFY(dir_.isValid());
+    path_ = dir_.filePath(QStringLiteral("history.sqlite"));
+    fixture_ = std::make_unique<HistoryFixture>(path_);
+    profiledId_ = gui::testing::recordProfiledRun(path_, kSteps);
+    secondId_ = gui::testing::recordProfiledRun(path_, 20, QStringLiteral("second"), 2.0);
+  }
+
+  void cleanup() { window_.reset(); }
+
+  // ---- geometry ----------------------------------------------------------
+
+  void geometryFitsAndZoomsAroundTheAnchor() {
+    TimelineGeometry g;
+    g.setWidth(1000);
+    g.setCount(100);
+    QCOMPARE(g.first(), 0.0);
+    QCOMPARE(g.span(), 100.0);
+    QCOMPARE(g.toX(50), 500.0);
+    QCOMPARE(g.toPosition(250), 25.0);
+    QVERIFY(g.isFit());
+    g.zoom(2.0, 250);  // position 25 stays under x = 250
+    QCOMPARE(g.span(), 50.0);
+    QCOMPARE(g.toPosition(250), 25.0);
+    QVERIFY(!g.isFit());
+    g.zoom(1000.0, 0);  // never narrower than a few steps
+    QCOMPARE(g.span(), TimelineGeometry::kMinSpan);
+    g.fit();
+    QVERIFY(g.isFit());
+  }
+
+  void geometryPansInsideTheRun() {
+    TimelineGeometry g;
+    g.setWidth(100);
+    g.setCount(100);
+    g.zoom(4.0, 0);  // steps 0-25
+    g.pan(50);       // half a view later
+    QCOMPARE(g.first(), 12.5);
+    g.pan(-1000);
+    QCOMPARE(g.first(), 0.0);
+    g.toEnd();
+    QCOMPARE(g.last(), 100.0);
+    g.ensureVisible(10);
+    QCOMPARE(g.first(), 10.0);
+    g.toStart();
+    QCOMPARE(g.first(), 0.0);
+    // An empty or tiny run is shown whole and does not divide by zero.
+    g.setCount(0);
+    QCOMPARE(g.span(), 1.0);
+    g.zoom(2.0, 50);
+    QCOMPARE(g.first(), 0.0);
+  }
+
+  // ---- loader, derived metrics and models --------------------------------
+
+  void profileReadsEverythingTheViewsShow() {
+    const storage::HistoryReader reader(path_.toStdString());
+    const RunProfile profile = gui::RunProfileLoader::read(reader, profiledId_);
+    QCOMPARE(profile.runId, profiledId_);
+    QCOMPARE(profile.steps.steps_size(), kSteps);
+    QCOMPARE(profile.scalars.size(), size_t{2});
+    QCOMPARE(profile.scalars[0].name(), std::string("loss"));
+    QCOMPARE(profile.fallbackGroups.size(), size_t{2});
+    QVERIFY(!profile.output.chunks().empty());
+    // Markers: 2 compiles, 8 + 4 fallbacks, 4 item() syncs (mark_step is not one).
+    int compiles = 0, fallbacks = 0, syncs = 0;
+    for (const gui::StepMarker& marker : profile.markers) {
+      compiles += marker.kind == gui::StepMarker::Kind::Compile;
+      fallbacks += marker.kind == gui::StepMarker::Kind::Fallback;
+      syncs += marker.kind == gui::StepMarker::Kind::Sync;
+    }
+    QCOMPARE(compiles, 2);
+    QCOMPARE(fallbacks, 12);
+    QCOMPARE(syncs, 4);
+    QVERIFY(std::is_sorted(profile.markers.begin(), profile.markers.end(),
+                           [](const auto& a, const auto& b) { return a.step < b.step; }));
+    QCOMPARE(gui::RunProfileLoader::read(reader, 9999).runId, int64_t{0});
+  }
+
+  void metricsAreDerivedFromEvents() {
+    const storage::HistoryReader reader(path_.toStdString());
+    const std::vector<pb::MetricValue> metrics = gui::deriveMetrics(*reader.timeline(profiledId_));
+    QCOMPARE(findMetric(metrics, "UncachedCompile")->value(), int64_t{2});
+    QCOMPARE(findMetric(metrics, "MarkStep")->value(), int64_t{kSteps});
+    QCOMPARE(findMetric(metrics, "Fallbacks")->value(), int64_t{12});
+    QCOMPARE(findMetric(metrics, "SyncCause.item()")->value(), int64_t{4});
+    const pb::MetricValue* compile = findMetric(metrics, "CompileTime");
+    QVERIFY(!compile->is_counter());
+    QCOMPARE(compile->count(), int64_t{2});
+    QCOMPARE(compile->total_ms(), 60.0);
+    QCOMPARE(compile->p50_ms(), 20.0);
+    QCOMPARE(compile->p99_ms(), 40.0);
+    QCOMPARE(findMetric(metrics, "StepTime")->count(), int64_t{kSteps});
+  }
+
+  void fallbackModelPassesTheTester() {
+    const storage::HistoryReader reader(path_.toStdString());
+    gui::FallbackModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setGroups(reader.fallback_groups(profiledId_));
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.columnCount(), int{gui::FallbackModel::NUM_COLUMNS});
+    // Most expensive first: nonzero, 8 times 2 ms, 4096 bytes each.
+    QCOMPARE(model.index(0, gui::FallbackModel::Op).data().toString(), QStringLiteral("nonzero"));
+    QCOMPARE(model.index(0, gui::FallbackModel::Source).data().toString(), QStringLiteral("train_profiled.py:14"));
+    QCOMPARE(model.index(0, gui::FallbackModel::Count).data().toLongLong(), 8);
+    QCOMPARE(model.index(0, gui::FallbackModel::TotalTime).data().toString(), QStringLiteral("16.0 ms"));
+    QCOMPARE(model.index(0, gui::FallbackModel::Bytes).data().toString(), QStringLiteral("32.0 KiB"));
+    QCOMPARE(model.index(0, gui::FallbackModel::Bytes).data(gui::FallbackModel::SortRole).toLongLong(), 32768);
+    QCOMPARE(model.index(0, gui::FallbackModel::Steps).data().toString(), QStringLiteral("0–35"));
+    model.setGroups({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void metricsModelPassesTheTester() {
+    const storage::HistoryReader reader(path_.toStdString());
+    gui::MetricsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setMetrics(gui::deriveMetrics(*reader.timeline(profiledId_)));
+    QVERIFY(model.rowCount() > 10);
+    QCOMPARE(model.index(0, gui::MetricsModel::Name).data().toString(), QStringLiteral("ExecuteCount"));
+    QCOMPARE(model.index(0, gui::MetricsModel::Kind).data().toString(), QStringLiteral("counter"));
+    // A counter has no percentiles: the cell is empty, not zero.
+    QVERIFY(!model.index(0, gui::MetricsModel::P50).data().isValid());
+    model.setMetrics({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  // ---- the views in the main window --------------------------------------
+
+  void timelineClickSelectsAStepAndItsCompile() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("timeline")));
+    gui::TimelineWidget* timeline = detail->timeline()->timeline();
+    QTRY_VERIFY(timeline->isVisible());
+    QCOMPARE(timeline->stepCount(), kSteps);
+    QCOMPARE(timeline->firstVisibleStep(), 0);
+    QCOMPARE(timeline->lastVisibleStep(), kSteps - 1);
+
+    // Click the middle of the recompiling step's bar.
+    const auto& g = timeline->geometryModel();
+    const int plotLeft = timeline->width() - 8 - static_cast<int>(g.width());
+    const int x = plotLeft + static_cast<int>(g.toX(gui::testing::kProfiledRecompileStep + 0.5));
+    QCOMPARE(timeline->stepAt(x), gui::testing::kProfiledRecompileStep);
+    QSignalSpy selected(detail->timeline(), &gui::TimelineView::stepSelected);
+    QTest::mouseClick(timeline, Qt::LeftButton, {}, QPoint(x, timeline->height() - 40));
+    QCOMPARE(selected.count(), 1);
+    QCOMPARE(selected.first().first().toLongLong(), gui::testing::kProfiledRecompileStep);
+    QCOMPARE(timeline->selectedStep(), gui::testing::kProfiledRecompileStep);
+    // The Recompilations tab now shows that step's compile.
+    QVERIFY2(detail->recompilations()->reasonText().contains(QStringLiteral("[64, 16]")),
+             qPrintable(detail->recompilations()->reasonText()));
+    // The tooltip text has the step's breakdown and markers.
+    const QString tip = timeline->describeStep(gui::testing::kProfiledRecompileStep);
+    QVERIFY2(tip.contains(QStringLiteral("compile: 20.0 ms")), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("shape")), qPrintable(tip));
+
+    QTest::keyClick(timeline, Qt::Key_Escape);
+    QCOMPARE(timeline->selectedStep(), -1);
+  }
+
+  void timelineZoomsAndPansWithKeysAndWheel() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    detail->showTab(QStringLiteral("timeline"));
+    gui::TimelineWidget* timeline = detail->timeline()->timeline();
+    QTRY_COMPARE(timeline->stepCount(), kSteps);
+    timeline->setFocus();
+    QSignalSpy range(timeline, &gui::TimelineWidget::visibleRangeChanged);
+
+    QTest::keyClick(timeline, Qt::Key_Plus);
+    QTest::keyClick(timeline, Qt::Key_Plus);
+    QVERIFY(range.count() >= 2);
+    const int64_t zoomedSpan = timeline->lastVisibleStep() - timeline->firstVisibleStep();
+    QVERIFY2(zoomedSpan < kSteps - 1, qPrintable(QString::number(zoomedSpan)));
+
+    QTest::keyClick(timeline, Qt::Key_End);
+    QCOMPARE(timeline->lastVisibleStep(), kSteps - 1);
+    QVERIFY(timeline->firstVisibleStep() > 0);
+    QTest::keyClick(timeline, Qt::Key_Left);
+    QVERIFY(timeline->lastVisibleStep() < kSteps - 1);
+    QTest::keyClick(timeline, Qt::Key_Home);
+    QCOMPARE(timeline->firstVisibleStep(), 0);
+
+    // A wheel notch toward the user zooms out, anchored under the cursor.
+    const QPointF at(timeline->width() / 2.0, timeline->height() / 2.0);
+    QWheelEvent wheel(at, timeline->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+    QApplication::sendEvent(timeline, &wheel);
+    QVERIFY(timeline->lastVisibleStep() - timeline->firstVisibleStep() > zoomedSpan);
+
+    // Dragging pans: drag right to see earlier steps.
+    timeline->zoomIn();
+    timeline->zoomIn();
+    QTest::keyClick(timeline, Qt::Key_End);
+    const int64_t before = timeline->firstVisibleStep();
+    QTest::mousePress(timeline, Qt::LeftButton, {}, QPoint(200, 150));
+    QMouseEvent move(QEvent::MouseMove, QPointF(400, 150), timeline->mapToGlobal(QPointF(400, 150)), Qt::NoButton,
+                     Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(timeline, &move);
+    QTest::mouseRelease(timeline, Qt::LeftButton, {}, QPoint(400, 150));
+    QVERIFY2(timeline->firstVisibleStep() < before, qPrintable(QString::number(timeline->firstVisibleStep())));
+    QCOMPARE(timeline->selectedStep(), -1);  // a drag is not a click
+
+    QTest::keyClick(timeline, Qt::Key_F);
+    QCOMPARE(timeline->firstVisibleStep(), 0);
+    QCOMPARE(timeline->lastVisibleStep(), kSteps - 1);
+  }
+
+  void timelineAggregatesManySteps() {
+    gui::TimelineWidget timeline;
+    timeline.resize(300, 200);
+    pb::StepSeries steps;
+    for (int i = 0; i < 100000; ++i) {
+      steps.add_steps(i);
+      steps.add_step_ms(i == 54321 ? 90.0 : 1.0);
+      steps.add_execute_ms(i == 54321 ? 90.0 : 1.0);
+    }
+    timeline.setData(steps, {});
+    timeline.show();
+    QVERIFY(timeline.geometryModel().stepsPerPixel() > 100);
+    // The column holding the spike reports the spike, not a calm neighbour.
+    const int plotLeft = timeline.width() - 8 - static_cast<int>(timeline.geometryModel().width());
+    const int x = plotLeft + static_cast<int>(timeline.geometryModel().toX(54321.5));
+    QCOMPARE(timeline.stepAt(x), 54321);
+    QElapsedTimer timer;
+    timer.start();
+    timeline.grab();
+    QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed())));
+  }
+
+  void chartsPlotScalarsAndOverlayRuns() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("charts")));
+    gui::ChartsView* charts = detail->charts();
+    QTRY_COMPARE(charts->runCount(), 1);
+    QVERIFY(charts->quantities().contains(QStringLiteral("loss")));
+    QVERIFY(charts->quantities().contains(QStringLiteral("host wait (ms)")));
+    QCOMPARE(charts->quantity(), QStringLiteral("loss"));  // the first scalar by default
+    QCOMPARE(charts->chart()->series().size(), 1);
+    auto* loss = qobject_cast<QLineSeries*>(charts->chart()->series().first());
+    QCOMPARE(loss->count(), kSteps);
+    QCOMPARE(loss->at(3).y(), 0.25);
+
+    QVERIFY(charts->setQuantity(QStringLiteral("compile (ms)")));
+    loss = qobject_cast<QLineSeries*>(charts->chart()->series().first());
+    QCOMPARE(loss->at(gui::testing::kProfiledRecompileStep).y(), 20.0);
+    QVERIFY(!charts->setQuantity(QStringLiteral("no such thing")));
+
+    // Two runs selected: one line each, with a legend.
+    detail->overlayRuns(path_, {profiledId_, secondId_});
+    QTRY_COMPARE(charts->runCount(), 2);
+    QCOMPARE(charts->quantity(), QStringLiteral("compile (ms)"));  // the user's choice is kept
+    QCOMPARE(charts->chart()->series().size(), 2);
+    QVERIFY(charts->chart()->legend()->isVisible());
+    QVERIFY(charts->chart()->series()[1]->name().contains(QStringLiteral("second")));
+
+    // Rubber-band zoom and reset.
+    auto* x = charts->chart()->axes(Qt::Horizontal).first();
+    const QVariant before = x->property("max");
+    charts->chart()->zoomIn(QRectF(charts->chart()->plotArea().center(), QSizeF(50, 50)));
+    QVERIFY(x->property("max") != before);
+    charts->resetZoom();
+    QCOMPARE(x->property("max"), before);
+  }
+
+  void selectingSeveralRunsOverlaysThem() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail != nullptr);
+    auto* table = window_->runListPage()->findChild<QTableView*>(QStringLiteral("runTable"));
+    int secondRow = -1;
+    for (int row = 0; row < table->model()->rowCount(); ++row) {
+      if (table->model()->index(row, 0).data(gui::RunListModel::RunIdRole).toLongLong() == secondId_) secondRow = row;
+    }
+    QVERIFY(secondRow >= 0);
+    const QRect second = table->visualRect(table->model()->index(secondRow, 1));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, second.center());
+    QCOMPARE(window_->runListPage()->selectedRunIds().size(), size_t{2});
+    QVERIFY(detail->isOverlaying());
+    QTRY_COMPARE(detail->charts()->runCount(), 2);
+    QTRY_VERIFY(!detail->isProfileLoading());
+    QCOMPARE(detail->charts()->runCount(), 2);  // the current run's own load does not undo the overlay
+
+    // Back to one run: its chart alone.
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, second.center());
+    QVERIFY(!detail->isOverlaying());
+    QTRY_COMPARE(detail->runId(), secondId_);
+    QTRY_COMPARE(detail->charts()->runCount(), 1);
+    QTRY_VERIFY(!detail->isProfileLoading());
+    QCOMPARE(detail->charts()->chart()->series().size(), 1);
+    QVERIFY(detail->charts()->chart()->series().first()->name().contains(QStringLiteral("second")));
+  }
+
+  void chartsThinLongSeriesKeepingSpikes() {
+    std::vector<QPointF> points;
+    for (int i = 0; i < 100000; ++i) points.emplace_back(i, i == 777 ? 50.0 : 1.0);
+    const std::vector<QPointF> thin = gui::ChartsView::thin(points, 1000);
+    QVERIFY(thin.size() <= 1000);
+    QVERIFY(std::any_of(thin.begin(), thin.end(), [](const QPointF& p) { return p.y() == 50.0; }));
+    QVERIFY(std::is_sorted(thin.begin(), thin.end(), [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); }));
+    QCOMPARE(gui::ChartsView::thin({QPointF(0, 1)}, 1000).size(), size_t{1});
+  }
+
+  void fallbacksHighlightTheSourceLine() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("fallbacks")));
+    gui::FallbacksView* fallbacks = detail->fallbacks();
+    QTRY_COMPARE(fallbacks->model()->rowCount(), 2);
+    QCOMPARE(fallbacks->highlightedLine(), 14);
+    QVERIFY(fallbacks->source()->toPlainText().contains(QStringLiteral("w.nonzero()")));
+    QCOMPARE(fallbacks->source()->textCursor().blockNumber(), 13);
+    QVERIFY(fallbacks->sourceCaption().contains(QStringLiteral("line 14")));
+    // Clicking the second row moves the highlight.
+    QTableView* table = fallbacks->table();
+    const QRect row = table->visualRect(table->model()->index(1, 0));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, row.center());
+    QCOMPARE(fallbacks->highlightedLine(), 17);
+    QVERIFY(fallbacks->selectLine(14));
+    QCOMPARE(fallbacks->highlightedLine(), 14);
+    const int tab = detail->tabs()->indexOf(fallbacks);
+    QCOMPARE(detail->tabs()->tabText(tab), QStringLiteral("&Fallbacks (12)"));
+
+    // A run without fallbacks says so.
+    detail = openRun(fixture_->succeededId);
+    QTRY_COMPARE(detail->fallbacks()->model()->rowCount(), 0);
+    QTRY_VERIFY(!detail->isProfileLoading());
+    QVERIFY(!detail->fallbacks()->findChild<QLabel*>(QStringLiteral("fallbacksEmpty"))->isHidden());
+  }
+
+  void metricsSearchFilters() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("metrics")));
+    gui::MetricsView* metrics = detail->metrics();
+    QTRY_VERIFY(metrics->model()->rowCount() > 10);
+    QVERIFY(metrics->note().contains(QStringLiteral("Derived")));
+    QTest::keyClicks(metrics->search(), QStringLiteral("compile"));
+    QCOMPARE(metrics->proxy()->rowCount(), 3);  // CachedCompile, UncachedCompile, CompileTime
+    metrics->search()->clear();
+    QCOMPARE(metrics->proxy()->rowCount(), metrics->model()->rowCount());
+  }
+
+  void outputShowsStreamsAndTheTraceback() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("output")));
+    QTRY_VERIFY(detail->output()->outputText().contains(QStringLiteral("step 0 loss 1")));
+    QVERIFY(detail->output()->outputText().contains(QStringLiteral("warning: sort falls back")));
+    QVERIFY(!detail->output()->showsFailure());
+
+    detail = openRun(fixture_->failedId);
+    QTRY_VERIFY(detail->output()->showsFailure());
+    QVERIFY(detail->output()->tracebackText().contains(QStringLiteral("line 42")));
+  }
+
+  void exportWritesPngAndSvg() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    detail->showTab(QStringLiteral("timeline"));
+    QTRY_COMPARE(detail->timeline()->timeline()->stepCount(), kSteps);
+    const QString png = dir_.filePath(QStringLiteral("timeline.png"));
+    const QString svg = dir_.filePath(QStringLiteral("chart.svg"));
+    QCOMPARE(detail->timeline()->exportImage(png), QString());
+    QVERIFY(QImage(png).width() > 100);
+    QCOMPARE(detail->charts()->exportImage(svg), QString());
+    QFile file(svg);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().contains("<svg"));
+    const QString error = detail->timeline()->exportImage(dir_.filePath(QStringLiteral("timeline.bmp")));
+    QVERIFY2(error.contains(QStringLiteral(".png or .svg")), qPrintable(error));
+    QVERIFY(!detail->timeline()->exportImage(QStringLiteral("/nonexistent/dir/x.png")).isEmpty());
+  }
+
+  void findingsLinkToTheirEvidence() {
+    QCOMPARE(gui::OverviewTab::evidenceTab("recompilation"), QStringLiteral("recompilations"));
+    QCOMPARE(gui::OverviewTab::evidenceTab("cpu-fallback"), QStringLiteral("fallbacks"));
+    QCOMPARE(gui::OverviewTab::evidenceTab("host-sync"), QStringLiteral("timeline"));
+    QCOMPARE(gui::OverviewTab::evidenceTab("no-such-rule"), QString());
+
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail->showTab(QStringLiteral("overview")));
+    gui::FindingCard* fallbackCard = nullptr;
+    gui::FindingCard* recompileCard = nullptr;
+    for (gui::FindingCard* card : detail->overview()->findChildren<gui::FindingCard*>()) {
+      auto* link = card->findChild<QLabel*>(QStringLiteral("findingEvidence"));
+      if (link != nullptr && link->text().contains(QStringLiteral("Fallbacks"))) fallbackCard = card;
+      if (link != nullptr && link->text().contains(QStringLiteral("Recompilations"))) recompileCard = card;
+    }
+    QVERIFY(fallbackCard != nullptr);
+    emit fallbackCard->evidenceRequested();
+    QCOMPARE(detail->tabs()->currentWidget(), detail->fallbacks());
+    QVERIFY(detail->fallbacks()->highlightedLine() == 14 || detail->fallbacks()->highlightedLine() == 17);
+
+    QVERIFY(recompileCard != nullptr);
+    detail->recompilations()->selectCompile(0);
+    emit recompileCard->evidenceRequested();
+    QCOMPARE(detail->tabs()->currentWidget(), detail->recompilations());
+    QVERIFY2(detail->recompilations()->reasonText().contains(QStringLiteral("[64, 16]")),
+             qPrintable(detail->recompilations()->reasonText()));
+
+    // A host-sync finding selects its first step in the timeline.
+    pb::Finding sync;
+    sync.set_rule("host-sync");
+    sync.set_first_step(30);
+    QMetaObject::invokeMethod(detail->overview(), "evidenceRequested", Q_ARG(lazyscope::pb::Finding, sync));
+    QCOMPARE(detail->tabs()->currentWidget(), detail->timeline());
+    QCOMPARE(detail->timeline()->timeline()->selectedStep(), 30);
+  }
+
+  void colorSchemeSwitchesThePalette() {
+    gui::ColorScheme scheme = gui::ColorScheme::System;
+    QVERIFY(gui::parseColorScheme(QStringLiteral(" Dark "), &scheme));
+    QCOMPARE(scheme, gui::ColorScheme::Dark);
+    QVERIFY(!gui::parseColorScheme(QStringLiteral("purple"), &scheme));
+
+    gui::RunDetailView* detail = openRun(profiledId_);
+    QVERIFY(detail != nullptr);
+    gui::TimelineWidget* timeline = detail->timeline()->timeline();
+    const QColor lightCompile = gui::TimelineWidget::partColor(gui::TimelineWidget::Compile, timeline->palette());
+    QVERIFY(!gui::isDarkPalette(timeline->palette()));
+    gui::applyColorScheme(gui::ColorScheme::Dark);
+    QVERIFY(gui::isDarkPalette(QApplication::palette()));
+    QTRY_VERIFY(gui::isDarkPalette(timeline->palette()));
+    QVERIFY(gui::TimelineWidget::partColor(gui::TimelineWidget::Compile, timeline->palette()) != lightCompile);
+    // The chart follows the palette too.
+    QCOMPARE(detail->charts()->chart()->backgroundBrush().color(), timeline->palette().color(QPalette::Base));
+    gui::applyColorScheme(gui::ColorScheme::System);
+    QTRY_VERIFY(!gui::isDarkPalette(timeline->palette()));
+    QCOMPARE(gui::currentColorScheme(), gui::ColorScheme::System);
+  }
+
+  void f1OpensTheShortcutSheet() {
+    openRun(profiledId_);
+    QVERIFY(!gui::ShortcutSheet::entries().empty());
+    QVERIFY(window_->findChild<gui::ShortcutSheet*>() == nullptr);
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    QTest::keyClick(window_.get(), Qt::Key_F1);
+    auto* sheet = window_->findChild<gui::ShortcutSheet*>();
+    QVERIFY(sheet != nullptr);
+    QTRY_VERIFY(sheet->isVisible());
+    sheet->close();
+    QTest::keyClick(window_.get(), Qt::Key_Slash, Qt::ControlModifier);
+    QTRY_VERIFY(window_->findChild<gui::ShortcutSheet*>() != nullptr);
+  }
+
+  void tabsAreFoundByName() {
+    gui::RunDetailView* detail = openRun(profiledId_);
+    for (const char* name : {"overview", "Recompilations", "timeline", "charts", "fallbacks", "metrics", "output"}) {
+      QVERIFY2(detail->showTab(QString::fromLatin1(name)), name);
+    }
+    QVERIFY(!detail->showTab(QStringLiteral("nope")));
+  }
+
+ private:
+  // A fresh main window on the history with run `runId` shown.
+  gui::RunDetailView* openRun(int64_t runId) {
+    window_ = std::make_unique<gui::MainWindow>();
+    window_->resize(1100, 800);
+    window_->show();
+    window_->openHistory(path_);
+    if (!QTest::qWaitFor([this] { return window_->runListPage()->totalCount() == 5; })) return nullptr;
+    window_->runListPage()->selectRun(runId);
+    gui::RunDetailView* detail = window_->runDetail();
+    if (!QTest::qWaitFor([detail, runId] { return detail->runId() == runId && !detail->isProfileLoading(); })) {
+      return nullptr;
+    }
+    return detail;
+  }
+
+  QTemporaryDir dir_;
+  QString path_;
+  std::unique_ptr<HistoryFixture> fixture_;
+  int64_t profiledId_ = 0;
+  int64_t secondId_ = 0;
+  std::unique_ptr<gui::MainWindow> window_;
+};
+
+QTEST_MAIN(TestRunViews)
+#include "tst_run_views.moc"
