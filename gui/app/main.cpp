@@ -6,6 +6,7 @@
 #include <QTabWidget>
 #include <cstdio>
 
+#include "views/graph_tab.h"
 #include "windows/main_window.h"
 #include "windows/run_detail_view.h"
 
@@ -34,7 +35,7 @@ int main(int argc, char* argv[]) {
                                      QStringLiteral("Select the run with this id once loaded."),
                                      QStringLiteral("id"));
   const QCommandLineOption tabOption(QStringLiteral("tab"),
-                                     QStringLiteral("Show this tab of the run: overview, recompilations."),
+                                     QStringLiteral("Show this tab of the run: overview, recompilations, graphs."),
                                      QStringLiteral("name"));
   parser.addOption(runOption);
   parser.addOption(tabOption);
@@ -50,6 +51,9 @@ int main(int argc, char* argv[]) {
   window.selectRunWhenLoaded(parser.value(runOption).toLongLong());
   if (parser.value(tabOption) == QStringLiteral("recompilations")) {
     window.runDetail()->tabs()->setCurrentIndex(1);
+  }
+  if (parser.value(tabOption) == QStringLiteral("graphs")) {  // the Graphs tab (gui3)
+    window.runDetail()->tabs()->setCurrentWidget(window.runDetail()->graphs());
   }
   if (args.isEmpty()) {
     window.openDefaultHistory();

@@ -7,6 +7,7 @@
 #include "loaders/run_detail_loader.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
+#include "views/graph_tab.h"
 
 namespace lazyscope::gui {
 
@@ -25,6 +26,14 @@ RunDetailView::RunDetailView(QWidget* parent)
   tabs_->setDocumentMode(true);
   tabs_->addTab(overview_, tr("&Overview"));
   tabs_->addTab(recompilations_, tr("Re&compilations"));
+  // --- Graphs tab (gui3): reads its own data, by path and run id.
+  graphs_ = new GraphTab(tabs_);
+  graphs_->setObjectName(QStringLiteral("graphTab"));
+  tabs_->addTab(graphs_, tr("&Graphs"));
+  connect(graphs_, &GraphTab::graphCountChanged, this, [this](int count) {
+    tabs_->setTabText(tabs_->indexOf(graphs_), tr("&Graphs (%1)").arg(count));
+  });
+  // --- end Graphs tab
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -46,12 +55,14 @@ void RunDetailView::showRun(const QString& path, int64_t runId) {
   status_->setText(tr("Loading run %1…").arg(runId));
   status_->show();
   loader_->load(path, runId);
+  graphs_->setRun(path, runId);  // Graphs tab (gui3)
 }
 
 void RunDetailView::clear() {
   loader_->cancel();
   status_->hide();
   recompilations_->clear();
+  graphs_->clear();  // Graphs tab (gui3)
   overview_->clear();
   detail_.reset();
 }

@@ -12,6 +12,7 @@ class QTabWidget;
 
 namespace lazyscope::gui {
 
+class GraphTab;
 class OverviewTab;
 class RecompilationsTab;
 class RunDetailLoader;
@@ -35,6 +36,7 @@ class RunDetailView : public QWidget {
   QTabWidget* tabs() const { return tabs_; }
   OverviewTab* overview() const { return overview_; }
   RecompilationsTab* recompilations() const { return recompilations_; }
+  GraphTab* graphs() const { return graphs_; }
 
  signals:
   // The detail of a run is on screen.
@@ -50,6 +52,7 @@ class RunDetailView : public QWidget {
   QTabWidget* tabs_;
   OverviewTab* overview_;
   RecompilationsTab* recompilations_;
+  GraphTab* graphs_ = nullptr;
 };
 
 }  // namespace lazyscope::gui
