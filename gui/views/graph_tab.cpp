@@ -1,5 +1,6 @@
 #include "views/graph_tab.h"
 
+#include <QFontDatabase>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>

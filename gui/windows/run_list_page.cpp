@@ -70,7 +70,8 @@ void RunListPage::createTable() {
   table_->setSortingEnabled(true);
   table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  // Several rows: two to compare, or many to delete at once.
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   table_->setShowGrid(false);
@@ -193,6 +194,14 @@ void RunListPage::fitColumnsToContents() {
 bool RunListPage::eventFilter(QObject* watched, QEvent* event) {
   if (watched == table_->viewport() && event->type() == QEvent::Resize) updatePlaceholder();
   return QWidget::eventFilter(watched, event);
+}
+
+QList<qint64> RunListPage::selectedRunIds() const {
+  QList<qint64> ids;
+  for (const QModelIndex& index : table_->selectionModel()->selectedRows()) {
+    ids << index.data(RunListModel::RunIdRole).toLongLong();
+  }
+  return ids;
 }
 
 }  // namespace lazyscope::gui

@@ -41,6 +41,11 @@ class RunListPage : public QWidget {
   qint64 currentRunId() const;
   bool selectRun(qint64 runId);
 
+  // Run editing and comparing (gui3): the table for actions, and the runs of
+  // the selected rows, in table order.
+  QTableView* table() const { return table_; }
+  QList<qint64> selectedRunIds() const;
+
   QByteArray saveHeaderState() const;
   void restoreHeaderState(const QByteArray& state);
 
