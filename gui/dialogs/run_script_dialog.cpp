@@ -70,9 +70,15 @@ RunScriptDialog::RunScriptDialog(const QString &history, QWidget *parent)
   deviceRow->addStretch(1);
 
   auto *form = new QFormLayout;
-  form->addRow(tr("&Script:"), scriptRow);
+  // A row that is a layout gets no buddy from addRow(): the mnemonic needs one.
+  const auto label = [this](const QString& text, QWidget* buddy) {
+    auto* l = new QLabel(text, this);
+    l->setBuddy(buddy);
+    return l;
+  };
+  form->addRow(label(tr("&Script:"), script_), scriptRow);
   form->addRow(tr("&Arguments:"), args_);
-  form->addRow(tr("&Devices:"), deviceRow);
+  form->addRow(label(tr("&Devices:"), deviceKind_), deviceRow);
   form->addRow(QString(), bf16_);
   form->addRow(tr("Forced &fallbacks:"), fallbacks_);
   form->addRow(tr("Run &name:"), name_);

@@ -162,8 +162,9 @@ CompareView::CompareView(QWidget *parent)
   auto *summary = new QSplitter(Qt::Horizontal, this);
   summary->addWidget(table(metrics_, QStringLiteral("compareMetrics")));
   summary->addWidget(chart_);
-  summary->setStretchFactor(0, 2);
-  summary->setStretchFactor(1, 3);
+  summary->setStretchFactor(0, 1);
+  summary->setStretchFactor(1, 1);
+  summary->setSizes({520, 560});  // the metric table whole: Δ and change are its point
 
   tabs_ = new QTabWidget(this);
   tabs_->setObjectName(QStringLiteral("compareTabs"));

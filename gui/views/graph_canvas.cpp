@@ -13,7 +13,7 @@ namespace lazyscope::gui {
 namespace {
 constexpr double kMinZoom = 0.02;
 constexpr double kMaxZoom = 4.0;
-constexpr double kReadableZoom = 0.35;  // below it the boxes' text is not drawn
+constexpr double kReadableZoom = 0.5;  // GraphItemBox draws no text below 0.4
 }  // namespace
 
 GraphCanvas::GraphCanvas(QWidget* parent) : QGraphicsView(parent) {

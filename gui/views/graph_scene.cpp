@@ -130,7 +130,7 @@ void GraphScene::build(std::shared_ptr<const GraphOutline> outline, const Layout
     }
   }
   const bool dark = isDarkPalette(palette());
-  edges_ = addPath(all, QPen(dark ? QColor(0x9a, 0x9a, 0x9a) : QColor(0x80, 0x80, 0x80), 1.0));
+  edges_ = addPath(all, QPen(dark ? QColor(0xb4, 0xb4, 0xb4) : QColor(0x70, 0x70, 0x70), 1.2));
   edges_->setZValue(-2);
   QPen highlight(palette().color(QPalette::Highlight), 2.5);
   highlighted_ = addPath(QPainterPath(), highlight);
