@@ -35,7 +35,7 @@ int main(int argc, char* argv[]) {
                                      QStringLiteral("Select the run with this id once loaded."),
                                      QStringLiteral("id"));
   const QCommandLineOption tabOption(QStringLiteral("tab"),
-                                     QStringLiteral("Show this tab of the run: overview, recompilations, timeline, charts, "
+                                     QStringLiteral("Show this tab of the run: overview, recompilations, graphs, timeline, charts, "
                                                                     "fallbacks, metrics, output."),
                                      QStringLiteral("name"));
   const QCommandLineOption schemeOption(

@@ -22,6 +22,7 @@
 #include "widgets/message_banner.h"
 #include "windows/desktop_menus.h"
 #include "windows/recent_files.h"
+#include "windows/run_actions.h"
 #include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
 
@@ -64,6 +65,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Histo
     }
   });
 
+  // --- Run editing, comparing and script runs (gui3): a Run menu, the run
+  // table's context menu and File ▸ Run Script….
+  actions_ = new RunActions(this);
+  QMenu* runMenu = menuBar()->addMenu(tr("&Run"));
+  runMenu->addActions(actions_->runActions());
+  fileMenu_->insertAction(fileMenuQuitSeparator_, actions_->runScriptAction());
+  // --- end gui3
+
   readSettings();
   updateRunCount();
   runs_->setFocus();
@@ -95,7 +104,8 @@ void MainWindow::createMenus() {
   reloadAction->setIcon(QIcon::fromTheme(QStringLiteral("view-refresh")));
   reloadAction->setStatusTip(tr("Read the runs of this history again"));
 
-  file->addSeparator();
+  fileMenuQuitSeparator_ = file->addSeparator();
+  fileMenu_ = file;
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   quit->setMenuRole(QAction::QuitRole);

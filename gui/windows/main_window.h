@@ -10,6 +10,7 @@
 
 #include "lazyscope/history.pb.h"
 
+class QAction;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -21,6 +22,7 @@ namespace lazyscope::gui {
 class HistoryLoader;
 class MessageBanner;
 class RunListModel;
+class RunActions;
 class RunDetailView;
 class RunListPage;
 
@@ -49,6 +51,8 @@ class MainWindow : public QMainWindow {
   QSortFilterProxyModel* runProxyModel() const;
   RunListPage* runListPage() const { return runs_; }
   RunDetailView* runDetail() const { return detail_; }
+  MessageBanner* banner() const { return banner_; }
+  RunActions* runActions() const { return actions_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -85,6 +89,9 @@ class MainWindow : public QMainWindow {
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;
   QProgressBar* busy_ = nullptr;
+  RunActions* actions_ = nullptr;
+  QMenu* fileMenu_ = nullptr;
+  QAction* fileMenuQuitSeparator_ = nullptr;
 };
 
 }  // namespace lazyscope::gui

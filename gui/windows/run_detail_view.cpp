@@ -15,6 +15,7 @@
 #include "widgets/timeline_widget.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
+#include "views/graph_tab.h"
 
 namespace lazyscope::gui {
 
@@ -33,6 +34,14 @@ RunDetailView::RunDetailView(QWidget* parent)
   tabs_->setDocumentMode(true);
   tabs_->addTab(overview_, tr("&Overview"));
   tabs_->addTab(recompilations_, tr("Re&compilations"));
+  // --- Graphs tab (gui3): reads its own data, by path and run id.
+  graphs_ = new GraphTab(tabs_);
+  graphs_->setObjectName(QStringLiteral("graphTab"));
+  tabs_->addTab(graphs_, tr("&Graphs"));
+  connect(graphs_, &GraphTab::graphCountChanged, this, [this](int count) {
+    tabs_->setTabText(tabs_->indexOf(graphs_), tr("&Graphs (%1)").arg(count));
+  });
+  // --- end Graphs tab
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -56,6 +65,7 @@ void RunDetailView::showRun(const QString& path, int64_t runId) {
   status_->show();
   loader_->load(path, runId);
   profileLoader_->load(path, runId);
+  graphs_->setRun(path, runId);  // Graphs tab (gui3)
 }
 
 void RunDetailView::clear() {
@@ -71,6 +81,7 @@ void RunDetailView::clear() {
   output_->clear();
   status_->hide();
   recompilations_->clear();
+  graphs_->clear();  // Graphs tab (gui3)
   overview_->clear();
   detail_.reset();
 }

@@ -15,6 +15,7 @@ class QTabWidget;
 
 namespace lazyscope::gui {
 
+class GraphTab;
 class OverviewTab;
 class RecompilationsTab;
 class RunDetailLoader;
@@ -46,6 +47,7 @@ class RunDetailView : public QWidget {
   QTabWidget* tabs() const { return tabs_; }
   OverviewTab* overview() const { return overview_; }
   RecompilationsTab* recompilations() const { return recompilations_; }
+  GraphTab* graphs() const { return graphs_; }
 
   // Timeline, Charts, Fallbacks, Metrics and Output: filled by a second
   // background read (RunProfileLoader), so the overview never waits for it.
@@ -93,6 +95,8 @@ class RunDetailView : public QWidget {
   FallbacksView* fallbacks_ = nullptr;
   MetricsView* metrics_ = nullptr;
   OutputView* output_ = nullptr;
+
+  GraphTab* graphs_ = nullptr;
 };
 
 }  // namespace lazyscope::gui

@@ -70,6 +70,7 @@ void RunListPage::createTable() {
   table_->setSortingEnabled(true);
   table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  // Several rows: two to compare, or many to delete at once.
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);

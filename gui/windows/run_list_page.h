@@ -41,8 +41,11 @@ class RunListPage : public QWidget {
   qint64 currentRunId() const;
   bool selectRun(qint64 runId);
   // Every selected run, in table order (Ctrl/Shift+click select several:
-  // the Charts tab overlays them).
+  // the Charts tab overlays them, Compare takes two, Delete takes any).
   std::vector<int64_t> selectedRunIds() const;
+
+  // Run editing and comparing: the table, for the actions' context menu.
+  QTableView* table() const { return table_; }
 
   QByteArray saveHeaderState() const;
   void restoreHeaderState(const QByteArray& state);

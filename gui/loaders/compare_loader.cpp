@@ -1,0 +1,75 @@
+#include "loaders/compare_loader.h"
+
+#include <QFuture>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+#include <memory>
+
+#include "analysis/compare.h"
+#include "analysis/run_data.h"
+#include "query/history_reader.h"
+
+namespace lazyscope::gui {
+
+struct CompareLoader::Result {
+  std::shared_ptr<Comparison>
+      comparison; // shared: a QFuture result must be copyable
+  QString error;
+};
+
+namespace {
+
+CompareLoader::Result read(const std::string &path, int64_t runA,
+                           int64_t runB) {
+  CompareLoader::Result result;
+  try {
+    const storage::HistoryReader reader(path);
+    std::optional<storage::RunData> a = storage::load_run_data(reader, runA);
+    std::optional<storage::RunData> b = storage::load_run_data(reader, runB);
+    if (!a || !b) {
+      result.error = CompareLoader::tr("Run %1 is no longer in the history.")
+                         .arg(!a ? runA : runB);
+      return result;
+    }
+    auto comparison = std::make_shared<Comparison>();
+    comparison->runs = storage::compare_runs(*a, *b);
+    comparison->fallbacksA = reader.fallback_groups(runA);
+    comparison->fallbacksB = reader.fallback_groups(runB);
+    comparison->stepsA = reader.step_series(runA);
+    comparison->stepsB = reader.step_series(runB);
+    result.comparison = std::move(comparison);
+  } catch (const std::exception &e) {
+    result.error = QString::fromUtf8(e.what());
+  }
+  return result;
+}
+
+} // namespace
+
+CompareLoader::CompareLoader(QObject *parent) : QObject(parent) {}
+
+void CompareLoader::load(const QString &path, int64_t runA, int64_t runB) {
+  const quint64 generation = ++generation_;
+  loading_ = true;
+  QtConcurrent::run(&read, path.toStdString(), runA, runB)
+      .then(this, [this, generation](const Result &result) {
+        // Queued, so that a result never arrives inside load() (as in
+        // RunDetailLoader).
+        QMetaObject::invokeMethod(
+            this, [this, generation, result] { deliver(generation, result); },
+            Qt::QueuedConnection);
+      });
+}
+
+void CompareLoader::deliver(quint64 generation, const Result &result) {
+  if (generation != generation_)
+    return;
+  loading_ = false;
+  if (result.comparison) {
+    emit loaded(*result.comparison);
+  } else {
+    emit failed(result.error);
+  }
+}
+
+} // namespace lazyscope::gui

@@ -1,0 +1,96 @@
+#include "models/delta_table_model.h"
+
+#include <cmath>
+
+#include "models/metric_delta_model.h" // verdictColor
+#include "util/format.h"
+
+namespace lazyscope::gui {
+namespace {
+
+QString valueText(std::optional<double> value, bool isTime) {
+  if (!value)
+    return QStringLiteral("—");
+  return isTime ? formatStepTime(*value) : QString::number(*value, 'f', 0);
+}
+
+} // namespace
+
+DeltaTableModel::DeltaTableModel(QStringList fixedTitles,
+                                 std::vector<DeltaColumn> columns,
+                                 QObject *parent)
+    : QAbstractTableModel(parent), fixedTitles_(std::move(fixedTitles)),
+      columns_(std::move(columns)) {}
+
+void DeltaTableModel::setRows(std::vector<DeltaRow> rows) {
+  beginResetModel();
+  rows_ = std::move(rows);
+  endResetModel();
+}
+
+int DeltaTableModel::rowCount(const QModelIndex &parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int DeltaTableModel::columnCount(const QModelIndex &parent) const {
+  return parent.isValid() ? 0 : FIRST_VALUE + static_cast<int>(columns_.size());
+}
+
+QVariant DeltaTableModel::data(const QModelIndex &index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid |
+                             CheckIndexOption::ParentIsInvalid))
+    return {};
+  const DeltaRow &row = rows_[static_cast<size_t>(index.row())];
+  const int column = index.column();
+  if (column < FIRST_VALUE) {
+    if (role != Qt::DisplayRole && role != SortRole && role != Qt::ToolTipRole)
+      return {};
+    return column == Presence ? row.presence
+           : column == Item   ? row.item
+                              : row.where;
+  }
+  const size_t v = static_cast<size_t>(column - FIRST_VALUE);
+  if (v >= row.values.size())
+    return {};
+  const auto [a, b] = row.values[v];
+  const DeltaColumn &spec = columns_[v];
+  const double delta = b.value_or(0) - a.value_or(0);
+  switch (role) {
+  case SortRole:
+  case DeltaRole:
+    return delta;
+  case Qt::TextAlignmentRole:
+    return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+  case Qt::ForegroundRole: {
+    if (!spec.lowerIsBetter || delta == 0)
+      return {};
+    return verdictColor(delta < 0 ? 1 : -1, palette_);
+  }
+  case Qt::DisplayRole: {
+    QString text = QStringLiteral("%1 → %2").arg(valueText(a, spec.isTime),
+                                                 valueText(b, spec.isTime));
+    if (a && b && delta != 0) {
+      const QString sign =
+          delta > 0 ? QStringLiteral("+") : QStringLiteral("−");
+      text += QStringLiteral("  (%1%2)")
+                  .arg(sign, valueText(std::abs(delta), spec.isTime));
+    }
+    return text;
+  }
+  default:
+    return {};
+  }
+}
+
+QVariant DeltaTableModel::headerData(int section, Qt::Orientation orientation,
+                                     int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return {};
+  if (section < FIRST_VALUE)
+    return section < fixedTitles_.size() ? fixedTitles_[section] : QVariant();
+  const size_t v = static_cast<size_t>(section - FIRST_VALUE);
+  return v < columns_.size() ? QVariant(columns_[v].title + tr(" (A → B)"))
+                             : QVariant();
+}
+
+} // namespace lazyscope::gui

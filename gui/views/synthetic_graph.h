@@ -1,0 +1,14 @@
+// A made-up IR graph shaped like a deep model's training step, of about
+// `nodes` nodes: blocks of parameters, matmuls, elementwise ops, reductions
+// and reshapes in scopes "model.layerN.{attn,mlp}", each block feeding the
+// next, plus a loss. For the layout benchmark and the viewer's tests; with
+// `scoped` false every scope is empty (a graph nothing can fold).
+#pragma once
+
+#include "lazyscope/ir.pb.h"
+
+namespace lazyscope::gui {
+
+pb::IrGraph syntheticGraph(int nodes, bool scoped = true);
+
+}  // namespace lazyscope::gui

@@ -1,0 +1,237 @@
+// The Graphs tab: the layered layout and the scope outline as pure functions
+// (on a synthetic 5,000-node graph), the graph list model under
+// QAbstractItemModelTester, the viewer widget (opens a large graph collapsed,
+// expands a scope, searches, shows k hops, says so when a graph is too large
+// to draw) and the tab on a real history (graphs listed, IR and node details).
+#include <QAbstractItemModelTester>
+#include <QSettings>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <set>
+
+#include "history_fixture.h"
+#include "models/graph_list_model.h"
+#include "views/graph_layout.h"
+#include "views/graph_outline.h"
+#include "views/graph_scene.h"
+#include "views/graph_tab.h"
+#include "views/graph_viewer.h"
+#include "views/op_kind.h"
+#include "views/synthetic_graph.h"
+#include "windows/main_window.h"
+#include "windows/run_detail_view.h"
+#include "windows/run_list_page.h"
+
+using namespace lazyscope;
+using namespace lazyscope::gui;
+
+class TestGraphView : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("lazyscope-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_graph_view"));
+    QSettings().clear();
+  }
+
+  void layoutPutsEveryOperandAboveItsUser() {
+    const pb::IrGraph graph = syntheticGraph(2000);
+    OutlineState state;
+    state.expanded = allScopes(graph);
+    const GraphOutline outline = buildOutline(graph, state);
+    QCOMPARE(static_cast<int>(outline.items.size()), graph.nodes_size());
+    const LayoutInput input = layoutInputFor(outline);
+    const LayoutResult layout = layoutLayered(input);
+    for (auto [from, to] : input.edges) QVERIFY(layout.y[from] < layout.y[to]);
+    // No two boxes of a layer overlap.
+    std::map<int, std::vector<std::pair<double, double>>> rows;
+    for (size_t i = 0; i < input.widths.size(); ++i) {
+      rows[layout.layer[i]].emplace_back(layout.x[i], layout.x[i] + input.widths[i]);
+    }
+    for (auto& [layer, spans] : rows) {
+      std::sort(spans.begin(), spans.end());
+      for (size_t i = 1; i < spans.size(); ++i) QVERIFY(spans[i].first >= spans[i - 1].second);
+    }
+    // Crossing reduction does better than index order.
+    QVERIFY(countCrossings(input, layout) <= countCrossings(input, layoutTopological(input)));
+  }
+
+  void layoutCrossingReductionUntanglesAKnownCase() {
+    // Two sources feeding two sinks the other way round: in index order the
+    // edges a->d and b->c cross; a sweep swaps the sinks.
+    LayoutInput input;
+    input.widths = {100, 100, 100, 100};
+    input.edges = {{0, 3}, {1, 2}};
+    const LayoutResult reference = layoutTopological(input);
+    QCOMPARE(countCrossings(input, reference), 1LL);
+    QCOMPARE(countCrossings(input, layoutLayered(input)), 0LL);
+  }
+
+  void layoutToleratesCyclesBetweenScopes() {
+    LayoutInput input;
+    input.widths = {100, 100, 100};
+    input.edges = {{0, 1}, {1, 0}, {1, 2}, {2, 2}};
+    const LayoutResult layout = layoutLayered(input);
+    QCOMPARE(layout.layerCount, 3);
+    QVERIFY(layout.y[0] < layout.y[1]);
+  }
+
+  void opKindsFollowTheOpTable() {
+    QCOMPARE(opKind("add"), OpKind::Elementwise);
+    QCOMPARE(opKind("matmul"), OpKind::MatmulConv);
+    QCOMPARE(opKind("sum"), OpKind::Reduction);
+    QCOMPARE(opKind("permute"), OpKind::Layout);
+    QCOMPARE(opKind("device_data"), OpKind::Data);
+    QCOMPARE(opKind("frobnicate"), OpKind::Other);
+    std::set<QRgb> colours;
+    for (int k = 0; k < static_cast<int>(OpKind::NUM_KINDS); ++k) {
+      colours.insert(opKindColor(static_cast<OpKind>(k)).rgb());
+    }
+    QCOMPARE(static_cast<int>(colours.size()), static_cast<int>(OpKind::NUM_KINDS));
+  }
+
+  void outlineFoldsScopesOneLevelAtATime() {
+    const pb::IrGraph graph = syntheticGraph(5000);
+    OutlineState state = initialOutlineState(graph, GraphViewer::kCollapseLimit);
+    QVERIFY(state.expanded.isEmpty());
+    GraphOutline outline = buildOutline(graph, state);
+    // "data", "model", "loss": three top-level scopes.
+    QCOMPARE(static_cast<int>(outline.items.size()), 3);
+    int members = 0;
+    for (const OutlineItem& item : outline.items) members += static_cast<int>(item.members.size());
+    QCOMPARE(members, graph.nodes_size());
+    QCOMPARE(outline.edges.size(), size_t{2});  // data -> model -> loss
+
+    state.expanded.insert(QStringLiteral("model"));
+    outline = buildOutline(graph, state);
+    QVERIFY(outline.items.size() > 100);  // one box per layer
+    for (const OutlineItem& item : outline.items) {
+      if (item.node < 0) QVERIFY(item.scope.count(QLatin1Char('.')) <= 1);  // "model.layerN"
+    }
+  }
+
+  void hopsAroundANodeStayLocal() {
+    const pb::IrGraph graph = syntheticGraph(5000);
+    OutlineState state;
+    state.focus = {graph.nodes_size() / 2};
+    state.hops = 2;
+    const GraphOutline outline = buildOutline(graph, state);
+    QVERIFY(outline.items.size() > 2);
+    QVERIFY(outline.items.size() < 60);
+    for (const OutlineItem& item : outline.items) QVERIFY(item.node >= 0);
+  }
+
+  void graphListModelPassesTheTester() {
+    GraphListModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    GraphRow row;
+    row.info.set_hash(0xabcdef0123456789ULL);
+    row.info.set_node_count(12);
+    row.info.set_compiles(2);
+    row.info.set_compile_ms(3.5);
+    row.info.set_executions(9);
+    row.info.set_has_ir(true);
+    row.source.set_file("/work/proj/train.py");
+    row.source.set_line(14);
+    model.setGraphs({row, row});
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.index(0, GraphListModel::Hash).data().toString(), QStringLiteral("abcdef012345"));
+    QCOMPARE(model.index(0, GraphListModel::Source).data().toString(), QStringLiteral("train.py:14"));
+    QCOMPARE(model.index(0, GraphListModel::Nodes).data(GraphListModel::SortRole).toInt(), 12);
+    QCOMPARE(model.index(1, 0).data(GraphListModel::HashRole).toULongLong(), 0xabcdef0123456789ULL);
+    model.setGraphs({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void viewerOpensALargeGraphCollapsedAndExpands() {
+    GraphViewer viewer;
+    viewer.resize(900, 600);
+    viewer.show();
+    auto graph = std::make_shared<const pb::IrGraph>(syntheticGraph(5000));
+    viewer.setGraph(graph);
+    QVERIFY(viewer.isLayingOut());
+    QTRY_VERIFY(!viewer.isLayingOut());
+    QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 3);
+    QVERIFY(viewer.message().isEmpty());
+
+    QSignalSpy laidOut(&viewer, &GraphViewer::layoutFinished);
+    viewer.expandScope(QStringLiteral("model"));
+    QTRY_COMPARE(laidOut.count(), 1);
+    QVERIFY(viewer.scene()->outline()->items.size() > 100);
+
+    // Searching finds nodes inside collapsed boxes and marks those boxes.
+    QVERIFY(viewer.search(QStringLiteral("softmax")) > 100);
+    QCOMPARE(viewer.search(QStringLiteral("no-such-op")), 0);
+    QVERIFY(viewer.search(QStringLiteral("train_big.py:25")) > 100);
+
+    // Expand a layer fully, select a node, and show 1 hop around it.
+    viewer.expandScope(QStringLiteral("model.layer3.attn"));
+    QTRY_COMPARE(laidOut.count(), 2);
+    int softmaxNode = -1;
+    for (int v = 0; v < graph->nodes_size(); ++v) {
+      if (graph->nodes(v).op() == "softmax" && graph->nodes(v).scope() == "model.layer3.attn") softmaxNode = v;
+    }
+    QVERIFY(softmaxNode > 0);
+    QSignalSpy selected(&viewer, &GraphViewer::nodeSelected);
+    viewer.selectNode(softmaxNode);
+    QVERIFY(!selected.isEmpty());
+    QCOMPARE(selected.last().first().toInt(), softmaxNode);
+    viewer.showAroundSelection();
+    QTRY_COMPARE(laidOut.count(), 3);
+    QCOMPARE(viewer.state().focus, std::vector<int>{softmaxNode});
+    QVERIFY(viewer.scene()->outline()->items.size() <= 12);
+    QCOMPARE(viewer.scene()->selectedIndex(), viewer.scene()->outline()->itemOfNode[softmaxNode]);
+
+    // Two changes in a row: only the last one's layout is shown.
+    viewer.collapseScope(QStringLiteral("model"));
+    viewer.showWholeGraph();
+    QVERIFY(viewer.isLayingOut());
+    QTRY_VERIFY(!viewer.isLayingOut());
+    QCOMPARE(laidOut.count(), 4);
+    QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 3);
+  }
+
+  void viewerSaysWhenAGraphIsTooLargeToDraw() {
+    GraphViewer viewer;
+    viewer.show();
+    // 8,000 nodes and no scope to fold them into.
+    viewer.setGraph(std::make_shared<const pb::IrGraph>(syntheticGraph(8000, false)));
+    QTRY_VERIFY(!viewer.isLayingOut());
+    QVERIFY2(viewer.message().contains(QStringLiteral("8")), qPrintable(viewer.message()));
+    QVERIFY(!viewer.message().isEmpty());
+    QVERIFY(viewer.scene()->outline()->items.size() < 100);
+  }
+
+  void graphsTabShowsTheRunsGraphs() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("history.sqlite"));
+    const int64_t runId = testing::recordRecompilingRun(path);
+    MainWindow window;
+    window.show();
+    window.openHistory(path);
+    QTRY_COMPARE(window.runListPage()->totalCount(), 1);
+    QVERIFY(window.runListPage()->selectRun(runId));
+    GraphTab* tab = window.runDetail()->graphs();
+    window.runDetail()->tabs()->setCurrentWidget(tab);
+    QTRY_COMPARE(tab->model()->rowCount(), 2);
+    QTRY_VERIFY(tab->irText().contains(QStringLiteral("matmul(%0, %1)")));
+    QTRY_VERIFY(!tab->isLoading());
+    QVERIFY(tab->irText().contains(QStringLiteral("at train_shapes.py:6")));
+    QCOMPARE(tab->model()->index(0, GraphListModel::Source).data().toString(),
+             QStringLiteral("train_shapes.py:7"));
+
+    tab->viewer()->selectNode(2);
+    QVERIFY2(tab->detailsText().contains(QStringLiteral("/work/proj/train_shapes.py:6")),
+             qPrintable(tab->detailsText()));
+    QVERIFY(tab->detailsText().contains(QStringLiteral("matmul")));
+
+    QVERIFY(tab->selectGraph(testing::kGraphB));
+    QTRY_VERIFY(tab->irText().contains(QStringLiteral("f32[4, 3]")));
+  }
+};
+
+QTEST_MAIN(TestGraphView)
+#include "tst_graph_view.moc"

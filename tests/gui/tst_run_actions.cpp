@@ -1,0 +1,256 @@
+// Editing, comparing and running from the run list on a real history:
+// rename, tags and delete through storage's HistoryEditor (a refused delete
+// shows in the banner), the Compare view of two runs (models under
+// QAbstractItemModelTester, deltas coloured by better or worse, step times
+// overlaid), the runner's command line, and a live script run started from
+// the GUI that appears in the list at once and is stopped as interrupted.
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QSettings>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "dialogs/run_script_dialog.h"
+#include "history_fixture.h"
+#include "loaders/script_run.h"
+#include "models/delta_table_model.h"
+#include "models/metric_delta_model.h"
+#include "models/run_list_model.h"
+#include "views/compare_view.h"
+#include "views/step_chart.h"
+#include "widgets/message_banner.h"
+#include "windows/main_window.h"
+#include "windows/run_actions.h"
+#include "windows/run_list_page.h"
+
+using namespace lazyscope;
+using namespace lazyscope::gui;
+
+namespace {
+
+// The run as last read, or an empty summary (id 0) when it is not listed.
+pb::RunSummary run(const MainWindow &window, qint64 id) {
+  for (const pb::RunSummary &r : window.runModel()->runs()) {
+    if (r.run().id() == id)
+      return r;
+  }
+  return {};
+}
+
+pb::RunSummary runNamed(const MainWindow &window, const std::string &name) {
+  for (const pb::RunSummary &r : window.runModel()->runs()) {
+    if (r.run().name() == name)
+      return r;
+  }
+  return {};
+}
+
+} // namespace
+
+class TestRunActions : public QObject {
+  Q_OBJECT
+
+private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("lazyscope-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_run_actions"));
+    QSettings().clear();
+    QVERIFY(dir_.isValid());
+    path_ = dir_.filePath(QStringLiteral("history.sqlite"));
+    fixture_ = std::make_unique<testing::HistoryFixture>(path_);
+    reshapedId_ = testing::recordRecompilingRun(path_);
+  }
+
+  void init() {
+    window_ = std::make_unique<MainWindow>();
+    window_->show();
+    window_->openHistory(path_);
+    QTRY_VERIFY(window_->runListPage()->totalCount() >= 3);
+    QTRY_VERIFY(!window_->isLoading());
+  }
+  void cleanup() { window_.reset(); }
+
+  void renameAndTagARun() {
+    RunActions *actions = window_->runActions();
+    actions->renameRun(fixture_->succeededId, QStringLiteral("baseline v2"));
+    QTRY_VERIFY(!actions->isEditing());
+    QTRY_COMPARE(QString::fromStdString(
+                     run(*window_, fixture_->succeededId).run().name()),
+                 QStringLiteral("baseline v2"));
+    actions->setTags(fixture_->succeededId,
+                     splitList(QStringLiteral("fast, bs64 , fast")));
+    QTRY_COMPARE(run(*window_, fixture_->succeededId).run().tags_size(), 2);
+    QCOMPARE(run(*window_, fixture_->succeededId).run().tags(1),
+             std::string("bs64"));
+    QVERIFY(!window_->banner()->isVisible());
+  }
+
+  void actionsFollowTheSelection() {
+    RunActions *actions = window_->runActions();
+    const QList<QAction *> list = actions->runActions();
+    QAction *compare = list[3];
+    QVERIFY(window_->runListPage()->selectRun(fixture_->succeededId));
+    QVERIFY(list[0]->isEnabled()); // rename one run
+    QVERIFY(!compare->isEnabled());
+    window_->runListPage()->table()->selectAll();
+    QVERIFY(!list[0]->isEnabled());
+    QVERIFY(list[2]->isEnabled()); // delete many
+    // The table's context menu holds the actions, with their shortcuts.
+    QCOMPARE(window_->runListPage()->table()->contextMenuPolicy(),
+             Qt::ActionsContextMenu);
+    QCOMPARE(list[0]->shortcut(), QKeySequence(Qt::Key_F2));
+    QCOMPARE(list[2]->shortcut(), QKeySequence(QKeySequence::Delete));
+  }
+
+  void deletingALiveRunIsRefusedInTheBanner() {
+    RunActions *actions = window_->runActions();
+    QSignalSpy failed(actions, &RunActions::failed);
+    actions->deleteRuns({fixture_->runningId});
+    QTRY_COMPARE(failed.count(), 1);
+    QVERIFY(window_->banner()->isVisible());
+    QVERIFY2(window_->banner()->text().contains(QStringLiteral("delete run")),
+             qPrintable(window_->banner()->text()));
+    QCOMPARE(run(*window_, fixture_->runningId).run().id(),
+             fixture_->runningId);
+  }
+
+  void deleteARun() {
+    const qint64 id =
+        testing::recordFinishedRun(path_, QStringLiteral("scratch"), 2);
+    window_->reload();
+    QTRY_COMPARE(run(*window_, id).run().id(), id);
+    window_->runActions()->deleteRuns({id});
+    QTRY_COMPARE(run(*window_, id).run().id(), 0);
+  }
+
+  void compareTwoRuns() {
+    CompareView *view =
+        window_->runActions()->compareRuns(reshapedId_, fixture_->succeededId);
+    QAbstractItemModelTester metricsTester(
+        view->metrics(),
+        QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester graphsTester(
+        view->graphs(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester reasonsTester(
+        view->reasons(),
+        QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QTRY_VERIFY(!view->isLoading());
+    QCOMPARE(view->metrics()->rowCount(), 9);
+    // A is the older run (baseline: 1 compile), B the reshaped one (2).
+    int compilesRow = -1;
+    for (int r = 0; r < view->metrics()->rowCount(); ++r) {
+      if (view->metrics()
+              ->index(r, MetricDeltaModel::Metric)
+              .data()
+              .toString() == QStringLiteral("Uncached compiles"))
+        compilesRow = r;
+    }
+    QVERIFY(compilesRow >= 0);
+    QCOMPARE(view->metrics()
+                 ->index(compilesRow, MetricDeltaModel::Delta)
+                 .data()
+                 .toString(),
+             QStringLiteral("+1"));
+    QCOMPARE(view->metrics()
+                 ->index(compilesRow, MetricDeltaModel::Delta)
+                 .data(MetricDeltaModel::VerdictRole)
+                 .toInt(),
+             -1);
+    QVERIFY(view->graphs()->rowCount() >= 2);
+    QCOMPARE(view->chart()->series().size(), size_t{2});
+    QCOMPARE(view->chart()->series()[1].ms.size(), size_t{5});
+    view->close();
+  }
+
+  void metricVerdicts() {
+    QCOMPARE(MetricDeltaModel::verdict("median_step_ms", -2.0), 1);
+    QCOMPARE(MetricDeltaModel::verdict("cache_hit_rate", -0.1), -1);
+    QCOMPARE(MetricDeltaModel::verdict("steps", 10), 0);
+    DeltaTableModel model(
+        {QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
+        {{QStringLiteral("Count"), false, true}});
+    QAbstractItemModelTester tester(
+        &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setRows({{QStringLiteral("both"),
+                    QStringLiteral("softmax"),
+                    QStringLiteral("a.py:3"),
+                    {{3.0, 1.0}}},
+                   {QStringLiteral("only in B"),
+                    QStringLiteral("gelu"),
+                    QString(),
+                    {{std::nullopt, 2.0}}}});
+    QCOMPARE(model.index(0, DeltaTableModel::FIRST_VALUE).data().toString(),
+             QStringLiteral("3 → 1  (−2)"));
+    QCOMPARE(model.index(1, DeltaTableModel::FIRST_VALUE).data().toString(),
+             QStringLiteral("— → 2"));
+  }
+
+  void commandLineComesFromTheFlagTable() {
+    ScriptRunOptions options;
+    options.script = QStringLiteral("/tmp/train.py");
+    options.args = {QStringLiteral("--steps"), QStringLiteral("3")};
+    options.name = QStringLiteral("try");
+    options.tags = {QStringLiteral("a"), QStringLiteral("b")};
+    options.deviceCount = 2;
+    options.bf16 = true;
+    QStringList skipped;
+    const QStringList args =
+        runCommandLine(options, QStringLiteral("/h.sqlite"),
+                       {QStringLiteral("--name"), QStringLiteral("--tag"),
+                        QStringLiteral("--devices")},
+                       &skipped);
+    QCOMPARE(args, (QStringList{"run", "--history", "/h.sqlite", "--name",
+                                "try", "--tag", "a", "--tag", "b", "--devices",
+                                "2", "/tmp/train.py", "--", "--steps", "3"}));
+    QCOMPARE(skipped, QStringList{QString::fromLatin1(runFlag("bf16"))});
+
+    RunScriptDialog dialog(path_);
+    dialog.setOptions(options);
+    dialog.setSupportedFlags(
+        {QStringLiteral("--name"), QStringLiteral("--tag")});
+    QVERIFY(!dialog.options().bf16); // not supported: not passed
+    QVERIFY(dialog.commandLine().contains(QStringLiteral("--tag")));
+  }
+
+  void liveRunAppearsAndIsInterrupted() {
+    if (!QFileInfo(runnerPath()).isExecutable())
+      QSKIP("the lazyscope runner is not built");
+    const QString script = dir_.filePath(QStringLiteral("slow.py"));
+    QFile file(script);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("import time\nimport lazyscope\nfrom lazyscope.core import "
+               "lazy_model as lm\n"
+               "x = lazyscope.ones(4, 4, device=lm.lazy_device())\n"
+               "for step in range(600):\n    x = x * 1.0\n    lm.mark_step()\n "
+               "   time.sleep(0.05)\n");
+    file.close();
+    ScriptRunOptions options;
+    options.script = script;
+    options.name = QStringLiteral("live-from-gui");
+    RunActions *actions = window_->runActions();
+    QVERIFY2(actions->startScript(options),
+             qPrintable(window_->banner()->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(
+        runNamed(*window_, "live-from-gui").run().id() != 0, 20000);
+    QCOMPARE(runNamed(*window_, "live-from-gui").run().status(),
+             pb::RUN_STATUS_RUNNING);
+    const qint64 id = runNamed(*window_, "live-from-gui").run().id();
+    QTRY_VERIFY_WITH_TIMEOUT(run(*window_, id).steps() > 0, 20000);
+    QSignalSpy finished(actions->scriptRun(), &ScriptRun::finished);
+    actions->stopScript();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(run(*window_, id).run().status(),
+                              pb::RUN_STATUS_INTERRUPTED, 20000);
+  }
+
+private:
+  QTemporaryDir dir_;
+  QString path_;
+  std::unique_ptr<testing::HistoryFixture> fixture_;
+  qint64 reshapedId_ = 0;
+  std::unique_ptr<MainWindow> window_;
+};
+
+QTEST_MAIN(TestRunActions)
+#include "tst_run_actions.moc"
