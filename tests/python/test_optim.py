@@ -205,3 +205,62 @@ def test_training_a_small_mlp_reduces_the_loss_on_lazy():
         lm.optimizer_step(opt, barrier=True) if hasattr(lm, "optimizer_step") else (opt.step(), lm.mark_step())
         losses.append(loss.item())
     assert losses[-1] < 0.3 * losses[0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("make", [lambda p: optim.SGD(p, lr=0.1, momentum=0.9), lambda p: optim.Adam(p, lr=0.1),
+                                  lambda p: optim.AdamW(p, lr=0.1, amsgrad=True)], ids=["SGD", "Adam", "AdamW"])
+def test_a_parameter_reference_held_outside_the_model_sees_the_optimizers_updates(device, make):
+    model = nn.Linear(3, 2).to(device)
+    weight, bias = model.weight, model.bias  # user references, taken before training
+    start = weight.numpy().copy()
+    opt = make(model.parameters())
+    x = lazyscope.randn(5, 3, device=device)
+    for _ in range(3):
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        opt.step()
+        lm.mark_step()
+    # Same objects everywhere (PyTorch's in-place update), and the reference
+    # reads the trained value.
+    assert model.weight is weight and model.bias is bias
+    assert opt.param_groups[0]["params"][0] is weight
+    assert weight.is_leaf and weight.requires_grad and isinstance(weight, nn.Parameter)
+    assert not np.allclose(weight.numpy(), start)
+    # A plain forward through the held reference matches the model's.
+    np.testing.assert_allclose((x @ weight.t() + bias).numpy(), model(x).detach().numpy(), rtol=1e-6)
+
+
+def test_load_state_dict_and_init_update_parameters_in_place():
+    model = nn.Linear(3, 2)
+    weight = model.weight
+    new = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model.load_state_dict({"weight": lazyscope.tensor(new, dtype=lazyscope.float64), "bias": lazyscope.zeros(2)})
+    assert model.weight is weight and weight.dtype == lazyscope.float32
+    np.testing.assert_array_equal(weight.numpy(), new)
+    assert nn.init.constant_(weight, 0.5) is weight
+    np.testing.assert_array_equal(weight.numpy(), np.full((2, 3), 0.5, np.float32))
+    # A plain tensor is filled in place too (torch.nn.init's contract).
+    t = lazyscope.zeros(4)
+    assert nn.init.ones_(t) is t and np.all(t.numpy() == 1)
+
+
+def test_zero_grad_without_set_to_none_zeroes_the_existing_gradient_in_place():
+    model = nn.Linear(3, 1)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    model(lazyscope.ones(2, 3)).sum().backward()
+    grad = model.weight.grad
+    opt.zero_grad(set_to_none=False)
+    assert np.all(grad.numpy() == 0) and np.all(model.weight.grad.numpy() == 0)
+
+
+def test_optimizer_load_state_dict_does_not_share_moments_with_its_source():
+    model = nn.Linear(3, 2)
+    o1 = optim.Adam(model.parameters(), lr=0.1)
+    model(lazyscope.ones(1, 3)).sum().backward()
+    o1.step()
+    o2 = optim.Adam(model.parameters(), lr=0.1)
+    o2.load_state_dict(o1.state_dict())
+    before = o2.state[model.weight]["exp_avg"].numpy().copy()
+    o1.step()  # updates o1's moments in place
+    np.testing.assert_array_equal(o2.state[model.weight]["exp_avg"].numpy(), before)

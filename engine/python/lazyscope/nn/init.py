@@ -2,9 +2,9 @@
 
 The values are drawn on the host from lazyscope's generator (seeded by
 ``lazyscope.manual_seed``) and uploaded once: initialization runs before
-training, so the upload does not cost a step. As elsewhere, "in place" means
-the parameter is replaced everywhere it is registered (see nn.parameter), and
-the function returns the new tensor.
+training, so the upload does not cost a step. The fill is in place
+(``copy_`` under no_grad, as torch.nn.init): a parameter keeps its identity,
+and the function returns the tensor it was given.
 """
 import math
 
@@ -12,7 +12,7 @@ import numpy as np
 
 import lazyscope
 from lazyscope import _C
-from lazyscope.nn.parameter import Tensor, _assign, is_parameter
+from lazyscope.nn.parameter import Tensor, _NoGrad
 
 _NUMPY = {"float32": np.float32, "float64": np.float64}
 
@@ -22,10 +22,8 @@ def _fill(tensor, array, name):
         raise TypeError(f"nn.init.{name}: expected a Tensor, got {type(tensor).__name__}")
     value = _C.from_numpy(np.asarray(array, dtype=np.float64).astype(np.float32).reshape(tuple(tensor.shape)),
                           str(tensor.device)).to(tensor.dtype)
-    if is_parameter(tensor):
-        return _assign(tensor, value)
-    # A plain tensor cannot be updated in place: return the filled copy.
-    return value.requires_grad_(tensor.requires_grad) if tensor.is_floating_point() else value
+    with _NoGrad():
+        return tensor.copy_(value)
 
 
 def _rng():

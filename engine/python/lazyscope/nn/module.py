@@ -1,9 +1,11 @@
 """nn.Module and the containers, with PyTorch's semantics.
 
-Differences from PyTorch that follow from the engine: parameters cannot be
-updated in place, so ``to()``, ``load_state_dict`` and the optimizers replace
-parameter objects through ``parameter._assign_all`` (which keeps every module
-and optimizer in step). Calling a module records its scope path
+Parameters and buffers keep their identity: ``load_state_dict`` copies into
+them in place (``copy_`` under no_grad), as PyTorch does. One difference
+follows from the engine: a tensor's device and dtype are fixed (there is no
+``.data = other`` across devices), so ``to()`` with a new device or dtype
+puts new parameter objects in the module; build optimizers after moving the
+model (PyTorch's own advice). Calling a module records its scope path
 (``Net.layer1.conv``) on the IR nodes it creates, through ``_C.set_scope``.
 """
 import itertools
@@ -11,7 +13,7 @@ import threading
 from collections import OrderedDict, namedtuple
 
 from lazyscope import _C
-from lazyscope.nn.parameter import Parameter, Tensor, _assign_all, _mark_parameter, _register_owner, is_parameter
+from lazyscope.nn.parameter import Parameter, Tensor, _NoGrad, _converted, _mark_parameter, is_parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -57,7 +59,6 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
-        _register_owner(self)
 
     # Attribute registration.
     def __setattr__(self, name, value):
@@ -146,15 +147,6 @@ class Module:
             module = module._modules[part]
         return module
 
-    # Called by parameter._assign_all: swap replaced parameters in place.
-    def _replace_parameters(self, mapping):
-        params = self._parameters
-        for name, p in params.items():
-            if p is not None:
-                hit = mapping.get(id(p))
-                if hit is not None and hit[0] is p:
-                    params[name] = hit[1]
-
     # Iteration.
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         if memo is None:
@@ -231,20 +223,22 @@ class Module:
         return None
 
     def _apply_to_tensors(self, fn):
-        """Replaces every parameter and buffer by fn(tensor); parameters through
-        _assign_all, so optimizers built on them follow."""
-        pairs = []
+        """Replaces every parameter and buffer that fn(tensor) changes (a new
+        device or dtype) by the converted tensor. A parameter shared by several
+        modules becomes one new parameter, shared alike; unchanged ones keep
+        their identity."""
+        converted = {}  # id(old parameter) -> (old, new), so tied weights stay tied
         for m in self.modules():
-            for p in m._parameters.values():
-                if p is not None:
+            for name, p in m._parameters.items():
+                if p is None:
+                    continue
+                if id(p) not in converted:
                     new = fn(p)
-                    if new is not p:
-                        pairs.append((p, new))
+                    converted[id(p)] = (p, p if new is p else _converted(p, new))
+                m._parameters[name] = converted[id(p)][1]
             for name, b in m._buffers.items():
                 if b is not None:
                     m._buffers[name] = fn(b)
-        if pairs:
-            _assign_all(pairs)
         return self
 
     def to(self, *args, **kwargs):
@@ -310,7 +304,7 @@ class Module:
                 errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
             if unexpected:
                 errors.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected))
-        pairs = []
+        copies = []
         for key, (module, table, name, current) in own.items():
             if key not in state_dict:
                 continue
@@ -322,15 +316,15 @@ class Module:
                 errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} "
                               f"from checkpoint, the shape in current model is {tuple(current.shape)}.")
                 continue
-            value = value.detach().to(current.device).to(current.dtype)
-            if table == "_parameters":
-                pairs.append((current, value))
-            else:
-                module._buffers[name] = value
+            copies.append((current, value.detach()))
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
-        if pairs:
-            _assign_all(pairs)
+        # In place, as PyTorch: parameters and buffers keep their identity (an
+        # optimizer built on them, or a reference user code holds, follows),
+        # and copy_ moves and casts to each one's device and dtype.
+        with _NoGrad():
+            for current, value in copies:
+                current.copy_(value)
         return _IncompatibleKeys(missing, unexpected)
 
     # Hooks.
@@ -391,7 +385,6 @@ class Module:
         for p in new._parameters.values():
             if p is not None:
                 _mark_parameter(p)
-        _register_owner(new)
         return new
 
     # Printing.

@@ -1,16 +1,12 @@
-"""nn.Parameter and the one place where a parameter's value is replaced.
+"""nn.Parameter: a leaf tensor that modules register as a parameter.
 
-LazyScope's tensors have no in-place update yet (no ``copy_``/``set_data`` in
-the bindings), so a parameter cannot change its value while keeping its
-identity. Instead, ``_assign`` makes a new leaf tensor holding the new value
-and swaps it in, everywhere the framework keeps parameters: every live
-``Module`` (its ``_parameters``) and every live ``Optimizer`` (its
-``param_groups`` and ``state``). Code that holds its own reference to an old
-parameter object keeps seeing the old value; read parameters through the
-module (``model.fc.weight``) or ``model.parameters()`` after a step.
-
-When the engine gains an in-place ``copy_`` that rebinds a tensor's value,
-only ``_assign_all`` needs to change (to ``param.copy_(value)`` under no_grad).
+Parameters keep their identity for their whole life, as in PyTorch: the
+optimizers, ``load_state_dict`` and ``nn.init`` change a parameter's value
+with the engine's in-place ops under ``no_grad`` (``p.add_(...)``,
+``p.copy_(value)``), which rebind the tensor's value without making a new
+object, so a reference kept by user code sees every update. Only
+``Module.to()`` with a new device or dtype makes new parameter objects (see
+Module._apply_to_tensors).
 """
 import weakref
 
@@ -22,9 +18,6 @@ Tensor = _C.Tensor
 # registry rather than a subclass because the engine's Tensor type cannot be
 # subclassed from Python (it has no Python-side constructor).
 _parameter_ids = {}
-
-# Objects that hold parameters and implement _replace_parameters(mapping).
-_owners = weakref.WeakSet()
 
 
 def _forget(tensor_id):
@@ -71,48 +64,19 @@ class Parameter(metaclass=_ParameterMeta):
         return _mark_parameter(t)
 
 
-def _register_owner(owner):
-    _owners.add(owner)
-
-
-def _assign_all(pairs):
-    """Gives each parameter in ``pairs`` ((param, new_value), …) its new value.
-
-    Returns the new parameter objects, in order. Each takes the new value's
-    device and dtype and keeps the old one's requires_grad, its .grad and its
-    parameter mark; the swap is done in one
-    sweep over the live owners, so an optimizer step costs one pass.
-    """
-    mapping = {}
-    out = []
-    with _NoGrad():
-        for old, value in pairs:
-            if not isinstance(value, Tensor):
-                raise TypeError(f"_assign: the new value must be a Tensor, got {type(value).__name__}")
-            if tuple(value.shape) != tuple(old.shape):
-                raise ValueError(f"_assign: new value of shape {tuple(value.shape)} for a parameter of shape "
-                                 f"{tuple(old.shape)}")
-            new = value.detach()
-            if old.requires_grad:
-                new.requires_grad_()
-            grad = old.grad
-            if grad is not None:
-                # Module.to() may move or cast a parameter that has a gradient.
-                new.grad = grad.to(new.device).to(new.dtype)
-            if is_parameter(old):
-                _mark_parameter(new)
-            # The old object stays referenced by `mapping` for the sweep, so
-            # its id cannot be reused by another object meanwhile.
-            mapping[id(old)] = (old, new)
-            out.append(new)
-    for owner in list(_owners):
-        owner._replace_parameters(mapping)
-    return out
-
-
-def _assign(param, new_value):
-    """Gives one parameter a new value (see ``_assign_all``); returns the new object."""
-    return _assign_all([(param, new_value)])[0]
+def _converted(param, value):
+    """A new parameter object holding ``value`` (a moved or cast copy of
+    ``param``), with param's requires_grad, its .grad (moved and cast alike)
+    and its parameter mark. For Module.to() across devices or dtypes, where
+    the value cannot be rebound in place (copy_ keeps the destination's
+    device and dtype)."""
+    new = value.detach()
+    if param.requires_grad:
+        new.requires_grad_()
+    grad = param.grad
+    if grad is not None:
+        new.grad = grad.to(new.device).to(new.dtype)
+    return _mark_parameter(new) if is_parameter(param) else new
 
 
 class _NoGrad:

@@ -43,22 +43,23 @@ class Adam(Optimizer):
         step = state["step"]
         if wd != 0:
             if self._decoupled:
-                p = p * (1 - lr * wd)
+                p.mul_(1 - lr * wd)
             else:
                 g = g + p * wd
-        exp_avg = state["exp_avg"] * beta1 + g * (1 - beta1)
-        exp_avg_sq = state["exp_avg_sq"] * beta2 + g * g * (1 - beta2)
-        state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
+        # torch.optim.Adam's rule, in place on the moments and the parameter.
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
         # The bias corrections change every step; as Python numbers they are
         # graph inputs, so they do not recompile.
         bias1 = 1 - beta1 ** step
         bias2_sqrt = math.sqrt(1 - beta2 ** step)
         second = exp_avg_sq
         if group["amsgrad"]:
-            second = lazyscope.maximum(state["max_exp_avg_sq"], exp_avg_sq)
-            state["max_exp_avg_sq"] = second
-        denom = second.sqrt() * (1.0 / bias2_sqrt) + eps
-        return p - exp_avg / denom * (lr / bias1)
+            second = state["max_exp_avg_sq"]
+            second.copy_(lazyscope.maximum(second, exp_avg_sq))
+        denom = (second.sqrt() * (1.0 / bias2_sqrt)).add_(eps)
+        p.addcdiv_(exp_avg, denom, value=-(lr / bias1))
 
 
 class AdamW(Adam):

@@ -3,15 +3,16 @@
 Updates are written as ordinary tensor expressions: on a lazy device they
 become part of the step's graph. Hyper-parameters (lr, betas, weight decay,
 the bias corrections) enter as Python numbers, which the engine makes graph
-inputs, so a scheduler changing the lr does not recompile. New parameter
-values are installed by ``nn.parameter._assign_all`` (one sweep per step),
-since tensors cannot be updated in place yet.
+inputs, so a scheduler changing the lr does not recompile. As in
+torch.optim, ``step`` updates each parameter and its state tensors in place
+(``p.add_(...)`` under no_grad), so parameters keep their identity and every
+reference to one (the model's, the user's) sees the new value.
 """
 from collections import defaultdict
 from copy import deepcopy
 
 import lazyscope
-from lazyscope.nn.parameter import Tensor, _assign_all, _register_owner
+from lazyscope.nn.parameter import Tensor
 
 
 class _Required:
@@ -37,7 +38,6 @@ class Optimizer:
             groups = [{"params": groups}]
         for group in groups:
             self.add_param_group(group)
-        _register_owner(self)
 
     def add_param_group(self, param_group):
         group = dict(param_group)
@@ -57,41 +57,31 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
 
-    # Called by nn.parameter._assign_all after an update: follow the new objects.
-    def _replace_parameters(self, mapping):
-        for group in self.param_groups:
-            params = group["params"]
-            for i, p in enumerate(params):
-                hit = mapping.get(id(p))
-                if hit is not None and hit[0] is p:
-                    params[i] = hit[1]
-                    if p in self.state:
-                        self.state[hit[1]] = self.state.pop(p)
-
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    p.grad = None if set_to_none else p.grad * 0
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        with lazyscope.no_grad():
+                            p.grad.zero_()
 
     def step(self, closure=None):
         loss = None
         if closure is not None:
             with lazyscope.enable_grad():
                 loss = closure()
-        updates = []
         with lazyscope.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    updates.append((p, self._update(p, p.grad, self.state[p], group)))
-        if updates:
-            _assign_all(updates)
+                    if p.grad is not None:
+                        self._update(p, p.grad, self.state[p], group)
         return loss
 
     def _update(self, param, grad, state, group):
-        """Returns the parameter's new value; may set entries of ``state``."""
+        """Updates ``param`` in place (runs under no_grad); may set or update
+        entries of ``state``."""
         raise NotImplementedError
 
     def state_dict(self):
@@ -133,9 +123,13 @@ class Optimizer:
             moved = {}
             for k, v in values.items():
                 if isinstance(v, Tensor) and k != "step":
-                    v = v.to(p.device)
+                    v = v.detach().to(p.device)
                     if v.is_floating_point():
-                        v = v.to(p.dtype)
+                        # A copy: steps update the moments in place, and the
+                        # optimizer the state came from must not see this one's
+                        # updates (the engine has no clone(); v * 1.0 is a new
+                        # tensor of v's value).
+                        v = v.to(p.dtype) * 1.0
                 moved[k] = v
             self.state[p] = moved
         for saved, own in zip(groups, self.param_groups):

@@ -17,6 +17,7 @@ class SGD(Optimizer):
                                       nesterov=nesterov, maximize=maximize))
 
     def _update(self, p, g, state, group):
+        # torch.optim.SGD's rule, in place on p and the momentum buffer.
         if group["maximize"]:
             g = -g
         if group["weight_decay"] != 0:
@@ -24,9 +25,13 @@ class SGD(Optimizer):
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")
-            # The first step stores the gradient itself (PyTorch's rule); later
-            # steps trace one more graph shape, then stay cached.
-            buf = g.detach() if buf is None else buf * momentum + g * (1 - group["dampening"])
-            state["momentum_buffer"] = buf
+            if buf is None:
+                # The first step stores a copy of the gradient (PyTorch's rule;
+                # a copy, since later steps update the buffer in place and the
+                # engine has no clone(): g * 1.0 is a new tensor, g is float).
+                # Later steps trace one more graph shape, then stay cached.
+                buf = state["momentum_buffer"] = g.detach() * 1.0
+            else:
+                buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
             g = g + buf * momentum if group["nesterov"] else buf
-        return p - g * group["lr"]
+        p.add_(g, alpha=-group["lr"])

@@ -38,13 +38,15 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         per = [(g.abs() ** norm_type).sum().to(device) for g in grads]
         total = (lazyscope.stack(per).sum() if len(per) > 1 else per[0]) ** (1.0 / norm_type)
     coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
-    for p in params:
-        p.grad = p.grad * coef.to(p.grad.device).to(p.grad.dtype)
+    with lazyscope.no_grad():
+        for p in params:
+            p.grad.mul_(coef.to(p.grad.device).to(p.grad.dtype))  # in place, as PyTorch
     return total
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamps every gradient element to [-clip_value, clip_value]."""
     clip_value = float(clip_value)
-    for p in _with_grads(parameters):
-        p.grad = p.grad.clamp(-clip_value, clip_value)
+    with lazyscope.no_grad():
+        for p in _with_grads(parameters):
+            p.grad.clamp_(-clip_value, clip_value)
