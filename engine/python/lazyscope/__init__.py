@@ -447,6 +447,10 @@ import atexit as _atexit  # noqa: E402
 
 from lazyscope._C import masked_select, nonzero, unique  # noqa: E402,F401
 from lazyscope import debug  # noqa: E402,F401
+from lazyscope import linalg  # noqa: E402,F401
+from lazyscope.linalg import norm  # noqa: E402,F401
+
+Tensor.norm = norm
 
 
 def log(input, value=None):  # noqa: A002  (PyTorch's name)
