@@ -1,5 +1,6 @@
 """Barriers, the compile cache and its counters, seen from Python."""
 import numpy as np
+import pytest
 
 import lazyscope
 from lazyscope import _C
@@ -76,4 +77,23 @@ def test_item_syncs_only_what_it_needs_and_counts_the_cause():
 
 def test_supported_devices_follow_the_device_count():
     assert lm.get_lazy_supported_devices() == [f"lazy:{i}" for i in range(_C.device_count())]
+    assert str(lm.lazy_device()) == "lazy:0"
+
+
+def test_lazy_device_honours_the_default_device_of_the_run(monkeypatch):
+    # lazyscope run --device cpu|lazy sets LAZYSCOPE_DEFAULT_DEVICE.
+    monkeypatch.setenv("LAZYSCOPE_DEFAULT_DEVICE", "cpu")
+    assert str(lm.lazy_device()) == "cpu"
+    assert str(lm.xla_device()) == "cpu"
+    assert str(lm.lazy_device(0)) == "lazy:0"  # an explicit ordinal is a lazy device still
+    t = lazyscope.ones(2, device=lm.lazy_device()) * 2
+    assert str(t.device) == "cpu"
+    monkeypatch.setenv("LAZYSCOPE_DEFAULT_DEVICE", "lazy")
+    assert str(lm.lazy_device()) == "lazy:0"
+    monkeypatch.setenv("LAZYSCOPE_DEFAULT_DEVICE", "lazy:0")
+    assert str(lm.lazy_device()) == "lazy:0"
+    monkeypatch.setenv("LAZYSCOPE_DEFAULT_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="LAZYSCOPE_DEFAULT_DEVICE='tpu'.*'cpu', 'lazy'"):
+        lm.lazy_device()
+    monkeypatch.delenv("LAZYSCOPE_DEFAULT_DEVICE")
     assert str(lm.lazy_device()) == "lazy:0"

@@ -7,6 +7,7 @@ size and the group's rendezvous), which ``get_ordinal``, ``xrt_world_size``,
 ``lazy_device()``, ``all_reduce`` and ``optimizer_step`` consult. Outside a
 replica the world size is ``defval`` (1) and the ordinal ``defval`` (0).
 """
+import os
 import threading
 
 from lazyscope import _C
@@ -55,20 +56,46 @@ def _leave_replica():
     _local.replica = None
 
 
+def _default_device():
+    """LAZYSCOPE_DEFAULT_DEVICE (set by ``lazyscope run --device cpu|lazy``):
+    None for the lazy default, else the device it names. Read at each call, so
+    a script (or a test) may set it before asking for its device."""
+    value = os.environ.get("LAZYSCOPE_DEFAULT_DEVICE", "").strip()
+    if value in ("", "lazy"):
+        return None
+    if value == "cpu" or value.startswith("lazy:"):
+        return value
+    raise ValueError(f"LAZYSCOPE_DEFAULT_DEVICE={value!r}: expected 'cpu', 'lazy' or 'lazy:N' "
+                     f"(lazyscope run --device cpu|lazy sets it)")
+
+
 def lazy_device(n=None, devkind=None):
-    """The lazy device with ordinal ``n``; by default this replica's device
-    (inside a replica thread) or lazy:0."""
+    """The lazy device with ordinal ``n``. Without ``n``: this replica's device
+    (inside a replica thread), else the run's default device —
+    LAZYSCOPE_DEFAULT_DEVICE, which ``lazyscope run --device cpu`` sets so a
+    script written for a lazy device runs eagerly on the CPU unchanged — else
+    lazy:0."""
     if devkind not in (None, "CPU", "LAZY", "TPU", "GPU"):
         raise ValueError(f"unknown device kind {devkind!r}: LazyScope's lazy devices run on the CPU backend")
     if n is None:
         replica = _replica()
         if replica is not None:
             return _C.device(str(replica.device))
-        n = 0
+        default = _default_device()
+        if default == "cpu":
+            return _C.device("cpu")
+        n = 0 if default is None else _ordinal(default)
     if not 0 <= n < _C.device_count():
         raise ValueError(f"lazy_device({n}): there are {_C.device_count()} lazy devices "
                          f"(set LAZYSCOPE_DEVICE_COUNT or lazyscope run --devices)")
     return _C.device(f"lazy:{n}")
+
+
+def _ordinal(name):
+    try:
+        return int(name.split(":", 1)[1])
+    except ValueError:
+        raise ValueError(f"LAZYSCOPE_DEFAULT_DEVICE={name!r}: expected 'cpu', 'lazy' or 'lazy:N'") from None
 
 
 xla_device = lazy_device

@@ -1,4 +1,5 @@
 """SGD with momentum, dampening, Nesterov and weight decay (torch.optim.SGD's rule)."""
+import lazyscope
 from lazyscope.optim.optimizer import Optimizer, required
 
 
@@ -26,12 +27,15 @@ class SGD(Optimizer):
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
-                # The first step stores a copy of the gradient (PyTorch's rule;
-                # a copy, since later steps update the buffer in place and the
-                # engine has no clone(): g * 1.0 is a new tensor, g is float).
-                # Later steps trace one more graph shape, then stay cached.
-                buf = state["momentum_buffer"] = g.detach() * 1.0
+                # PyTorch's first step sets the buffer to the gradient itself.
+                # The same value comes from a zero buffer updated with a
+                # gradient weight of 1 (0·momentum + 1·g), and then the first
+                # step traces the same graph as every later one (the weight is
+                # a Python number, a graph input): one compile, not two.
+                buf = state["momentum_buffer"] = lazyscope.zeros(*p.shape, dtype=p.dtype, device=p.device)
+                weight = 1.0
             else:
-                buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
+                weight = 1.0 - group["dampening"]
+            buf.mul_(momentum).add_(g, alpha=weight)
             g = g + buf * momentum if group["nesterov"] else buf
         p.add_(g, alpha=-group["lr"])
