@@ -27,9 +27,6 @@ parser.add_argument("--steps", type=int, default=60)
 parser.add_argument("--context", type=int, default=32)
 parser.add_argument("--batch-size", type=int, default=16)
 args = parser.parse_args()
-# lazyscope.log(name, value) records a scalar in the run history, in builds that
-# have it (plain lazyscope.log is the elementwise logarithm).
-log = lazyscope.log if "name" in (lazyscope.log.__doc__ or "") else None
 
 chars = sorted(set(TEXT))
 ids = np.array([chars.index(c) for c in TEXT], dtype=np.int64)
@@ -83,10 +80,9 @@ for step in range(args.steps):
     loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    lazyscope.log("loss", loss)  # recorded once the barrier has computed it: no sync
     lm.optimizer_step(optimizer, barrier=True)
     scheduler.step()
-    if log:
-        log("loss", loss)
     if step % 10 == 0 or step == args.steps - 1:
         print(f"step {step:3d}  loss {loss.item():.4f}  lr {scheduler.get_last_lr()[0]:.5f}")
-print(f"uncached compiles: {lm.counters()['UncachedCompile']}")
+print(f"uncached compiles: {lm.counters().get('UncachedCompile', 0)}")

@@ -11,9 +11,6 @@ from lazyscope.distributed import data_parallel as dp
 from lazyscope.utils.data import DataLoader
 
 lazyscope.manual_seed(0)
-# lazyscope.log(name, value) records a scalar in the run history, in builds that
-# have it (plain lazyscope.log is the elementwise logarithm).
-log = lazyscope.log if "name" in (lazyscope.log.__doc__ or "") else None
 train_loader = DataLoader(SyntheticMNIST(1024, seed=0), batch_size=64, shuffle=True, drop_last=True, generator=0)
 
 
@@ -34,10 +31,10 @@ def train_loop_fn(model, loader, device, context):
         loss = loss_fn(model(data), target)
         loss.backward()
         lm.optimizer_step(optimizer)  # all-reduce, step; the loader's next() is the barrier
+        if lm.is_master_ordinal():
+            lazyscope.log("loss", loss)  # one replica's loss, every step, no sync
         if lm.is_master_ordinal() and step % 4 == 0:
             lm.add_step_closure(lambda s, l: print(f"step {s:3d}  loss {l.item():.4f}"), args=(step, loss))
-            if log:
-                log("loss", loss)
     return loss.item()
 
 

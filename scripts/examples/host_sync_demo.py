@@ -3,11 +3,12 @@ host wait for the device in the middle of a step, cutting the step's graph.
 
 - loss.item() every step, before the barrier (prints "live" progress);
 - `if loss > 2:` control flow on a device value (bool() reads it);
-- data-dependent shapes: boolean-mask indexing / nonzero (host fallbacks,
-  when this build has them).
+- data-dependent shapes: boolean-mask indexing (logits[mask]) and nonzero()
+  have outputs whose size depends on the values, so they run on the host (a
+  fallback), reading their operands back every step.
 
-The run's diagnosis lists the sync causes and their lines; host_sync_fixed.py
-is the same training without them.
+The run's diagnosis lists the sync causes and fallbacks with their lines;
+host_sync_fixed.py is the same training without them.
 
     lazyscope run scripts/examples/host_sync_demo.py
 """
@@ -22,17 +23,19 @@ device = lm.lazy_device()
 loader = DataLoader(SyntheticMNIST(1024, seed=0), batch_size=64, drop_last=True)
 model = nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
 optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-has_nonzero = hasattr(lazyscope.Tensor, "nonzero")
 for step, (data, target) in enumerate(loader):
     optimizer.zero_grad()
+    target = target.to(device)
     logits = model(data.to(device))
-    loss = nn.functional.cross_entropy(logits, target.to(device))
-    print(f"step {step:3d}  loss {loss.item():.4f}")   # sync 1: reads the loss mid-step
-    if loss > 2.0:                                      # sync 2: control flow on a device value
+    loss = nn.functional.cross_entropy(logits, target)
+    print(f"step {step:3d}  loss {loss.item():.4f}")          # sync: item() reads the loss mid-step
+    if loss > 2.0:                                             # sync: control flow on a device value
         print("  (still above 2)")
-    if has_nonzero:
-        wrong = (logits.argmax(1) != target.to(device)).nonzero()   # sync 3: a data-dependent shape
-        print(f"  {wrong.shape[0]} misclassified")
+    confident = logits[logits.softmax(1).amax(1) > 0.2]        # fallback: a boolean mask picks the rows
+    wrong = (logits.argmax(1) != target).nonzero()             # fallback: nonzero's indices
+    print(f"  {confident.shape[0]} confident, {wrong.shape[0]} misclassified")
+    del confident, wrong  # host-computed, data-sized: keep them out of the step's graph
     loss.backward()
+    lazyscope.log("loss", loss)  # the sync-free way to record it (see host_sync_fixed.py)
     lm.optimizer_step(optimizer, barrier=True)
 print(lm.metrics_report())

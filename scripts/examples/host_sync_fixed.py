@@ -1,8 +1,10 @@
 """host_sync_demo.py without host syncs inside the step:
 
-- the loss is read in a step closure, after the barrier has computed it;
-- the "above 2" flag and the misclassified count stay tensors (a where and a
-  sum instead of an if and nonzero), read only when printed, after the barrier.
+- the loss is recorded with lazyscope.log (no sync) and printed in a step
+  closure, after the barrier has computed it;
+- the "above 2" flag and the confident and misclassified counts stay tensors
+  (a comparison and sums instead of an if, a boolean mask and nonzero), read
+  only when printed, after the barrier.
 
     lazyscope run scripts/examples/host_sync_fixed.py
 """
@@ -14,18 +16,16 @@ from lazyscope.utils.data import DataLoader
 
 lazyscope.manual_seed(0)
 device = lm.lazy_device()
-# lazyscope.log(name, value) records a scalar in the run history, in builds that
-# have it (plain lazyscope.log is the elementwise logarithm).
-log = lazyscope.log if "name" in (lazyscope.log.__doc__ or "") else None
 loader = DataLoader(SyntheticMNIST(1024, seed=0), batch_size=64, drop_last=True)
 model = nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
 optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
 
-def report(step, loss, above, wrong):
+def report(step, loss, above, confident, wrong):
     # Runs after the barrier: these values are already computed, nothing re-runs.
-    note = "  (still above 2)" if above.item() else ""
-    print(f"step {step:3d}  loss {loss.item():.4f}  {int(wrong.item())} misclassified{note}")
+    note = "\n  (still above 2)" if above.item() else ""
+    print(f"step {step:3d}  loss {loss.item():.4f}{note}\n"
+          f"  {int(confident.item())} confident, {int(wrong.item())} misclassified")
 
 
 for step, (data, target) in enumerate(loader):
@@ -33,11 +33,11 @@ for step, (data, target) in enumerate(loader):
     target = target.to(device)
     logits = model(data.to(device))
     loss = nn.functional.cross_entropy(logits, target)
-    above = loss > 2.0                                  # stays on the device
-    wrong = (logits.argmax(1) != target).sum()          # a count instead of nonzero's indices
+    lazyscope.log("loss", loss)                                 # recorded after the barrier, no sync
+    above = loss > 2.0                                          # stays on the device
+    confident = (logits.softmax(1).amax(1) > 0.2).sum()         # a count instead of the masked rows
+    wrong = (logits.argmax(1) != target).sum()                  # a count instead of nonzero's indices
     loss.backward()
-    lm.add_step_closure(report, args=(step, loss, above, wrong))
-    if log:
-        log("loss", loss)
+    lm.add_step_closure(report, args=(step, loss, above, confident, wrong))
     lm.optimizer_step(optimizer, barrier=True)
 print(lm.metrics_report())

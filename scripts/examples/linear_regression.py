@@ -34,6 +34,7 @@ for step in range(args.steps):
     loss = (error * error).sum() * (1.0 / n)       # mean squared error
     grad = x.t() @ error * (2.0 / n)               # d loss / d w
     w = w - grad * args.lr
+    lazyscope.log("loss", loss)                    # recorded after the barrier, no sync
     lm.mark_step()                                 # barrier: run this step's graph
     if step % 10 == 0 or step == args.steps - 1:
         print(f"step {step:3d}  loss {loss.item():.6f}")

@@ -12,9 +12,6 @@ from lazyscope.distributed import lazy_multiprocessing as lmp
 from lazyscope.distributed import parallel_loader as pl
 from lazyscope.utils.data import DataLoader
 
-# lazyscope.log(name, value) records a scalar in the run history, in builds that
-# have it (plain lazyscope.log is the elementwise logarithm).
-log = lazyscope.log if "name" in (lazyscope.log.__doc__ or "") else None
 
 
 def _mp_fn(index, samples):
@@ -30,10 +27,10 @@ def _mp_fn(index, samples):
         loss = nn.functional.cross_entropy(model(x), target)
         loss.backward()
         lm.optimizer_step(optimizer)  # no barrier: the per-device loader issues it
+        if lm.is_master_ordinal():
+            lazyscope.log("loss", loss)  # one replica's loss, every step, no sync
         if lm.is_master_ordinal() and step % 4 == 0:
             lm.add_step_closure(lambda s, l: print(f"step {s:3d}  loss {l.item():.4f}"), args=(step, loss))
-            if log:
-                log("loss", loss)
     return loss.item()
 
 

@@ -21,5 +21,7 @@ for epoch in range(2):
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(data.to(device)), target.to(device))
         loss.backward()
+        lazyscope.log("loss", loss)
         lm.optimizer_step(optimizer, barrier=True)
-    print(f"epoch {epoch}  loss {loss.item():.4f}  uncached compiles so far {lm.counters()['UncachedCompile']}")
+    compiles = lm.counters().get("UncachedCompile", 0)  # absent on the cpu device (--device cpu)
+    print(f"epoch {epoch}  loss {loss.item():.4f}  uncached compiles so far {compiles}")
