@@ -414,3 +414,14 @@ def test_avg_pools_match_numpy():
     np.testing.assert_allclose(nn.AvgPool2d(2)(t).numpy(), x.reshape(1, 2, 2, 2, 2, 2).mean(axis=(3, 5)),
                                rtol=1e-6)
     np.testing.assert_allclose(nn.AdaptiveAvgPool2d(1)(t).numpy(), x.mean(axis=(2, 3), keepdims=True), rtol=1e-6)
+
+
+def test_batch_norm_updates_its_running_statistics_in_place():
+    bn = nn.BatchNorm1d(3)
+    mean, var, count = bn.running_mean, bn.running_var, bn.num_batches_tracked
+    x = np.random.default_rng(2).standard_normal((8, 3)).astype(np.float32)
+    bn(lazyscope.tensor(x))
+    assert bn.running_mean is mean and bn.running_var is var and bn.num_batches_tracked is count
+    np.testing.assert_allclose(mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(var.numpy(), 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-5)
+    assert int(count.item()) == 1

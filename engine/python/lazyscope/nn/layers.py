@@ -176,8 +176,9 @@ class _BatchNorm(Module):
         self._check(input)
         use_batch = self.training or not self.track_running_stats
         if self.training and self.track_running_stats:
-            # Running statistics are updated as new tensors (the unbiased batch
-            # variance, as PyTorch); they stay on the device, no sync.
+            # Running statistics are updated in place, as PyTorch (the buffers
+            # keep their identity; the unbiased batch variance); they stay on
+            # the device, no sync.
             dims = [0] + list(range(2, input.dim()))
             with lazyscope.no_grad():
                 x = input.detach()
@@ -185,9 +186,9 @@ class _BatchNorm(Module):
                 mean = x.mean(dims)
                 var = x.var(dims, unbiased=False) * (n / max(n - 1, 1))
                 m = self.momentum if self.momentum is not None else 0.1
-                self.running_mean = self.running_mean * (1 - m) + mean * m
-                self.running_var = self.running_var * (1 - m) + var * m
-                self.num_batches_tracked = self.num_batches_tracked + 1
+                self.running_mean.mul_(1 - m).add_(mean, alpha=m)
+                self.running_var.mul_(1 - m).add_(var, alpha=m)
+                self.num_batches_tracked.add_(1)
         if use_batch:
             return _batch_stats_norm(input, self.weight, self.bias, self.eps)
         return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, False,
