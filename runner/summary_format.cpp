@@ -80,9 +80,10 @@ std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding
                                   ? printf_str("step %lld", static_cast<long long>(f.first_step()))
                                   : printf_str("steps %lld-%lld", static_cast<long long>(f.first_step()),
                                                static_cast<long long>(f.last_step()));
-    out += printf_str("      %s, %lld times, %s lost (%.1f%% of step time)\n", steps.c_str(),
-                      static_cast<long long>(f.count()), format_duration_ms(f.time_lost_ms()).c_str(),
-                      100.0 * f.share_of_step_time());
+    const std::string times =
+        f.count() == 1 ? std::string("once") : printf_str("%lld times", static_cast<long long>(f.count()));
+    out += printf_str("      %s, %s, %s lost (%.1f%% of step time)\n", steps.c_str(), times.c_str(),
+                      format_duration_ms(f.time_lost_ms()).c_str(), 100.0 * f.share_of_step_time());
     if (!f.detail().empty()) out += "      " + f.detail() + "\n";
     out += "      fix: " + f.fix() + "\n";
   }
