@@ -3,6 +3,7 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "query/event_rows.h"
+#include "query/run_events.h"
 
 namespace lazyscope::storage {
 namespace {
@@ -67,6 +68,7 @@ std::optional<pb::RunTimeline> read_run_timeline(const HistoryFile& file, int64_
   read_fallbacks(file, run_id, timeline);
   read_transfers(file, run_id, timeline);
   read_scalars(file, run_id, timeline);
+  for (pb::Event& snapshot : read_metric_snapshots(file, run_id)) *timeline.add_events() = std::move(snapshot);
   return timeline;
 }
 
