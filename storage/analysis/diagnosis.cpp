@@ -507,7 +507,10 @@ std::vector<pb::Finding> find_blocking_transfers(const RunData& run) {
     bytes += transfer.bytes();
   }
   const double step_ms = total_step_ms(run);
-  if (evidence.count() == 0 || share(evidence.time_ms(), step_ms) <= kTransferShareThreshold) return {};
+  if (evidence.count() == 0 || evidence.time_ms() < kMinTransferMs ||
+      share(evidence.time_ms(), step_ms) <= kTransferShareThreshold) {
+    return {};
+  }
   pb::Finding finding = evidence.finding("blocking-transfer", {}, step_ms);
   finding.set_severity(pb::SEVERITY_WARNING);
   finding.set_title(format("uploads to the device take %.0f%% of step time and block the step",
