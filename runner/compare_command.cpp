@@ -1,5 +1,6 @@
 // `lazyscope compare A B [--json]`: summary deltas, graphs in one run or both,
 // and how the reasons for recompiling changed.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -45,10 +46,29 @@ std::string graph_line(const pb::GraphMatch& match) {
   return line + "\n";
 }
 
+// The answer a comparison is usually run for, in words before the table:
+// did B compile less, and is its typical step faster.
+std::string headline(const pb::RunComparison& c) {
+  const long long compiles = static_cast<long long>(c.b().compiles() - c.a().compiles());
+  const std::string compiled = compiles == 0 ? "the same number of compiles"
+                               : compiles < 0 ? printf_str("%lld fewer compile%s", -compiles, compiles == -1 ? "" : "s")
+                                              : printf_str("%lld more compile%s", compiles, compiles == 1 ? "" : "s");
+  const double a_ms = c.a().median_step_ms();
+  const double delta_ms = c.b().median_step_ms() - a_ms;
+  std::string step = printf_str("median step %s -> %s", format_duration_ms(a_ms).c_str(),
+                                format_duration_ms(c.b().median_step_ms()).c_str());
+  if (a_ms > 0) {
+    step += printf_str(" (%s %s, %+.0f%%)", delta_ms <= 0 ? "faster by" : "slower by",
+                       format_duration_ms(std::abs(delta_ms)).c_str(), 100.0 * delta_ms / a_ms);
+  }
+  return "B vs A: " + compiled + ", " + step + "\n\n";
+}
+
 std::string format_comparison(const pb::RunComparison& c) {
   std::string out = printf_str("A: run #%lld \"%s\"\nB: run #%lld \"%s\"\n\n", static_cast<long long>(c.a().run().id()),
                                c.a().run().name().c_str(), static_cast<long long>(c.b().run().id()),
                                c.b().run().name().c_str());
+  out += headline(c);
   out += printf_str("  %-16s %14s %14s %14s\n", "", "A", "B", "B - A");
   for (const auto& metric : c.metrics()) {
     out += printf_str("  %-16s %14.3f %14.3f %+14.3f\n", metric.metric().c_str(), metric.a(), metric.b(), metric.delta());

@@ -21,7 +21,9 @@ std::string format_report(const pb::RunReport& report) {
            format_duration_ms(static_cast<double>(compile.duration_ns()) / 1e6) + "  " + compile.reason() + "\n";
   }
   out += format_metrics(report.metrics());
-  if (!report.summary().run().traceback().empty()) out += "\n" + report.summary().run().traceback();
+  if (!report.summary().run().traceback().empty()) {
+    out += "\ntraceback (where the script failed):\n" + report.summary().run().traceback();
+  }
   return out;
 }
 

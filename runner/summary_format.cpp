@@ -47,8 +47,23 @@ std::string format_summary(const pb::RunSummary& s) {
                                r.name().c_str(), status_name(r.status()).c_str(),
                                format_duration_ms(s.wall_ms()).c_str(), r.exit_code());
   if (!r.error().empty()) out += "  error        " + r.error() + "\n";
-  out += printf_str("  steps        %lld, median %s per step after warm-up\n", static_cast<long long>(s.steps()),
-                    format_duration_ms(s.median_step_ms()).c_str());
+  // A run that did not finish: say how it ended and that what follows is
+  // only what was recorded until then.
+  const auto steps = static_cast<long long>(s.steps());
+  const char* ended = r.status() == pb::RUN_STATUS_FAILED        ? "the script raised an error"
+                      : r.status() == pb::RUN_STATUS_INTERRUPTED ? "stopped by a signal (Ctrl-C or SIGTERM)"
+                      : r.status() == pb::RUN_STATUS_CRASHED
+                          ? "the process died without finishing (killed, or out of memory)"
+                      : r.status() == pb::RUN_STATUS_RUNNING ? "still running"
+                                                             : nullptr;
+  if (ended != nullptr) {
+    out += printf_str("  ended        %s after %lld recorded step%s; below is what was recorded until then%s\n", ended,
+                      steps, steps == 1 ? "" : "s",
+                      r.traceback().empty() ? "" : ", the traceback last");
+  }
+  out += steps == 0 ? std::string("  steps        0\n")
+                    : printf_str("  steps        %lld, median %s per step after warm-up\n", steps,
+                                 format_duration_ms(s.median_step_ms()).c_str());
   const double hit_rate = s.executions() ? 100.0 * static_cast<double>(s.cache_hits()) / static_cast<double>(s.executions()) : 0;
   out += printf_str("  compiles     %lld uncached (%s in total)\n", static_cast<long long>(s.compiles()),
                     format_duration_ms(s.compile_ms()).c_str());
@@ -80,9 +95,10 @@ std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding
                                   ? printf_str("step %lld", static_cast<long long>(f.first_step()))
                                   : printf_str("steps %lld-%lld", static_cast<long long>(f.first_step()),
                                                static_cast<long long>(f.last_step()));
-    out += printf_str("      %s, %lld times, %s lost (%.1f%% of step time)\n", steps.c_str(),
-                      static_cast<long long>(f.count()), format_duration_ms(f.time_lost_ms()).c_str(),
-                      100.0 * f.share_of_step_time());
+    const std::string times =
+        f.count() == 1 ? std::string("once") : printf_str("%lld times", static_cast<long long>(f.count()));
+    out += printf_str("      %s, %s, %s lost (%.1f%% of step time)\n", steps.c_str(), times.c_str(),
+                      format_duration_ms(f.time_lost_ms()).c_str(), 100.0 * f.share_of_step_time());
     if (!f.detail().empty()) out += "      " + f.detail() + "\n";
     out += "      fix: " + f.fix() + "\n";
   }

@@ -1,5 +1,6 @@
 #include "analysis/compare.h"
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <tuple>
@@ -65,14 +66,26 @@ void compare_graphs(const RunData& a, const RunData& b, pb::RunComparison& out) 
 
 using ReasonKey = std::tuple<int, std::string, int32_t>;  // kind, file, line
 
+// A line of the run's own script is keyed by its line alone: comparing a
+// script with its fixed copy (recompile_demo.py, recompile_fixed.py) must pair
+// line 24 with line 24, not list each file's compiles as appearing and
+// vanishing. Other files (libraries) keep their path.
+std::string reason_file_key(const pb::SourceLocation& source, const pb::RunInfo& run) {
+  namespace fs = std::filesystem;
+  if (source.file().empty() || run.script_path().empty()) return source.file();
+  return fs::path(source.file()).filename() == fs::path(run.script_path()).filename() ? std::string()
+                                                                                       : source.file();
+}
+
 void compare_reasons(const RunData& a, const RunData& b, pb::RunComparison& out) {
   std::map<ReasonKey, pb::CompileReasonDelta> groups;
   const auto count = [&](const RunData& run, bool is_a) {
     for (const pb::CompileEvent& compile : run.compiles) {
-      pb::CompileReasonDelta& group =
-          groups[{compile.reason_kind(), compile.source().file(), compile.source().line()}];
+      pb::CompileReasonDelta& group = groups[{compile.reason_kind(),
+                                              reason_file_key(compile.source(), run.summary.run()),
+                                              compile.source().line()}];
       group.set_kind(compile.reason_kind());
-      *group.mutable_source() = compile.source();
+      if (!group.has_source()) *group.mutable_source() = compile.source();  // A's file where both have it
       const double compile_ms = static_cast<double>(compile.duration_ns()) / 1e6;
       if (is_a) {
         group.set_count_a(group.count_a() + 1);

@@ -221,6 +221,40 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
   }
 }
 
+// A structure change compiled once, in the run's second step, whose graph
+// every later step reuses: the first step created state the later ones carry
+// (an optimizer's momentum or Adam moments become graph inputs and ops). It
+// costs one compile for the whole run, so it is reported as information, not
+// as a change the script should make.
+bool is_warm_up_change(const std::vector<const pb::CompileEvent*>& group, const RunData& run) {
+  if (group.size() != 1 || group.front()->reason_kind() != pb::COMPILE_REASON_STRUCTURE || run.steps.empty()) {
+    return false;
+  }
+  const pb::CompileEvent& compile = *group.front();
+  int64_t first_step = run.steps.front().step();
+  int64_t last_step = first_step;
+  for (const pb::StepEvent& step : run.steps) {
+    first_step = std::min(first_step, step.step());
+    last_step = std::max(last_step, step.step());
+  }
+  if (compile.step() > first_step + 1 || compile.step() >= last_step) return false;
+  // Later steps must run this very graph; otherwise the graph kept changing.
+  for (const pb::ExecuteEvent& execution : run.executions) {
+    if (execution.graph_hash() == compile.graph_hash() && execution.step() > compile.step()) return true;
+  }
+  return false;
+}
+
+void describe_warm_up(const pb::CompileEvent& compile, pb::Finding& finding) {
+  finding.set_severity(pb::SEVERITY_INFO);
+  finding.set_title(format("the step's graph changed once, at step %lld, and every later step reuses it: warm-up, "
+                           "not a recompilation problem",
+                           static_cast<long long>(compile.step())));
+  finding.set_detail("compiled at " + where(compile.source()) + "; reason: " + compile.reason() +
+                     " (typically the optimizer creating its state, e.g. momentum buffers, in the first step)");
+  finding.set_fix("nothing to change: it costs one compile per run");
+}
+
 std::vector<pb::Finding> find_recompilations(const RunData& run) {
   std::map<std::tuple<int, std::string, int32_t>, std::vector<const pb::CompileEvent*>> groups;
   for (const pb::CompileEvent& compile : run.compiles) {
@@ -236,6 +270,11 @@ std::vector<pb::Finding> find_recompilations(const RunData& run) {
     Evidence evidence;
     for (const pb::CompileEvent* compile : group) evidence.add(compile->step(), compile->duration_ns());
     pb::Finding finding = evidence.finding("recompilation", group.front()->source(), step_ms);
+    if (is_warm_up_change(group, run)) {
+      describe_warm_up(*group.front(), finding);
+      findings.push_back(std::move(finding));
+      continue;
+    }
     finding.set_severity(severity_by_share(finding.share_of_step_time()));
     describe_recompiles(static_cast<pb::CompileReasonKind>(std::get<0>(key)), group, run, finding);
     findings.push_back(std::move(finding));
@@ -468,7 +507,10 @@ std::vector<pb::Finding> find_blocking_transfers(const RunData& run) {
     bytes += transfer.bytes();
   }
   const double step_ms = total_step_ms(run);
-  if (evidence.count() == 0 || share(evidence.time_ms(), step_ms) <= kTransferShareThreshold) return {};
+  if (evidence.count() == 0 || evidence.time_ms() < kMinTransferMs ||
+      share(evidence.time_ms(), step_ms) <= kTransferShareThreshold) {
+    return {};
+  }
   pb::Finding finding = evidence.finding("blocking-transfer", {}, step_ms);
   finding.set_severity(pb::SEVERITY_WARNING);
   finding.set_title(format("uploads to the device take %.0f%% of step time and block the step",

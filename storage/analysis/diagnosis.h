@@ -29,6 +29,10 @@ inline constexpr double kCriticalShareOfStepTime = 0.10;
 // Host-to-device transfers above this share of step time are worth
 // overlapping with compute; below it the parallel loader would gain little.
 inline constexpr double kTransferShareThreshold = 0.10;
+// ...and add up to at least this much: a run of a few microsecond-steps (one
+// that failed early) would otherwise report a few bytes' upload as "367% of
+// step time", when overlapping it could save nothing measurable.
+inline constexpr double kMinTransferMs = 1.0;
 // A graph whose node count rises over this many successive compiles at one
 // site is growing, not just changing.
 inline constexpr int kGrowingCompiles = 3;

@@ -111,12 +111,16 @@ class TraceBuilder {
     threads_[pid].insert(thread);
   }
 
-  void counter(int replica, std::string_view name, int64_t at_ns, double value) {
+  // A counter track (Perfetto draws one per name and process); `series` names
+  // the value in the track's legend.
+  void counter(int replica, std::string_view name, std::string_view category, std::string_view series,
+               int64_t at_ns, double value) {
     const int pid = replica + 1;
     const int64_t ts = at_ns - origin_ns_;
     add(pid, kCounters, ts,
-        "{\"name\":" + json_string(name) + ",\"cat\":\"scalar\",\"ph\":\"C\",\"pid\":" + std::to_string(pid) +
-            ",\"tid\":0,\"ts\":" + micros(ts) + ",\"args\":{\"value\":" + number(value) + "}}");
+        "{\"name\":" + json_string(name) + ",\"cat\":" + json_string(category) + ",\"ph\":\"C\",\"pid\":" +
+            std::to_string(pid) + ",\"tid\":0,\"ts\":" + micros(ts) + ",\"args\":{" + json_string(series) + ":" +
+            number(value) + "}}");
     threads_[pid];
   }
 
@@ -157,6 +161,12 @@ class TraceBuilder {
   std::map<int, std::set<int>> threads_;  // pid -> tids with events
 };
 
+// The engine's memory counters, drawn as counter tracks: device memory is
+// what runs out, host buffers show what stays alive between steps.
+bool is_memory_metric(std::string_view name) {
+  return name == "LiveDeviceBufferBytes" || name == "LiveBufferBytes";
+}
+
 // The start of the run's first timed event, the trace's zero.
 int64_t first_start_ns(const pb::RunTimeline& timeline) {
   int64_t first = std::numeric_limits<int64_t>::max();
@@ -167,6 +177,7 @@ int64_t first_start_ns(const pb::RunTimeline& timeline) {
       case pb::Event::kExecute: first = std::min(first, event.execute().start_ns()); break;
       case pb::Event::kFallback: first = std::min(first, event.fallback().start_ns()); break;
       case pb::Event::kTransfer: first = std::min(first, event.transfer().start_ns()); break;
+      case pb::Event::kMetrics: first = std::min(first, event.metrics().time_ns()); break;
       default: break;
     }
   }
@@ -236,6 +247,16 @@ std::string chrome_trace_json(const pb::RunTimeline& timeline) {
                        Args().integer("step", transfer.step()).integer("bytes", transfer.bytes()));
         break;
       }
+      case pb::Event::kMetrics: {
+        // Snapshots carry only the metrics that changed, so a counter track
+        // holds its value until the next sample, as Perfetto draws it.
+        for (const pb::MetricValue& metric : event.metrics().metrics()) {
+          if (!is_memory_metric(metric.name())) continue;
+          trace.counter(replica, metric.name(), "memory", "bytes", event.metrics().time_ns(),
+                        static_cast<double>(metric.value()));
+        }
+        break;
+      }
       default:
         break;
     }
@@ -251,7 +272,7 @@ std::string chrome_trace_json(const pb::RunTimeline& timeline) {
     if (after == step_end_ns.begin()) continue;
     const auto& [key, end_ns] = *std::prev(after);
     if (key.first != event.replica()) continue;  // no step of this replica at or before it
-    trace.counter(event.replica(), scalar.name(), end_ns, scalar.value());
+    trace.counter(event.replica(), scalar.name(), "scalar", "value", end_ns, scalar.value());
   }
   return trace.json(timeline.run());
 }

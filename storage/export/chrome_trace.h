@@ -5,7 +5,10 @@
 // thread per kind of event: steps (tid 1), compiles (2), executions (3), host
 // fallbacks (4) and transfers (5). Timed events are complete ("X") events with
 // ts and dur in microseconds, relative to the run's first event; a logged
-// scalar is a counter ("C") event of its replica at the end of its step; "M"
+// scalar is a counter ("C", cat "scalar", args {"value"}) event of its replica
+// at the end of its step; the memory metrics of each metric snapshot
+// (LiveDeviceBufferBytes, LiveBufferBytes) are counter events (cat "memory",
+// args {"bytes"}) at the snapshot's time; "M"
 // events name the processes and threads. Events are listed metadata first,
 // then by pid, tid and ts.
 #pragma once

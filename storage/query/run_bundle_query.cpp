@@ -21,9 +21,8 @@ std::optional<pb::RunBundle> read_run_bundle(const HistoryFile& file, int64_t ru
   if (heartbeat.next_row()) bundle.set_heartbeat_unix_ms(heartbeat.int64_at(0));
   heartbeat.reset();
 
-  // The timeline holds every event table but the metric snapshots.
+  // The timeline holds every event table, metric snapshots included.
   bundle.mutable_events()->Swap(timeline->mutable_events());
-  for (pb::Event& snapshot : read_metric_snapshots(file, run_id)) *bundle.add_events() = std::move(snapshot);
 
   // The IR as stored, not parsed: a bundle copies the run, it does not judge it.
   Statement graphs(file, "SELECT hash, node_count, ir, program_text FROM graphs WHERE run_id = ?1 ORDER BY rowid");

@@ -1,52 +1,28 @@
 #include "query/run_timeline.h"
 
+#include <string>
+
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "query/event_rows.h"
+#include "query/run_events.h"
 
 namespace lazyscope::storage {
 namespace {
 
-pb::Event& add_event(pb::RunTimeline& timeline, const Statement& row) {
-  pb::Event& event = *timeline.add_events();
-  event.set_replica(static_cast<int32_t>(row.int64_at(0)));
-  return event;
-}
-
-void read_steps(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline) {
-  Statement rows(file, "SELECT replica, " + kStepColumns + " FROM steps WHERE run_id = ?1 ORDER BY replica, start_ns, step, rowid");
+// One event table's rows of the run, in `order`, decoded by `read_row` into
+// the event field `mutable_field` returns: every table reads the same way.
+template <typename Message>
+void read_events(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline, const std::string& table,
+                 const std::string& columns, const char* order, int (*read_row)(const Statement&, int, Message*),
+                 Message* (pb::Event::*mutable_field)()) {
+  Statement rows(file, "SELECT replica, " + columns + " FROM " + table + " WHERE run_id = ?1 ORDER BY " + order);
   rows.bind_int64(1, run_id);
-  while (rows.next_row()) read_step_row(rows, 1, add_event(timeline, rows).mutable_step());
-}
-
-void read_compiles(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline) {
-  Statement rows(file, "SELECT replica, " + kCompileColumns + " FROM compilations WHERE run_id = ?1 ORDER BY replica, start_ns, id");
-  rows.bind_int64(1, run_id);
-  while (rows.next_row()) read_compile_row(rows, 1, add_event(timeline, rows).mutable_compile());
-}
-
-void read_executions(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline) {
-  Statement rows(file, "SELECT replica, " + kExecutionColumns + " FROM executions WHERE run_id = ?1 ORDER BY replica, start_ns, id");
-  rows.bind_int64(1, run_id);
-  while (rows.next_row()) read_execution_row(rows, 1, add_event(timeline, rows).mutable_execute());
-}
-
-void read_fallbacks(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline) {
-  Statement rows(file, "SELECT replica, " + kFallbackColumns + " FROM fallbacks WHERE run_id = ?1 ORDER BY replica, start_ns, id");
-  rows.bind_int64(1, run_id);
-  while (rows.next_row()) read_fallback_row(rows, 1, add_event(timeline, rows).mutable_fallback());
-}
-
-void read_transfers(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline) {
-  Statement rows(file, "SELECT replica, " + kTransferColumns + " FROM transfers WHERE run_id = ?1 ORDER BY replica, start_ns, id");
-  rows.bind_int64(1, run_id);
-  while (rows.next_row()) read_transfer_row(rows, 1, add_event(timeline, rows).mutable_transfer());
-}
-
-void read_scalars(const HistoryFile& file, int64_t run_id, pb::RunTimeline& timeline) {
-  Statement rows(file, "SELECT replica, " + kScalarColumns + " FROM scalars WHERE run_id = ?1 ORDER BY replica, step, id");
-  rows.bind_int64(1, run_id);
-  while (rows.next_row()) read_scalar_row(rows, 1, add_event(timeline, rows).mutable_scalar());
+  while (rows.next_row()) {
+    pb::Event& event = *timeline.add_events();
+    event.set_replica(static_cast<int32_t>(rows.int64_at(0)));
+    read_row(rows, 1, (event.*mutable_field)());
+  }
 }
 
 }  // namespace
@@ -61,12 +37,19 @@ std::optional<pb::RunTimeline> read_run_timeline(const HistoryFile& file, int64_
   timeline.mutable_run()->set_started_unix_ms(run.int64_at(1));
   timeline.mutable_run()->set_device_count(static_cast<int32_t>(run.int64_at(2)));
   run.reset();
-  read_steps(file, run_id, timeline);
-  read_compiles(file, run_id, timeline);
-  read_executions(file, run_id, timeline);
-  read_fallbacks(file, run_id, timeline);
-  read_transfers(file, run_id, timeline);
-  read_scalars(file, run_id, timeline);
+  read_events(file, run_id, timeline, "steps", kStepColumns, "replica, start_ns, step, rowid", read_step_row,
+              &pb::Event::mutable_step);
+  read_events(file, run_id, timeline, "compilations", kCompileColumns, "replica, start_ns, id", read_compile_row,
+              &pb::Event::mutable_compile);
+  read_events(file, run_id, timeline, "executions", kExecutionColumns, "replica, start_ns, id", read_execution_row,
+              &pb::Event::mutable_execute);
+  read_events(file, run_id, timeline, "fallbacks", kFallbackColumns, "replica, start_ns, id", read_fallback_row,
+              &pb::Event::mutable_fallback);
+  read_events(file, run_id, timeline, "transfers", kTransferColumns, "replica, start_ns, id", read_transfer_row,
+              &pb::Event::mutable_transfer);
+  read_events(file, run_id, timeline, "scalars", kScalarColumns, "replica, step, id", read_scalar_row,
+              &pb::Event::mutable_scalar);
+  for (pb::Event& snapshot : read_metric_snapshots(file, run_id)) *timeline.add_events() = std::move(snapshot);
   return timeline;
 }
 

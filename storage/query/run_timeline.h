@@ -12,7 +12,8 @@ namespace lazyscope::storage {
 class HistoryFile;
 
 // nullopt when there is no such run. Compiles come without their IR and
-// program text; a NaN scalar reads back as NaN.
+// program text; a NaN scalar reads back as NaN. The metric snapshots come
+// last, in arrival order: memory over time for timelines and traces.
 std::optional<pb::RunTimeline> read_run_timeline(const HistoryFile& file, int64_t run_id);
 
 }  // namespace lazyscope::storage

@@ -1,7 +1,5 @@
 #include "recorder/run_import.h"
 
-#include <algorithm>
-#include <utility>
 #include <vector>
 
 #include "db/history_file.h"
@@ -9,6 +7,7 @@
 #include "db/statement.h"
 #include "db/transaction.h"
 #include "recorder/batch_writer.h"
+#include "recorder/run_row.h"
 
 namespace lazyscope::storage {
 namespace {
@@ -29,29 +28,15 @@ std::string free_name(const HistoryFile& file, const std::string& name) {
   }
 }
 
-std::string settings_json(const pb::RunInfo& info) {
-  // Sorted, as the recorder stores them (a protobuf map has no order).
-  std::vector<std::pair<std::string, std::string>> entries(info.settings().begin(), info.settings().end());
-  std::sort(entries.begin(), entries.end());
-  return json_object(entries);
-}
-
 int64_t insert_finished_run(const HistoryFile& file, const pb::RunInfo& info, const std::string& name,
                             int64_t heartbeat_unix_ms) {
-  Statement insert(file, R"sql(
-    INSERT INTO runs (name, script_path, script_sha256, script_text, args_json, settings_json,
-                      backend, device_count, host, pid, started_unix_ms, ended_unix_ms,
-                      heartbeat_unix_ms, status, exit_code, error, traceback, tags_json)
+  Statement insert(file, std::string("INSERT INTO runs (name, ") + kRunScriptColumns + R"sql(,
+                      host, pid, started_unix_ms, ended_unix_ms, heartbeat_unix_ms, status,
+                      exit_code, error, traceback, tags_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
     RETURNING id)sql");
-  insert.bind_text(1, name)
-      .bind_text(2, info.script_path())
-      .bind_text(3, info.script_sha256())
-      .bind_text(4, info.script_text())
-      .bind_text(5, json_array(info.args()))
-      .bind_text(6, settings_json(info))
-      .bind_text(7, info.backend())
-      .bind_int64(8, info.device_count())
+  insert.bind_text(1, name);
+  bind_run_script_columns(insert, 2, info)
       .bind_text(9, info.host())
       .bind_int64(10, info.pid())
       .bind_int64(11, info.started_unix_ms())
@@ -62,10 +47,7 @@ int64_t insert_finished_run(const HistoryFile& file, const pb::RunInfo& info, co
       .bind_text(16, info.error())
       .bind_text(17, info.traceback())
       .bind_text(18, json_array(info.tags()));
-  if (!insert.next_row()) throw HistoryError(file.path() + ": inserting the imported run returned no id");
-  const int64_t run_id = insert.int64_at(0);
-  insert.execute();  // step past RETURNING's row so the insert completes
-  return run_id;
+  return insert_returning_id(file, insert, "the imported run");
 }
 
 }  // namespace

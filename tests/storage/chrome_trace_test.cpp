@@ -3,6 +3,8 @@
 
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "export/chrome_trace.h"
 #include "query/history_reader.h"
@@ -15,6 +17,20 @@ namespace {
 using test_support::ScratchFolder;
 
 constexpr uint64_t kGraph = 0xabc;
+
+// A metric snapshot as the engine publishes it: the counters that changed.
+pb::Event snapshot_at(int64_t step, int64_t time_ns, std::vector<std::pair<const char*, int64_t>> counters) {
+  pb::Event event;
+  event.mutable_metrics()->set_step(step);
+  event.mutable_metrics()->set_time_ns(time_ns);
+  for (const auto& [name, value] : counters) {
+    pb::MetricValue& metric = *event.mutable_metrics()->add_metrics();
+    metric.set_name(name);
+    metric.set_is_counter(true);
+    metric.set_value(value);
+  }
+  return event;
+}
 
 int64_t record_small_run(const std::string& path) {
   pb::RunInfo info = test_support::sample_run_info("trace \"demo\"");
@@ -35,6 +51,9 @@ int64_t record_small_run(const std::string& path) {
   recorder.record(test_support::scalar_event(1, "loss", 1.25));
   recorder.record(test_support::scalar_event(0, "accuracy", std::numeric_limits<double>::quiet_NaN()));
   recorder.record(test_support::scalar_event(5, "accuracy", 0.75));  // after the last step
+  // Memory counters become counter tracks; other metrics stay in `show`.
+  recorder.record(snapshot_at(0, 2'950'000, {{"LiveDeviceBufferBytes", 4096}, {"ExecuteCount", 1}, {"LiveBufferBytes", 8192}}));
+  recorder.record(snapshot_at(1, 3'650'000, {{"LiveDeviceBufferBytes", 0}}));
   recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   return recorder.run_id();
 }
@@ -62,9 +81,12 @@ TEST(ChromeTrace, ExportsProcessesThreadsSpansAndCounters) {
 {"ph":"M","pid":2,"tid":0,"name":"process_sort_index","args":{"sort_index":2}},
 {"ph":"M","pid":2,"tid":1,"name":"thread_name","args":{"name":"steps"}},
 {"ph":"M","pid":2,"tid":1,"name":"thread_sort_index","args":{"sort_index":1}},
+{"name":"LiveDeviceBufferBytes","cat":"memory","ph":"C","pid":1,"tid":0,"ts":1950.000,"args":{"bytes":4096}},
+{"name":"LiveBufferBytes","cat":"memory","ph":"C","pid":1,"tid":0,"ts":1950.000,"args":{"bytes":8192}},
 {"name":"loss","cat":"scalar","ph":"C","pid":1,"tid":0,"ts":2000.000,"args":{"value":2.5}},
 {"name":"loss","cat":"scalar","ph":"C","pid":1,"tid":0,"ts":2600.000,"args":{"value":1.25}},
 {"name":"accuracy","cat":"scalar","ph":"C","pid":1,"tid":0,"ts":2600.000,"args":{"value":0.75}},
+{"name":"LiveDeviceBufferBytes","cat":"memory","ph":"C","pid":1,"tid":0,"ts":2650.000,"args":{"bytes":0}},
 {"name":"step 0","cat":"step","ph":"X","pid":1,"tid":1,"ts":0.500,"dur":1999.500,"args":{"step":0,"trace_us":0.011,"compile_us":1200.000,"execute_us":0.022,"transfer_us":0.033,"host_wait_us":0.044}},
 {"name":"step 1","cat":"step","ph":"X","pid":1,"tid":1,"ts":2100.000,"dur":500.000,"args":{"step":1,"trace_us":0.011,"compile_us":0.000,"execute_us":0.022,"transfer_us":0.033,"host_wait_us":0.044}},
 {"name":"compile 0000000000000abc","cat":"compile","ph":"X","pid":1,"tid":2,"ts":100.000,"dur":1200.000,"args":{"step":0,"graph":"0000000000000abc","reason_kind":"COMPILE_REASON_FIRST_SIGHT","reason":"COMPILE_REASON_FIRST_SIGHT","source":"train.py:12"}},
@@ -103,16 +125,22 @@ TEST(ChromeTrace, TimelineHoldsEveryReplicaAndCompilesWithoutTheirIr) {
   const auto timeline = HistoryReader(path).timeline(run_id);
   ASSERT_TRUE(timeline.has_value());
   EXPECT_EQ(timeline->run().name(), "trace \"demo\"");
-  EXPECT_EQ(timeline->events_size(), 12);
+  EXPECT_EQ(timeline->events_size(), 14);  // 12 events and the 2 metric snapshots
   int replica1_steps = 0;
+  int snapshots = 0;
   for (const pb::Event& event : timeline->events()) {
     if (event.has_step() && event.replica() == 1) ++replica1_steps;
+    if (event.has_metrics()) {
+      EXPECT_EQ(event.metrics().step(), snapshots++);  // in arrival order
+    }
     if (event.has_compile()) {
       EXPECT_EQ(event.compile().graph().nodes_size(), 0);
       EXPECT_EQ(event.compile().source().line(), 12);
     }
   }
   EXPECT_EQ(replica1_steps, 1);
+  EXPECT_EQ(snapshots, 2);
+  EXPECT_TRUE(timeline->events(12).has_metrics() && timeline->events(13).has_metrics());
 }
 
 }  // namespace

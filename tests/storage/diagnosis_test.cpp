@@ -73,6 +73,30 @@ TEST(Diagnosis, ACleanRunHasNoFindings) {
   EXPECT_EQ(diagnose(record_and_load(events)).size(), 0u);
 }
 
+// The optimizer's first step creates its state (momentum buffers), so step 1
+// compiles a larger graph once and every later step reuses it: information,
+// not a warning; a structure change at a later step, or one that recurs, stays
+// a warning.
+TEST(Diagnosis, AStructureChangeOnceInStepOneIsWarmUp) {
+  const pb::SourceLocation site = source_at("/home/ada/x.py", 9);
+  std::vector<pb::Event> events = {
+      compile_at(0, 0xa, 1 * kMs, 1 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, site, chain_graph(0xa, {8, 3}, 2)),
+      compile_at(1, 0xb, 11 * kMs, 1 * kMs, pb::COMPILE_REASON_STRUCTURE, 0xa, site, chain_graph(0xb, {8, 3}, 4))};
+  for (int step = 0; step < kSteps; ++step) events.push_back(mark_step_execution(step, step == 0 ? 0xa : 0xb));
+  const auto warm_up = findings_of("recompilation", record_and_load(events));
+  ASSERT_EQ(warm_up.size(), 1u);
+  EXPECT_EQ(warm_up[0].severity(), pb::SEVERITY_INFO);
+  EXPECT_THAT(warm_up[0].title(), HasSubstr("changed once, at step 1, and every later step reuses it"));
+  EXPECT_THAT(warm_up[0].detail(), HasSubstr("compiled at x.py:9"));
+
+  // The same change at step 2 of 4 is not warm-up.
+  events[1] = compile_at(2, 0xb, 21 * kMs, 1 * kMs, pb::COMPILE_REASON_STRUCTURE, 0xa, site, chain_graph(0xb, {8, 3}, 4));
+  const auto late = findings_of("recompilation", record_and_load(events));
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].severity(), pb::SEVERITY_WARNING);
+  EXPECT_THAT(late[0].title(), HasSubstr("the traced graph changes at x.py:9"));
+}
+
 TEST(Diagnosis, ShapeRecompilesNameTheInputItsShapesAndTheTimeLost) {
   const pb::SourceLocation site = source_at("/home/ada/x.py", 9, "train");
   const pb::SourceLocation batch = source_at("/home/ada/x.py", 5, "train");
@@ -264,6 +288,8 @@ TEST(Diagnosis, UploadsAboveTheThresholdShareOfStepTime) {
   EXPECT_DOUBLE_EQ(findings[0].share_of_step_time(), 0.15);
   // Exactly at the threshold: not reported.
   EXPECT_EQ(findings_of("blocking-transfer", record_and_load(uploads(1 * kMs))).size(), 0u);
+  // A large share of tiny steps, but under a millisecond in all: nothing to gain.
+  EXPECT_EQ(findings_of("blocking-transfer", record_and_load(uploads(kMs / 5 - 1))).size(), 0u);
 }
 
 TEST(Diagnosis, FindingsAreOrderedBySeverityThenTimeLost) {
