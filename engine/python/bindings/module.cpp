@@ -30,11 +30,16 @@ PYBIND11_MODULE(_C, m) {
   // Also a Python IndexError, so that `except IndexError` and iteration work.
   static py::exception<IndexError> index_error(
       m, "IndexError", py::make_tuple(engine_error, py::handle(PyExc_IndexError)));
+  // Also a Python MemoryError: a tensor too large for the machine.
+  static py::exception<OutOfMemoryError> memory_error(
+      m, "OutOfMemoryError", py::make_tuple(engine_error, py::handle(PyExc_MemoryError)));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const IndexError& e) {
       PyErr_SetString(index_error.ptr(), e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(memory_error.ptr(), e.what());
     } catch (const ShapeError& e) {
       PyErr_SetString(shape_error.ptr(), e.what());
     } catch (const DeviceMismatchError& e) {
