@@ -14,6 +14,7 @@ struct Bus {
   int next_id = 1;
   std::vector<std::pair<int, std::shared_ptr<Subscriber>>> subscribers;
   std::atomic<bool> enabled{false};
+  std::atomic<int64_t> published{0};
 };
 
 Bus& bus() {
@@ -43,6 +44,7 @@ bool enabled() { return bus().enabled.load(std::memory_order_relaxed); }
 
 void publish(const pb::Event& event) {
   Bus& b = bus();
+  b.published.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::shared_ptr<Subscriber>> targets;
   {
     std::lock_guard lock(b.mu);
@@ -50,6 +52,8 @@ void publish(const pb::Event& event) {
   }
   for (auto& s : targets) (*s)(event);
 }
+
+int64_t published_count() { return bus().published.load(std::memory_order_relaxed); }
 
 int64_t now_ns() {
   using clock = std::chrono::steady_clock;

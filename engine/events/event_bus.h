@@ -18,6 +18,9 @@ int subscribe(Subscriber subscriber);
 void unsubscribe(int id);
 bool enabled();
 void publish(const pb::Event& event);
+// How many events were ever published, subscribers or not: lets a test prove
+// that with no subscriber no path builds and publishes an event.
+int64_t published_count();
 
 // Nanoseconds on the steady clock since the engine's epoch (first call).
 int64_t now_ns();

@@ -292,7 +292,16 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     // steps run; reading one of them runs its graph, and raises, again.
     forget_pending(st, targets);
     LAZYSCOPE_COUNTER("FailedExecutions")->add(1);
-    throw;
+    try {
+      throw;
+    } catch (const KernelFailure& f) {
+      // The error surfaces at the sync, far from the op: name the user's
+      // line that traced the failing node, keeping the error's class.
+      const auto node = static_cast<size_t>(f.node());
+      const SourceLocation where = node < graph.view.nodes.size() ? graph.view.nodes[node]->source() : SourceLocation{};
+      rethrow_with_message(f.error(),
+                           where.known() ? std::string(f.what()) + " (traced at " + where.str() + ")" : f.what());
+    }
   }
   const int64_t execute_ns = events::now_ns() - execute_start;
   LAZYSCOPE_COUNTER("ExecuteCount")->add(1);

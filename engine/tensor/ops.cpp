@@ -108,7 +108,12 @@ BufferPtr run_kernel(OpKind op, const std::vector<const Buffer*>& buffers, const
     throw EngineError(std::string(op_name(op)) + " is not implemented for " + std::string(dtype_name(spec.dtype)) +
                       " " + where + at_line(current_source_location()));
   }
-  BufferPtr out = Buffer::allocate(spec.dtype, spec.shape);
+  BufferPtr out;
+  try {
+    out = Buffer::allocate(spec.dtype, spec.shape);
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(std::string(op_name(op)) + ": " + e.what());
+  }
   kernel(cpu::KernelArgs{buffers, *out, attrs});
   return out;
 }
@@ -135,8 +140,8 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   TensorSpec spec;
   try {
     spec = infer_spec(op, specs, attrs);
-  } catch (const ShapeError& e) {
-    throw ShapeError(e.what() + at_line(current_source_location()));
+  } catch (const EngineError& e) {  // shapes, and dtypes an op refuses (conv2d of integers)
+    rethrow_with_message(std::current_exception(), e.what() + at_line(current_source_location()));
   }
 
   const Device& device = inputs[0].device();
@@ -146,6 +151,8 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
       out = run_eager(op, inputs, spec, attrs);
     } catch (const IndexError& e) {  // a bad value in the data: name the user's line too
       throw IndexError(e.what() + at_line(current_source_location()));
+    } catch (const OutOfMemoryError& e) {
+      throw OutOfMemoryError(e.what() + at_line(current_source_location()));
     }
   } else if (const pb::FallbackReason reason = executor::fallback_reason(op, spec.dtype);
              reason != pb::FALLBACK_REASON_UNSPECIFIED) {
@@ -158,6 +165,8 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
                                   })[0];
     } catch (const IndexError& e) {
       throw IndexError(e.what() + at_line(current_source_location()));
+    } catch (const OutOfMemoryError& e) {
+      throw OutOfMemoryError(e.what() + at_line(current_source_location()));
     }
   } else {
     std::vector<NodePtr> operands;

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "lazyscope/ir_format.h"
+
 namespace lazyscope::storage {
 namespace {
 
@@ -34,15 +36,6 @@ std::string where(const pb::SourceLocation& source) {
   if (source.file().empty()) return "an unknown line";
   const std::string name = std::filesystem::path(source.file()).filename().string();
   return source.line() > 0 ? name + ":" + std::to_string(source.line()) : name;
-}
-
-std::string shape_text(const pb::IrNode& node) {
-  std::string text = "[";
-  for (int i = 0; i < node.shape_size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(node.shape(i));
-  }
-  return text + "]";
 }
 
 using SiteKey = std::tuple<std::string, int32_t>;  // file, line
@@ -138,7 +131,7 @@ std::optional<VaryingInput> varying_input(const std::vector<const pb::IrGraph*>&
       VaryingInput& input = inputs[node.parameter_index()];
       input.parameter = node.parameter_index();
       if (input.source.file().empty()) input.source = node.source();
-      const std::string shape = shape_text(node);
+      const std::string shape = ir_format::shape(node);
       if (std::find(input.shapes.begin(), input.shapes.end(), shape) == input.shapes.end()) {
         input.shapes.push_back(shape);
         input.dims.emplace_back(node.shape().begin(), node.shape().end());

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "core/settings.h"
+#include "events/event_bus.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
@@ -138,6 +139,34 @@ TEST_F(RuntimeTest, SnapshotPercentilesMatchASortedOracle) {
   EXPECT_DOUBLE_EQ(s.p50, 51);  // element floor(0.5 * 100) of 1..100
   EXPECT_DOUBLE_EQ(s.p90, 91);
   EXPECT_DOUBLE_EQ(s.p99, 100);
+}
+
+// Every event-emitting path (compile, execute, step, transfer, fallback,
+// scalar logs, metric snapshots) once, on the lazy and the cpu device.
+void exercise_every_event_path() {
+  settings::set_forced_fallbacks({"exp"});
+  const Tensor x = make({0.f, 1.f, -1.f}, {3}, lazy0());  // an upload: a transfer
+  const Tensor y = ops::add(ops::exp(x), x);                // a fallback, then a graph
+  executor::log_scalar("loss", ops::sum(y, {}, false));
+  executor::log_scalar("cpu_loss", make({2.f}, {1}));
+  executor::publish_scalar(lazy0(), "lr", 0.1);
+  executor::mark_step(lazy0());  // compile, execute, step, scalars, snapshot
+  EXPECT_EQ(values(y).size(), 3u);
+  executor::publish_metric_snapshot(lazy0(), false);
+  settings::set_forced_fallbacks({});
+}
+
+TEST_F(RuntimeTest, NoEventIsBuiltWithoutASubscriber) {
+  ASSERT_FALSE(events::enabled());
+  const int64_t before = events::published_count();
+  exercise_every_event_path();
+  EXPECT_EQ(events::published_count(), before) << "a path publishes (and so builds) events nobody receives";
+  // The same work with a subscriber does publish: the count sees every path.
+  EventCapture capture;
+  exercise_every_event_path();
+  EXPECT_GE(events::published_count() - before, 7);
+  EXPECT_FALSE(capture.fallbacks().empty());
+  EXPECT_FALSE(capture.compiles().empty() && capture.executions().empty());
 }
 
 }  // namespace

@@ -107,8 +107,16 @@ class CpuExecutable final : public Executable {
     for (const Instruction& ins : program_) {
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
-      BufferPtr out = Buffer::allocate_on_device(ins.spec.dtype, ins.spec.shape);
-      ins.kernel(KernelArgs{inputs, *out, ins.attrs});
+      BufferPtr out;
+      try {
+        out = Buffer::allocate_on_device(ins.spec.dtype, ins.spec.shape);
+        ins.kernel(KernelArgs{inputs, *out, ins.attrs});
+      } catch (const EngineError& e) {
+        // Which node failed, for the executor to name the line that traced it.
+        const std::string op(op_name(ins.op));
+        const std::string what = e.what();
+        throw KernelFailure(ins.output, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
+      }
       // bf16 mode computes in bfloat16 precision: every float result is
       // rounded as a bf16 device would store it.
       if (bf16_ && stored_as_bf16(ins.spec.dtype)) round_to_bf16(*out);

@@ -2,8 +2,11 @@
 // The other kernels live in kernels_{elementwise,reduce,layout}.cpp.
 #include "backend/cpu/kernels.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/kernel_util.h"
 
@@ -98,6 +101,44 @@ const Table& kernel_table() {
 
 #undef LAZYSCOPE_KERNEL
 
+bool is_16_bit_float(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
+
+KernelFn table_kernel(OpKind op, DType dtype) {
+  const auto it = kernel_table().find(Key{op, dtype});
+  return it == kernel_table().end() ? nullptr : it->second;
+}
+
+void cast_into(const Buffer& in, Buffer& out) {
+  const Buffer* operand = &in;
+  table_kernel(OpKind::kCast, out.dtype())(KernelArgs{std::span<const Buffer* const>(&operand, 1), out, Attrs{}});
+}
+
+// The 16-bit floats compute in float32 and round once at the end, as
+// PyTorch's CPU kernels do: an op with a 16-bit output and no row of its own
+// widens its 16-bit operands to float32, runs the float32 row and narrows the
+// result. One instantiation per op, since a KernelFn carries no state.
+template <size_t Op> void widened_kernel(const KernelArgs& k) {
+  constexpr auto op = static_cast<OpKind>(Op);
+  std::vector<BufferPtr> wide;
+  std::vector<const Buffer*> operands;
+  for (const Buffer* in : k.inputs) {
+    if (!is_16_bit_float(in->dtype())) {
+      operands.push_back(in);
+      continue;
+    }
+    wide.push_back(Buffer::allocate(DType::kFloat32, in->shape()));
+    cast_into(*in, *wide.back());
+    operands.push_back(wide.back().get());
+  }
+  const BufferPtr out = Buffer::allocate(DType::kFloat32, k.out.shape());
+  table_kernel(op, DType::kFloat32)(KernelArgs{operands, *out, k.attrs});
+  cast_into(*out, k.out);
+}
+
+template <size_t... Ops> constexpr auto widened_kernels(std::index_sequence<Ops...>) {
+  return std::array<KernelFn, sizeof...(Ops)>{&widened_kernel<Ops>...};
+}
+
 }  // namespace
 
 KernelFn find_kernel(OpKind op, DType dtype) {
@@ -108,6 +149,13 @@ KernelFn find_kernel(OpKind op, DType dtype) {
   static const Flat flat = [] {
     Flat f{};
     for (const auto& [key, fn] : kernel_table()) f[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] = fn;
+    constexpr auto widened = widened_kernels(std::make_index_sequence<static_cast<size_t>(OpKind::kNumOps)>());
+    for (size_t o = 0; o < f.size(); ++o) {
+      if (f[o][static_cast<size_t>(DType::kFloat32)] == nullptr) continue;
+      for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+        if (f[o][static_cast<size_t>(d)] == nullptr) f[o][static_cast<size_t>(d)] = widened[o];
+      }
+    }
     return f;
   }();
   const auto o = static_cast<size_t>(op);

@@ -173,6 +173,28 @@ void all_kernel(const KernelArgs& k) {
   reduce<bool, bool>(k, true, [](bool a, bool v, int64_t) { return a && v; }, [](bool a, int64_t) { return a; });
 }
 
+// argmax/argmin typed by the input. 16-bit floats widen to float32 first:
+// exact, so the order and therefore the index are the same.
+template <bool kMax> void arg_reduce(const KernelArgs& k) {
+  const auto run = [&]<typename T>(const KernelArgs& args) {
+    if constexpr (kMax) argmax_kernel<T>(args);
+    else argmin_kernel<T>(args);
+  };
+  const Buffer& in = *k.inputs[0];
+  dispatch(in.dtype(), [&]<typename T>() {
+    if constexpr (std::is_arithmetic_v<T>) {
+      run.template operator()<T>(k);
+    } else {
+      const BufferPtr wide = Buffer::allocate(DType::kFloat32, in.shape());
+      const T* src = in.as<T>();
+      float* dst = wide->as<float>();
+      for (int64_t i = 0; i < in.numel(); ++i) dst[i] = static_cast<float>(to_double(src[i]));
+      const Buffer* operand = wide.get();
+      run.template operator()<float>(KernelArgs{std::span<const Buffer* const>(&operand, 1), k.out, k.attrs});
+    }
+  });
+}
+
 }  // namespace
 
 void add_reduction_kernels(Table& t) {
@@ -189,24 +211,8 @@ void add_reduction_kernels(Table& t) {
   t.emplace(Key{OpKind::kAny, DType::kBool}, any_kernel);
   t.emplace(Key{OpKind::kAll, DType::kBool}, all_kernel);
   // argmax/argmin write int64 whatever the input: typed by the input inside.
-  t.emplace(Key{OpKind::kArgmax, DType::kInt64}, [](const KernelArgs& k) {
-    dispatch(k.inputs[0]->dtype(), [&]<typename T>() {
-      if constexpr (std::is_arithmetic_v<T>) {
-        argmax_kernel<T>(k);
-      } else {
-        throw EngineError("argmax: 16-bit float inputs are not supported; convert to float32 first");
-      }
-    });
-  });
-  t.emplace(Key{OpKind::kArgmin, DType::kInt64}, [](const KernelArgs& k) {
-    dispatch(k.inputs[0]->dtype(), [&]<typename T>() {
-      if constexpr (std::is_arithmetic_v<T>) {
-        argmin_kernel<T>(k);
-      } else {
-        throw EngineError("argmin: 16-bit float inputs are not supported; convert to float32 first");
-      }
-    });
-  });
+  t.emplace(Key{OpKind::kArgmax, DType::kInt64}, [](const KernelArgs& k) { arg_reduce<true>(k); });
+  t.emplace(Key{OpKind::kArgmin, DType::kInt64}, [](const KernelArgs& k) { arg_reduce<false>(k); });
 }
 
 }  // namespace lazyscope::cpu

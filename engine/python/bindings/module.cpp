@@ -4,6 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string>
+#include <vector>
+
 #include "bindings/runtime_bindings.h"
 #include "bindings/source_provider.h"
 #include "bindings/tensor_bindings.h"
@@ -11,6 +14,7 @@
 #include "core/settings.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
+#include "ir/op_table.h"
 #include "metrics/metrics.h"
 
 namespace py = pybind11;
@@ -26,11 +30,16 @@ PYBIND11_MODULE(_C, m) {
   // Also a Python IndexError, so that `except IndexError` and iteration work.
   static py::exception<IndexError> index_error(
       m, "IndexError", py::make_tuple(engine_error, py::handle(PyExc_IndexError)));
+  // Also a Python MemoryError: a tensor too large for the machine.
+  static py::exception<OutOfMemoryError> memory_error(
+      m, "OutOfMemoryError", py::make_tuple(engine_error, py::handle(PyExc_MemoryError)));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const IndexError& e) {
       PyErr_SetString(index_error.ptr(), e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(memory_error.ptr(), e.what());
     } catch (const ShapeError& e) {
       PyErr_SetString(shape_error.ptr(), e.what());
     } catch (const DeviceMismatchError& e) {
@@ -77,4 +86,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("compile_cache_size", [] { return executor::compile_cache().size(); });
   m.def("set_compile_cache_limit", &settings::set_compile_cache_size, py::arg("graphs"));
   m.def("set_graph_node_limit", &settings::set_graph_node_limit, py::arg("nodes"));
+  // Every IR op's name, in op-table order: tests/python/test_op_coverage.py
+  // checks each has an oracle test, so a new op cannot land untested.
+  m.def("_op_names", [] {
+    std::vector<std::string> names;
+    for (int i = 0; i < static_cast<int>(OpKind::kNumOps); ++i) {
+      names.emplace_back(op_name(static_cast<OpKind>(i)));
+    }
+    return names;
+  });
 }

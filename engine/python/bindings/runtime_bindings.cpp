@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
-#include "executor/graph_dump.h"
 #include "executor/graph_executor.h"
+#include "lazyscope/ir_format.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
 
@@ -163,15 +163,15 @@ void bind_runtime(py::module_& m) {
       targets.push_back(tensors[i].impl());
     }
     const pb::IrGraph graph = executor::pending_graph(tensors[0].device(), targets);
-    if (format == "text") return py::str(executor::graph_text(graph));
-    if (format == "dot") return py::str(executor::graph_dot(graph));
+    if (format == "text") return py::str(ir_format::text(graph));
+    if (format == "dot") return py::str(ir_format::dot(graph));
     return py::bytes(graph.SerializeAsString());
   }, py::arg("tensors"), py::arg("format") = "text");
   m.def("_graph_proto_to_text", [](const py::bytes& data) {
     // Test aid: parses protobuf bytes back into an IrGraph and lists it.
     pb::IrGraph graph;
     if (!graph.ParseFromString(std::string(data))) throw EngineError("not a serialized IrGraph");
-    return executor::graph_text(graph);
+    return ir_format::text(graph);
   });
 
   // Data-dependent ops.

@@ -83,6 +83,7 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     DeviceMismatchError,
     EngineError,
     IndexError,
+    OutOfMemoryError,
     ShapeError,
     Tensor,
     add,
