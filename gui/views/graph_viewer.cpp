@@ -167,8 +167,11 @@ QWidget* GraphViewer::createLegend() {
     row->addWidget(swatch);
     row->addWidget(new QLabel(opKindName(kind), legend));
   }
-  auto* hint = new QLabel(tr("dashed: a collapsed scope (double-click to expand; right-click a node to collapse)"),
-                          legend);
+  // Short enough to fit beside the legend when the details pane is open
+  // (the long form was cut off at 1280 px); the how-to is in the tooltip.
+  auto* hint = new QLabel(tr("dashed: collapsed scope"), legend);
+  hint->setToolTip(tr("A dashed box is a collapsed module scope: double-click it to expand it; right-click a "
+                      "node to collapse its scope."));
   hint->setForegroundRole(QPalette::PlaceholderText);
   row->addSpacing(12);
   row->addWidget(hint, 1);
