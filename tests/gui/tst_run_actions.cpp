@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include "dialogs/run_script_dialog.h"
+#include "export/run_bundle.h"
 #include "history_fixture.h"
 #include "loaders/script_run.h"
 #include "models/delta_table_model.h"
@@ -124,6 +125,41 @@ private slots:
     QTRY_COMPARE(run(*window_, id).run().id(), id);
     window_->runActions()->deleteRuns({id});
     QTRY_COMPARE(run(*window_, id).run().id(), 0);
+  }
+
+  void exportARunAsBundleAndTrace() {
+    RunActions *actions = window_->runActions();
+    QSignalSpy exported(actions, &RunActions::exported);
+    QSignalSpy failed(actions, &RunActions::failed);
+
+    // The bundle reads back as the same run, as `lazyscope import` reads it.
+    const QString bundle = dir_.filePath(QStringLiteral("run.lsrun"));
+    actions->exportRun(reshapedId_, bundle, RunExportFormat::Bundle);
+    QTRY_COMPARE(exported.count(), 1);
+    const pb::RunBundle read =
+        storage::read_run_bundle_file(bundle.toStdString());
+    QCOMPARE(QString::fromStdString(read.run().name()),
+             QStringLiteral("reshaped"));
+    QVERIFY(read.events_size() > 0);
+
+    // The trace is Chrome trace-event JSON.
+    const QString trace = dir_.filePath(QStringLiteral("run.trace.json"));
+    actions->exportRun(reshapedId_, trace, RunExportFormat::ChromeTrace);
+    QTRY_COMPARE(exported.count(), 2);
+    QFile file(trace);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().contains("\"traceEvents\""));
+
+    // An unwritable path and a vanished run are messages in the banner.
+    actions->exportRun(reshapedId_, QStringLiteral("/nonexistent/dir/run.lsrun"),
+                       RunExportFormat::Bundle);
+    QTRY_COMPARE(failed.count(), 1);
+    QVERIFY(window_->banner()->text().contains(QStringLiteral("nonexistent")));
+    actions->exportRun(99999, trace, RunExportFormat::ChromeTrace);
+    QTRY_COMPARE(failed.count(), 2);
+    QVERIFY2(failed.last().first().toString().contains(QStringLiteral("99999")),
+             qPrintable(failed.last().first().toString()));
+    QCOMPARE(exported.count(), 2);
   }
 
   void compareTwoRuns() {
