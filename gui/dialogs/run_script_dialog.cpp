@@ -127,7 +127,7 @@ void RunScriptDialog::askRunnerForFlags() {
     help->deleteLater();
   });
   connect(help, &QProcess::errorOccurred, help, &QObject::deleteLater);
-  help->start(runnerPath(), {QStringLiteral("--help")});
+  help->start(runnerPath(), {QStringLiteral("run"), QStringLiteral("--help")});
 }
 
 void RunScriptDialog::setSupportedFlags(const QStringList &flags) {
@@ -140,7 +140,7 @@ void RunScriptDialog::setSupportedFlags(const QStringList &flags) {
         known ? QString()
               : tr("This lazyscope does not support %1 yet.").arg(flag));
   };
-  enable(deviceKind_, "device-kind");
+  enable(deviceKind_, "device");
   enable(deviceCount_, "devices");
   enable(bf16_, "bf16");
   enable(fallbacks_, "fallback");

@@ -187,8 +187,18 @@ RunProfile RunProfileLoader::read(const storage::HistoryReader& reader, int64_t 
   profile.scalars = scalarsOf(*timeline);
   profile.fallbackGroups = reader.fallback_groups(runId);
   profile.output = reader.output(runId);
-  profile.metrics = deriveMetrics(*timeline);
-  profile.metricsDerived = true;
+  // The engine's own report, as the runner snapshotted it, is what a person
+  // compares with `lazyscope show` and the engine's metrics_report(); runs
+  // recorded before snapshots existed get the report their events imply.
+  pb::MetricsReport report = reader.final_metrics(runId);
+  profile.metricsDerived = report.metrics().empty();
+  if (profile.metricsDerived) {
+    profile.metrics = deriveMetrics(*timeline);
+  } else {
+    profile.metrics.assign(std::make_move_iterator(report.mutable_metrics()->begin()),
+                           std::make_move_iterator(report.mutable_metrics()->end()));
+    profile.metricsStep = report.step();
+  }
   return profile;
 }
 

@@ -39,10 +39,12 @@ struct RunProfile {
   std::vector<pb::ScalarSeries> scalars;  // by name
   std::vector<pb::FallbackGroup> fallbackGroups;  // most expensive first
   pb::RunOutput output;
-  // The run's metrics report. Until the history records the engine's metric
-  // snapshots it is derived from the recorded events (metricsDerived).
+  // The run's metrics report: the engine's last snapshot of each metric
+  // (metric_snapshots), or, for a run recorded without snapshots, the report
+  // derived from its events (metricsDerived).
   std::vector<pb::MetricValue> metrics;
   bool metricsDerived = true;
+  int64_t metricsStep = 0;  // the step of the newest snapshot (not derived)
 };
 
 // The metrics report a run's events imply, under the engine's metric names

@@ -39,6 +39,7 @@ QStringList runCommandLine(const ScriptRunOptions &options,
     if (!isSwitch)
       args << value;
   };
+  add("quiet", {}, true);
   if (!options.name.trimmed().isEmpty())
     add("name", options.name.trimmed());
   for (const QString &tag : options.tags)
@@ -46,11 +47,12 @@ QStringList runCommandLine(const ScriptRunOptions &options,
   if (options.deviceCount != 1)
     add("devices", QString::number(options.deviceCount));
   if (!options.deviceKind.isEmpty())
-    add("device-kind", options.deviceKind);
+    add("device", options.deviceKind);
   if (options.bf16)
     add("bf16", {}, true);
-  for (const QString &op : options.fallbackOps)
-    add("fallback", op);
+  // One flag with the ops separated by commas, as the runner documents it.
+  if (!options.fallbackOps.isEmpty())
+    add("fallback", options.fallbackOps.join(QLatin1Char(',')));
   args << options.script;
   if (!options.args.isEmpty())
     args << QStringLiteral("--") << options.args;

@@ -26,21 +26,29 @@ struct ScriptRunOptions {
 };
 
 // The runner's flag for each option, in one table so that a renamed or new
-// flag is one line to change. `flag` empty: the option is not passed.
+// flag is one line to change; it mirrors `lazyscope run --help` (--history
+// is always passed, --progress-every is moot under --quiet). `flag` empty:
+// the option is not passed.
 struct RunFlag {
-  const char
-      *option; // "name", "tag", "devices", "device-kind", "bf16", "fallback"
+  const char *option; // "name", "tag", "device", "devices", "bf16",
+                      // "fallback", "quiet"
   const char *flag;
 };
 inline constexpr RunFlag kRunFlags[] = {
-    {"name", "--name"},       {"tag", "--tag"},
-    {"devices", "--devices"}, {"device-kind", "--device"},
-    {"bf16", "--bf16"},       {"fallback", "--force-fallback"},
+    {"name", "--name"},
+    {"tag", "--tag"},
+    {"device", "--device"},
+    {"devices", "--devices"},
+    {"bf16", "--bf16"},
+    {"fallback", "--force-fallback"},
+    // The GUI shows progress itself (it polls the history); the runner's
+    // progress line would only fill the output pane with redraws.
+    {"quiet", "--quiet"},
 };
 const char *runFlag(const char *option);
 
 // `lazyscope` arguments for a run recorded into `history`: `run --history H
-// [flags] SCRIPT -- ARGS`. Options whose flag is not in `supported` (the
+// --quiet [flags] SCRIPT -- ARGS`. Options whose flag is not in `supported` (the
 // flags `lazyscope --help` lists; empty: assume all) are left out and named in
 // `skipped`.
 QStringList runCommandLine(const ScriptRunOptions &options,

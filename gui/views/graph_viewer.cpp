@@ -1,17 +1,21 @@
 #include "views/graph_viewer.h"
 
+#include "util/image_export.h"
+
 #include <QCache>
 #include <QFuture>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QMessageBox>
 #include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
+#include "util/image_export.h"
 #include "views/graph_canvas.h"
 #include "views/graph_layout.h"
 #include "views/graph_scene.h"
@@ -130,6 +134,14 @@ QWidget* GraphViewer::createToolbar() {
   connect(whole_, &QToolButton::clicked, this, &GraphViewer::showWholeGraph);
   QToolButton* fit = button(tr("Fit"), tr("Fit the graph in the view (F); wheel or +/− to zoom, drag to pan"));
   connect(fit, &QToolButton::clicked, canvas_, &GraphCanvas::fitReadable);
+  QToolButton* exportButton = button(tr("Export…"), tr("Save the whole graph as drawn (PNG or SVG)"));
+  exportButton->setObjectName(QStringLiteral("graphExport"));
+  connect(exportButton, &QToolButton::clicked, this, [this] {
+    const QString path = askImagePath(this, QStringLiteral("graph"));
+    if (path.isEmpty()) return;
+    const QString error = exportImage(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Export"), error);
+  });
   status_ = new QLabel(bar);
   status_->setObjectName(QStringLiteral("graphStatus"));
   status_->setForegroundRole(QPalette::PlaceholderText);
@@ -148,6 +160,7 @@ QWidget* GraphViewer::createToolbar() {
   row->addWidget(around_);
   row->addWidget(whole_);
   row->addWidget(fit);
+  row->addWidget(exportButton);
   row->addWidget(status_, 1);
   return bar;
 }
@@ -167,8 +180,11 @@ QWidget* GraphViewer::createLegend() {
     row->addWidget(swatch);
     row->addWidget(new QLabel(opKindName(kind), legend));
   }
-  auto* hint = new QLabel(tr("dashed: a collapsed scope (double-click to expand; right-click a node to collapse)"),
-                          legend);
+  // Short enough to fit beside the legend when the details pane is open
+  // (the long form was cut off at 1280 px); the how-to is in the tooltip.
+  auto* hint = new QLabel(tr("dashed: collapsed scope"), legend);
+  hint->setToolTip(tr("A dashed box is a collapsed module scope: double-click it to expand it; right-click a "
+                      "node to collapse its scope."));
   hint->setForegroundRole(QPalette::PlaceholderText);
   row->addSpacing(12);
   row->addWidget(hint, 1);
@@ -403,6 +419,15 @@ void GraphViewer::showItemMenu(int index, const QPoint& globalPos) {
   menu.addSeparator();
   menu.addAction(tr("Show %1 hops around this").arg(hops_->value()), this, &GraphViewer::showAroundSelection);
   menu.exec(globalPos);
+}
+
+}  // namespace lazyscope::gui
+
+namespace lazyscope::gui {
+
+QString GraphViewer::exportImage(const QString& path) {
+  if (graph_ == nullptr || layingOut_) return tr("There is no graph drawn to export yet.");
+  return exportSceneImage(scene_, path);
 }
 
 }  // namespace lazyscope::gui

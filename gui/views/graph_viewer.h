@@ -63,6 +63,9 @@ class GraphViewer : public QWidget {
   GraphScene* scene() const { return scene_; }
   GraphCanvas* canvas() const { return canvas_; }
   QString message() const;
+  // Saves the whole drawn graph (as collapsed and filtered now) to `path`,
+  // .png or .svg; empty on success, else the message to show.
+  QString exportImage(const QString& path);
 
  signals:
   // The selected box shows node `node` (an index), or a collapsed scope

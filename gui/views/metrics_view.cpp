@@ -60,10 +60,12 @@ void MetricsView::setProfile(const RunProfile& profile) {
   if (profile.metrics.empty()) {
     note_->setText(tr("No metrics recorded for this run."));
   } else if (profile.metricsDerived) {
-    note_->setText(tr("Derived from the events recorded for this run (this history keeps no snapshots of the "
-                      "engine's own metrics report); percentiles are nearest-rank."));
+    note_->setText(tr("This run was recorded without snapshots of the engine's metrics report, so this "
+                      "report is derived from its recorded events; percentiles are nearest-rank."));
   } else {
-    note_->setText(tr("The engine's metrics report at the end of the run."));
+    note_->setText(tr("The engine's metrics report as last recorded (step %1): each metric's newest "
+                      "snapshot.")
+                       .arg(profile.metricsStep));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "windows/run_actions.h"
 
 #include <QAction>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QFuture>
 #include <QInputDialog>
@@ -57,6 +58,14 @@ RunActions::RunActions(MainWindow *window) : QObject(window), window_(window) {
   compare_ =
       make(tr("&Compare"), QKeySequence(Qt::CTRL | Qt::Key_D),
            tr("Compare the two selected runs"), &RunActions::compareSelected);
+  exportBundle_ = make(
+      tr("Export Run &Bundle…"), QKeySequence(),
+      tr("Save the selected run as a bundle that `lazyscope import` reads"),
+      [this] { askExport(RunExportFormat::Bundle); });
+  exportTrace_ = make(
+      tr("Export &Chrome Trace…"), QKeySequence(),
+      tr("Save the selected run as a trace for Perfetto or chrome://tracing"),
+      [this] { askExport(RunExportFormat::ChromeTrace); });
   runScript_ = make(
       tr("Run &Script…"), QKeySequence(Qt::CTRL | Qt::Key_R),
       tr("Run a Python script with lazyscope and record it into this history"),
@@ -69,7 +78,8 @@ RunActions::RunActions(MainWindow *window) : QObject(window), window_(window) {
 
   // The table's shortcuts work while it has focus; its context menu lists them.
   QTableView *table = window_->runListPage()->table();
-  for (QAction *action : {rename_, tags_, delete_, compare_}) {
+  for (QAction *action :
+       {rename_, tags_, delete_, compare_, exportBundle_, exportTrace_}) {
     action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
     table->addAction(action);
   }
@@ -98,7 +108,8 @@ RunActions::RunActions(MainWindow *window) : QObject(window), window_(window) {
 RunActions::~RunActions() = default;
 
 QList<QAction *> RunActions::runActions() const {
-  return {rename_, tags_, delete_, compare_, runScript_, stop_};
+  return {rename_,       tags_,        delete_,    compare_,
+          exportBundle_, exportTrace_, runScript_, stop_};
 }
 
 void RunActions::updateEnabled() {
@@ -108,6 +119,8 @@ void RunActions::updateEnabled() {
   tags_->setEnabled(selected == 1);
   delete_->setEnabled(selected >= 1);
   compare_->setEnabled(selected == 2);
+  exportBundle_->setEnabled(selected == 1);
+  exportTrace_->setEnabled(selected == 1);
 }
 
 void RunActions::edit(const QString &what,
@@ -288,6 +301,42 @@ bool RunActions::startScript(const ScriptRunOptions &options) {
   stopButton_->show();
   stop_->setEnabled(true);
   return true;
+}
+
+void RunActions::askExport(RunExportFormat format) {
+  const std::vector<int64_t> ids = window_->runListPage()->selectedRunIds();
+  if (ids.size() != 1)
+    return;
+  const bool bundle = format == RunExportFormat::Bundle;
+  const QString suggested =
+      QStringLiteral("run-%1%2").arg(ids.front()).arg(
+          bundle ? QStringLiteral(".lsrun") : QStringLiteral(".trace.json"));
+  const QString path = QFileDialog::getSaveFileName(
+      window_, bundle ? tr("Export Run Bundle") : tr("Export Chrome Trace"),
+      suggested,
+      bundle ? tr("Run bundles (*.lsrun);;All files (*)")
+             : tr("Chrome trace (*.json);;All files (*)"));
+  if (!path.isEmpty())
+    exportRun(ids.front(), path, format);
+}
+
+void RunActions::exportRun(qint64 runId, const QString &path,
+                           RunExportFormat format) {
+  // A big run's bundle takes a while to read and write: off the GUI thread,
+  // with a line in the status bar meanwhile.
+  window_->statusBar()->showMessage(tr("Exporting run %1…").arg(runId));
+  QtConcurrent::run(&exportRunToFile, window_->historyPath(),
+                    static_cast<int64_t>(runId), path, format)
+      .then(this, [this, path, runId](const QString &error) {
+        window_->statusBar()->clearMessage();
+        if (!error.isEmpty()) {
+          emit failed(error);
+          return;
+        }
+        window_->statusBar()->showMessage(
+            tr("Run %1 exported to %2").arg(runId).arg(path), 8000);
+        emit exported(path);
+      });
 }
 
 void RunActions::stopScript() {

@@ -12,6 +12,8 @@
 #include <QStringList>
 #include <functional>
 
+#include "loaders/run_export.h"
+
 class QAction;
 class QLabel;
 class QMenu;
@@ -40,6 +42,9 @@ public:
   void renameRun(qint64 runId, const QString &name);
   void setTags(qint64 runId, const QStringList &tags);
   void deleteRuns(const std::vector<int64_t> &runIds);
+  // Writes run `runId` to `path` in the background; emits exported(path)
+  // or failed(message) when done.
+  void exportRun(qint64 runId, const QString &path, RunExportFormat format);
   // Opens a Compare window for the two runs (older as A).
   CompareView *compareRuns(qint64 a, qint64 b);
   // Starts `lazyscope run` into the open history; false when it could not
@@ -52,12 +57,14 @@ public:
 signals:
   void edited(const QString &what);
   void failed(const QString &message);
+  void exported(const QString &path);
 
 private:
   void askRename();
   void askTags();
   void askDelete();
   void compareSelected();
+  void askExport(RunExportFormat format);
   void showRunDialog();
   void updateEnabled();
   void edit(const QString &what,
@@ -70,6 +77,8 @@ private:
   QAction *tags_;
   QAction *delete_;
   QAction *compare_;
+  QAction *exportBundle_;
+  QAction *exportTrace_;
   QAction *runScript_;
   QAction *stop_;
   int editing_ = 0;

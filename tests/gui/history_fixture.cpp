@@ -351,3 +351,26 @@ int64_t recordProfiledRun(const QString& path, int steps, const QString& name, d
 }
 
 }  // namespace lazyscope::gui::testing
+
+namespace lazyscope::gui::testing {
+
+ExclusiveLock::ExclusiveLock(const QString& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.toUtf8().constData(), &db) != SQLITE_OK) {
+    sqlite3_close(db);
+    return;
+  }
+  db_ = db;
+  // In WAL mode only locking_mode=EXCLUSIVE plus a write keeps readers out.
+  held_ = sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; "
+                           "UPDATE runs SET name = name WHERE 0;",
+                       nullptr, nullptr, nullptr) == SQLITE_OK;
+}
+
+ExclusiveLock::~ExclusiveLock() {
+  if (db_ == nullptr) return;
+  sqlite3_exec(static_cast<sqlite3*>(db_), "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(static_cast<sqlite3*>(db_));
+}
+
+}  // namespace lazyscope::gui::testing

@@ -59,6 +59,22 @@ void writeNewerSchemaFile(const QString& path);
 // A file that is not an SQLite database.
 void writeGarbageFile(const QString& path);
 
+// Holds an exclusive lock on the history at `path` for as long as it lives,
+// as another program in the middle of a long write (or a stuck one) would:
+// readers get SQLITE_BUSY once their busy timeout runs out.
+class ExclusiveLock {
+ public:
+  explicit ExclusiveLock(const QString& path);
+  ~ExclusiveLock();
+  ExclusiveLock(const ExclusiveLock&) = delete;
+  ExclusiveLock& operator=(const ExclusiveLock&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  void* db_ = nullptr;  // sqlite3*, kept out of this header
+  bool held_ = false;
+};
+
 // ---------------------------------------------------------------------------
 // For the Timeline, Charts, Fallbacks, Metrics and Output views (gui2).
 //

@@ -4,6 +4,9 @@
 // expands a scope, searches, shows k hops, says so when a graph is too large
 // to draw) and the tab on a real history (graphs listed, IR and node details).
 #include <QAbstractItemModelTester>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
 #include <QSettings>
 #include <QTabWidget>
 #include <QTableView>
@@ -192,6 +195,40 @@ class TestGraphView : public QObject {
     QTRY_VERIFY(!viewer.isLayingOut());
     QCOMPARE(laidOut.count(), 4);
     QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 3);
+  }
+
+  void viewerExportsTheWholeGraph() {
+    GraphViewer viewer;
+    viewer.resize(400, 300);  // far smaller than the graph: export must not crop to the view
+    viewer.show();
+    QTemporaryDir dir;
+    // Nothing drawn yet: a message, not an empty file.
+    QVERIFY(!viewer.exportImage(dir.filePath(QStringLiteral("none.png"))).isEmpty());
+    QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("none.png"))));
+    viewer.setGraph(std::make_shared<const pb::IrGraph>(syntheticGraph(300)));
+    QTRY_VERIFY(!viewer.isLayingOut());
+    viewer.expandAll();
+    QTRY_VERIFY(!viewer.isLayingOut());
+    const QRectF bounds = viewer.scene()->itemsBoundingRect();
+    QVERIFY(bounds.width() > 400 || bounds.height() > 300);
+
+    const QString png = dir.filePath(QStringLiteral("graph.png"));
+    QCOMPARE(viewer.exportImage(png), QString());
+    const QImage image(png);
+    QVERIFY(image.width() >= qMin(16384.0, bounds.width()) - 1);
+    QVERIFY(image.height() >= qMin(16384.0, bounds.height()) - 1);
+
+    const QString svg = dir.filePath(QStringLiteral("graph.svg"));
+    QCOMPARE(viewer.exportImage(svg), QString());
+    QFile file(svg);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray text = file.readAll();
+    QVERIFY(text.contains("<svg"));
+    QVERIFY(text.contains("softmax"));  // node labels are text in the SVG, not pixels
+
+    const QString error = viewer.exportImage(dir.filePath(QStringLiteral("graph.jpg")));
+    QVERIFY2(error.contains(QStringLiteral(".png or .svg")), qPrintable(error));
+    QVERIFY(viewer.findChild<QWidget*>(QStringLiteral("graphExport")) != nullptr);
   }
 
   void viewerSaysWhenAGraphIsTooLargeToDraw() {

@@ -64,6 +64,7 @@ class TestMainWindow : public QObject {
   void corruptFileIsReportedInlineAndWindowKeepsWorking();
   void missingFileIsReportedInline();
   void newerHistoryIsReportedInline();
+  void lockedHistoryIsReportedInline();
   void missingDefaultHistoryIsNotAnError();
   void existingDefaultHistoryIsLoaded();
   void filterNarrowsRows();
@@ -353,3 +354,29 @@ void TestMainWindow::geometryIsRestored() {
 
 QTEST_MAIN(TestMainWindow)
 #include "tst_main_window.moc"
+
+void TestMainWindow::lockedHistoryIsReportedInline() {
+  const QString path = dir_.filePath(QStringLiteral("locked.sqlite"));
+  lazyscope::gui::testing::recordFinishedRun(path, QStringLiteral("locked-run"), 3);
+  MainWindow w;
+  w.show();
+  {
+    lazyscope::gui::testing::ExclusiveLock lock(path);
+    QVERIFY(lock.held());
+    w.openHistory(path);
+    // The reader waits out its busy timeout (seconds), then says so; the
+    // window never blocks meanwhile (the read is in the background).
+    QTRY_VERIFY_WITH_TIMEOUT(banner(w)->isVisible(), 30000);
+    QCOMPARE(banner(w)->kind(), MessageBanner::Kind::Error);
+    QVERIFY2(banner(w)->text().contains(QStringLiteral("locked.sqlite")), qPrintable(banner(w)->text()));
+    // It says why, so that the person knows to wait or close the other program.
+    QVERIFY2(banner(w)->text().contains(QStringLiteral("lock"), Qt::CaseInsensitive) ||
+                 banner(w)->text().contains(QStringLiteral("busy"), Qt::CaseInsensitive),
+             qPrintable(banner(w)->text()));
+    QVERIFY(QApplication::activeModalWidget() == nullptr);
+  }
+  // Once the other program lets go, reloading works.
+  w.reload();
+  QTRY_COMPARE_WITH_TIMEOUT(table(w)->model()->rowCount(), 1, 30000);
+  QVERIFY(!banner(w)->isVisible());
+}

@@ -6,12 +6,15 @@
 // the GUI that appears in the list at once and is stopped as interrupted.
 #include <QAbstractItemModelTester>
 #include <QFile>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "dialogs/run_script_dialog.h"
+#include "export/run_bundle.h"
 #include "history_fixture.h"
 #include "loaders/script_run.h"
 #include "models/delta_table_model.h"
@@ -124,6 +127,41 @@ private slots:
     QTRY_COMPARE(run(*window_, id).run().id(), 0);
   }
 
+  void exportARunAsBundleAndTrace() {
+    RunActions *actions = window_->runActions();
+    QSignalSpy exported(actions, &RunActions::exported);
+    QSignalSpy failed(actions, &RunActions::failed);
+
+    // The bundle reads back as the same run, as `lazyscope import` reads it.
+    const QString bundle = dir_.filePath(QStringLiteral("run.lsrun"));
+    actions->exportRun(reshapedId_, bundle, RunExportFormat::Bundle);
+    QTRY_COMPARE(exported.count(), 1);
+    const pb::RunBundle read =
+        storage::read_run_bundle_file(bundle.toStdString());
+    QCOMPARE(QString::fromStdString(read.run().name()),
+             QStringLiteral("reshaped"));
+    QVERIFY(read.events_size() > 0);
+
+    // The trace is Chrome trace-event JSON.
+    const QString trace = dir_.filePath(QStringLiteral("run.trace.json"));
+    actions->exportRun(reshapedId_, trace, RunExportFormat::ChromeTrace);
+    QTRY_COMPARE(exported.count(), 2);
+    QFile file(trace);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().contains("\"traceEvents\""));
+
+    // An unwritable path and a vanished run are messages in the banner.
+    actions->exportRun(reshapedId_, QStringLiteral("/nonexistent/dir/run.lsrun"),
+                       RunExportFormat::Bundle);
+    QTRY_COMPARE(failed.count(), 1);
+    QVERIFY(window_->banner()->text().contains(QStringLiteral("nonexistent")));
+    actions->exportRun(99999, trace, RunExportFormat::ChromeTrace);
+    QTRY_COMPARE(failed.count(), 2);
+    QVERIFY2(failed.last().first().toString().contains(QStringLiteral("99999")),
+             qPrintable(failed.last().first().toString()));
+    QCOMPARE(exported.count(), 2);
+  }
+
   void compareTwoRuns() {
     CompareView *view =
         window_->runActions()->compareRuns(reshapedId_, fixture_->succeededId);
@@ -192,18 +230,38 @@ private slots:
     options.args = {QStringLiteral("--steps"), QStringLiteral("3")};
     options.name = QStringLiteral("try");
     options.tags = {QStringLiteral("a"), QStringLiteral("b")};
+    options.deviceKind = QStringLiteral("lazy");
     options.deviceCount = 2;
     options.bf16 = true;
+    options.fallbackOps = {QStringLiteral("nonzero"), QStringLiteral("sort")};
+
+    // Every option, as `lazyscope run --help` spells it; always --quiet.
+    QCOMPARE(runCommandLine(options, QStringLiteral("/h.sqlite")),
+             (QStringList{"run", "--history", "/h.sqlite", "--quiet",
+                          "--name", "try", "--tag", "a", "--tag", "b",
+                          "--devices", "2", "--device", "lazy", "--bf16",
+                          "--force-fallback", "nonzero,sort", "/tmp/train.py",
+                          "--", "--steps", "3"}));
+
+    // Defaults add nothing but --quiet.
+    ScriptRunOptions plain;
+    plain.script = QStringLiteral("/tmp/train.py");
+    QCOMPARE(runCommandLine(plain, QStringLiteral("/h.sqlite")),
+             (QStringList{"run", "--history", "/h.sqlite", "--quiet",
+                          "/tmp/train.py"}));
+
+    // An older runner without some flags: those options are left out.
     QStringList skipped;
     const QStringList args =
         runCommandLine(options, QStringLiteral("/h.sqlite"),
-                       {QStringLiteral("--name"), QStringLiteral("--tag"),
-                        QStringLiteral("--devices")},
+                       {QStringLiteral("--quiet"), QStringLiteral("--name"),
+                        QStringLiteral("--tag"), QStringLiteral("--devices")},
                        &skipped);
-    QCOMPARE(args, (QStringList{"run", "--history", "/h.sqlite", "--name",
-                                "try", "--tag", "a", "--tag", "b", "--devices",
-                                "2", "/tmp/train.py", "--", "--steps", "3"}));
-    QCOMPARE(skipped, QStringList{QString::fromLatin1(runFlag("bf16"))});
+    QCOMPARE(args, (QStringList{"run", "--history", "/h.sqlite", "--quiet",
+                                "--name", "try", "--tag", "a", "--tag", "b",
+                                "--devices", "2", "/tmp/train.py", "--",
+                                "--steps", "3"}));
+    QCOMPARE(skipped, (QStringList{"--device", "--bf16", "--force-fallback"}));
 
     RunScriptDialog dialog(path_);
     dialog.setOptions(options);
@@ -211,6 +269,26 @@ private slots:
         {QStringLiteral("--name"), QStringLiteral("--tag")});
     QVERIFY(!dialog.options().bf16); // not supported: not passed
     QVERIFY(dialog.commandLine().contains(QStringLiteral("--tag")));
+    QVERIFY(!dialog.commandLine().contains(QStringLiteral("--bf16")));
+  }
+
+  void flagTableMatchesTheRunnersHelp() {
+    // The table must name only flags the real runner has: a renamed flag
+    // would otherwise make every GUI-launched run fail to start.
+    if (!QFileInfo(runnerPath()).isExecutable())
+      QSKIP("the lazyscope runner is not built");
+    QProcess help;
+    help.start(runnerPath(), {QStringLiteral("run"), QStringLiteral("--help")});
+    QVERIFY(help.waitForFinished(30000));
+    const QString text = QString::fromUtf8(help.readAllStandardOutput() +
+                                           help.readAllStandardError());
+    for (const RunFlag &row : kRunFlags) {
+      const QString flag = QString::fromLatin1(row.flag);
+      QVERIFY2(text.contains(QRegularExpression(
+                   QRegularExpression::escape(flag) + QStringLiteral("\\b"))),
+               qPrintable(QStringLiteral("%1 is not in `lazyscope run --help`")
+                              .arg(flag)));
+    }
   }
 
   void liveRunAppearsAndIsInterrupted() {

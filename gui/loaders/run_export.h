@@ -1,0 +1,18 @@
+// Writing one run of a history to a file, for `lazyscope import` elsewhere
+// (a run bundle, as `lazyscope export RUN --bundle FILE` writes it) or for
+// Perfetto / chrome://tracing (Chrome trace JSON). Storage does the work; this
+// is the GUI's one call into it, run off the GUI thread by RunActions.
+#pragma once
+
+#include <QString>
+#include <cstdint>
+
+namespace lazyscope::gui {
+
+enum class RunExportFormat { Bundle, ChromeTrace };
+
+// Writes run `runId` of `history` to `path`. Empty on success, else a
+// message naming the run or file and what went wrong. Blocking.
+QString exportRunToFile(const QString& history, int64_t runId, const QString& path, RunExportFormat format);
+
+}  // namespace lazyscope::gui
