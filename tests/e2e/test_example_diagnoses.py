@@ -124,8 +124,6 @@ def test_host_sync_demo_lists_each_sync_with_its_line_and_a_fix(build_dir, repo_
     assert "the traced graph changes" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="host_sync_demo.py reads no boolean mask (x[mask]) yet: front2's reworked "
-                                       "example is expected to add one; drop this mark when it does")
 def test_host_sync_demo_flags_the_boolean_mask_read(build_dir, repo_root, history):
     report, _ = show(build_dir, history, "host_sync_demo")
     mask_line = line_of(repo_root, "host_sync_demo", r"\w\[[^\]]*(mask|[<>]|==|!=)[^\]]*\]")
