@@ -7,4 +7,4 @@ cd "$(dirname "$0")/../.."
 scripts/dev/install_deps.sh
 scripts/dev/build.sh >/dev/null
 PRESET="${LAZYSCOPE_PRESET:-release}"
-exec "build/$PRESET/bin/lazyscope" run scripts/examples/linear_regression.py "$@"
+exec "build/$PRESET/bin/lazyscope" run scripts/examples/mnist_mlp.py "$@"

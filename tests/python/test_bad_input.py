@@ -84,3 +84,16 @@ def test_a_failed_allocation_in_a_lazy_step_does_not_poison_the_next(device):
     with pytest.raises(MemoryError):
         (big.expand(HUGE, HUGE) + 1).numpy()
     assert good.sum().item() == 12.0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("make, op", [
+    (lambda d: lazyscope.zeros(2**40, device=d), "zeros"),
+    (lambda d: lazyscope.ones(2**21, 2**21, device=d), "ones"),
+    (lambda d: lazyscope.randn(2**40, device=d), "randn"),
+    (lambda d: lazyscope.rand(2**40, device=d), "rand"),
+])
+def test_creating_a_too_large_tensor_names_the_op_the_shape_and_the_bytes(device, make, op):
+    with pytest.raises(lazyscope.OutOfMemoryError, match=rf"{op}: cannot allocate a tensor of shape \[.*\] \(\d+ bytes\)"):
+        make(device)
+    assert lazyscope.zeros(2, 3, device=device).sum().item() == 0.0  # the process keeps working

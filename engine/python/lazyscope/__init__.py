@@ -180,16 +180,35 @@ def from_numpy(array):
     return _C.from_numpy(array, "cpu")
 
 
-def _filled(value, size, dtype, device, requires_grad=False):
-    return _make(_np.full(_shape(size), value, dtype=_numpy_dtype(dtype)), dtype, device, requires_grad)
+def _host_array(op, shape, dtype, make):
+    """``make()``'s NumPy array, or OutOfMemoryError naming the op, the shape
+    and the bytes: creation goes through a host array, and NumPy's own
+    MemoryError/ValueError names neither."""
+    try:
+        return make()
+    except (MemoryError, ValueError) as error:
+        count = 1
+        for n in shape:
+            count *= int(n)
+        if not isinstance(error, MemoryError) and count < 2**31:
+            raise  # a genuine bad argument, not a size problem
+        item = _np.dtype(_numpy_dtype(dtype)).itemsize if dtype is not None else 4
+        raise OutOfMemoryError(f"{op}: cannot allocate a tensor of shape {list(shape)} "
+                               f"({count * item} bytes)") from None
+
+
+def _filled(value, size, dtype, device, requires_grad=False, op="full"):
+    shape = _shape(size)
+    array = _host_array(op, shape, dtype, lambda: _np.full(shape, value, dtype=_numpy_dtype(dtype)))
+    return _make(array, dtype, device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(0, size, dtype, device, requires_grad)
+    return _filled(0, size, dtype, device, requires_grad, op="zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(1, size, dtype, device, requires_grad)
+    return _filled(1, size, dtype, device, requires_grad, op="ones")
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -199,12 +218,16 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
     dt = _NUMPY_OF[dtype or float32]
-    return _leaf(_C.from_numpy(_rng.standard_normal(_shape(size)).astype(dt), _device_str(device)), requires_grad)
+    shape = _shape(size)
+    array = _host_array("randn", shape, dtype, lambda: _rng.standard_normal(shape).astype(dt))
+    return _leaf(_C.from_numpy(array, _device_str(device)), requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False):
     dt = _NUMPY_OF[dtype or float32]
-    return _leaf(_C.from_numpy(_rng.random(_shape(size)).astype(dt), _device_str(device)), requires_grad)
+    shape = _shape(size)
+    array = _host_array("rand", shape, dtype, lambda: _rng.random(shape).astype(dt))
+    return _leaf(_C.from_numpy(array, _device_str(device)), requires_grad)
 
 
 is_grad_enabled = _C.is_grad_enabled
