@@ -198,7 +198,16 @@ ScriptOutcome run_script_file(const RunOptions& options, const bool& terminated)
     }
     const bool interrupted = e.matches(PyExc_KeyboardInterrupt);
     py::module_ traceback = py::module_::import("traceback");
-    py::list lines = traceback.attr("format_exception")(e.type(), e.value(), e.trace());
+    // The first frames are runpy's, which ran the script: the user's
+    // traceback starts at the script.
+    py::object tb = e.trace();
+    const std::string runpy_file = py::module_::import("runpy").attr("__file__").cast<std::string>();
+    while (!tb.is_none()) {
+      const std::string file = tb.attr("tb_frame").attr("f_code").attr("co_filename").cast<std::string>();
+      if (file != "<frozen runpy>" && file != runpy_file) break;
+      tb = tb.attr("tb_next");
+    }
+    py::list lines = traceback.attr("format_exception")(e.type(), e.value(), tb);
     for (auto line : lines) outcome.traceback += line.cast<std::string>();
     outcome.error = py::str(e.value()).cast<std::string>();
     const std::string type_name = e.type().attr("__name__").cast<std::string>();

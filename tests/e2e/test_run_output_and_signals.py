@@ -62,7 +62,8 @@ def test_run_records_stdout_and_stderr_in_order_with_the_traceback(build_dir, tm
     assert rows[:4] == [("stdout", "one\n"), ("stderr", "two\n"), ("stdout", "three four\n"), ("stderr", "five\n")]
     [(stream, traceback)] = rows[4:]
     assert stream == "stderr"
-    assert traceback.startswith("Traceback (most recent call last):")
+    assert traceback.startswith("Traceback (most recent call last):\n  File \"" + str(tmp_path))  # the script first
+    assert "runpy" not in traceback  # the runner's own frames are not the user's
     assert "printing.py" in traceback and traceback.endswith("ValueError: boom\n")
     assert [seq for (seq,) in query(history, "SELECT seq FROM output ORDER BY seq")] == list(range(5))
 
