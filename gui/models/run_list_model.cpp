@@ -1,5 +1,7 @@
 #include "models/run_list_model.h"
 
+#include <limits>
+
 #include <QDateTime>
 #include <QFileInfo>
 #include <QGuiApplication>
@@ -25,6 +27,12 @@ double durationMs(const pb::RunSummary& summary) {
   return -1.0;
 }
 
+QString tagsText(const pb::RunInfo& run) {
+  QStringList tags;
+  for (const std::string& tag : run.tags()) tags << QString::fromStdString(tag);
+  return tags.join(QStringLiteral(", "));
+}
+
 // Quantities align right so that digits line up; the id is a label, not a
 // quantity, and stays left (beside the name).
 bool isNumeric(int column) {
@@ -34,6 +42,8 @@ bool isNumeric(int column) {
     case RunListModel::Compiles:
     case RunListModel::CacheHits:
     case RunListModel::MedianStep:
+    case RunListModel::Fallbacks:
+    case RunListModel::LastLoss:
       return true;
     default:
       return false;
@@ -101,6 +111,10 @@ QVariant RunListModel::displayData(const pb::RunSummary& summary, int column) co
     case CacheHits: return QVariant::fromValue<qint64>(summary.cache_hits());
     case MedianStep:
       return summary.steps() > 0 ? formatStepTime(summary.median_step_ms()) : QStringLiteral("—");
+    case Fallbacks: return QVariant::fromValue<qint64>(summary.fallbacks());
+    case LastLoss:
+      return summary.has_last_loss() ? QString::number(summary.last_loss(), 'g', 4) : QStringLiteral("—");
+    case Tags: return tagsText(run);
     default: return {};
   }
 }
@@ -118,6 +132,10 @@ QVariant RunListModel::sortData(const pb::RunSummary& summary, int column) const
     case Compiles: return QVariant::fromValue<qint64>(summary.compiles());
     case CacheHits: return QVariant::fromValue<qint64>(summary.cache_hits());
     case MedianStep: return summary.median_step_ms();
+    case Fallbacks: return QVariant::fromValue<qint64>(summary.fallbacks());
+    // Runs without a loss sort after every run with one.
+    case LastLoss: return summary.has_last_loss() ? summary.last_loss() : std::numeric_limits<double>::infinity();
+    case Tags: return tagsText(run);
     default: return {};
   }
 }
@@ -162,6 +180,9 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
       case Compiles: return tr("Compiles");
       case CacheHits: return tr("Cache hits");
       case MedianStep: return tr("Median step");
+      case Fallbacks: return tr("Fallbacks");
+      case LastLoss: return tr("Last loss");
+      case Tags: return tr("Tags");
       default: return {};
     }
   }
@@ -171,6 +192,8 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
       case CacheHits: return tr("Executions that reused an already compiled graph");
       case MedianStep: return tr("Median step time after warm-up (steps that did not compile)");
       case Duration: return tr("Wall time from start to end of the run");
+      case Fallbacks: return tr("Ops that ran on the host (CPU fallbacks), all steps");
+      case LastLoss: return tr("The last value the script logged as \"loss\" (lazyscope.log)");
       default: return {};
     }
   }

@@ -25,6 +25,9 @@ class RunListModel : public QAbstractTableModel {
     Compiles,    // uncached compiles
     CacheHits,   // executions that reused a compiled graph
     MedianStep,  // after warm-up
+    Fallbacks,   // ops that ran on the host
+    LastLoss,    // the last value logged as "loss"
+    Tags,
     NUM_COLUMNS
   };
   enum Roles {

@@ -21,7 +21,9 @@ inline const std::string kSelectSummaries = R"sql(
          (SELECT COUNT(*) FROM executions WHERE run_id = r.id),
          (SELECT COUNT(*) FROM executions WHERE run_id = r.id AND cache_hit <> 0),
          (SELECT TOTAL(duration_ns) FROM executions WHERE run_id = r.id),
-         (SELECT COUNT(*) FROM fallbacks WHERE run_id = r.id)
+         (SELECT COUNT(*) FROM fallbacks WHERE run_id = r.id),
+         (SELECT IFNULL(value, 'NaN') FROM scalars WHERE run_id = r.id AND name = 'loss' AND replica = 0
+          ORDER BY step DESC, id DESC LIMIT 1)
   FROM runs AS r
 )sql";
 

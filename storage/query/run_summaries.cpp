@@ -1,6 +1,7 @@
 #include "query/run_summaries.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -18,7 +19,7 @@ enum Column {
   kId, kName, kScriptPath, kScriptSha256, kScriptText, kArgsJson, kSettingsJson, kBackend,
   kDeviceCount, kHost, kPid, kStartedUnixMs, kEndedUnixMs, kHeartbeatUnixMs, kStatus, kExitCode,
   kError, kTraceback, kTagsJson,
-  kSteps, kCompiles, kCompileNs, kExecutions, kCacheHits, kExecuteNs, kFallbacks,
+  kSteps, kCompiles, kCompileNs, kExecutions, kCacheHits, kExecuteNs, kFallbacks, kLastLoss,
 };
 
 constexpr double kNsPerMs = 1e6;
@@ -95,6 +96,10 @@ pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t n
   summary.set_cache_hits(row.int64_at(kCacheHits));
   summary.set_execute_ms(row.double_at(kExecuteNs) / kNsPerMs);
   summary.set_fallbacks(row.int64_at(kFallbacks));
+  if (!row.is_null_at(kLastLoss)) {  // NULL: no loss logged; SQLite stores a NaN as NULL, read back as 'NaN'
+    summary.set_last_loss(row.text_at(kLastLoss) == "NaN" ? std::numeric_limits<double>::quiet_NaN()
+                                                           : row.double_at(kLastLoss));
+  }
   summary.set_median_step_ms(median_step_ms(run.id()));
 
   // A crashed run never wrote its end: its last heartbeat is the best guess.

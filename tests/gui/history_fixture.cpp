@@ -113,11 +113,19 @@ HistoryFixture::HistoryFixture(const QString& path) : path_(path) {
     for (int64_t step = 0; step < 5; ++step) {
       recordStep(recorder, step, start, durations[step], step == 0 ? 40 : 0);
       start += durations[step];
+      pb::Event loss;  // the run list shows the last one
+      loss.mutable_scalar()->set_step(step);
+      loss.mutable_scalar()->set_name("loss");
+      loss.mutable_scalar()->set_value(2.0 / static_cast<double>(step + 1));
+      recorder.record(std::move(loss));
     }
     recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   }
   {
-    storage::Recorder recorder(file, runInfo("bad-shape", "/work/proj/train_cnn.py", now - 600'000));
+    pb::RunInfo info = runInfo("bad-shape", "/work/proj/train_cnn.py", now - 600'000);
+    info.add_tags("cnn");
+    info.add_tags("bs64");
+    storage::Recorder recorder(file, info);
     failedId = recorder.run_id();
     recordStep(recorder, 0, 0, 60, 45);
     recordStep(recorder, 1, 60, 20, 0);

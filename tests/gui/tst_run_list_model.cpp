@@ -137,6 +137,12 @@ void TestRunListModel::showsWhatWasRecorded() {
   QCOMPARE(cell(model, ok, RunListModel::Compiles).toLongLong(), 1);
   QCOMPARE(cell(model, ok, RunListModel::CacheHits).toLongLong(), 4);
   QCOMPARE(cell(model, ok, RunListModel::MedianStep).toString(), QStringLiteral("12.0 ms"));
+  QCOMPARE(cell(model, ok, RunListModel::LastLoss).toString(), QStringLiteral("0.4"));  // 2 / 5, the last step's
+  QCOMPARE(cell(model, ok, RunListModel::LastLoss, RunListModel::SortRole).toDouble(), 0.4);
+  QCOMPARE(cell(model, bad, RunListModel::LastLoss).toString(), QStringLiteral("—"));  // logged none
+  QCOMPARE(cell(model, ok, RunListModel::Fallbacks).toLongLong(), 0);
+  QCOMPARE(cell(model, bad, RunListModel::Tags).toString(), QStringLiteral("cnn, bs64"));
+  QCOMPARE(cell(model, ok, RunListModel::Tags).toString(), QString());
   QCOMPARE(cell(model, bad, RunListModel::Steps).toLongLong(), 2);
   QCOMPARE(cell(model, bad, RunListModel::Compiles).toLongLong(), 1);
   QCOMPARE(cell(model, live, RunListModel::Steps).toLongLong(), 3);

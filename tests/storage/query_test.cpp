@@ -167,6 +167,42 @@ TEST(Query, StepAndScalarSeriesOfReplicaZero) {
   EXPECT_EQ(loss.values(1), 0.5);
   EXPECT_TRUE(std::isnan(loss.values(2)));
   EXPECT_EQ(reader.scalar_series(run_id, "missing").steps_size(), 0);
+
+  // The run's last loss (replica 0, highest step) is the NaN of step 2, not "none".
+  const auto summary = reader.run_summary(run_id);
+  ASSERT_TRUE(summary.has_value());
+  ASSERT_TRUE(summary->has_last_loss());
+  EXPECT_TRUE(std::isnan(summary->last_loss()));
+}
+
+TEST(Query, RunListCarriesTheLastLoggedLoss) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t with_loss = 0, without = 0;
+  {
+    Recorder recorder(path, run_info("logs", "/l.py", 1000));
+    with_loss = recorder.run_id();
+    recorder.record(test_support::scalar_event(1, "loss", 0.5));  // recorded before step 0's: order is by step
+    recorder.record(test_support::scalar_event(0, "loss", 1.5));
+    recorder.record(test_support::scalar_event(2, "acc", 0.9));
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  {
+    Recorder recorder(path, run_info("silent", "/s.py", 2000));
+    without = recorder.run_id();
+    recorder.record(test_support::scalar_event(0, "acc", 0.1));
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  HistoryReader reader(path);
+  for (const pb::RunSummary& run : reader.list_runs()) {
+    if (run.run().id() == with_loss) {
+      ASSERT_TRUE(run.has_last_loss());
+      EXPECT_EQ(run.last_loss(), 0.5);
+    } else {
+      EXPECT_EQ(run.run().id(), without);
+      EXPECT_FALSE(run.has_last_loss());
+    }
+  }
 }
 
 // A run with two graphs with IR, one without, executions, fallbacks, transfers.
