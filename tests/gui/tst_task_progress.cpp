@@ -55,6 +55,17 @@ class PoolBlocker {
   bool released_ = false;
 };
 
+// A window served by a TaskProgress, as the main window is.
+struct ServedRoot {
+  QWidget root;
+  TaskProgress* progress = new TaskProgress(&root);
+  BackgroundJob* job = new BackgroundJob(&root);
+  ServedRoot() {
+    progress->serve(&root);
+    root.show();
+  }
+};
+
 }  // namespace
 
 class TestTaskProgress : public QObject {
@@ -70,11 +81,9 @@ class TestTaskProgress : public QObject {
   }
 
   void quickJobNeverShows() {
-    QWidget root;
-    auto* progress = new TaskProgress(&root);
-    progress->serve(&root);
-    root.show();
-    auto* job = new BackgroundJob(&root);
+    ServedRoot served;
+    TaskProgress* progress = served.progress;
+    BackgroundJob* job = served.job;
     int delivered = 0;
     job->run(QStringLiteral("quick"), [] { return 42; }, [&](int value) { delivered = value; });
     QVERIFY(job->isRunning());
@@ -87,11 +96,9 @@ class TestTaskProgress : public QObject {
   }
 
   void longJobShowsAndFinishedJobHides() {
-    QWidget root;
-    auto* progress = new TaskProgress(&root);
-    progress->serve(&root);
-    root.show();
-    auto* job = new BackgroundJob(&root);
+    ServedRoot served;
+    TaskProgress* progress = served.progress;
+    BackgroundJob* job = served.job;
     int delivered = 0;
     PoolBlocker blocker;
     job->run(QStringLiteral("Reading something big…"), [] { return 7; }, [&](int value) { delivered = value; });
