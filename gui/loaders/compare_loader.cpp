@@ -1,11 +1,10 @@
 #include "loaders/compare_loader.h"
 
-#include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 #include <memory>
 
 #include "analysis/compare.h"
+#include "loaders/background_job.h"
 #include "analysis/run_data.h"
 #include "query/history_reader.h"
 
@@ -46,25 +45,22 @@ CompareLoader::Result read(const std::string &path, int64_t runA,
 
 } // namespace
 
-CompareLoader::CompareLoader(QObject *parent) : QObject(parent) {}
-
-void CompareLoader::load(const QString &path, int64_t runA, int64_t runB) {
-  const quint64 generation = ++generation_;
-  loading_ = true;
-  QtConcurrent::run(&read, path.toStdString(), runA, runB)
-      .then(this, [this, generation](const Result &result) {
-        // Queued, so that a result never arrives inside load() (as in
-        // RunDetailLoader).
-        QMetaObject::invokeMethod(
-            this, [this, generation, result] { deliver(generation, result); },
-            Qt::QueuedConnection);
-      });
+CompareLoader::CompareLoader(QObject *parent)
+    : QObject(parent), job_(new BackgroundJob(this)) {
+  connect(job_, &BackgroundJob::cancelled, this, &CompareLoader::cancelled);
 }
 
-void CompareLoader::deliver(quint64 generation, const Result &result) {
-  if (generation != generation_)
-    return;
-  loading_ = false;
+bool CompareLoader::isLoading() const { return job_->isRunning(); }
+
+void CompareLoader::cancel() { job_->cancel(); }
+
+void CompareLoader::load(const QString &path, int64_t runA, int64_t runB) {
+  job_->run(tr("Comparing runs %1 and %2…").arg(runA).arg(runB),
+            [path = path.toStdString(), runA, runB] { return read(path, runA, runB); },
+            [this](const Result &result) { deliver(result); });
+}
+
+void CompareLoader::deliver(const Result &result) {
   if (result.comparison) {
     emit loaded(*result.comparison);
   } else {

@@ -12,6 +12,8 @@
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
+
 struct Comparison {
   pb::RunComparison runs; // deltas are B - A
   std::vector<pb::FallbackGroup> fallbacksA;
@@ -27,19 +29,21 @@ public:
   explicit CompareLoader(QObject *parent = nullptr);
 
   void load(const QString &path, int64_t runA, int64_t runB);
-  bool isLoading() const { return loading_; }
+  bool isLoading() const;
+  void cancel();
 
   struct Result;
 
 signals:
   void loaded(const lazyscope::gui::Comparison &comparison);
   void failed(const QString &message);
+  // The user pressed Cancel in the status bar: nothing is delivered.
+  void cancelled();
 
 private:
-  void deliver(quint64 generation, const Result &result);
+  void deliver(const Result &result);
 
-  quint64 generation_ = 0;
-  bool loading_ = false;
+  BackgroundJob *job_;
 };
 
 } // namespace lazyscope::gui

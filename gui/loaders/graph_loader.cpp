@@ -1,10 +1,9 @@
 #include "loaders/graph_loader.h"
 
-#include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 #include <unordered_map>
 
+#include "loaders/background_job.h"
 #include "query/history_reader.h"
 
 namespace lazyscope::gui {
@@ -69,54 +68,47 @@ GraphResult readGraph(const std::string& path, int64_t runId, uint64_t hash) {
 
 }  // namespace
 
-GraphLoader::GraphLoader(QObject* parent) : QObject(parent) {}
-
-void GraphLoader::loadList(const QString& path, int64_t runId) {
-  const quint64 generation = ++listGeneration_;
-  ++graphGeneration_;  // a graph of the previous run is no longer wanted
-  listLoading_ = true;
-  graphLoading_ = false;
-  QtConcurrent::run(&readList, path.toStdString(), runId)
-      .then(this, [this, generation, runId](const ListResult& result) {
-        // then() runs this at once when the read already finished: queue it
-        // (as RunDetailLoader does) so that results always come later.
-        QMetaObject::invokeMethod(this, [this, generation, runId, result] { deliverList(generation, runId, result); }, Qt::QueuedConnection);
-      });
+GraphLoader::GraphLoader(QObject* parent)
+    : QObject(parent), listJob_(new BackgroundJob(this)), graphJob_(new BackgroundJob(this)) {
+  connect(listJob_, &BackgroundJob::cancelled, this, [this] { emit cancelled(0); });
+  connect(graphJob_, &BackgroundJob::cancelled, this, [this] { emit cancelled(hash_); });
 }
 
-void GraphLoader::deliverList(quint64 generation, int64_t runId, const ListResult& result) {
-        if (generation != listGeneration_) return;
-        listLoading_ = false;
-        if (result.error.isEmpty()) {
-          emit listLoaded(runId, result.rows);
-        } else {
-          emit failed(0, result.error);
-        }
+bool GraphLoader::isLoading() const { return listJob_->isRunning() || graphJob_->isRunning(); }
+
+void GraphLoader::loadList(const QString& path, int64_t runId) {
+  graphJob_->cancel();  // a graph of the previous run is no longer wanted
+  listJob_->run(tr("Reading the graphs of run %1…").arg(runId),
+                [path = path.toStdString(), runId] { return readList(path, runId); },
+                [this, runId](const ListResult& result) { deliverList(runId, result); });
+}
+
+void GraphLoader::deliverList(int64_t runId, const ListResult& result) {
+  if (result.error.isEmpty()) {
+    emit listLoaded(runId, result.rows);
+  } else {
+    emit failed(0, result.error);
+  }
 }
 
 void GraphLoader::loadGraph(const QString& path, int64_t runId, uint64_t hash) {
-  const quint64 generation = ++graphGeneration_;
-  graphLoading_ = true;
-  QtConcurrent::run(&readGraph, path.toStdString(), runId, hash)
-      .then(this, [this, generation, hash](const GraphResult& result) {
-        QMetaObject::invokeMethod(this, [this, generation, hash, result] { deliverGraph(generation, hash, result); }, Qt::QueuedConnection);
-      });
+  hash_ = hash;
+  graphJob_->run(tr("Reading graph %1…").arg(hash, 16, 16, QLatin1Char('0')),
+                 [path = path.toStdString(), runId, hash] { return readGraph(path, runId, hash); },
+                 [this, hash](const GraphResult& result) { deliverGraph(hash, result); });
 }
 
-void GraphLoader::deliverGraph(quint64 generation, uint64_t hash, const GraphResult& result) {
-        if (generation != graphGeneration_) return;
-        graphLoading_ = false;
-        if (result.graph) {
-          emit graphLoaded(hash, result.graph, result.program);
-        } else {
-          emit failed(hash, result.error);
-        }
+void GraphLoader::deliverGraph(uint64_t hash, const GraphResult& result) {
+  if (result.graph) {
+    emit graphLoaded(hash, result.graph, result.program);
+  } else {
+    emit failed(hash, result.error);
+  }
 }
 
 void GraphLoader::cancel() {
-  ++listGeneration_;
-  ++graphGeneration_;
-  listLoading_ = graphLoading_ = false;
+  listJob_->cancel();
+  graphJob_->cancel();
 }
 
 }  // namespace lazyscope::gui

@@ -15,6 +15,8 @@
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
+
 struct GraphRow {
   pb::GraphInfo info;
   pb::SourceLocation source;  // the sync that first compiled (else ran) it
@@ -29,7 +31,7 @@ class GraphLoader : public QObject {
   void loadList(const QString& path, int64_t runId);
   void loadGraph(const QString& path, int64_t runId, uint64_t hash);
   void cancel();
-  bool isLoading() const { return listLoading_ || graphLoading_; }
+  bool isLoading() const;
 
  signals:
   void listLoaded(qint64 runId, const std::vector<lazyscope::gui::GraphRow>& rows);
@@ -37,19 +39,21 @@ class GraphLoader : public QObject {
                    const QString& programText);
   // `hash` is 0 for a failed list.
   void failed(quint64 hash, const QString& message);
+  // The user pressed Cancel in the status bar; `hash` as for failed().
+  void cancelled(quint64 hash);
 
  public:
   struct ListResult;
   struct GraphResult;
 
  private:
-  void deliverList(quint64 generation, int64_t runId, const ListResult& result);
-  void deliverGraph(quint64 generation, uint64_t hash, const GraphResult& result);
+  void deliverList(int64_t runId, const ListResult& result);
+  void deliverGraph(uint64_t hash, const GraphResult& result);
 
-  quint64 listGeneration_ = 0;
-  quint64 graphGeneration_ = 0;
-  bool listLoading_ = false;
-  bool graphLoading_ = false;
+  // Two streams: reading a graph does not drop the list read, and back.
+  BackgroundJob* listJob_;
+  BackgroundJob* graphJob_;
+  uint64_t hash_ = 0;  // of the graph read under way or last made
 };
 
 }  // namespace lazyscope::gui

@@ -1,10 +1,10 @@
 #include "loaders/history_loader.h"
 
-#include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
+#include <QFileInfo>
 #include <exception>
 
 #include "db/history_file.h"
+#include "loaders/background_job.h"
 #include "query/history_reader.h"
 
 namespace lazyscope::gui {
@@ -28,33 +28,23 @@ HistoryLoader::LoadResult HistoryLoader::read(const std::string& path) {
   return result;
 }
 
-HistoryLoader::HistoryLoader(QObject* parent) : QObject(parent) {}
+HistoryLoader::HistoryLoader(QObject* parent) : QObject(parent), job_(new BackgroundJob(this)) {
+  connect(job_, &BackgroundJob::cancelled, this, [this] { emit cancelled(path_); });
+}
 
 HistoryLoader::~HistoryLoader() = default;
 
+bool HistoryLoader::isLoading() const { return job_->isRunning(); }
+
 void HistoryLoader::load(const QString& path) {
-  const quint64 generation = ++generation_;
-  loading_ = true;
+  path_ = path;
   emit started(path);
-  // The continuation runs on this object's thread and is dropped if this
-  // object is destroyed first. When the read has already finished by the time
-  // it is attached (a tiny or unreadable file), Qt runs it at once, inside
-  // this call; so it only queues the delivery, which then always comes from
-  // the event loop, after load() has returned and after any newer load().
-  QtConcurrent::run(&HistoryLoader::read, path.toStdString())
-      .then(this, [this, generation, path](QFuture<LoadResult> future) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, generation, path, result = future.takeResult()] {
-              deliver(generation, path, result);
-            },
-            Qt::QueuedConnection);
-      });
+  job_->run(tr("Reading runs of %1…").arg(QFileInfo(path).fileName()),
+            [path = path.toStdString()] { return read(path); },
+            [this, path](const LoadResult& result) { deliver(path, result); });
 }
 
-void HistoryLoader::deliver(quint64 generation, const QString& path, const LoadResult& result) {
-  if (generation != generation_) return;  // superseded by a newer load, or cancelled
-  loading_ = false;
+void HistoryLoader::deliver(const QString& path, const LoadResult& result) {
   if (result.error.isEmpty()) {
     emit loaded(path, result.runs);
   } else {
@@ -62,9 +52,6 @@ void HistoryLoader::deliver(quint64 generation, const QString& path, const LoadR
   }
 }
 
-void HistoryLoader::cancel() {
-  ++generation_;
-  loading_ = false;
-}
+void HistoryLoader::cancel() { job_->cancel(); }
 
 }  // namespace lazyscope::gui

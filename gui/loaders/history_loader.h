@@ -15,6 +15,8 @@
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
+
 class HistoryLoader : public QObject {
   Q_OBJECT
 
@@ -26,23 +28,25 @@ class HistoryLoader : public QObject {
   void load(const QString& path);
   // Drops the result of the load under way, if any.
   void cancel();
-  bool isLoading() const { return loading_; }
+  bool isLoading() const;
 
  signals:
   void started(const QString& path);
   void loaded(const QString& path, const std::vector<lazyscope::pb::RunSummary>& runs);
   // `message` is the storage library's own (it names the file and the fault).
   void failed(const QString& path, const QString& message);
+  // The user pressed Cancel in the status bar: nothing is delivered.
+  void cancelled(const QString& path);
 
  private:
   struct LoadResult;  // what a background read hands back
 
   // Runs on a pool thread: touches nothing but its argument.
   static LoadResult read(const std::string& path);
-  void deliver(quint64 generation, const QString& path, const LoadResult& result);
+  void deliver(const QString& path, const LoadResult& result);
 
-  quint64 generation_ = 0;
-  bool loading_ = false;
+  BackgroundJob* job_;
+  QString path_;  // of the load under way or last made
 };
 
 }  // namespace lazyscope::gui

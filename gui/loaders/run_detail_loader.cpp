@@ -1,13 +1,12 @@
 #include "loaders/run_detail_loader.h"
 
-#include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 #include <memory>
 
 #include "analysis/diagnosis.h"
 #include "analysis/run_data.h"
 #include "db/history_file.h"
+#include "loaders/background_job.h"
 #include "query/history_reader.h"
 
 namespace lazyscope::gui {
@@ -55,27 +54,23 @@ RunDetailLoader::LoadResult RunDetailLoader::read(const std::string& path, int64
   return result;
 }
 
-RunDetailLoader::RunDetailLoader(QObject* parent) : QObject(parent) {}
+RunDetailLoader::RunDetailLoader(QObject* parent) : QObject(parent), job_(new BackgroundJob(this)) {
+  connect(job_, &BackgroundJob::cancelled, this, [this] { emit cancelled(runId_); });
+}
 
 RunDetailLoader::~RunDetailLoader() = default;
 
+bool RunDetailLoader::isLoading() const { return job_->isRunning(); }
+
 void RunDetailLoader::load(const QString& path, int64_t runId) {
-  const quint64 generation = ++generation_;
-  loading_ = true;
+  runId_ = runId;
   emit started(runId);
-  // As in HistoryLoader: the continuation only queues the delivery, so that
-  // it always comes from the event loop, after load() returned.
-  QtConcurrent::run(&RunDetailLoader::read, path.toStdString(), runId)
-      .then(this, [this, generation](QFuture<LoadResult> future) {
-        QMetaObject::invokeMethod(
-            this, [this, generation, result = future.takeResult()] { deliver(generation, result); },
-            Qt::QueuedConnection);
-      });
+  job_->run(tr("Reading run %1…").arg(runId),
+            [path = path.toStdString(), runId] { return read(path, runId); },
+            [this](const LoadResult& result) { deliver(result); });
 }
 
-void RunDetailLoader::deliver(quint64 generation, const LoadResult& result) {
-  if (generation != generation_) return;  // superseded by a newer load, or cancelled
-  loading_ = false;
+void RunDetailLoader::deliver(const LoadResult& result) {
   if (result.detail) {
     emit loaded(*result.detail);
   } else {
@@ -83,9 +78,6 @@ void RunDetailLoader::deliver(quint64 generation, const LoadResult& result) {
   }
 }
 
-void RunDetailLoader::cancel() {
-  ++generation_;
-  loading_ = false;
-}
+void RunDetailLoader::cancel() { job_->cancel(); }
 
 }  // namespace lazyscope::gui

@@ -18,6 +18,8 @@
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
+
 struct RunDetail {
   int64_t runId = 0;
   pb::RunSummary summary;
@@ -42,22 +44,24 @@ class RunDetailLoader : public QObject {
   void load(const QString& path, int64_t runId);
   // Drops the result of the load under way, if any.
   void cancel();
-  bool isLoading() const { return loading_; }
+  bool isLoading() const;
 
  signals:
   void started(qint64 runId);
   void loaded(const lazyscope::gui::RunDetail& detail);
   void failed(qint64 runId, const QString& message);
+  // The user pressed Cancel in the status bar: nothing is delivered.
+  void cancelled(qint64 runId);
 
  private:
   struct LoadResult;
 
   // Runs on a pool thread: touches nothing but its arguments.
   static LoadResult read(const std::string& path, int64_t runId);
-  void deliver(quint64 generation, const LoadResult& result);
+  void deliver(const LoadResult& result);
 
-  quint64 generation_ = 0;
-  bool loading_ = false;
+  BackgroundJob* job_;
+  int64_t runId_ = 0;  // of the load under way or last made
 };
 
 }  // namespace lazyscope::gui

@@ -9,10 +9,15 @@
 
 namespace lazyscope::gui {
 
+struct JobControl;
+
 enum class RunExportFormat { Bundle, ChromeTrace };
 
 // Writes run `runId` of `history` to `path`. Empty on success, else a
-// message naming the run or file and what went wrong. Blocking.
-QString exportRunToFile(const QString& history, int64_t runId, const QString& path, RunExportFormat format);
+// message naming the run or file and what went wrong. Blocking. With
+// `control` stopped before the file is written, nothing is written (the
+// storage writer itself cannot be stopped half way).
+QString exportRunToFile(const QString& history, int64_t runId, const QString& path, RunExportFormat format,
+                        const JobControl* control = nullptr);
 
 }  // namespace lazyscope::gui

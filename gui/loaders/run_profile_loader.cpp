@@ -1,7 +1,5 @@
 #include "loaders/run_profile_loader.h"
 
-#include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -9,6 +7,7 @@
 #include <memory>
 
 #include "db/history_file.h"
+#include "loaders/background_job.h"
 #include "models/recompilation_model.h"
 #include "query/history_reader.h"
 
@@ -232,9 +231,13 @@ RunProfileLoader::LoadResult RunProfileLoader::readAll(const std::string& path, 
   return result;
 }
 
-RunProfileLoader::RunProfileLoader(QObject* parent) : QObject(parent) {}
+RunProfileLoader::RunProfileLoader(QObject* parent) : QObject(parent), job_(new BackgroundJob(this)) {
+  connect(job_, &BackgroundJob::cancelled, this, [this] { emit cancelled(runId_); });
+}
 
 RunProfileLoader::~RunProfileLoader() = default;
+
+bool RunProfileLoader::isLoading() const { return job_->isRunning(); }
 
 void RunProfileLoader::load(const QString& path, int64_t runId) { start(path, {runId}, false); }
 
@@ -243,20 +246,14 @@ void RunProfileLoader::loadMany(const QString& path, const std::vector<int64_t>&
 }
 
 void RunProfileLoader::start(const QString& path, std::vector<int64_t> runIds, bool many) {
-  const quint64 generation = ++generation_;
-  loading_ = true;
-  // As in RunDetailLoader: deliver from the event loop, after load() returned.
-  QtConcurrent::run(&RunProfileLoader::readAll, path.toStdString(), std::move(runIds))
-      .then(this, [this, generation, many](QFuture<LoadResult> future) {
-        QMetaObject::invokeMethod(
-            this, [this, generation, many, result = future.takeResult()] { deliver(generation, many, result); },
-            Qt::QueuedConnection);
-      });
+  runId_ = runIds.empty() ? 0 : runIds.front();
+  const QString label = many ? tr("Reading the steps of %1 runs…").arg(runIds.size())
+                             : tr("Reading the timeline of run %1…").arg(runId_);
+  job_->run(label, [path = path.toStdString(), runIds = std::move(runIds)] { return readAll(path, runIds); },
+            [this, many](const LoadResult& result) { deliver(many, result); });
 }
 
-void RunProfileLoader::deliver(quint64 generation, bool many, const LoadResult& result) {
-  if (generation != generation_) return;  // superseded or cancelled
-  loading_ = false;
+void RunProfileLoader::deliver(bool many, const LoadResult& result) {
   if (!result.profiles) {
     emit failed(result.runId, result.error);
   } else if (many) {
@@ -266,9 +263,6 @@ void RunProfileLoader::deliver(quint64 generation, bool many, const LoadResult& 
   }
 }
 
-void RunProfileLoader::cancel() {
-  ++generation_;
-  loading_ = false;
-}
+void RunProfileLoader::cancel() { job_->cancel(); }
 
 }  // namespace lazyscope::gui

@@ -23,6 +23,8 @@ class HistoryReader;
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
+
 // Something that happened in a step, drawn above the step's bar.
 struct StepMarker {
   enum class Kind { Compile, Fallback, Sync };
@@ -67,7 +69,7 @@ class RunProfileLoader : public QObject {
   // Same for several runs at once (chart overlays); delivered by loadedMany.
   void loadMany(const QString& path, const std::vector<int64_t>& runIds);
   void cancel();
-  bool isLoading() const { return loading_; }
+  bool isLoading() const;
 
   // Reads one run synchronously (the pool thread's work). Throws
   // storage::HistoryError; nullopt-like: runId 0 when there is no such run.
@@ -77,16 +79,18 @@ class RunProfileLoader : public QObject {
   void loaded(const lazyscope::gui::RunProfile& profile);
   void loadedMany(const std::vector<lazyscope::gui::RunProfile>& profiles);
   void failed(qint64 runId, const QString& message);
+  // The user pressed Cancel in the status bar: nothing is delivered.
+  void cancelled(qint64 runId);
 
  private:
   struct LoadResult;
 
   static LoadResult readAll(const std::string& path, std::vector<int64_t> runIds);
   void start(const QString& path, std::vector<int64_t> runIds, bool many);
-  void deliver(quint64 generation, bool many, const LoadResult& result);
+  void deliver(bool many, const LoadResult& result);
 
-  quint64 generation_ = 0;
-  bool loading_ = false;
+  BackgroundJob* job_;
+  int64_t runId_ = 0;  // the first run of the load under way or last made
 };
 
 }  // namespace lazyscope::gui

@@ -70,10 +70,8 @@ QVariant DeltaTableModel::data(const QModelIndex &index, int role) const {
     QString text = QStringLiteral("%1 → %2").arg(valueText(a, spec.isTime),
                                                  valueText(b, spec.isTime));
     if (a && b && delta != 0) {
-      const QString sign =
-          delta > 0 ? QStringLiteral("+") : QStringLiteral("−");
       text += QStringLiteral("  (%1%2)")
-                  .arg(sign, valueText(std::abs(delta), spec.isTime));
+                  .arg(signOf(delta), valueText(std::abs(delta), spec.isTime));
     }
     return text;
   }

@@ -36,9 +36,7 @@ QString metricTitle(const std::string &metric) {
 
 QString signedMetricText(const std::string &metric, double value,
                          bool withSign) {
-  const QString sign = !withSign || value == 0 ? QString()
-                       : value > 0             ? QStringLiteral("+")
-                                               : QStringLiteral("−");
+  const QString sign = withSign ? signOf(value) : QString();
   const double magnitude = withSign ? std::abs(value) : value;
   if (isTime(metric))
     return sign + formatStepTime(magnitude);
@@ -128,9 +126,7 @@ QVariant MetricDeltaModel::data(const QModelIndex &index, int role) const {
       if (!hasChange)
         return m.delta() == 0 ? QStringLiteral("0 %") : QStringLiteral("new");
       return QStringLiteral("%1%2 %")
-          .arg(change > 0   ? QStringLiteral("+")
-               : change < 0 ? QStringLiteral("−")
-                            : QString())
+          .arg(signOf(change))
           .arg(std::abs(change), 0, 'f', 1);
     default:
       return {};

@@ -28,4 +28,8 @@ QString formatTimestamp(int64_t unix_ms) {
   return QDateTime::fromMSecsSinceEpoch(unix_ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
 }
 
+QString signOf(double value) {
+  return value > 0 ? QStringLiteral("+") : value < 0 ? QStringLiteral("−") : QString();
+}
+
 }  // namespace lazyscope::gui

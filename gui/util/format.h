@@ -16,4 +16,8 @@ QString formatStepTime(double ms);
 // Unix milliseconds as local time, "2024-05-01 14:03:22"; empty for 0.
 QString formatTimestamp(int64_t unix_ms);
 
+// "+" or "−" (U+2212, as typeset minus) before a signed change, "" for 0:
+// every delta the Compare view shows is written as sign + magnitude.
+QString signOf(double value);
+
 }  // namespace lazyscope::gui

@@ -192,6 +192,10 @@ CompareView::CompareView(QWidget *parent)
             status_->setText(tr("Could not compare the runs. %1").arg(message));
             status_->show();
           });
+  connect(loader_, &CompareLoader::cancelled, this, [this] {
+    status_->setText(tr("Comparing was cancelled — choose Compare again to reload."));
+    status_->show();
+  });
 }
 
 CompareView::~CompareView() = default;

@@ -110,7 +110,7 @@ LayoutResult finish(const LayoutInput& input, const std::vector<std::vector<int>
 
 }  // namespace
 
-LayoutResult layoutLayered(const LayoutInput& input) {
+LayoutResult layoutLayered(const LayoutInput& input, JobControl* control) {
   const Adjacency adj = adjacency(input);
   std::vector<int> layer = longestPathLayers(adj);
   int count = 0;
@@ -118,6 +118,10 @@ LayoutResult layoutLayered(const LayoutInput& input) {
   std::vector<double> centre(input.widths.size(), 0);
   for (const auto& row : rows) placeRow(input, row, centre);
   for (int sweep = 0; sweep < input.sweeps; ++sweep) {
+    if (control != nullptr) {
+      if (control->stopped()) return {};
+      control->setProgress(sweep, input.sweeps);
+    }
     if (sweep % 2 == 0) {
       for (int l = 1; l < count; ++l) {
         sortByBarycentre(rows[l], adj.preds, centre);

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <utility>
+
+#include "util/job_control.h"
 #include <vector>
 
 namespace lazyscope::gui {
@@ -38,7 +40,10 @@ struct LayoutResult {
   double height = 0;
 };
 
-LayoutResult layoutLayered(const LayoutInput& input);
+// With `control`, its stop flag is checked between sweeps (each is one pass
+// over every layer) and progress is reported per sweep; a stopped layout
+// returns early with a result nobody should draw.
+LayoutResult layoutLayered(const LayoutInput& input, JobControl* control = nullptr);
 
 // The reference the benchmark measures against: longest-path layering and
 // coordinates in index order, with no crossing reduction.

@@ -126,6 +126,14 @@ GraphTab::GraphTab(QWidget* parent)
             program_->setPlainText(program.isEmpty() ? tr("(no program text stored)") : program);
             details_->clear();
           });
+  connect(loader_, &GraphLoader::cancelled, this, [this](quint64 hash) {
+    if (hash == 0) {
+      setStatus(tr("Reading the graphs of run %1 was cancelled — press F5 to reload.").arg(runId_));
+    } else {
+      setStatus(tr("Reading graph %1 was cancelled — select it again or press F5 to reload.")
+                    .arg(hash, 16, 16, QLatin1Char('0')));
+    }
+  });
   connect(loader_, &GraphLoader::failed, this, [this](quint64 hash, const QString& message) {
     if (hash == 0) {
       setStatus(tr("Could not read the graphs of run %1. %2").arg(runId_).arg(message));

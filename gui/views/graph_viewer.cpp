@@ -3,19 +3,18 @@
 #include "util/image_export.h"
 
 #include <QCache>
-#include <QFuture>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
-#include "util/image_export.h"
+#include "loaders/background_job.h"
 #include "views/graph_canvas.h"
 #include "views/graph_layout.h"
 #include "views/graph_scene.h"
@@ -40,8 +39,10 @@ QCache<QString, std::shared_ptr<const LaidOutGraph>>& layoutCache() {
 }
 
 // Runs on a pool thread: touches nothing but its arguments.
+// With `control` stopped (Cancel, or a newer layout) it gives up early; the
+// result is then dropped unseen.
 std::shared_ptr<const LaidOutGraph> layOut(std::shared_ptr<const pb::IrGraph> graph,
-                                           OutlineState state) {
+                                           OutlineState state, JobControl* control) {
   auto laid = std::make_shared<LaidOutGraph>();
   auto outline = std::make_shared<GraphOutline>(buildOutline(*graph, state));
   if (static_cast<int>(outline->items.size()) > GraphViewer::kDrawLimit && state.focus.empty()) {
@@ -51,7 +52,8 @@ std::shared_ptr<const LaidOutGraph> layOut(std::shared_ptr<const pb::IrGraph> gr
     outline = std::make_shared<GraphOutline>(buildOutline(*graph, state));
     laid->tooLarge = true;
   }
-  laid->layout = layoutLayered(layoutInputFor(*outline));
+  if (control->stopped()) return laid;
+  laid->layout = layoutLayered(layoutInputFor(*outline), control);
   laid->outline = std::move(outline);
   return laid;
 }
@@ -71,7 +73,11 @@ bool nodeMatches(const pb::IrNode& node, const QString& text) {
 }  // namespace
 
 GraphViewer::GraphViewer(QWidget* parent)
-    : QWidget(parent), scene_(new GraphScene(this)), canvas_(new GraphCanvas(this)) {
+    : QWidget(parent),
+      layoutJob_(new BackgroundJob(this)),
+      scene_(new GraphScene(this)),
+      canvas_(new GraphCanvas(this)) {
+  connect(layoutJob_, &BackgroundJob::cancelled, this, &GraphViewer::onLayoutCancelled);
   canvas_->setScene(scene_);
   message_ = new QLabel(this);
   message_->setObjectName(QStringLiteral("graphMessage"));
@@ -84,6 +90,12 @@ GraphViewer::GraphViewer(QWidget* parent)
   layout->setSpacing(4);
   layout->addWidget(createToolbar());
   layout->addWidget(message_);
+  reload_ = new QPushButton(tr("Reload"), this);
+  reload_->setObjectName(QStringLiteral("graphReload"));
+  reload_->setToolTip(tr("Lay out this graph again"));
+  reload_->hide();
+  connect(reload_, &QPushButton::clicked, this, [this] { relayout(); });
+  layout->addWidget(reload_, 0, Qt::AlignLeft);
   layout->addWidget(canvas_, 1);
   layout->addWidget(createLegend());
 
@@ -206,49 +218,59 @@ void GraphViewer::setGraph(std::shared_ptr<const pb::IrGraph> graph) {
 }
 
 void GraphViewer::clear() {
-  ++generation_;
-  layingOut_ = false;
+  layoutJob_->cancel();
   graph_.reset();
   scene_->clearGraph();
   status_->clear();
   message_->hide();
+  reload_->hide();
   matchLabel_->clear();
 }
+
+bool GraphViewer::isLayingOut() const { return layoutJob_->isRunning(); }
 
 QString GraphViewer::message() const { return message_->isVisible() ? message_->text() : QString(); }
 
 void GraphViewer::relayout(int focusNode) {
   if (!graph_) return;
-  const quint64 generation = ++generation_;
+  reload_->hide();
+  if (message_->property("cancelled").toBool()) message_->hide();
   const QString key = outlineKey(*graph_, state_);
+  const QString label = tr("Laying out %1 nodes…").arg(graph_->nodes_size());
   if (const auto* cached = layoutCache().object(key)) {
-    layingOut_ = true;
-    // Delivered from the event loop as a computed one is, so callers see
-    // one behaviour.
-    QMetaObject::invokeMethod(
-        this, [this, generation, laid = *cached, focusNode] { onLaidOut(generation, laid, focusNode); },
-        Qt::QueuedConnection);
+    // Through the job too, so that a cached layout is delivered from the
+    // event loop and supersedes a layout under way, as a computed one does.
+    layoutJob_->run(label, [laid = *cached] { return laid; },
+                    [this, focusNode](const std::shared_ptr<const LaidOutGraph>& laid) { onLaidOut(laid, focusNode); });
     return;
   }
-  layingOut_ = true;
-  status_->setText(tr("Laying out %1 nodes…").arg(graph_->nodes_size()));
-  QtConcurrent::run(&layOut, graph_, state_)
-      .then(this, [this, generation, key, focusNode](std::shared_ptr<const LaidOutGraph> laid) {
+  status_->setText(label);
+  layoutJob_->run(
+      label,
+      [graph = graph_, state = state_](JobControl& control) { return layOut(graph, state, &control); },
+      [this, key, focusNode](const std::shared_ptr<const LaidOutGraph>& laid) {
+        // Only a finished layout reaches here (a stopped one is dropped).
         layoutCache().insert(key, new std::shared_ptr<const LaidOutGraph>(laid),
                              static_cast<qsizetype>(laid->outline->items.size()) + 1);
-        // A job that finished before then() ran its continuation at once,
-        // inside relayout(): queue the delivery so it always comes later.
-        QMetaObject::invokeMethod(
-            this, [this, generation, laid, focusNode] { onLaidOut(generation, laid, focusNode); },
-            Qt::QueuedConnection);
+        onLaidOut(laid, focusNode);
       });
 }
 
-void GraphViewer::onLaidOut(quint64 generation, std::shared_ptr<const LaidOutGraph> laid,
-                            int focusNode) {
-  if (generation != generation_) return;  // superseded by a newer graph or state
-  layingOut_ = false;
+void GraphViewer::onLayoutCancelled() {
+  // The previous drawing is of another graph or state: showing it would pass
+  // for the result. Say what happened and how to get the drawing instead.
+  scene_->clearGraph();
+  status_->setText(tr("Layout cancelled"));
+  message_->setText(tr("Laying out this graph (%1 nodes) was cancelled — press Reload to lay it out again.")
+                        .arg(graph_ ? graph_->nodes_size() : 0));
+  message_->setProperty("cancelled", true);
+  message_->show();
+  reload_->show();
+}
+
+void GraphViewer::onLaidOut(const std::shared_ptr<const LaidOutGraph>& laid, int focusNode) {
   const GraphOutline& outline = *laid->outline;
+  message_->setProperty("cancelled", false);
   scene_->build(laid->outline, laid->layout);
   int scopes = 0;
   for (const OutlineItem& item : outline.items) scopes += item.node < 0 ? 1 : 0;
@@ -426,7 +448,7 @@ void GraphViewer::showItemMenu(int index, const QPoint& globalPos) {
 namespace lazyscope::gui {
 
 QString GraphViewer::exportImage(const QString& path) {
-  if (graph_ == nullptr || layingOut_) return tr("There is no graph drawn to export yet.");
+  if (graph_ == nullptr || isLayingOut()) return tr("There is no graph drawn to export yet.");
   return exportSceneImage(scene_, path);
 }
 

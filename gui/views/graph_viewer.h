@@ -19,10 +19,12 @@
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QPushButton;
 class QToolButton;
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
 class GraphCanvas;
 class GraphScene;
 struct LaidOutGraph;
@@ -57,7 +59,7 @@ class GraphViewer : public QWidget {
   // Selects the box that shows node `node` (by index).
   void selectNode(int node);
 
-  bool isLayingOut() const { return layingOut_; }
+  bool isLayingOut() const;
   const OutlineState& state() const { return state_; }
   const pb::IrGraph* graph() const { return graph_.get(); }
   GraphScene* scene() const { return scene_; }
@@ -78,14 +80,14 @@ class GraphViewer : public QWidget {
   QWidget* createToolbar();
   QWidget* createLegend();
   void relayout(int focusNode = -1);
-  void onLaidOut(quint64 generation, std::shared_ptr<const LaidOutGraph> laid, int focusNode);
+  void onLaidOut(const std::shared_ptr<const LaidOutGraph>& laid, int focusNode);
+  void onLayoutCancelled();
   void onSelectionChanged();
   void showItemMenu(int index, const QPoint& globalPos);
 
   std::shared_ptr<const pb::IrGraph> graph_;
   OutlineState state_;
-  quint64 generation_ = 0;
-  bool layingOut_ = false;
+  BackgroundJob* layoutJob_;
   std::vector<int> matches_;  // item indices
   int matchCursor_ = -1;
 
@@ -98,6 +100,7 @@ class GraphViewer : public QWidget {
   QToolButton* whole_ = nullptr;
   QLabel* status_ = nullptr;
   QLabel* message_ = nullptr;
+  QPushButton* reload_ = nullptr;  // lays out again after a cancelled layout
 };
 
 }  // namespace lazyscope::gui

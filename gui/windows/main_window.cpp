@@ -10,7 +10,6 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
-#include <QProgressBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -20,6 +19,7 @@
 #include "db/history_file.h"
 #include "loaders/history_loader.h"
 #include "widgets/message_banner.h"
+#include "widgets/task_progress.h"
 #include "windows/desktop_menus.h"
 #include "windows/recent_files.h"
 #include "windows/run_actions.h"
@@ -54,6 +54,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Histo
   connect(loader_, &HistoryLoader::started, this, &MainWindow::onLoadStarted);
   connect(loader_, &HistoryLoader::loaded, this, &MainWindow::onRunsLoaded);
   connect(loader_, &HistoryLoader::failed, this, &MainWindow::onLoadFailed);
+  connect(loader_, &HistoryLoader::cancelled, this, &MainWindow::onLoadCancelled);
   connect(runs_, &RunListPage::shownCountChanged, this, &MainWindow::updateRunCount);
   connect(runs_, &RunListPage::selectedRunsChanged, this,
           [this] { detail_->overlayRuns(historyPath_, runs_->selectedRunIds()); });
@@ -144,18 +145,16 @@ void MainWindow::createStatusBar() {
   pathLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   pathLabel_->setMinimumWidth(100);
 
-  busy_ = new QProgressBar(this);
-  busy_->setRange(0, 0);  // indeterminate
-  busy_->setMaximumWidth(120);
-  busy_->setMaximumHeight(14);
-  busy_->setTextVisible(false);
-  busy_->hide();
+  // Every BackgroundJob under this window (loaders, the graph layout,
+  // exports, a compare window) reports here.
+  tasks_ = new TaskProgress(this);
+  tasks_->serve(this);
 
   countLabel_ = new QLabel(this);
   countLabel_->setObjectName(QStringLiteral("runCountLabel"));
 
   statusBar()->addWidget(pathLabel_, 1);
-  statusBar()->addPermanentWidget(busy_);
+  statusBar()->addPermanentWidget(tasks_);
   statusBar()->addPermanentWidget(countLabel_);
 }
 
@@ -195,7 +194,6 @@ void MainWindow::openDefaultHistory() {
   }
   // Nothing recorded yet: not an error.
   loader_->cancel();
-  busy_->hide();
   statusBar()->clearMessage();
   banner_->dismiss();
   setCurrentPath(path);
@@ -251,12 +249,10 @@ void MainWindow::fillRecentMenu() {
 
 void MainWindow::onLoadStarted() {
   runs_->setEmptyReason(RunListPage::EmptyReason::Loading);
-  busy_->show();
   statusBar()->showMessage(tr("Loading…"));
 }
 
 void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSummary>& runs) {
-  busy_->hide();
   statusBar()->clearMessage();
   if (path != historyPath_) return;
   lastLoadFailed_ = false;
@@ -264,20 +260,30 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
   // A model reset forgets the current row without a signal: select the run
   // shown before again (which reads it afresh), or clear the detail.
-  const int64_t shown = pendingRunId_ != 0 ? pendingRunId_ : detail_->runId();
+  // The run asked for, not only one shown: a run whose read was cancelled
+  // is read again by a reload, as the cancel message promises.
+  const int64_t shown = pendingRunId_ != 0 ? pendingRunId_ : detail_->wantedRunId();
   pendingRunId_ = 0;
   runs_->setRuns(runs);
   if (shown == 0 || !runs_->selectRun(shown)) detail_->clear();
 }
 
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
-  busy_->hide();
   statusBar()->clearMessage();
   if (path != historyPath_) return;
   lastLoadFailed_ = true;
   runs_->setEmptyReason(RunListPage::EmptyReason::Failed);
   runs_->setRuns({});
   banner_->showMessage(MessageBanner::Kind::Error, tr("Could not load the history. %1").arg(message));
+}
+
+void MainWindow::onLoadCancelled(const QString& path) {
+  statusBar()->clearMessage();
+  if (path != historyPath_) return;
+  // The rows of an earlier read (if any) stay; say they may be stale.
+  runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
+  banner_->showMessage(MessageBanner::Kind::Information,
+                       tr("Reading the runs was cancelled — press F5 to reload."));
 }
 
 void MainWindow::updateRunCount() {

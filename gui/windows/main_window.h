@@ -13,7 +13,6 @@
 class QAction;
 class QLabel;
 class QMenu;
-class QProgressBar;
 class QSortFilterProxyModel;
 class QSplitter;
 
@@ -25,6 +24,7 @@ class RunListModel;
 class RunActions;
 class RunDetailView;
 class RunListPage;
+class TaskProgress;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -53,6 +53,8 @@ class MainWindow : public QMainWindow {
   RunDetailView* runDetail() const { return detail_; }
   MessageBanner* banner() const { return banner_; }
   RunActions* runActions() const { return actions_; }
+  // Progress and Cancel of long background work, in the status bar.
+  TaskProgress* taskProgress() const { return tasks_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -69,6 +71,7 @@ class MainWindow : public QMainWindow {
   void onLoadStarted();
   void onRunsLoaded(const QString& path, const std::vector<pb::RunSummary>& runs);
   void onLoadFailed(const QString& path, const QString& message);
+  void onLoadCancelled(const QString& path);
   void setCurrentPath(const QString& path);
   void updateRunCount();
 
@@ -88,7 +91,7 @@ class MainWindow : public QMainWindow {
   QMenu* recentMenu_ = nullptr;
   QLabel* pathLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;
-  QProgressBar* busy_ = nullptr;
+  TaskProgress* tasks_ = nullptr;
   RunActions* actions_ = nullptr;
   QMenu* fileMenu_ = nullptr;
   QAction* fileMenuQuitSeparator_ = nullptr;

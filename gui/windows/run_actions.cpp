@@ -18,6 +18,7 @@
 
 #include "dialogs/run_script_dialog.h"
 #include "edit/history_editor.h"
+#include "loaders/background_job.h"
 #include "loaders/script_run.h"
 #include "models/run_list_model.h"
 #include "util/run_status.h"
@@ -323,12 +324,19 @@ void RunActions::askExport(RunExportFormat format) {
 void RunActions::exportRun(qint64 runId, const QString &path,
                            RunExportFormat format) {
   // A big run's bundle takes a while to read and write: off the GUI thread,
-  // with a line in the status bar meanwhile.
-  window_->statusBar()->showMessage(tr("Exporting run %1…").arg(runId));
-  QtConcurrent::run(&exportRunToFile, window_->historyPath(),
-                    static_cast<int64_t>(runId), path, format)
-      .then(this, [this, path, runId](const QString &error) {
-        window_->statusBar()->clearMessage();
+  // reporting to the status bar meanwhile. A job per export: a second
+  // export must not supersede (and so drop) the first.
+  auto *job = new BackgroundJob(this);
+  connect(job, &BackgroundJob::finished, job, &QObject::deleteLater);
+  connect(job, &BackgroundJob::cancelled, this, [this, runId] {
+    window_->statusBar()->showMessage(tr("Export of run %1 cancelled.").arg(runId), 8000);
+  });
+  job->run(
+      tr("Exporting run %1…").arg(runId),
+      [history = window_->historyPath(), runId, path, format](JobControl &control) {
+        return exportRunToFile(history, runId, path, format, &control);
+      },
+      [this, path, runId](const QString &error) {
         if (!error.isEmpty()) {
           emit failed(error);
           return;

@@ -21,6 +21,8 @@ class QToolButton;
 
 namespace lazyscope::gui {
 
+class BackgroundJob;
+
 class CompareView;
 class MainWindow;
 class ScriptRun;

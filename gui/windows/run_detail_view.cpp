@@ -51,6 +51,7 @@ RunDetailView::RunDetailView(QWidget* parent)
 
   connect(loader_, &RunDetailLoader::loaded, this, &RunDetailView::onLoaded);
   connect(loader_, &RunDetailLoader::failed, this, &RunDetailView::onFailed);
+  connect(loader_, &RunDetailLoader::cancelled, this, &RunDetailView::onCancelled);
   addProfileTabs();
 }
 
@@ -61,6 +62,7 @@ bool RunDetailView::isLoading() const { return loader_->isLoading(); }
 int64_t RunDetailView::runId() const { return detail_ ? detail_->runId : 0; }
 
 void RunDetailView::showRun(const QString& path, int64_t runId) {
+  wantedRunId_ = runId;
   status_->setText(tr("Loading run %1…").arg(runId));
   status_->show();
   loader_->load(path, runId);
@@ -84,6 +86,7 @@ void RunDetailView::clear() {
   graphs_->clear();  // Graphs tab (gui3)
   overview_->clear();
   detail_.reset();
+  wantedRunId_ = 0;
 }
 
 void RunDetailView::onLoaded(const RunDetail& detail) {
@@ -99,6 +102,13 @@ void RunDetailView::onLoaded(const RunDetail& detail) {
 void RunDetailView::onFailed(qint64 runId, const QString& message) {
   clear();
   status_->setText(tr("Could not load run %1. %2").arg(runId).arg(message));
+  status_->show();
+}
+
+void RunDetailView::onCancelled(qint64 runId) {
+  // Whatever of the run did arrive stays; the line says that the rest (the
+  // overview or the timeline and charts) was stopped, not empty.
+  status_->setText(tr("Loading run %1 was cancelled — press F5 to reload.").arg(runId));
   status_->show();
 }
 
@@ -120,6 +130,7 @@ void RunDetailView::addProfileTabs() {
   tabs_->addTab(output_, tr("O&utput"));
   connect(profileLoader_, &RunProfileLoader::loaded, this, &RunDetailView::onProfileLoaded);
   connect(overlayLoader_, &RunProfileLoader::loadedMany, charts_, &ChartsView::setRuns);
+  connect(profileLoader_, &RunProfileLoader::cancelled, this, &RunDetailView::onCancelled);
   // A failed read is already reported by the detail loader's message.
   connect(timeline_, &TimelineView::stepSelected, this, &RunDetailView::selectCompileOfStep);
   connect(overview_, &OverviewTab::evidenceRequested, this, &RunDetailView::showEvidence);

@@ -44,6 +44,9 @@ class RunDetailView : public QWidget {
   bool isLoading() const;
   // The run shown, or 0.
   int64_t runId() const;
+  // The run last asked for by showRun(), shown or not (its read may have been
+  // cancelled), or 0 after clear(): the run a reload shows again.
+  int64_t wantedRunId() const { return wantedRunId_; }
   QTabWidget* tabs() const { return tabs_; }
   OverviewTab* overview() const { return overview_; }
   RecompilationsTab* recompilations() const { return recompilations_; }
@@ -73,9 +76,11 @@ class RunDetailView : public QWidget {
  private:
   void onLoaded(const RunDetail& detail);
   void onFailed(qint64 runId, const QString& message);
+  void onCancelled(qint64 runId);
 
   RunDetailLoader* loader_;
   std::unique_ptr<RunDetail> detail_;
+  int64_t wantedRunId_ = 0;
   QLabel* status_;
   QTabWidget* tabs_;
   OverviewTab* overview_;
