@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backend/collective.h"
 #include "backend/cpu/kernels.h"
 #include "core/hash.h"
 #include "core/error.h"
@@ -285,6 +286,8 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   const int64_t execute_start = events::now_ns();
   std::vector<BufferPtr> outputs;
   try {
+    // The all_reduce kernel finds its replica rank from the executing device.
+    collective::ExecutingDevice executing(device.ordinal, st.step);
     outputs = compiled->executable->execute(parameters);
   } catch (...) {
     // A kernel refused a value only known at run time (an out-of-range
