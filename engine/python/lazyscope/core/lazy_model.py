@@ -172,7 +172,14 @@ def _run_step_closures():
 
 def mark_step(device=None):
     """Barrier: runs the pending graph of every live lazy tensor (of ``device``
-    only, when given) and ends the step; then runs the step closures."""
+    only, when given; inside a replica, of the replica's device, as each
+    torch_xla process marks only its own) and ends the step; then runs the
+    step closures."""
+    replica = _replica()
+    if device is None and replica is not None:
+        # Another replica's graph holds its own collectives: running it from
+        # this thread would contribute to them out of turn.
+        device = str(replica.device)
     if isinstance(device, str):
         device = _C.device(device)
     _C.mark_step(device)
