@@ -40,7 +40,6 @@ struct Group {
 struct Registry {
   std::mutex mu;
   std::condition_variable cv;
-  int64_t next_key = 1;
   std::unordered_map<int64_t, std::shared_ptr<Group>> groups;
 };
 
@@ -93,10 +92,22 @@ int64_t register_group(const std::vector<int>& device_ordinals) {
                         " is listed twice; each replica needs its own lazy device");
     }
   }
+  // The key is a function of the devices (FNV-1a over the ordinals), not a
+  // counter: it is an attribute of the graph's all_reduce nodes, so a new
+  // group over the same devices (DataParallel's next epoch, the next spawn)
+  // must trace the same graph and hit the compile cache.
+  uint64_t h = 1469598103934665603ULL;
+  for (int d : device_ordinals) h = (h ^ static_cast<uint64_t>(d + 1)) * 1099511628211ULL;
+  const auto key = static_cast<int64_t>(h & 0x7fffffffffffULL);
   Registry& reg = registry();
   std::lock_guard lock(reg.mu);
+  if (reg.groups.contains(key)) {
+    throw EngineError("register_replica_group: " + describe(*reg.groups.at(key)) +
+                      " is still registered; a device takes part in one replica group at a time "
+                      "(unregister_replica_group when its replicas finish)");
+  }
   auto g = std::make_shared<Group>();
-  g->key = reg.next_key++;
+  g->key = key;
   g->devices = device_ordinals;
   g->next.assign(device_ordinals.size(), 0);
   reg.groups.emplace(g->key, g);

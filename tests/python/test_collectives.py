@@ -127,9 +127,11 @@ def test_all_reduce_outside_a_replica_graph_names_the_problem():
     try:
         out = _C.all_reduce(lazyscope.ones(2, device="lazy:0"), "sum", 1.0, key)
         np.testing.assert_array_equal(out.numpy(), [1.0, 1.0])  # a group of one: itself
-        unknown = _C.all_reduce(lazyscope.ones(2, device="lazy:0"), "sum", 1.0, key + 1000)
-        with pytest.raises(RuntimeError, match=r"replica group \d+ is not registered"):
+        unknown = _C.all_reduce(lazyscope.ones(2, device="lazy:0"), "sum", 1.0, -5)
+        with pytest.raises(RuntimeError, match=r"replica group -5 is not registered"):
             unknown.numpy()
+        with pytest.raises(RuntimeError, match=r"replica group \d+ \(lazy:0\) is still registered"):
+            _C.register_replica_group([_C.device("lazy:0")])
     finally:
         _C.unregister_replica_group(key)
     with pytest.raises(RuntimeError, match="lazy:0 is listed twice"):
@@ -271,3 +273,25 @@ def test_data_parallel_loop_syncs_only_at_barriers_and_hits_the_cache(world):
     for m in model_parallel.models:
         np.testing.assert_allclose(m.weight.numpy(), w, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(m.bias.numpy(), b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_second_epoch_traces_the_same_graph(world):
+    """The group key is a function of the devices, so DataParallel's next
+    epoch (a new group over the same devices) hits the compile cache."""
+    devices = [f"lazy:{i}" for i in range(world)]
+    model_parallel = dp.DataParallel(nn.Linear(3, 2), device_ids=devices)
+    data = np.arange(world * 2 * 3, dtype=np.float32).reshape(world * 2, 3)
+    loader = DataLoader(TensorDataset(lazyscope.tensor(data)), batch_size=2)
+
+    def loop(model, device_loader, device, context):
+        opt = context.getattr_or("opt", lambda: optim.SGD(model.parameters(), lr=0.01))
+        for _, (x,) in device_loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            lm.optimizer_step(opt)
+        return True
+
+    model_parallel(loop, loader)
+    before = lm.counters().get("UncachedCompile", 0)
+    model_parallel(loop, loader)
+    assert lm.counters().get("UncachedCompile", 0) == before
