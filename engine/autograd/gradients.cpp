@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "autograd/autograd.h"
+#include "core/error.h"
 #include "tensor/ops.h"
 
 namespace lazyscope::autograd {
@@ -391,6 +392,14 @@ Table make_table() {
     return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
   });
   add_index_rules(t);
+  // A cross-replica op: its gradient would be another collective every
+  // replica must issue in the same order, which a per-replica backward pass
+  // cannot promise. Gradients are reduced after backward (optimizer_step).
+  set(t, OpKind::kAllReduce, [](const Ctx&, const Tensor&) -> Grads {
+    throw EngineError("all_reduce has no gradient: backward reached an all_reduce of a tensor that requires grad. "
+                      "Reduce gradients after backward (lazy_model.optimizer_step / reduce_gradients), or "
+                      "all_reduce a detached tensor");
+  });
   return t;
 }
 

@@ -40,6 +40,18 @@ std::atomic<int64_t>& node_limit() {
   return v;
 }
 
+std::atomic<double>& collective_timeout() {
+  static std::atomic<double> v{[] {
+    if (const char* env = std::getenv("LAZYSCOPE_COLLECTIVE_TIMEOUT_S")) {
+      char* end = nullptr;
+      const double d = std::strtod(env, &end);
+      if (end != env && *end == '\0' && d > 0) return d;
+    }
+    return 60.0;
+  }()};
+  return v;
+}
+
 std::atomic<bool>& bf16() {
   static std::atomic<bool> v{flag_from_env("LAZYSCOPE_USE_BF16") || flag_from_env("XLA_USE_BF16")};
   return v;
@@ -97,6 +109,12 @@ int64_t graph_node_limit() { return node_limit().load(std::memory_order_relaxed)
 void set_graph_node_limit(int64_t n) {
   check_positive("graph_node_limit", n);
   node_limit().store(n);
+}
+
+double collective_timeout_s() { return collective_timeout().load(std::memory_order_relaxed); }
+void set_collective_timeout_s(double seconds) {
+  if (!(seconds > 0)) throw EngineError("collective_timeout_s must be positive, got " + std::to_string(seconds));
+  collective_timeout().store(seconds);
 }
 
 bool forced_fallback(std::string_view op) {

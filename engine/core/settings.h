@@ -33,4 +33,11 @@ void set_forced_fallbacks(const std::vector<std::string>& ops);
 bool bf16_mode();
 void set_bf16_mode(bool on);
 
+// LAZYSCOPE_COLLECTIVE_TIMEOUT_S: how long (seconds, fractions allowed) a
+// replica waits in a collective (all_reduce) for the other replicas of its
+// group. A replica that failed or took another path would otherwise hang the
+// whole process; past this the waiting replicas raise, naming the missing ones.
+double collective_timeout_s();
+void set_collective_timeout_s(double seconds);
+
 }  // namespace lazyscope::settings

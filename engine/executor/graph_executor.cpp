@@ -1,11 +1,14 @@
 #include "executor/graph_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
+#include "backend/collective.h"
 #include "backend/cpu/kernels.h"
 #include "core/hash.h"
 #include "core/error.h"
@@ -39,7 +42,15 @@ struct DeviceState {
   int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit
   int64_t step = 0;
   int64_t step_start_ns = -1;
-  int64_t compile_ns = 0, execute_ns = 0, transfer_ns = 0, host_wait_ns = 0;
+  int64_t compile_ns = 0, execute_ns = 0, host_wait_ns = 0;
+  // Transfers are noted by other threads too (ParallelLoader's upload
+  // thread, holding the GIL) while a replica's sync holds `mu` — possibly
+  // for long, waiting in a collective for other replicas that need the GIL.
+  // So they take only this small lock, and read the step from an atomic
+  // copy, never `mu`.
+  std::mutex transfer_mu;
+  int64_t transfer_ns = 0;            // guarded by transfer_mu
+  std::atomic<int64_t> step_now{0};  // == step, readable without mu
   // Scalars logged this step, read once the barrier has run the step's graph.
   std::vector<std::pair<std::string, std::shared_ptr<TensorImpl>>> scalar_logs;
   // Last graph compiled at each call site, to explain the next recompile.
@@ -200,6 +211,11 @@ void publish_scalar_event(const Device& device, int64_t step, const std::string&
 
 void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
   LAZYSCOPE_COUNTER("MarkStep")->add(1);
+  int64_t transfer_ns = 0;
+  {
+    std::lock_guard lock(st.transfer_mu);
+    transfer_ns = std::exchange(st.transfer_ns, 0);
+  }
   if (events::enabled()) {
     pb::Event e;
     e.set_replica(device.ordinal);
@@ -209,15 +225,16 @@ void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
     s->set_end_ns(end_ns);
     s->set_compile_ns(st.compile_ns);
     s->set_execute_ns(st.execute_ns);
-    s->set_transfer_ns(st.transfer_ns);
+    s->set_transfer_ns(transfer_ns);
     s->set_host_wait_ns(st.host_wait_ns);
-    const int64_t busy = st.compile_ns + st.execute_ns + st.transfer_ns + st.host_wait_ns;
+    const int64_t busy = st.compile_ns + st.execute_ns + transfer_ns + st.host_wait_ns;
     s->set_trace_ns(std::max<int64_t>(0, end_ns - st.step_start_ns - busy));
     events::publish(e);
   }
   ++st.step;
+  st.step_now.store(st.step);
   st.step_start_ns = end_ns;
-  st.compile_ns = st.execute_ns = st.transfer_ns = st.host_wait_ns = 0;
+  st.compile_ns = st.execute_ns = st.host_wait_ns = 0;
 }
 
 int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
@@ -285,6 +302,8 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   const int64_t execute_start = events::now_ns();
   std::vector<BufferPtr> outputs;
   try {
+    // The all_reduce kernel finds its replica rank from the executing device.
+    collective::ExecutingDevice executing(device.ordinal, st.step);
     outputs = compiled->executable->execute(parameters);
   } catch (...) {
     // A kernel refused a value only known at run time (an out-of-range
@@ -441,20 +460,15 @@ void publish_snapshot(const Device& device, int64_t step, bool only_changed) {
 }
 }  // namespace
 
-int64_t current_step(const Device& device) {
-  DeviceState& st = state(device);
-  std::lock_guard lock(st.mu);
-  return st.step;
-}
+int64_t current_step(const Device& device) { return state(device).step_now.load(); }
 
 void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes) {
   DeviceState& st = state(device);
-  int64_t step;
   {
-    std::lock_guard lock(st.mu);
+    std::lock_guard lock(st.transfer_mu);
     st.transfer_ns += duration_ns;
-    step = st.step;
   }
+  const int64_t step = st.step_now.load();
   if (events::enabled()) {
     pb::Event e;
     e.set_replica(device.ordinal);

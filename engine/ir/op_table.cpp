@@ -551,6 +551,37 @@ TensorSpec infer_triangle(const char* op, Specs in, const Attrs&) {
   return in[0];
 }
 
+struct ReduceRow {
+  ReduceKind kind;
+  const char* name;
+};
+constexpr std::array<ReduceRow, kNumReduceKinds> kReduceRows{{
+    {ReduceKind::kSum, "sum"},
+    {ReduceKind::kMul, "mul"},
+    {ReduceKind::kMin, "min"},
+    {ReduceKind::kMax, "max"},
+    {ReduceKind::kAnd, "and"},
+    {ReduceKind::kOr, "or"},
+}};
+
+// Same shape; bool for and/or. A scale only makes sense for floats (an
+// integer mean would truncate silently).
+TensorSpec infer_all_reduce(const char* op, Specs in, const Attrs& attrs) {
+  const int64_t reduce = attrs.get_int("reduce");
+  if (reduce < 0 || reduce >= kNumReduceKinds) {
+    throw EngineError(std::string(op) + ": invalid reduce kind " + std::to_string(reduce) + " (one of " +
+                      reduce_names() + ")");
+  }
+  const auto kind = static_cast<ReduceKind>(reduce);
+  const double scale = attrs.get_double("scale");
+  if (scale != 1.0 && (is_logical(kind) || !is_floating(in[0].dtype))) {
+    throw EngineError(std::string(op) + ": scale=" + std::to_string(scale) + " needs a floating point " +
+                      (is_logical(kind) ? "arithmetic reduction, not '" + std::string(reduce_name(kind)) + "'"
+                                        : "tensor, got " + std::string(dtype_name(in[0].dtype))));
+  }
+  return {in[0].shape, is_logical(kind) ? DType::kBool : in[0].dtype};
+}
+
 constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"device_data", 0, infer_leaf, Promote::kNone},
     {"cast", 1, infer_cast, Promote::kNone},
@@ -635,10 +666,32 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"cumprod", 1, infer_along_dim, Promote::kIntToLong},
     {"tril", 1, infer_triangle, Promote::kNone},
     {"triu", 1, infer_triangle, Promote::kNone},
+    // Collectives
+    {"all_reduce", 1, infer_all_reduce, Promote::kNone},
 }};
 
 }  // namespace
 
 const OpInfo& op_info(OpKind op) { return kOps[static_cast<size_t>(op)]; }
+
+std::string_view reduce_name(ReduceKind kind) {
+  for (const ReduceRow& row : kReduceRows) {
+    if (row.kind == kind) return row.name;
+  }
+  return "?";
+}
+
+std::optional<ReduceKind> reduce_from_name(std::string_view name) {
+  for (const ReduceRow& row : kReduceRows) {
+    if (name == row.name) return row.kind;
+  }
+  return std::nullopt;
+}
+
+std::string reduce_names() {
+  std::string out;
+  for (const ReduceRow& row : kReduceRows) out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
+}
 
 }  // namespace lazyscope

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "core/dtype.h"
@@ -122,8 +124,25 @@ enum class OpKind : uint16_t {
   kCumprod,  // attr dim
   kTril,     // attr diagonal: the last two dims, zero above the diagonal
   kTriu,     // attr diagonal: zero below
+  // Collectives between replicas (threads of this process, one lazy device
+  // each; see backend/collective.h). Appended last: op codes are part of
+  // graph hashes and recorded graphs.
+  // attrs reduce (collective::ReduceKind: sum, mul, min, max, and, or),
+  // scale (applied after the reduction; floats only), group (the key of a
+  // registered replica group). Output: the operand's shape; bool for and/or.
+  kAllReduce,
   kNumOps
 };
+
+// all_reduce's `reduce` attribute. Values are stored in graphs (attrs,
+// hashes): append, never renumber.
+enum class ReduceKind : int64_t { kSum = 0, kMul = 1, kMin = 2, kMax = 3, kAnd = 4, kOr = 5 };
+inline constexpr int64_t kNumReduceKinds = 6;
+std::string_view reduce_name(ReduceKind kind);  // "sum", as torch_xla's REDUCE_* constants
+std::optional<ReduceKind> reduce_from_name(std::string_view name);  // nullopt for an unknown name
+std::string reduce_names();  // "sum, mul, min, max, and, or": for messages
+// and/or give bool; the others keep the operand's dtype.
+inline bool is_logical(ReduceKind kind) { return kind == ReduceKind::kAnd || kind == ReduceKind::kOr; }
 
 struct TensorSpec {
   Shape shape;

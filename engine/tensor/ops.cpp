@@ -829,6 +829,16 @@ Tensor cumprod(const Tensor& a, int64_t dim) { return back_to(apply(OpKind::kCum
 Tensor tril(const Tensor& a, int64_t diagonal) { return apply(OpKind::kTril, {a}, {{"diagonal", diagonal}}); }
 Tensor triu(const Tensor& a, int64_t diagonal) { return apply(OpKind::kTriu, {a}, {{"diagonal", diagonal}}); }
 
+Tensor all_reduce(const Tensor& a, ReduceKind kind, double scale, int64_t group) {
+  if (!a.device().is_lazy()) {
+    // The eager device would run the kernel now, outside any replica's graph.
+    throw DeviceMismatchError("all_reduce: expected a tensor on a replica's lazy device, got one on " +
+                              a.device().str() + at_line(current_source_location()));
+  }
+  return apply(OpKind::kAllReduce, {a},
+               {{"reduce", static_cast<int64_t>(kind)}, {"scale", scale}, {"group", group}});
+}
+
 Tensor constant(BufferPtr buffer, const Device& device) { return Tensor::wrap(std::move(buffer), device); }
 
 Tensor one_hot(const Tensor& a, int64_t num_classes) {

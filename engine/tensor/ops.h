@@ -258,6 +258,11 @@ Tensor cumprod(const Tensor& a, int64_t dim);
 // col - row <= diagonal (>= diagonal) kept, the others zero.
 Tensor tril(const Tensor& a, int64_t diagonal = 0);
 Tensor triu(const Tensor& a, int64_t diagonal = 0);
+
+// Cross-replica reduction (see backend/collective.h): a node of the step's
+// graph on a lazy device that is a replica of the registered group `group`;
+// each replica gets reduce(all replicas' values) * scale. No host sync.
+Tensor all_reduce(const Tensor& a, ReduceKind kind, double scale, int64_t group);
 // A constant bool/int64/... tensor built on the host and entered as a graph
 // input (so it is never baked into the graph), e.g. a triangular mask.
 Tensor constant(BufferPtr buffer, const Device& device);

@@ -159,6 +159,7 @@ void add_nn_kernels(Table& t);
 void add_conv_kernels(Table& t);
 void add_pool_kernels(Table& t);
 void add_random_kernels(Table& t);
-void add_index_kernels(Table& t);  // gather/scatter, advanced indexing, sort, scans, triangles
+void add_index_kernels(Table& t);
+void add_collective_kernels(Table& t);  // all_reduce (kernels_collective.cpp)  // gather/scatter, advanced indexing, sort, scans, triangles
 
 }  // namespace lazyscope::cpu

@@ -94,6 +94,7 @@ const Table& kernel_table() {
     add_pool_kernels(t);
     add_random_kernels(t);
     add_index_kernels(t);
+    add_collective_kernels(t);
     return t;
   }();
   return table;

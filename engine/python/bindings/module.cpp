@@ -10,12 +10,14 @@
 #include "bindings/runtime_bindings.h"
 #include "bindings/source_provider.h"
 #include "bindings/tensor_bindings.h"
+#include "backend/collective.h"
 #include "core/error.h"
 #include "core/settings.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
 #include "ir/op_table.h"
 #include "metrics/metrics.h"
+#include "tensor/ops.h"
 
 namespace py = pybind11;
 using namespace lazyscope;
@@ -66,6 +68,42 @@ PYBIND11_MODULE(_C, m) {
         for (int i = 0; i < lazy_device_count(); ++i) executor::mark_step({DeviceKind::kLazy, i});
       },
       py::arg("device") = py::none(), "Executes the pending graph of every live tensor and ends the step.");
+  // Collectives between replica threads (backend/collective.h).
+  // A replica blocked in a collective releases the GIL, so the replicas it
+  // waits for can trace and run their step.
+  collective::set_blocking_hooks(
+      []() -> void* { return Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr; },
+      [](void* state) {
+        if (state) PyEval_RestoreThread(static_cast<PyThreadState*>(state));
+      });
+  m.def(
+      "all_reduce",
+      [](const Tensor& t, const std::string& reduce, double scale, int64_t group) {
+        const auto kind = reduce_from_name(reduce);
+        if (!kind) {
+          throw EngineError("all_reduce: unknown reduce_type '" + reduce + "' (one of " + reduce_names() + ")");
+        }
+        return ops::all_reduce(t, *kind, scale, group);
+      },
+      py::arg("input"), py::arg("reduce"), py::arg("scale"), py::arg("group"),
+      "Cross-replica reduction traced into the step's graph (lazy_model.all_reduce is the front end).");
+  m.def(
+      "register_replica_group",
+      [](const std::vector<Device>& devices) {
+        std::vector<int> ordinals;
+        for (const Device& d : devices) {
+          if (!d.is_lazy()) throw EngineError("register_replica_group: replicas run on lazy devices, got " + d.str());
+          ordinals.push_back(d.ordinal);
+        }
+        return collective::register_group(ordinals);
+      },
+      py::arg("devices"), "Registers the replicas' devices (rank order); returns the group key all_reduce names.");
+  m.def("unregister_replica_group", &collective::unregister_group, py::arg("group"));
+  m.def("abort_replica_group", &collective::abort_group, py::arg("group"), py::arg("reason"),
+        "Releases the group's waiting collectives with `reason` (a replica failed).");
+  m.def("replica_group_count", &collective::group_count);
+  m.def("collective_timeout", &settings::collective_timeout_s);
+  m.def("set_collective_timeout", &settings::set_collective_timeout_s, py::arg("seconds"));
   m.def("current_step", [](const Device& d) { return executor::current_step(d); }, py::arg("device"));
   m.def("set_scope", [](const std::optional<std::string>& scope) {
     set_current_scope(scope ? intern(*scope) : nullptr);

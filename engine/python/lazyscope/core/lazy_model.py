@@ -3,9 +3,18 @@
 Replication: LazyScope runs replicas as threads of one process, one lazy
 device each (DataParallel, and ``spawn`` in lazyscope.distributed). A thread
 that runs a replica carries a replication context (its ordinal, the world
-size and the group's rendezvous), which ``get_ordinal``, ``xrt_world_size``,
+size and the group), which ``get_ordinal``, ``xrt_world_size``,
 ``lazy_device()``, ``all_reduce`` and ``optimizer_step`` consult. Outside a
 replica the world size is ``defval`` (1) and the ordinal ``defval`` (0).
+
+``all_reduce`` is an op of the step's graph, as PyTorch/XLA's cross-replica
+sum: tracing it syncs nothing. When each replica's barrier runs its graph,
+the op's kernel meets the other replicas' executions of the same collective
+in an in-process rendezvous (the engine's backend/collective.h) and reduces
+in replica order, so every replica gets the same bits. A replica that never
+arrives makes the others raise after LAZYSCOPE_COLLECTIVE_TIMEOUT_S (60 s)
+naming it; the replica runners (DataParallel, spawn) abort the group as soon
+as one replica raises, which releases the others at once.
 """
 import os
 import threading
@@ -13,6 +22,7 @@ import threading
 from lazyscope import _C
 
 REDUCE_SUM, REDUCE_MUL, REDUCE_AND, REDUCE_OR, REDUCE_MIN, REDUCE_MAX = "sum", "mul", "and", "or", "min", "max"
+_REDUCE_TYPES = (REDUCE_SUM, REDUCE_MUL, REDUCE_MIN, REDUCE_MAX, REDUCE_AND, REDUCE_OR)
 
 _local = threading.local()
 
@@ -22,24 +32,29 @@ def _replica():
 
 
 class _ReplicationGroup:
-    """The rendezvous of the replica threads: each all_reduce deposits its
-    tensors, waits for all, reduces on its own device, and waits again so no
-    slot is overwritten while another replica still reads it."""
+    """The replicas of one run: their devices (in ordinal order), the engine's
+    replica group that the graph's all_reduce ops name (registered here,
+    before the replica threads start), and a host barrier for ``rendezvous``.
+    ``close()`` (the runner calls it once the threads have ended) unregisters
+    the engine group."""
 
     def __init__(self, devices):
         self.devices = list(devices)
-        self.slots = [None] * len(self.devices)
+        self.key = _C.register_replica_group([_C.device(str(d)) for d in self.devices])
         self.barrier = threading.Barrier(len(self.devices))
 
-    def exchange(self, ordinal, tensors):
-        self.slots[ordinal] = tensors
+    def wait(self):
         self.barrier.wait()
-        everyone = list(self.slots)
-        self.barrier.wait()
-        return everyone
 
-    def abort(self):
+    def abort(self, reason="a replica failed"):
+        """Releases every replica waiting for the others: in ``rendezvous``
+        (BrokenBarrierError) and in a collective (an EngineError naming
+        ``reason``)."""
         self.barrier.abort()
+        _C.abort_replica_group(self.key, reason)
+
+    def close(self):
+        _C.unregister_replica_group(self.key)
 
 
 class _Replica:
@@ -157,7 +172,14 @@ def _run_step_closures():
 
 def mark_step(device=None):
     """Barrier: runs the pending graph of every live lazy tensor (of ``device``
-    only, when given) and ends the step; then runs the step closures."""
+    only, when given; inside a replica, of the replica's device, as each
+    torch_xla process marks only its own) and ends the step; then runs the
+    step closures."""
+    replica = _replica()
+    if device is None and replica is not None:
+        # Another replica's graph holds its own collectives: running it from
+        # this thread would contribute to them out of turn.
+        device = str(replica.device)
     if isinstance(device, str):
         device = _C.device(device)
     _C.mark_step(device)
@@ -173,28 +195,19 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None):
     """
     if groups is not None:
         raise NotImplementedError("all_reduce: replica groups are not supported; all replicas take part")
-    ops = {REDUCE_SUM: lambda a, b: a + b, REDUCE_MUL: lambda a, b: a * b,
-           REDUCE_MIN: lambda a, b: _C.minimum(a, b), REDUCE_MAX: lambda a, b: _C.maximum(a, b),
-           REDUCE_AND: lambda a, b: _C.logical_and(a, b), REDUCE_OR: lambda a, b: _C.logical_or(a, b)}
-    if reduce_type not in ops:
-        raise ValueError(f"all_reduce: unknown reduce_type {reduce_type!r} (one of {', '.join(ops)})")
+    if reduce_type not in _REDUCE_TYPES:
+        raise ValueError(f"all_reduce: unknown reduce_type {reduce_type!r} (one of {', '.join(_REDUCE_TYPES)})")
     single = isinstance(inputs, _C.Tensor)
     tensors = [inputs] if single else list(inputs)
     replica = _replica()
     if replica is not None and len(replica.group.devices) > 1:
-        everyone = replica.group.exchange(replica.ordinal, tensors)
-        here = replica.device
-        results = []
-        for k, mine in enumerate(tensors):
-            acc = mine
-            for j, theirs in enumerate(everyone):
-                if j != replica.ordinal:
-                    acc = ops[reduce_type](acc, theirs[k].to(str(here)))
-            results.append(acc)
+        # One all_reduce node per tensor in this replica's graph; the scale is
+        # applied inside the op, after the reduction (no extra node).
+        results = [_C.all_reduce(t, reduce_type, float(scale), replica.group.key) for t in tensors]
+    elif scale != 1.0:
+        results = [r * scale for r in tensors]
     else:
         results = tensors
-    if scale != 1.0:
-        results = [r * scale for r in results]
     if single:
         return results[0]
     if isinstance(inputs, list):
@@ -204,7 +217,9 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None):
 
 
 def reduce_gradients(optimizer):
-    """Averages the gradients of the optimizer's parameters across replicas."""
+    """Averages the gradients of the optimizer's parameters across replicas:
+    one all_reduce(sum, scale=1/world size) op per gradient, traced into the
+    step's graph (no host sync; the barrier runs it)."""
     count = xrt_world_size()
     if count <= 1:
         return
@@ -249,7 +264,7 @@ def rendezvous(tag=""):
     """Waits for every replica (no-op outside a replication)."""
     replica = _replica()
     if replica is not None and len(replica.group.devices) > 1:
-        replica.group.exchange(replica.ordinal, [])
+        replica.group.wait()
 
 
 def metrics_report():

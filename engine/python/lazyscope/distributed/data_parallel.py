@@ -86,7 +86,8 @@ class DataParallel:
                 lm.mark_step(device)  # the last step's graph
             except BaseException as exc:  # noqa: BLE001  (re-raised in the caller)
                 errors.append((device, exc))
-                group.abort()  # free the other replicas from the rendezvous
+                # Free the other replicas from the rendezvous and the collectives.
+                group.abort(f"the loop on {device} failed: {exc!r}")
             finally:
                 lm._leave_replica()
 
@@ -97,6 +98,8 @@ class DataParallel:
         for t in threads:
             t.join()
         para.close()
+        group.close()
+        # The first failure is the cause: the others were released by its abort.
         real = [(d, e) for d, e in errors if not isinstance(e, threading.BrokenBarrierError)] or errors
         if real:
             device, exc = real[0]

@@ -42,7 +42,8 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
             lm.mark_step(devices[index])
         except BaseException as exc:  # noqa: BLE001  (re-raised in the caller)
             errors.append((index, exc))
-            group.abort()
+            # Free the other replicas from the rendezvous and the collectives.
+            group.abort(f"replica {index} failed: {exc!r}")
         finally:
             lm._leave_replica()
 
@@ -54,6 +55,8 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
     def finish():
         for t in threads:
             t.join()
+        group.close()
+        # The first failure is the cause: the others were released by its abort.
         real = [(i, e) for i, e in errors if not isinstance(e, threading.BrokenBarrierError)] or errors
         if real:
             index, exc = real[0]
