@@ -1,6 +1,7 @@
 #include "executor/graph_executor.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <mutex>
@@ -73,6 +74,22 @@ std::string sync_cause_name(pb::SyncCause cause) {
   if (name.starts_with(prefix)) name = name.substr(prefix.size());
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return name;
+}
+
+// The "SyncCause.<name>" counter of each cause, resolved once: every sync
+// counts its cause, and building the name and looking it up in the registry
+// each time is work the executor need not repeat.
+metrics::Counter* sync_cause_counter(pb::SyncCause cause) {
+  static const auto counters = [] {
+    std::array<metrics::Counter*, pb::SyncCause_ARRAYSIZE> table{};
+    for (int c = 0; c < pb::SyncCause_ARRAYSIZE; ++c) {
+      if (pb::SyncCause_IsValid(c)) {
+        table[static_cast<size_t>(c)] = metrics::counter("SyncCause." + sync_cause_name(static_cast<pb::SyncCause>(c)));
+      }
+    }
+    return table;
+  }();
+  return counters[static_cast<size_t>(cause)];
 }
 
 void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
@@ -339,7 +356,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     // A value read inside the step: the host waited for the device.
     st.host_wait_ns += events::now_ns() - start - compile_ns - execute_ns;
   }
-  metrics::counter("SyncCause." + sync_cause_name(cause))->add(1);
+  sync_cause_counter(cause)->add(1);
   if (events::enabled()) {
     pb::Event e;
     e.set_replica(device.ordinal);
