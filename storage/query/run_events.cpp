@@ -55,28 +55,33 @@ pb::ScalarSeries read_scalar_series(const HistoryFile& file, int64_t run_id, con
   return series;
 }
 
-std::vector<pb::ExecuteEvent> read_executions(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, "SELECT " + kExecutionColumns + " FROM executions WHERE run_id = ?1 ORDER BY start_ns, id");
+namespace {
+
+// One event table of a run, in start order, each row decoded by `read_row`
+// (the shared decoders of event_rows.h).
+template <typename Event>
+std::vector<Event> read_event_table(const HistoryFile& file, int64_t run_id, const std::string& table,
+                                    const std::string& columns,
+                                    int (*read_row)(const Statement&, int, Event*)) {
+  Statement rows(file, "SELECT " + columns + " FROM " + table + " WHERE run_id = ?1 ORDER BY start_ns, id");
   rows.bind_int64(1, run_id);
-  std::vector<pb::ExecuteEvent> events;
-  while (rows.next_row()) read_execution_row(rows, 0, &events.emplace_back());
+  std::vector<Event> events;
+  while (rows.next_row()) read_row(rows, 0, &events.emplace_back());
   return events;
+}
+
+}  // namespace
+
+std::vector<pb::ExecuteEvent> read_executions(const HistoryFile& file, int64_t run_id) {
+  return read_event_table<pb::ExecuteEvent>(file, run_id, "executions", kExecutionColumns, read_execution_row);
 }
 
 std::vector<pb::FallbackEvent> read_fallbacks(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, "SELECT " + kFallbackColumns + " FROM fallbacks WHERE run_id = ?1 ORDER BY start_ns, id");
-  rows.bind_int64(1, run_id);
-  std::vector<pb::FallbackEvent> events;
-  while (rows.next_row()) read_fallback_row(rows, 0, &events.emplace_back());
-  return events;
+  return read_event_table<pb::FallbackEvent>(file, run_id, "fallbacks", kFallbackColumns, read_fallback_row);
 }
 
 std::vector<pb::TransferEvent> read_transfers(const HistoryFile& file, int64_t run_id) {
-  Statement rows(file, "SELECT " + kTransferColumns + " FROM transfers WHERE run_id = ?1 ORDER BY start_ns, id");
-  rows.bind_int64(1, run_id);
-  std::vector<pb::TransferEvent> events;
-  while (rows.next_row()) read_transfer_row(rows, 0, &events.emplace_back());
-  return events;
+  return read_event_table<pb::TransferEvent>(file, run_id, "transfers", kTransferColumns, read_transfer_row);
 }
 
 pb::RunOutput read_output(const HistoryFile& file, int64_t run_id) {
