@@ -13,7 +13,7 @@ PACKAGES=(
   # storage
   libsqlite3-dev
   # GUI (Qt 6 Widgets, Charts, SVG) and its offscreen tests
-  qt6-base-dev qt6-charts-dev libqt6svg6-dev libgl-dev fonts-dejavu-core
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev fonts-dejavu-core
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev desktop-file-utils
 )
