@@ -82,6 +82,10 @@ void BatchWriter::write_event(const pb::Event& event) {
     case pb::Event::kTransfer: write_transfer(replica, event.transfer()); break;
     case pb::Event::kScalar: write_scalar(replica, event.scalar()); break;
     case pb::Event::kMetrics: write_metrics(replica, event.metrics()); break;
+    // Kernel profiles and machine peaks get their tables with the Kernels
+    // view; until then they are not stored.
+    case pb::Event::kKernelProfile:
+    case pb::Event::kMachinePeak:
     case pb::Event::KIND_NOT_SET: break;  // nothing to store
   }
 }
