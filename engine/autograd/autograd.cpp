@@ -67,8 +67,8 @@ void check_versions(const GradFn& fn) {
                       std::to_string(saved) + " instead. Compute it out of place, or clone() it before the "
                       "in-place op");
   };
-  for (size_t i = 0; i < fn.inputs.size() && i < 32; ++i) {
-    if (!(use.inputs >> i & 1u) || !fn.inputs[i].defined()) continue;
+  for (size_t i = 0; i < fn.inputs.size(); ++i) {
+    if (!use.reads_input(i) || !fn.inputs[i].defined()) continue;
     const uint64_t now = views::version_of(*fn.inputs[i].impl());
     if (now != fn.input_versions[i]) fail("input " + std::to_string(i), fn.input_shapes[i], now, fn.input_versions[i]);
   }
@@ -81,6 +81,23 @@ void check_versions(const GradFn& fn) {
 }
 
 }  // namespace
+
+const Tensor& SavedContext::input(size_t i) const {
+  if (!use.reads_input(i)) {
+    throw EngineError("gradient rule of " + std::string(op_name(op)) + " read saved input " + std::to_string(i) +
+                      ", which its row in autograd/gradients.cpp does not declare (an engine bug: declare it there)");
+  }
+  return saved_inputs[i];
+}
+
+const Tensor& SavedContext::output() const {
+  if (!use.output) {
+    throw EngineError("gradient rule of " + std::string(op_name(op)) +
+                      " read the saved output, which its row in autograd/gradients.cpp does not declare (an engine "
+                      "bug: declare it there)");
+  }
+  return saved_output;
+}
 
 bool grad_enabled() { return tls_grad_enabled; }
 void set_grad_enabled(bool enabled) { tls_grad_enabled = enabled; }
@@ -189,7 +206,8 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       for (const auto& n : fn->next) needs.push_back(n != nullptr);
       std::shared_ptr<TensorImpl> live = fn->live_output.lock();
       const Tensor output = live ? Tensor(live) : fn->output;
-      grads = grad_rule(fn->op)(SavedContext{fn->inputs, output, fn->attrs, needs}, grad);
+      grads = grad_rule(fn->op)(
+          SavedContext{fn->op, saved_use(fn->op), fn->inputs, output, fn->input_shapes, fn->attrs, needs}, grad);
     }
     for (size_t i = 0; i < fn->next.size(); ++i) {
       GradFn* n = fn->next[i].get();

@@ -58,12 +58,32 @@ struct GradFn {
   bool is_accumulator() const { return leaf != nullptr; }
 };
 
-// What a gradient rule sees of the forward call.
+// Which saved values a rule reads: the inputs (bit i for input i) and the
+// output. An in-place change to a saved value that the rule does not read
+// (add's inputs, say) is no error. Declared in each rule's row (gradients.cpp).
+struct SavedUse {
+  uint32_t inputs;
+  bool output;
+  bool reads_input(size_t i) const { return i < 32 && (inputs >> i & 1u); }
+};
+
+// What a gradient rule sees of the forward call. Saved values are read
+// through input() and output(), which throw for a value the rule's row does
+// not declare: backward checks only declared values for in-place changes, so
+// an undeclared read would silently skip that check. Shapes are always free.
 struct SavedContext {
-  const std::vector<Tensor>& inputs;
-  const Tensor& output;
+  OpKind op;
+  SavedUse use;
+  const std::vector<Tensor>& saved_inputs;
+  const Tensor& saved_output;
+  const std::vector<Shape>& input_shapes;
   const Attrs& attrs;
   const std::vector<bool>& needs_grad;  // per input
+
+  const Tensor& input(size_t i) const;
+  const Tensor& output() const;
+  const Shape& shape(size_t i) const { return input_shapes[i]; }
+  size_t num_inputs() const { return input_shapes.size(); }
   bool needs(size_t i) const { return needs_grad[i]; }
 };
 
@@ -76,13 +96,7 @@ using GradRule = std::vector<Tensor> (*)(const SavedContext& ctx, const Tensor& 
 // argmax, any/all, logical ops).
 GradRule grad_rule(OpKind op);
 
-// Which saved values a rule reads: the inputs (bit i for input i) and the
-// output. An in-place change to a saved value that the rule does not read
-// (add's inputs, say) is no error.
-struct SavedUse {
-  uint32_t inputs;
-  bool output;
-};
+// The saved values op's gradient rule reads (its row in gradients.cpp).
 SavedUse saved_use(OpKind op);
 
 // Called by ops::apply() after every op: when grad mode is on, the op is

@@ -20,20 +20,20 @@ Tensor num(double v, const Tensor& like) { return ops::scalar(v, like.dtype(), l
 // A bool condition as 0/1 in `like`'s dtype.
 Tensor as_mask(const Tensor& cond, const Tensor& like) { return ops::cast(cond, like.dtype()); }
 Tensor zeros_where_not(const Tensor& cond, const Tensor& g) { return ops::where(cond, g, num(0, g)); }
-const Tensor& in0(const Ctx& c) { return c.inputs[0]; }
-const Tensor& in1(const Ctx& c) { return c.inputs[1]; }
+const Tensor& in0(const Ctx& c) { return c.input(0); }
+const Tensor& in1(const Ctx& c) { return c.input(1); }
 
 // A reduction's output gradient brought back to the input's shape: the
 // reduced dims restored as 1 (when not kept), then expanded.
 Tensor unreduce(const Tensor& g, const Ctx& c) {
-  const Shape& in_shape = in0(c).shape();
+  const Shape& in_shape = c.shape(0);
   const auto reduced = reduced_dims(in_shape, c.attrs.get_ints("dims"), "backward");
   const Tensor kept = c.attrs.get_bool("keepdim") ? g : ops::reshape(g, reduced_shape(in_shape, reduced, true));
   return ops::expand(kept, in_shape);
 }
 
 double reduced_count(const Ctx& c) {
-  const Shape& in_shape = in0(c).shape();
+  const Shape& in_shape = c.shape(0);
   const auto reduced = reduced_dims(in_shape, c.attrs.get_ints("dims"), "backward");
   double n = 1;
   for (size_t i = 0; i < in_shape.size(); ++i) n *= reduced[i] ? static_cast<double>(in_shape[i]) : 1.0;
@@ -53,14 +53,32 @@ Grads extreme_pair(const Ctx& c, const Tensor& g, bool is_max) {
 
 Grads amax_amin(const Ctx& c, const Tensor& g) {
   // Evenly among the elements equal to the extreme, as PyTorch's amax does.
-  const Tensor mask = as_mask(ops::eq(in0(c), unreduce(c.output, c)), in0(c));
+  const Tensor mask = as_mask(ops::eq(in0(c), unreduce(c.output(), c)), in0(c));
   const Tensor count = ops::sum(mask, c.attrs.get_ints("dims"), /*keepdim=*/true);
   return {ops::div(ops::mul(unreduce(g, c), mask), count)};
 }
 
-using Table = std::array<GradRule, static_cast<size_t>(OpKind::kNumOps)>;
+// One row per op: its rule and the saved values the rule reads. The row is
+// what backward checks for in-place changes, and SavedContext refuses a read
+// the row does not declare, so the two cannot drift apart.
+struct GradRow {
+  GradRule rule = nullptr;
+  SavedUse use{~0u, true};
+};
+using Table = std::array<GradRow, static_cast<size_t>(OpKind::kNumOps)>;
 
-void set(Table& t, OpKind op, GradRule rule) { t[static_cast<size_t>(op)] = rule; }
+constexpr SavedUse kNothing{0, false};             // shapes and attrs only
+constexpr SavedUse kOutput{0, true};
+constexpr SavedUse kInput0{1u, false};
+constexpr SavedUse kInput1{2u, false};
+constexpr SavedUse kInputs{~0u, false};
+constexpr SavedUse kInput0AndOutput{1u, true};
+constexpr SavedUse kInput1AndOutput{2u, true};
+constexpr SavedUse kInputsAndOutput{~0u, true};
+constexpr SavedUse kIndices{~1u, false};           // index: every operand but self
+constexpr SavedUse kIndicesOfPut{~3u, false};      // index_put: every operand but self and values
+
+void set(Table& t, OpKind op, SavedUse use, GradRule rule) { t[static_cast<size_t>(op)] = GradRow{rule, use}; }
 
 // Zeros of `shape` in g's dtype on its device (an expanded scalar: no buffer of that size until it runs).
 Tensor zeros_of(const Shape& shape, const Tensor& g) { return ops::expand(num(0, g), shape); }
@@ -83,47 +101,49 @@ Tensor square_mask(int64_t n, bool upper, const Tensor& like) {
 }
 
 std::vector<Tensor> index_tensors(const Ctx& c, size_t first) {
-  return std::vector<Tensor>(c.inputs.begin() + static_cast<std::ptrdiff_t>(first), c.inputs.end());
+  std::vector<Tensor> out;
+  for (size_t i = first; i < c.num_inputs(); ++i) out.push_back(c.input(i));
+  return out;
 }
 
 void add_index_rules(Table& t) {
-  set(t, OpKind::kGather, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::scatter_add(zeros_of(in0(c).shape(), g), c.attrs.get_int("dim"), in1(c), g), Tensor()};
+  set(t, OpKind::kGather, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::scatter_add(zeros_of(c.shape(0), g), c.attrs.get_int("dim"), in1(c), g), Tensor()};
   });
   // Written elements take nothing from self; src gets the gradient where it was written.
-  set(t, OpKind::kScatter, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kScatter, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
     const int64_t dim = c.attrs.get_int("dim");
     const Tensor& index = in1(c);
     return {c.needs(0) ? ops::scatter(g, dim, index, zeros_of(index.shape(), g)) : Tensor(), Tensor(),
-            c.needs(2) ? pad_to(ops::gather(g, dim, index), c.inputs[2].shape()) : Tensor()};
+            c.needs(2) ? pad_to(ops::gather(g, dim, index), c.shape(2)) : Tensor()};
   });
-  set(t, OpKind::kScatterAdd, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {g, Tensor(), c.needs(2) ? pad_to(ops::gather(g, c.attrs.get_int("dim"), in1(c)), c.inputs[2].shape()) : Tensor()};
+  set(t, OpKind::kScatterAdd, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {g, Tensor(), c.needs(2) ? pad_to(ops::gather(g, c.attrs.get_int("dim"), in1(c)), c.shape(2)) : Tensor()};
   });
-  set(t, OpKind::kSliceScatter, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kSliceScatter, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const auto& starts = c.attrs.get_ints("starts");
     const auto& ends = c.attrs.get_ints("ends");
     const auto& steps = c.attrs.get_ints("steps");
-    return {c.needs(0) ? ops::slice_scatter(g, zeros_of(in1(c).shape(), g), starts, ends, steps) : Tensor(),
+    return {c.needs(0) ? ops::slice_scatter(g, zeros_of(c.shape(1), g), starts, ends, steps) : Tensor(),
             c.needs(1) ? ops::slice(g, starts, ends, steps) : Tensor()};
   });
   // Repeated indices add up: an accumulating index_put into zeros.
-  set(t, OpKind::kIndex, [](const Ctx& c, const Tensor& g) -> Grads {
-    std::vector<Tensor> operands{zeros_of(in0(c).shape(), g), g};
+  set(t, OpKind::kIndex, kIndices, [](const Ctx& c, const Tensor& g) -> Grads {
+    std::vector<Tensor> operands{zeros_of(c.shape(0), g), g};
     for (const Tensor& i : index_tensors(c, 1)) operands.push_back(i);
     Grads out{ops::apply(OpKind::kIndexPut, operands, {{"dims", c.attrs.get_ints("dims")}, {"accumulate", true}})};
-    out.resize(c.inputs.size());
+    out.resize(c.num_inputs());
     return out;
   });
-  set(t, OpKind::kIndexPut, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kIndexPut, kIndicesOfPut, [](const Ctx& c, const Tensor& g) -> Grads {
     const std::vector<Tensor> indices = index_tensors(c, 2);
     const Attrs dims{{"dims", c.attrs.get_ints("dims")}};
-    Grads out(c.inputs.size());
+    Grads out(c.num_inputs());
     if (c.needs(0)) {
       if (c.attrs.get_bool("accumulate")) {
         out[0] = g;
       } else {
-        std::vector<Tensor> operands{g, zeros_of(in1(c).shape(), g)};
+        std::vector<Tensor> operands{g, zeros_of(c.shape(1), g)};
         operands.insert(operands.end(), indices.begin(), indices.end());
         out[0] = ops::apply(OpKind::kIndexPut, operands, {{"dims", c.attrs.get_ints("dims")}, {"accumulate", false}});
       }
@@ -136,14 +156,14 @@ void add_index_rules(Table& t) {
     return out;
   });
   // The reverse inclusive scan of g: sum over j >= i of g_j.
-  set(t, OpKind::kCumsum, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kCumsum, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const int64_t dim = c.attrs.get_int("dim");
     return {ops::add(ops::sub(ops::sum(g, {dim}, /*keepdim=*/true), ops::cumsum(g, dim)), g)};
   });
   // Exact with zeros: d out_j / d x_i = prod over k <= j, k != i of x_k (j >= i).
   // Each row i of an [n, n] matrix holds x with x_i replaced by 1; its scan
   // gives those products for every j, masked to j >= i and weighted by g_j.
-  set(t, OpKind::kCumprod, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kCumprod, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const int64_t dim = c.attrs.get_int("dim");
     const Tensor x = ops::transpose(a, dim, -1);
@@ -156,27 +176,27 @@ void add_index_rules(Table& t) {
     const Tensor weighted = ops::where(square_mask(n, true, a), ops::mul(scans, ops::unsqueeze(gx, -2)), num(0, a));
     return {ops::transpose(ops::sum(weighted, {-1}), dim, -1)};
   });
-  set(t, OpKind::kTril, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::tril(g, c.attrs.get_int("diagonal"))}; });
-  set(t, OpKind::kTriu, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::triu(g, c.attrs.get_int("diagonal"))}; });
+  set(t, OpKind::kTril, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::tril(g, c.attrs.get_int("diagonal"))}; });
+  set(t, OpKind::kTriu, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::triu(g, c.attrs.get_int("diagonal"))}; });
 }
 
 Table make_table() {
   Table t{};
   // The engine casts each gradient back to its input's dtype.
-  set(t, OpKind::kCast, [](const Ctx&, const Tensor& g) -> Grads { return {g}; });
-  set(t, OpKind::kAdd, [](const Ctx&, const Tensor& g) -> Grads { return {g, g}; });
-  set(t, OpKind::kSub, [](const Ctx&, const Tensor& g) -> Grads { return {g, ops::neg(g)}; });
-  set(t, OpKind::kMul, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kCast, kNothing, [](const Ctx&, const Tensor& g) -> Grads { return {g}; });
+  set(t, OpKind::kAdd, kNothing, [](const Ctx&, const Tensor& g) -> Grads { return {g, g}; });
+  set(t, OpKind::kSub, kNothing, [](const Ctx&, const Tensor& g) -> Grads { return {g, ops::neg(g)}; });
+  set(t, OpKind::kMul, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
     return {c.needs(0) ? ops::mul(g, in1(c)) : Tensor(), c.needs(1) ? ops::mul(g, in0(c)) : Tensor()};
   });
   // d(a/b)/db = -a/b^2 = -out/b.
-  set(t, OpKind::kDiv, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kDiv, kInput1AndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
     return {c.needs(0) ? ops::div(g, in1(c)) : Tensor(),
-            c.needs(1) ? ops::neg(ops::div(ops::mul(g, c.output), in1(c))) : Tensor()};
+            c.needs(1) ? ops::neg(ops::div(ops::mul(g, c.output()), in1(c))) : Tensor()};
   });
   // Masks as PyTorch's: a zero exponent has no base gradient (avoids 0 * inf),
   // and the exponent gradient is zero where the base is 0 and the exponent >= 0.
-  set(t, OpKind::kPow, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kPow, kInputsAndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor& b = in1(c);
     Tensor ga, gb;
@@ -186,94 +206,94 @@ Table make_table() {
     }
     if (c.needs(1)) {
       const Tensor zero_base = ops::logical_and(ops::eq(a, num(0, a)), ops::ge(b, num(0, b)));
-      gb = ops::where(zero_base, num(0, g), ops::mul(g, ops::mul(c.output, ops::log(a))));
+      gb = ops::where(zero_base, num(0, g), ops::mul(g, ops::mul(c.output(), ops::log(a))));
     }
     return {ga, gb};
   });
-  set(t, OpKind::kMaximum, [](const Ctx& c, const Tensor& g) { return extreme_pair(c, g, true); });
-  set(t, OpKind::kMinimum, [](const Ctx& c, const Tensor& g) { return extreme_pair(c, g, false); });
-  set(t, OpKind::kWhere, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kMaximum, kInputs, [](const Ctx& c, const Tensor& g) { return extreme_pair(c, g, true); });
+  set(t, OpKind::kMinimum, kInputs, [](const Ctx& c, const Tensor& g) { return extreme_pair(c, g, false); });
+  set(t, OpKind::kWhere, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& cond = in0(c);
     return {Tensor(), zeros_where_not(cond, g), ops::where(cond, num(0, g), g)};
   });
-  set(t, OpKind::kNeg, [](const Ctx&, const Tensor& g) -> Grads { return {ops::neg(g)}; });
-  set(t, OpKind::kAbs, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kNeg, kNothing, [](const Ctx&, const Tensor& g) -> Grads { return {ops::neg(g)}; });
+  set(t, OpKind::kAbs, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor sign = ops::sub(as_mask(ops::gt(a, num(0, a)), a), as_mask(ops::lt(a, num(0, a)), a));
     return {ops::mul(g, sign)};
   });
-  set(t, OpKind::kExp, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::mul(g, c.output)}; });
-  set(t, OpKind::kLog, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::div(g, in0(c))}; });
-  set(t, OpKind::kLog1p, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kExp, kOutput, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::mul(g, c.output())}; });
+  set(t, OpKind::kLog, kInput0, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::div(g, in0(c))}; });
+  set(t, OpKind::kLog1p, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::div(g, ops::add(in0(c), num(1, in0(c))))};
   });
-  set(t, OpKind::kSqrt, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::div(g, ops::mul(c.output, num(2, c.output)))};
+  set(t, OpKind::kSqrt, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::div(g, ops::mul(c.output(), num(2, c.output())))};
   });
   // d(x^-1/2) = -1/2 x^-3/2 = -1/2 out^3.
-  set(t, OpKind::kRsqrt, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor& y = c.output;
+  set(t, OpKind::kRsqrt, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output();
     return {ops::mul(g, ops::mul(ops::mul(y, ops::mul(y, y)), num(-0.5, y)))};
   });
-  set(t, OpKind::kSin, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::mul(g, ops::cos(in0(c)))}; });
-  set(t, OpKind::kCos, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kSin, kInput0, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::mul(g, ops::cos(in0(c)))}; });
+  set(t, OpKind::kCos, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::neg(ops::mul(g, ops::sin(in0(c))))};
   });
-  set(t, OpKind::kTanh, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor& y = c.output;
+  set(t, OpKind::kTanh, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output();
     return {ops::mul(g, ops::sub(num(1, y), ops::mul(y, y)))};
   });
   // erf'(x) = 2/sqrt(pi) exp(-x^2).
-  set(t, OpKind::kErf, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kErf, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     return {ops::mul(g, ops::mul(ops::exp(ops::neg(ops::mul(a, a))), num(M_2_SQRTPI, a)))};
   });
-  set(t, OpKind::kSigmoid, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor& y = c.output;
+  set(t, OpKind::kSigmoid, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output();
     return {ops::mul(g, ops::mul(y, ops::sub(num(1, y), y)))};
   });
-  set(t, OpKind::kRelu, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {zeros_where_not(ops::gt(c.output, num(0, c.output)), g)};
+  set(t, OpKind::kRelu, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {zeros_where_not(ops::gt(c.output(), num(0, c.output())), g)};
   });
-  set(t, OpKind::kLeakyRelu, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kLeakyRelu, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     return {ops::where(ops::gt(a, num(0, a)), g, ops::mul(g, num(c.attrs.get_double("negative_slope"), g)))};
   });
   // gelu'(x) = Phi(x) + x phi(x), phi the standard normal density.
-  set(t, OpKind::kGelu, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kGelu, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor cdf = ops::mul(ops::add(ops::erf(ops::mul(a, num(M_SQRT1_2, a))), num(1, a)), num(0.5, a));
     const Tensor pdf = ops::mul(ops::exp(ops::mul(ops::mul(a, a), num(-0.5, a))), num(0.5 * M_2_SQRTPI * M_SQRT1_2, a));
     return {ops::mul(g, ops::add(cdf, ops::mul(a, pdf)))};
   });
   // silu'(x) = s (1 + x (1 - s)), s = sigmoid(x).
-  set(t, OpKind::kSilu, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kSilu, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor s = ops::sigmoid(a);
     return {ops::mul(g, ops::mul(s, ops::add(num(1, a), ops::mul(a, ops::sub(num(1, a), s)))))};
   });
-  set(t, OpKind::kSoftplus, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kSoftplus, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor scaled = ops::mul(a, num(c.attrs.get_double("beta"), a));
     return {ops::where(ops::gt(scaled, num(c.attrs.get_double("threshold"), a)), g, ops::mul(g, ops::sigmoid(scaled)))};
   });
   // Inside [min, max] (bounds included) the gradient passes, as in PyTorch.
-  set(t, OpKind::kClamp, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kClamp, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor inside = ops::logical_and(ops::ge(a, num(c.attrs.get_double("min"), a)),
                                            ops::le(a, num(c.attrs.get_double("max"), a)));
     return {zeros_where_not(inside, g)};
   });
   // Batch dims that were broadcast are summed down by the engine.
-  set(t, OpKind::kMatmul, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kMatmul, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
     return {c.needs(0) ? ops::matmul(g, ops::transpose(in1(c), -2, -1)) : Tensor(),
             c.needs(1) ? ops::matmul(ops::transpose(in0(c), -2, -1), g) : Tensor()};
   });
   // Convolution, pooling, normalization, dropout. The backward ops carry
   // the forward's attrs plus the size they give back.
-  set(t, OpKind::kConv2d, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& x = in0(c).shape();
-    const Shape& w = in1(c).shape();
+  set(t, OpKind::kConv2d, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& x = c.shape(0);
+    const Shape& w = c.shape(1);
     const auto with = [&](const char* name, Shape size) {
       return Attrs{{"stride", c.attrs.get_ints("stride")}, {"padding", c.attrs.get_ints("padding")},
                    {"dilation", c.attrs.get_ints("dilation")}, {"groups", c.attrs.get_int("groups")},
@@ -284,38 +304,38 @@ Table make_table() {
             c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {in0(c), g}, with("kernel_size", {w[2], w[3]}))
                        : Tensor()};
   });
-  set(t, OpKind::kMaxPool2d, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kMaxPool2d, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::apply(OpKind::kMaxPool2dBackward, {g, in0(c)}, c.attrs)};
   });
-  set(t, OpKind::kAvgPool2d, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& x = in0(c).shape();
+  set(t, OpKind::kAvgPool2d, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& x = c.shape(0);
     return {ops::apply(OpKind::kAvgPool2dBackward, {g},
                        {{"kernel_size", c.attrs.get_ints("kernel_size")}, {"stride", c.attrs.get_ints("stride")},
                         {"padding", c.attrs.get_ints("padding")}, {"ceil_mode", c.attrs.get_bool("ceil_mode")},
                         {"count_include_pad", c.attrs.get_bool("count_include_pad")},
                         {"divisor", c.attrs.get_int("divisor")}, {"input_size", Shape{x[2], x[3]}}})};
   });
-  set(t, OpKind::kAdaptiveAvgPool2d, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& x = in0(c).shape();
+  set(t, OpKind::kAdaptiveAvgPool2d, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& x = c.shape(0);
     return {ops::apply(OpKind::kAdaptiveAvgPool2dBackward, {g}, {{"input_size", Shape{x[2], x[3]}}})};
   });
-  set(t, OpKind::kReshape, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::reshape(g, in0(c).shape())}; });
-  set(t, OpKind::kPermute, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kReshape, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::reshape(g, c.shape(0))}; });
+  set(t, OpKind::kPermute, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const auto& dims = c.attrs.get_ints("dims");
     std::vector<int64_t> inverse(dims.size());
     const auto rank = static_cast<int64_t>(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>((dims[i] + rank) % rank)] = static_cast<int64_t>(i);
     return {ops::permute(g, inverse)};
   });
-  set(t, OpKind::kExpand, [](const Ctx&, const Tensor& g) -> Grads { return {g}; });
-  set(t, OpKind::kSum, [](const Ctx& c, const Tensor& g) -> Grads { return {unreduce(g, c)}; });
-  set(t, OpKind::kMean, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kExpand, kNothing, [](const Ctx&, const Tensor& g) -> Grads { return {g}; });
+  set(t, OpKind::kSum, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {unreduce(g, c)}; });
+  set(t, OpKind::kMean, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::div(unreduce(g, c), num(reduced_count(c), g))};
   });
   // d prod / d x_i = the product of the others, exact with zeros: with no
   // zero in the reduced slice it is prod / x_i; with one zero, the zero gets
   // the product of the rest and the others 0; with two or more, all 0.
-  set(t, OpKind::kProd, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kProd, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const auto& dims = c.attrs.get_ints("dims");
     const Tensor is_zero = ops::eq(a, num(0, a));
@@ -328,30 +348,30 @@ Table make_table() {
                                      ops::where(no_zero, ops::div(rest, safe), num(0, a)));
     return {ops::mul(unreduce(g, c), others)};
   });
-  set(t, OpKind::kAmax, amax_amin);
-  set(t, OpKind::kAmin, amax_amin);
-  set(t, OpKind::kVar, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kAmax, kInput0AndOutput, amax_amin);
+  set(t, OpKind::kAmin, kInput0AndOutput, amax_amin);
+  set(t, OpKind::kVar, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     const Tensor centered = ops::sub(a, ops::mean(a, c.attrs.get_ints("dims"), /*keepdim=*/true));
     const double scale = 2.0 / std::max(0.0, reduced_count(c) - c.attrs.get_double("correction"));
     return {ops::mul(unreduce(g, c), ops::mul(centered, num(scale, a)))};
   });
-  set(t, OpKind::kLogsumexp, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::mul(unreduce(g, c), ops::exp(ops::sub(in0(c), unreduce(c.output, c))))};
+  set(t, OpKind::kLogsumexp, kInput0AndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::mul(unreduce(g, c), ops::exp(ops::sub(in0(c), unreduce(c.output(), c))))};
   });
   // softmax: y (g - sum(g y)); log_softmax: g - softmax sum(g), both along dim.
-  set(t, OpKind::kSoftmax, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor& y = c.output;
+  set(t, OpKind::kSoftmax, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output();
     const Tensor gy = ops::mul(g, y);
     return {ops::sub(gy, ops::mul(y, ops::sum(gy, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
   });
-  set(t, OpKind::kLogSoftmax, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor& y = c.output;
+  set(t, OpKind::kLogSoftmax, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& y = c.output();
     return {ops::sub(g, ops::mul(ops::exp(y), ops::sum(g, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
   });
   // d loss_i / d input[i, c] = -[c == target_i] for the targets not ignored;
   // mean divides by their count.
-  set(t, OpKind::kNllLoss, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kNllLoss, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& x = in0(c);
     const Tensor& target = in1(c);
     const Tensor kept = ops::ne(target, ops::wrapped_int(c.attrs.get_int("ignore_index"), target.device()));
@@ -364,38 +384,38 @@ Table make_table() {
     return {ops::neg(ops::mul(picked, scale)), Tensor()};
   });
   // cat: each operand's slice of the gradient.
-  set(t, OpKind::kCat, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kCat, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const auto dim = wrap_dim(c.attrs.get_int("dim"), g.shape().size(), "cat");
     Grads out;
     int64_t start = 0;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const int64_t n = c.inputs[i].shape()[static_cast<size_t>(dim)];
+    for (size_t i = 0; i < c.num_inputs(); ++i) {
+      const int64_t n = c.shape(i)[static_cast<size_t>(dim)];
       out.push_back(c.needs(i) ? ops::narrow(g, dim, start, n) : Tensor());
       start += n;
     }
     return out;
   });
-  set(t, OpKind::kSlice, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kSlice, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::apply(OpKind::kSliceBackward, {g},
-                       {{"shape", in0(c).shape()}, {"starts", c.attrs.get_ints("starts")},
+                       {{"shape", c.shape(0)}, {"starts", c.attrs.get_ints("starts")},
                         {"ends", c.attrs.get_ints("ends")}, {"steps", c.attrs.get_ints("steps")}})};
   });
-  set(t, OpKind::kSliceBackward, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kSliceBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::slice(g, c.attrs.get_ints("starts"), c.attrs.get_ints("ends"), c.attrs.get_ints("steps"))};
   });
   // index_select: scatter-add into zeros of the input's shape (repeated indices add up).
-  set(t, OpKind::kIndexSelect, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor zeros = ops::expand(num(0, g), in0(c).shape());
+  set(t, OpKind::kIndexSelect, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor zeros = ops::expand(num(0, g), c.shape(0));
     return {ops::index_add(zeros, c.attrs.get_int("dim"), in1(c), g), Tensor()};
   });
-  set(t, OpKind::kIndexAdd, [](const Ctx& c, const Tensor& g) -> Grads {
+  set(t, OpKind::kIndexAdd, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
     return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
   });
   add_index_rules(t);
   // A cross-replica op: its gradient would be another collective every
   // replica must issue in the same order, which a per-replica backward pass
   // cannot promise. Gradients are reduced after backward (optimizer_step).
-  set(t, OpKind::kAllReduce, [](const Ctx&, const Tensor&) -> Grads {
+  set(t, OpKind::kAllReduce, kNothing, [](const Ctx&, const Tensor&) -> Grads {
     throw EngineError("all_reduce has no gradient: backward reached an all_reduce of a tensor that requires grad. "
                       "Reduce gradients after backward (lazy_model.optimizer_step / reduce_gradients), or "
                       "all_reduce a detached tensor");
@@ -403,48 +423,15 @@ Table make_table() {
   return t;
 }
 
-// Which saved values each rule reads (see SavedUse); ops not listed read
-// everything, which can only make backward stricter.
-using UseTable = std::array<SavedUse, static_cast<size_t>(OpKind::kNumOps)>;
-
-UseTable make_use_table() {
-  UseTable t;
-  t.fill(SavedUse{~0u, true});
-  constexpr uint32_t kNone = 0, kFirst = 1u, kSecond = 2u, kAll = ~0u;
-  const auto use = [&t](std::initializer_list<OpKind> ops, uint32_t inputs, bool output) {
-    for (OpKind op : ops) t[static_cast<size_t>(op)] = SavedUse{inputs, output};
-  };
-  use({OpKind::kCast, OpKind::kAdd, OpKind::kSub, OpKind::kNeg, OpKind::kReshape, OpKind::kPermute, OpKind::kExpand,
-       OpKind::kSum, OpKind::kMean, OpKind::kCat, OpKind::kSlice, OpKind::kSliceBackward, OpKind::kSliceScatter,
-       OpKind::kCumsum, OpKind::kTril, OpKind::kTriu},
-      kNone, false);
-  use({OpKind::kExp, OpKind::kSqrt, OpKind::kRsqrt, OpKind::kTanh, OpKind::kSigmoid, OpKind::kRelu, OpKind::kSoftmax,
-       OpKind::kLogSoftmax},
-      kNone, true);
-  use({OpKind::kLog, OpKind::kLog1p, OpKind::kSin, OpKind::kCos, OpKind::kErf, OpKind::kAbs, OpKind::kLeakyRelu,
-       OpKind::kGelu, OpKind::kSilu, OpKind::kSoftplus, OpKind::kClamp, OpKind::kVar, OpKind::kCumprod},
-      kFirst, false);
-  use({OpKind::kMul, OpKind::kMatmul, OpKind::kMaximum, OpKind::kMinimum}, kAll, false);
-  use({OpKind::kWhere}, kFirst, false);
-  use({OpKind::kIndexSelect, OpKind::kIndexAdd, OpKind::kNllLoss, OpKind::kGather, OpKind::kScatter,
-       OpKind::kScatterAdd},
-      kSecond, false);
-  use({OpKind::kIndex}, kAll & ~kFirst, false);
-  use({OpKind::kIndexPut}, kAll & ~(kFirst | kSecond), false);
-  use({OpKind::kDiv}, kSecond, true);
+const Table& table() {
+  static const Table t = make_table();
   return t;
 }
 
 }  // namespace
 
-SavedUse saved_use(OpKind op) {
-  static const UseTable table = make_use_table();
-  return table[static_cast<size_t>(op)];
-}
+SavedUse saved_use(OpKind op) { return table()[static_cast<size_t>(op)].use; }
 
-GradRule grad_rule(OpKind op) {
-  static const Table table = make_table();
-  return table[static_cast<size_t>(op)];
-}
+GradRule grad_rule(OpKind op) { return table()[static_cast<size_t>(op)].rule; }
 
 }  // namespace lazyscope::autograd

@@ -135,5 +135,44 @@ TEST(OpsAutogradTable, DifferentiableOpsHaveRulesAndOthersDoNot) {
   }
 }
 
+// The saved values a rule reads are declared in its row, and the context
+// refuses an undeclared read: a row that forgets one (so that backward would
+// skip its in-place check) fails every gradient test of that op. Here mul's
+// rule, which reads both inputs, is handed a row that declares none.
+TEST(GradientRows, ARuleReadingAnUndeclaredSavedValueThrows) {
+  const Tensor a = make({1, 2}, {2});
+  const Tensor b = make({3, 4}, {2});
+  const Tensor out = ops::mul(a, b);
+  const std::vector<Tensor> inputs{a, b};
+  const std::vector<Shape> shapes{a.shape(), b.shape()};
+  const std::vector<bool> needs{true, true};
+  const Attrs attrs;
+  const Tensor g = make({1, 1}, {2});
+  const autograd::GradRule rule = autograd::grad_rule(OpKind::kMul);
+  const autograd::SavedContext undeclared{OpKind::kMul, {0, false}, inputs, out, shapes, attrs, needs};
+  try {
+    rule(undeclared, g);
+    FAIL() << "mul's rule read undeclared saved inputs without an error";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("gradient rule of mul read saved input"), std::string::npos) << e.what();
+  }
+  // With its real row the same rule runs: d(a*b)/da = b, d(a*b)/db = a.
+  const autograd::SavedContext declared{OpKind::kMul, autograd::saved_use(OpKind::kMul), inputs, out, shapes, attrs,
+                                        needs};
+  const std::vector<Tensor> grads = rule(declared, g);
+  EXPECT_EQ(values(grads[0]), (std::vector<float>{3, 4}));
+  EXPECT_EQ(values(grads[1]), (std::vector<float>{1, 2}));
+}
+
+// Ops whose rules read nothing saved declare nothing, so an in-place change
+// to their inputs after the op is no error (add), while one the rule reads is (mul).
+TEST(GradientRows, OnlyDeclaredSavedValuesAreVersionChecked) {
+  EXPECT_EQ(autograd::saved_use(OpKind::kAdd).inputs, 0u);
+  EXPECT_FALSE(autograd::saved_use(OpKind::kAdd).output);
+  EXPECT_TRUE(autograd::saved_use(OpKind::kMul).reads_input(0));
+  EXPECT_TRUE(autograd::saved_use(OpKind::kExp).output);
+  EXPECT_FALSE(autograd::saved_use(OpKind::kExp).reads_input(0));
+}
+
 }  // namespace
 }  // namespace lazyscope
