@@ -412,6 +412,20 @@ Table make_table() {
     return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
   });
   add_index_rules(t);
+  // Rounding is piecewise constant: zero gradient, as in PyTorch.
+  for (OpKind op : {OpKind::kSign, OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) {
+    set(t, op, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {zeros_of(c.shape(0), g)}; });
+  }
+  set(t, OpKind::kFloorDivide, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {zeros_of(c.shape(0), g), zeros_of(c.shape(1), g)};
+  });
+  // a - b * q with q = floor(a / b) (remainder) or trunc(a / b) (fmod), q locally constant.
+  set(t, OpKind::kRemainder, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {g, c.needs(1) ? ops::neg(ops::mul(g, ops::floor_divide(in0(c), in1(c)))) : Tensor()};
+  });
+  set(t, OpKind::kFmod, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {g, c.needs(1) ? ops::neg(ops::mul(g, ops::trunc(ops::div(in0(c), in1(c))))) : Tensor()};
+  });
   // A cross-replica op: its gradient would be another collective every
   // replica must issue in the same order, which a per-replica backward pass
   // cannot promise. Gradients are reduced after backward (optimizer_step).

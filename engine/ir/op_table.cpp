@@ -668,6 +668,15 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"triu", 1, infer_triangle, Promote::kNone},
     // Collectives
     {"all_reduce", 1, infer_all_reduce, Promote::kNone},
+    // Rounding and integer division
+    {"sign", 1, infer_same, Promote::kNone},
+    {"floor", 1, infer_same, Promote::kNone},
+    {"ceil", 1, infer_same, Promote::kNone},
+    {"round", 1, infer_same, Promote::kNone},
+    {"trunc", 1, infer_same, Promote::kNone},
+    {"floor_divide", 2, infer_binary, Promote::kCommon},
+    {"remainder", 2, infer_binary, Promote::kCommon},
+    {"fmod", 2, infer_binary, Promote::kCommon},
 }};
 
 }  // namespace

@@ -131,6 +131,18 @@ enum class OpKind : uint16_t {
   // scale (applied after the reduction; floats only), group (the key of a
   // registered replica group). Output: the operand's shape; bool for and/or.
   kAllReduce,
+  // Rounding and integer division (appended: op codes are stored). Operands
+  // keep their dtype: an integer rounds to itself. Integer floor_divide,
+  // remainder and fmod by zero are an EngineError "ZeroDivisionError" when
+  // the kernel runs, as PyTorch's CPU kernels raise; floats give inf/nan.
+  kSign,
+  kFloor,
+  kCeil,
+  kRound,  // half to even, as PyTorch (and NumPy)
+  kTrunc,
+  kFloorDivide,  // Python's //: the quotient rounded toward -inf
+  kRemainder,    // Python's %: the result has the divisor's sign
+  kFmod,         // C's fmod: the result has the dividend's sign
   kNumOps
 };
 

@@ -196,6 +196,25 @@ Tensor logical_not(const Tensor& a) { return apply(OpKind::kLogicalNot, {a}); }
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return apply(OpKind::kWhere, {cond, x, y}); }
 Tensor neg(const Tensor& a) { return apply(OpKind::kNeg, {a}); }
 Tensor abs(const Tensor& a) { return apply(OpKind::kAbs, {a}); }
+Tensor sign(const Tensor& a) { return apply(OpKind::kSign, {a}); }
+Tensor floor(const Tensor& a) { return apply(OpKind::kFloor, {a}); }
+Tensor ceil(const Tensor& a) { return apply(OpKind::kCeil, {a}); }
+Tensor round(const Tensor& a) { return apply(OpKind::kRound, {a}); }
+Tensor trunc(const Tensor& a) { return apply(OpKind::kTrunc, {a}); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return apply(OpKind::kFloorDivide, {a, b}); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return apply(OpKind::kRemainder, {a, b}); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return apply(OpKind::kFmod, {a, b}); }
+Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
+  if (rounding_mode == "floor") return floor_divide(a, b);
+  if (rounding_mode != "trunc") {
+    throw EngineError("div: expected rounding_mode to be one of None, 'trunc' or 'floor', got '" + rounding_mode + "'" +
+                      at_line(current_source_location()));
+  }
+  // Integers: a - fmod(a, b) is an exact multiple of b, so its floor quotient
+  // is the truncated one (and b == 0 raises in fmod, as PyTorch does).
+  if (is_floating(a.dtype()) || is_floating(b.dtype())) return trunc(div(a, b));
+  return floor_divide(sub(a, fmod(a, b)), b);
+}
 Tensor exp(const Tensor& a) { return apply(OpKind::kExp, {a}); }
 Tensor log(const Tensor& a) { return apply(OpKind::kLog, {a}); }
 Tensor log1p(const Tensor& a) { return apply(OpKind::kLog1p, {a}); }

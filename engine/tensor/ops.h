@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,19 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
 
 Tensor neg(const Tensor& a);
 Tensor abs(const Tensor& a);
+// Rounding keeps the dtype (an integer is its own rounding); round is half to even.
+Tensor sign(const Tensor& a);
+Tensor floor(const Tensor& a);
+Tensor ceil(const Tensor& a);
+Tensor round(const Tensor& a);
+Tensor trunc(const Tensor& a);
+// Python's // and %, and C's fmod, with PyTorch's promotion (integers stay
+// integers). Integer division by zero is an error; floats give inf/nan.
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+// div(a, b, rounding_mode): "trunc" or "floor"; integers stay integers.
+Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
 // Floating ops: integer inputs are computed in float32, as in PyTorch.
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);

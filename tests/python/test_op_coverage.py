@@ -130,6 +130,15 @@ COVERAGE = {
     # LAZY_ONLY names the test of its clear error elsewhere.
     "all_reduce": (["test_collectives::test_each_reduce_kind_matches_numpy",
                     "test_collectives::test_results_are_bitwise_identical_on_every_replica"], None),
+    # Rounding and integer division (test_rounding_and_integer_division).
+    **{op: (["test_rounding_and_integer_division::test_rounding_matches_numpy"],
+            ["test_rounding_and_integer_division::test_gradients_match_finite_differences"])
+       for op in ("sign", "floor", "ceil", "round", "trunc")},
+    **{op: (["test_rounding_and_integer_division::test_integer_division_matches_python_semantics",
+             "test_rounding_and_integer_division::test_integer_division_by_zero_raises",
+             "test_rounding_and_integer_division::test_float_division_by_zero_gives_inf_and_nan"],
+            ["test_rounding_and_integer_division::test_gradients_match_finite_differences"])
+       for op in ("floor_divide", "remainder", "fmod")},
 }
 
 # Ops that cannot run on the eager cpu device, each with the test that its

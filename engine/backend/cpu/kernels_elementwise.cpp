@@ -3,6 +3,8 @@
 // (ops.cpp casts them), so each kernel is typed by its output, except the
 // comparisons, which are typed by their operands and write bool.
 #include <cmath>
+#include <string>
+#include <type_traits>
 
 #include "backend/cpu/kernel_util.h"
 #include "core/error.h"
@@ -141,6 +143,79 @@ template <typename T> void clamp_kernel(const KernelArgs& k) {
   });
 }
 
+// Rounding: integers are their own rounding. std::nearbyint rounds half to
+// even in the default rounding mode, as PyTorch's round does.
+template <typename T> void sign_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); });
+}
+template <typename T, typename F> void round_with(const KernelArgs& k, F f) {
+  if constexpr (std::is_floating_point_v<T>) {
+    unary<T>(k, f);
+  } else {
+    unary<T>(k, [](T x) { return x; });
+  }
+}
+template <typename T> void floor_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::floor(x); }); }
+template <typename T> void ceil_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::ceil(x); }); }
+template <typename T> void round_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::nearbyint(x); }); }
+template <typename T> void trunc_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::trunc(x); }); }
+
+// Integer division by zero: PyTorch's CPU kernels raise "ZeroDivisionError".
+template <typename T> void check_divisor(const char* op, T y) {
+  if constexpr (!std::is_floating_point_v<T>) {
+    if (y == 0) throw EngineError(std::string(op) + ": ZeroDivisionError (integer division by zero)");
+  }
+}
+
+// The quotient rounded toward -inf. Floats follow PyTorch's div_floor_floating
+// (fmod-based, so that floor(a / b) rounding errors do not leak in).
+template <typename T> T floor_div(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == 0) return a / b;
+    const T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    if (div - floored > T(0.5)) floored += 1;
+    return floored;
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return static_cast<T>(a / b);
+  } else {
+    const T q = static_cast<T>(a / b);
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+  }
+}
+template <typename T> T python_mod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T mod = std::fmod(a, b);
+    if (mod != 0 && (b < 0) != (mod < 0)) mod += b;
+    return mod;
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return static_cast<T>(a % b);
+  } else {
+    T mod = static_cast<T>(a % b);
+    if (mod != 0 && (b < 0) != (mod < 0)) mod = static_cast<T>(mod + b);
+    return mod;
+  }
+}
+template <typename T> T c_fmod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::fmod(a, b);
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+template <typename T> void floor_divide_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { check_divisor("floor_divide", y); return floor_div(x, y); });
+}
+template <typename T> void remainder_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { check_divisor("remainder", y); return python_mod(x, y); });
+}
+template <typename T> void fmod_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { check_divisor("fmod", y); return c_fmod(x, y); });
+}
+
 }  // namespace
 
 void add_elementwise_kernels(Table& t) {
@@ -180,6 +255,14 @@ void add_elementwise_kernels(Table& t) {
   rows<float, double>(t, OpKind::kGelu, LAZYSCOPE_KERNEL(gelu_kernel));
   rows<float, double>(t, OpKind::kSoftplus, LAZYSCOPE_KERNEL(softplus_kernel));
   rows<float, double>(t, OpKind::kLeakyRelu, LAZYSCOPE_KERNEL(leaky_relu_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSign, LAZYSCOPE_KERNEL(sign_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kFloor, LAZYSCOPE_KERNEL(floor_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kCeil, LAZYSCOPE_KERNEL(ceil_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kRound, LAZYSCOPE_KERNEL(round_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kTrunc, LAZYSCOPE_KERNEL(trunc_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kFloorDivide, LAZYSCOPE_KERNEL(floor_divide_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kRemainder, LAZYSCOPE_KERNEL(remainder_kernel));
+  rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kFmod, LAZYSCOPE_KERNEL(fmod_kernel));
 }
 
 }  // namespace lazyscope::cpu

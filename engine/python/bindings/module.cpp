@@ -17,6 +17,7 @@
 #include "executor/graph_executor.h"
 #include "ir/op_table.h"
 #include "metrics/metrics.h"
+#include "core/source_location.h"
 #include "tensor/ops.h"
 
 namespace py = pybind11;
@@ -55,6 +56,11 @@ PYBIND11_MODULE(_C, m) {
   python::bind_runtime(m);
 
   m.def("_install_source_provider", &python::install_source_provider, py::arg("package_dir"));
+  // " (at file:line)" of the user's current line, as the engine's errors end: for errors raised in Python.
+  m.def("_at_user_line", [] {
+    const SourceLocation loc = current_source_location();
+    return loc.known() ? " (at " + loc.str() + ")" : std::string();
+  });
   m.def("device_count", &lazy_device_count, "Number of lazy devices.");
   m.def("set_device_count", &set_lazy_device_count, py::arg("count"));
   m.def(

@@ -744,6 +744,14 @@ void bind_tensor(py::module_& m) {
   bind_binary(cls, m, "ge", &ops::ge, "__ge__");
   bind_binary(cls, m, "logical_and", &ops::logical_and);
   bind_binary(cls, m, "logical_or", &ops::logical_or);
+  // Python's // and % with PyTorch's semantics (ops.h); div(rounding_mode=) is in the package.
+  bind_binary(cls, m, "floor_divide", &ops::floor_divide, "__floordiv__", "__rfloordiv__");
+  bind_binary(cls, m, "remainder", &ops::remainder, "__mod__", "__rmod__");
+  bind_binary(cls, m, "fmod", &ops::fmod);
+  m.def("_div_rounded", [](const py::object& a, const py::object& b, const std::string& mode) {
+    const Tensor like = py::isinstance<Tensor>(a) ? a.cast<Tensor>() : b.cast<Tensor>();
+    return ops::div_rounded(operand(like, a), operand(like, b), mode);
+  }, py::arg("input"), py::arg("other"), py::arg("rounding_mode"));
 
   // Unary ops with PyTorch's names, as Tensor methods and module functions.
   struct Unary {
@@ -756,6 +764,8 @@ void bind_tensor(py::module_& m) {
       {"sqrt", &ops::sqrt},   {"rsqrt", &ops::rsqrt},  {"sin", &ops::sin},
       {"cos", &ops::cos},     {"tanh", &ops::tanh},    {"erf", &ops::erf},
       {"sigmoid", &ops::sigmoid}, {"logical_not", &ops::logical_not},
+      {"sign", &ops::sign},   {"floor", &ops::floor},  {"ceil", &ops::ceil},
+      {"round", &ops::round}, {"trunc", &ops::trunc},  {"fix", &ops::trunc},
   };
   for (const Unary& u : kUnary) {
     cls.def(u.name, u.fn);

@@ -10,6 +10,11 @@ import os as _os
 import numpy as _np
 
 from lazyscope import _C
+from lazyscope import _signatures
+
+# Before any name is taken from _C: argument-type errors in PyTorch's words.
+_signatures.install(_C, _C.Tensor)
+
 from lazyscope._C import (  # noqa: F401  (re-exported API)
     abs,
     all,
@@ -114,6 +119,16 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     cumprod,
     tril,
     triu,
+    # Rounding and integer division (Python's // and %).
+    sign,
+    floor,
+    ceil,
+    round,
+    trunc,
+    fix,
+    floor_divide,
+    remainder,
+    fmod,
 )
 
 _C._install_source_provider(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
@@ -161,11 +176,45 @@ def _leaf(t, requires_grad):
     return t.requires_grad_() if requires_grad else t
 
 
+def _ragged_message(data, dim=0):
+    """PyTorch's message for a nested list whose rows differ in length, or None."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return None
+    first = data[0]
+    length = len(first) if isinstance(first, (list, tuple)) else None
+    for item in data:
+        n = len(item) if isinstance(item, (list, tuple)) else None
+        if n != length:
+            return (f"expected sequence of length {length} at dim {dim + 1} (got {n})" if length is not None and n is not None
+                    else f"expected a sequence at every position of dim {dim + 1}, got a mix of sequences and numbers")
+    for item in data:
+        message = _ragged_message(item, dim + 1)
+        if message:
+            return message
+    return None
+
+
+def _as_array(op, data):
+    """``data`` as a NumPy array, or ShapeError/TypeError naming the op and the user's line
+    (NumPy's own "inhomogeneous shape" names neither)."""
+    message = _ragged_message(data)
+    if message:
+        raise ShapeError(f"{op}: {message}{_C._at_user_line()}")
+    try:
+        array = _np.asarray(data)
+    except (ValueError, TypeError) as error:
+        raise TypeError(f"{op}: could not convert the data to a tensor: {error}{_C._at_user_line()}") from None
+    if array.dtype == object:
+        raise TypeError(f"{op}: could not infer the dtype of {type(data).__name__} data (expected numbers, "
+                        f"nested lists of numbers, or a NumPy array){_C._at_user_line()}")
+    return array
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy arrays)."""
     if isinstance(data, Tensor):
         data = data.numpy()
-    array = _np.asarray(data)
+    array = _as_array("tensor", data)
     if dtype is not None and dtype != bfloat16:
         array = array.astype(_NUMPY_OF[dtype])
     elif array.dtype == _np.float64 and not isinstance(data, _np.ndarray):
@@ -197,8 +246,23 @@ def _host_array(op, shape, dtype, make):
                                f"({count * item} bytes)") from None
 
 
-def _filled(value, size, dtype, device, requires_grad=False, op="full"):
+def _checked_shape(op, size):
+    """The size arguments as a shape, or ShapeError/TypeError naming the op and the user's line."""
     shape = _shape(size)
+    for n in shape:
+        if isinstance(n, (_builtins.bool, _np.bool_)) or not isinstance(n, (int, _np.integer)):
+            if isinstance(n, Tensor) and n.dim() == 0 and not n.dtype.is_floating_point:
+                continue
+            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type "
+                            f"{type(n).__name__}{_C._at_user_line()}")
+        if n < 0:
+            raise ShapeError(f"{op}: trying to create a tensor with negative dimension {int(n)}: "
+                             f"{[int(d) for d in shape]}{_C._at_user_line()}")
+    return tuple(int(n) for n in shape)
+
+
+def _filled(value, size, dtype, device, requires_grad=False, op="full"):
+    shape = _checked_shape(op, size)
     array = _host_array(op, shape, dtype, lambda: _np.full(shape, value, dtype=_numpy_dtype(dtype)))
     return _make(array, dtype, device, requires_grad)
 
@@ -217,17 +281,17 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
-    dt = _NUMPY_OF[dtype or float32]
-    shape = _shape(size)
+    dt = _numpy_dtype(dtype)
+    shape = _checked_shape("randn", size)
     array = _host_array("randn", shape, dtype, lambda: _rng.standard_normal(shape).astype(dt))
-    return _leaf(_C.from_numpy(array, _device_str(device)), requires_grad)
+    return _make(array, dtype, device, requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False):
-    dt = _NUMPY_OF[dtype or float32]
-    shape = _shape(size)
+    dt = _numpy_dtype(dtype)
+    shape = _checked_shape("rand", size)
     array = _host_array("rand", shape, dtype, lambda: _rng.random(shape).astype(dt))
-    return _leaf(_C.from_numpy(array, _device_str(device)), requires_grad)
+    return _make(array, dtype, device, requires_grad)
 
 
 is_grad_enabled = _C.is_grad_enabled
@@ -452,6 +516,18 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 
 Tensor.new_full = _new_full
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002  (PyTorch's names)
+    """True division; rounding_mode "trunc" or "floor" rounds the quotient (integers then stay integers)."""
+    if rounding_mode is None:
+        return _C.div(input, other)
+    return _C._div_rounded(input, other, rounding_mode)
+
+
+divide = div
+Tensor.div = lambda self, other, *, rounding_mode=None: div(self, other, rounding_mode=rounding_mode)
+Tensor.divide = Tensor.div
 Tensor.new_tensor = _new_tensor
 
 
