@@ -372,15 +372,15 @@ Table make_table() {
   // d loss_i / d input[i, c] = -[c == target_i] for the targets not ignored;
   // mean divides by their count.
   set(t, OpKind::kNllLoss, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Tensor& x = in0(c);
+    // Only the input's shape is needed (g has its dtype): the log-probs are not a saved value.
     const Tensor& target = in1(c);
     const Tensor kept = ops::ne(target, ops::wrapped_int(c.attrs.get_int("ignore_index"), target.device()));
     const Tensor safe = ops::where(kept, target, ops::scalar(0, DType::kInt64, target.device()));
-    const Tensor picked = ops::mul(ops::cast(ops::one_hot(safe, x.shape()[1]), x.dtype()),
-                                   ops::unsqueeze(as_mask(kept, x), 1));
+    const Tensor picked = ops::mul(ops::cast(ops::one_hot(safe, c.shape(0)[1]), g.dtype()),
+                                   ops::unsqueeze(as_mask(kept, g), 1));
     const int64_t reduction = c.attrs.get_int("reduction");
     Tensor scale = reduction == 0 ? ops::unsqueeze(g, 1) : g;
-    if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, x)));
+    if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, g)));
     return {ops::neg(ops::mul(picked, scale)), Tensor()};
   });
   // cat: each operand's slice of the gradient.

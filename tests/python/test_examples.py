@@ -43,7 +43,7 @@ def run_example(build_dir, script, *args, **env):
 def test_bf16_example_reports_float32_and_a_slightly_different_loss(build_dir, flag):
     out = run_example(build_dir, "bf16.py", LAZYSCOPE_USE_BF16=flag)
     assert f"bf16 mode: {'on' if flag == '1' else 'off'}" in out
-    assert "the weight reports dtype.float32 on lazy:0 and dtype.float32 on the CPU" in out
+    assert "the weight reports lazyscope.float32 on lazy:0 and lazyscope.float32 on the CPU" in out
     fp32 = float(out.split("float32 math: loss ")[1].split()[0])
     bf16 = float(out.split("bf16 math:    loss ")[1].split()[0])
     assert fp32 != bf16 and abs(fp32 - bf16) < 1e-2  # bf16 rounding: close, not equal

@@ -874,9 +874,14 @@ void bind_tensor(py::module_& m) {
   };
   for (const Reduction& r : kReductions) {
     const Reduce fn = r.fn;
-    const auto call = [fn](const Tensor& t, const py::object& dim, bool keepdim) { return fn(t, dims_arg(dim), keepdim); };
-    cls.def(r.name, call, py::arg("dim") = py::none(), py::arg("keepdim") = false);
-    m.def(r.name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+    // dtype=: the input is cast first, as PyTorch's sum(dtype=) (e.g. to accumulate in float64).
+    const auto call = [fn](const Tensor& t, const py::object& dim, bool keepdim, std::optional<DType> dtype) {
+      return fn(dtype ? t.to(*dtype) : t, dims_arg(dim), keepdim);
+    };
+    cls.def(r.name, call, py::arg("dim") = py::none(), py::arg("keepdim") = false, py::kw_only(),
+            py::arg("dtype") = py::none());
+    m.def(r.name, call, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::kw_only(),
+          py::arg("dtype") = py::none());
   }
   using ArgReduce = Tensor (*)(const Tensor&, std::optional<int64_t>, bool);
   for (auto [name, fn] : {std::pair<const char*, ArgReduce>{"argmax", &ops::argmax}, {"argmin", &ops::argmin}}) {

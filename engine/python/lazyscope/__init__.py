@@ -145,6 +145,26 @@ float32 = dtype.float32
 float = dtype.float32  # noqa: A001
 float64 = dtype.float64
 double = dtype.float64
+int = dtype.int32  # noqa: A001  (PyTorch's name: torch.int is int32)
+
+# dtypes print as PyTorch's do (torch.float32), under this package's name.
+dtype.__repr__ = lambda self: f"lazyscope.{self.name}"
+dtype.__str__ = dtype.__repr__
+
+# The dtype of Python floats and of float tensors made without a dtype (set_default_dtype).
+_default_float = dtype.float32
+
+
+def set_default_dtype(d):
+    """Sets the floating dtype that tensor(), zeros(), rand() ... give when none is named (float32 or float64)."""
+    global _default_float
+    if d not in (dtype.float32, dtype.float64, dtype.float16, dtype.bfloat16):
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def get_default_dtype():
+    return _default_float
 
 _NUMPY_OF = {
     dtype.bool: _np.bool_, dtype.uint8: _np.uint8, dtype.int32: _np.int32,
@@ -153,6 +173,32 @@ _NUMPY_OF = {
 }
 
 _rng = _np.random.default_rng(0)
+
+
+class Generator:
+    """A random number generator, as ``torch.Generator``: a seedable source for randperm,
+    multinomial, rand/randn/randint (generator=) and DataLoader shuffling."""
+
+    def __init__(self, device="cpu"):
+        self.device = device
+        self._seed = 67280421310721
+        self._rng = _np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed):
+        self._seed = _builtins.int(seed)
+        self._rng = _np.random.default_rng(self._seed)
+        return self
+
+    def seed(self):
+        self.manual_seed(_np.random.SeedSequence().entropy % 2**63)
+        return self._seed
+
+    def initial_seed(self):
+        return self._seed
+
+
+def _rng_of(generator):
+    return _rng if generator is None else generator._rng
 
 
 def manual_seed(seed):
@@ -218,11 +264,22 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if dtype is not None and dtype != bfloat16:
         array = array.astype(_NUMPY_OF[dtype])
     elif array.dtype == _np.float64 and not isinstance(data, _np.ndarray):
-        array = array.astype(_np.float32)  # Python floats default to float32, as in PyTorch
+        array = array.astype(_numpy_dtype(None))  # Python floats: the default dtype (float32), as in PyTorch
+        dtype = _default_float
     t = _C.from_numpy(array, _device_str(device))
     if dtype == bfloat16:
         t = t.to(bfloat16)
     return _leaf(t, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` itself when it is a tensor of that dtype and device already, else a new tensor."""
+    if isinstance(data, Tensor):
+        out = data
+        if device is not None and str(out.device) != str(device):
+            out = out.to(device)
+        return out.to(dtype) if dtype is not None and out.dtype != dtype else out
+    return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array):
@@ -238,7 +295,7 @@ def _host_array(op, shape, dtype, make):
     except (MemoryError, ValueError) as error:
         count = 1
         for n in shape:
-            count *= int(n)
+            count *= _builtins.int(n)
         if not isinstance(error, MemoryError) and count < 2**31:
             raise  # a genuine bad argument, not a size problem
         item = _np.dtype(_numpy_dtype(dtype)).itemsize if dtype is not None else 4
@@ -250,15 +307,15 @@ def _checked_shape(op, size):
     """The size arguments as a shape, or ShapeError/TypeError naming the op and the user's line."""
     shape = _shape(size)
     for n in shape:
-        if isinstance(n, (_builtins.bool, _np.bool_)) or not isinstance(n, (int, _np.integer)):
+        if isinstance(n, (_builtins.bool, _np.bool_)) or not isinstance(n, (_builtins.int, _np.integer)):
             if isinstance(n, Tensor) and n.dim() == 0 and not n.dtype.is_floating_point:
                 continue
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type "
                             f"{type(n).__name__}{_C._at_user_line()}")
         if n < 0:
-            raise ShapeError(f"{op}: trying to create a tensor with negative dimension {int(n)}: "
-                             f"{[int(d) for d in shape]}{_C._at_user_line()}")
-    return tuple(int(n) for n in shape)
+            raise ShapeError(f"{op}: trying to create a tensor with negative dimension {_builtins.int(n)}: "
+                             f"{[_builtins.int(d) for d in shape]}{_C._at_user_line()}")
+    return tuple(_builtins.int(n) for n in shape)
 
 
 def _filled(value, size, dtype, device, requires_grad=False, op="full"):
@@ -316,6 +373,15 @@ class set_grad_enabled:
 class _GradMode:
     _mode = None
 
+    def __new__(cls, fn=None):
+        # @no_grad without parentheses: the class is called with the function.
+        if callable(fn):
+            return cls()(fn)
+        return super().__new__(cls)
+
+    def __init__(self, fn=None):
+        pass
+
     def __enter__(self):
         self._previous = _C.is_grad_enabled()
         _C.set_grad_enabled(self._mode)
@@ -343,6 +409,29 @@ class no_grad(_GradMode):
 class enable_grad(_GradMode):
     """Turns recording back on inside a ``no_grad`` block."""
     _mode = True
+
+
+class inference_mode(_GradMode):
+    """As ``torch.inference_mode``: here the same as ``no_grad`` (inference_mode(False) records)."""
+    _mode = False
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return object.__new__(cls)
+
+    def __init__(self, mode=True):
+        self._mode = not mode
+
+    def __call__(self, fn):
+        import functools
+        mode = not self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
 
 
 def mm(a, b):
@@ -416,7 +505,7 @@ def _make(array, dtype, device, requires_grad):
 
 def _numpy_dtype(dtype, default=None):
     if dtype is None:
-        dtype = default or float32
+        dtype = default or _default_float
     return _np.float32 if dtype == bfloat16 else _NUMPY_OF[dtype]
 
 
@@ -425,7 +514,7 @@ def _default_dtype_of(*values):
     # bool, all, max, ... are PyTorch's names in this module: the builtins are spelled out.
     if _builtins.all(isinstance(v, (_builtins.bool, _np.bool_)) for v in values):
         return dtype.bool
-    return int64 if _builtins.all(isinstance(v, (int, _np.integer)) for v in values) else float32
+    return int64 if _builtins.all(isinstance(v, (_builtins.int, _np.integer)) for v in values) else _default_float
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
@@ -441,7 +530,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound {end} and lower bound {start} inconsistent with step sign {step}")
     dt = dtype or _default_dtype_of(start, end, step)
-    n = _builtins.max(0, int(_np.ceil((end - start) / step)))
+    n = _builtins.max(0, _builtins.int(_np.ceil((end - start) / step)))
     values = start + step * _np.arange(n, dtype=_np.float64 if dt.is_floating_point else _np.int64)
     return _make(values.astype(_numpy_dtype(dt)), dt, device, requires_grad)
 
@@ -456,6 +545,60 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     if n < 0 or (m is not None and m < 0):
         raise ValueError(f"eye: n and m must be non-negative, got {n} and {m}")
     return _make(_np.eye(n, m, dtype=_numpy_dtype(dtype)), dtype, device, requires_grad)
+
+
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0 .. n-1 (int64)."""
+    if n < 0:
+        raise ShapeError(f"randperm: n must be non-negative, got {n}{_C._at_user_line()}")
+    values = _rng_of(generator).permutation(n)
+    return _make(values.astype(_numpy_dtype(dtype, int64)), dtype or int64, device, requires_grad)
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):  # noqa: A002
+    """Indices sampled from each row of non-negative weights (read on the host: a sync on a lazy device)."""
+    probs = input.double().numpy()
+    rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim else None
+    if rows is None or probs.ndim > 2:
+        raise ShapeError(f"multinomial: expected a 1-D or 2-D tensor of weights, got shape {tuple(input.shape)}"
+                         f"{_C._at_user_line()}")
+    if (rows < 0).any() or not _np.isfinite(rows).all():
+        raise RuntimeError(f"multinomial: weights must be finite and non-negative{_C._at_user_line()}")
+    rng = _rng_of(generator)
+    out = []
+    for row in rows:
+        nonzero = _builtins.int((row > 0).sum())
+        if row.sum() == 0 or (not replacement and num_samples > nonzero):
+            raise RuntimeError(f"multinomial: cannot sample {num_samples} of {nonzero} non-zero weights "
+                               f"{'with' if replacement else 'without'} replacement{_C._at_user_line()}")
+        out.append(rng.choice(len(row), size=num_samples, replace=replacement, p=row / row.sum()))
+    values = _np.asarray(out, dtype=_np.int64).reshape(probs.shape[:-1] + (num_samples,))
+    return _C.from_numpy(values, "cpu").to(input.device)
+
+
+Tensor.multinomial = multinomial
+
+_print_options = {}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """How tensors print, as ``torch.set_printoptions`` (profile 'default', 'short' or 'full')."""
+    presets = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+               "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+               "full": dict(precision=4, threshold=_builtins.int(2**62), edgeitems=3, linewidth=80)}
+    # NumPy's array2string does the printing; its name for linewidth differs.
+    if profile is not None:
+        if profile not in presets:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(presets)}, got {profile!r}")
+        _print_options.clear()
+        _print_options.update(presets[profile])
+        _print_options["max_line_width"] = _print_options.pop("linewidth")
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("max_line_width", linewidth)):
+        if value is not None:
+            _print_options[name] = value
+    if sci_mode is not None:
+        _print_options["suppress"] = not sci_mode
 
 
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
@@ -533,12 +676,16 @@ Tensor.new_tensor = _new_tensor
 
 def _tensor_repr(self):
     suffix = "" if self.device.type == "cpu" else f", device='{self.device}'"
-    body = _np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+    body = _np.array2string(self.numpy(), separator=", ", prefix="tensor(", **_print_options)
     return f"tensor({body}{suffix})"
 
 
 Tensor.__repr__ = _tensor_repr
 Tensor.__str__ = _tensor_repr
+
+from lazyscope import _surface  # noqa: E402
+
+_surface.install(globals())
 
 from lazyscope.core import lazy_model  # noqa: E402,F401
 

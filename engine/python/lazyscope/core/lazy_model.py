@@ -260,11 +260,126 @@ def save(data, path, master_only=True, global_master=False):
         _save(host, path)
 
 
-def rendezvous(tag=""):
-    """Waits for every replica (no-op outside a replication)."""
+def rendezvous(tag="", payload=b"", replicas=()):
+    """Waits for every replica (no-op outside a replication); returns every
+    replica's ``payload`` in ordinal order, as torch_xla's rendezvous."""
     replica = _replica()
-    if replica is not None and len(replica.group.devices) > 1:
-        replica.group.wait()
+    if replica is None or len(replica.group.devices) == 1:
+        return [payload]
+    if replicas and sorted(replicas) != list(range(len(replica.group.devices))):
+        raise ValueError(f"rendezvous({tag!r}): only all replicas can meet, got replicas={list(replicas)}")
+    return _exchange(replica, tag, payload)
+
+
+def _exchange(replica, tag, value):
+    """Every replica's ``value`` (ordinal order), through the group's host barrier."""
+    group = replica.group
+    with _exchange_lock:
+        slots = group.__dict__.setdefault("_exchange", {})
+        slots.setdefault(tag, [None] * len(group.devices))[replica.ordinal] = value
+    group.wait()  # every value is in
+    values = list(slots[tag])
+    group.wait()  # every replica has read them: the tag can be used again
+    with _exchange_lock:
+        slots.pop(tag, None)
+    return values
+
+
+_exchange_lock = threading.Lock()
+
+
+def mesh_reduce(tag, data, reduce_fn):
+    """Reduces ``data`` across replicas outside the graph, as torch_xla's
+    mesh_reduce: every replica's data (tensors moved to the host) in ordinal
+    order is passed to ``reduce_fn``; every replica gets its result. Outside a
+    replication, ``reduce_fn([data])``."""
+    host = _to_host(data)
+    replica = _replica()
+    if replica is None or len(replica.group.devices) == 1:
+        return reduce_fn([host])
+    return reduce_fn(_exchange(replica, tag, host))
+
+
+def master_print(*args, fd=None, local=False, flush=False):
+    """print() on the master replica only."""
+    import sys
+    if is_master_ordinal(local=local):
+        print(*args, file=fd or sys.stdout, flush=flush)
+
+
+def wait_device_ops(devices=()):
+    """Every graph has finished when its barrier returns (execution is synchronous): nothing to wait for."""
+
+
+def is_lazy_tensor(tensor):
+    return tensor.device.type == "lazy"
+
+
+def do_on_ordinals(target, data=(), ordinals=(0,)):
+    """Runs ``target(*data)`` (tensors moved to the host) on the given ordinals only; all replicas then meet."""
+    running = get_ordinal() in ordinals
+    result = target(*_to_host(tuple(data))) if running else None
+    rendezvous("lazyscope.do_on_ordinals")
+    return result
+
+
+def set_rng_state(seed, device=None):
+    """Seeds the engine's generator (dropout masks) and the host one, as lazyscope.manual_seed."""
+    import lazyscope
+    lazyscope.manual_seed(seed)
+    _rng_seed[0] = seed
+
+
+def get_rng_state(device=None):
+    return _rng_seed[0]
+
+
+_rng_seed = [0]
+
+
+def unlazy(tensors):
+    """Materializes ``tensors`` now (a barrier for their device)."""
+    for t in tensors:
+        if t.device.type == "lazy":
+            mark_step(t.device)
+            break
+
+
+class RateTracker:
+    """Samples per second, as torch_xla's RateTracker: rate() smoothed since
+    the last call, global_rate() since creation."""
+
+    def __init__(self, smooth_factor=None):
+        import time
+        self._time = time.time
+        self._smooth_factor = float(os.environ.get("RATE_TRACKER_SMOOTHING", 0.4)) if smooth_factor is None \
+            else smooth_factor
+        self._start_time = self._time()
+        self._partial_time = self._start_time
+        self._partial_count = 0.0
+        self._partial_rate = None
+        self._count = 0.0
+
+    def add(self, count):
+        self._count += count
+
+    def rate(self):
+        now = self._time()
+        delta = now - self._partial_time
+        if delta <= 0:
+            return 0.0
+        current = self._count / delta
+        rate = current if self._partial_rate is None else \
+            (1 - self._smooth_factor) * current + self._smooth_factor * self._partial_rate
+        self._partial_count += self._count
+        self._count = 0.0
+        self._partial_time = now
+        self._partial_rate = rate
+        return rate
+
+    def global_rate(self):
+        delta = self._time() - self._start_time
+        return (self._partial_count + self._count) / delta if delta > 0 else 0.0
 
 
 def metrics_report():

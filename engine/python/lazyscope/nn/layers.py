@@ -12,7 +12,8 @@ from lazyscope.nn.parameter import Parameter
 
 
 def _empty(*shape, device=None, dtype=None):
-    dt = {None: np.float32, lazyscope.float32: np.float32, lazyscope.float64: np.float64}.get(dtype)
+    dtype = dtype or lazyscope.get_default_dtype()
+    dt = {lazyscope.float32: np.float32, lazyscope.float64: np.float64}.get(dtype)
     if dt is None:
         raise TypeError(f"parameters must be float32 or float64, got {dtype}")
     return _C.from_numpy(np.zeros(shape, dtype=dt), "cpu" if device is None else str(device))

@@ -1,0 +1,260 @@
+"""The everyday PyTorch surface composed from the engine's ops (issue 14 §1).
+
+Each function here is an exact composition of existing ops (clone is a
+multiply by one, flip an index_select, isfinite x - x == 0, ...), or a host
+computation where PyTorch's own result is data-dependent (bincount,
+multinomial, randperm). Installed into the ``lazyscope`` namespace and onto
+``Tensor`` by ``lazyscope/__init__.py``.
+"""
+import builtins as _builtins
+
+import numpy as _np
+
+from lazyscope import _C
+
+Tensor = _C.Tensor
+
+
+def _at():
+    return _C._at_user_line()
+
+
+class Size(tuple):
+    """A tensor's shape, as ``torch.Size``: a tuple of ints with numel()."""
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"lazyscope.Size({list(self)})"
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+
+def _wrap_dim(op, dim, rank):
+    lo, hi = (-1, 0) if rank == 0 else (-rank, rank - 1)
+    if not isinstance(dim, int) or isinstance(dim, bool) or not lo <= dim <= hi:
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
+                         f"{_at()}")
+    return dim % rank if rank else 0
+
+
+_shape_of = Tensor.shape.fget
+
+
+def _size(self, dim=None):
+    shape = Size(_shape_of(self))
+    if dim is None:
+        return shape
+    return shape[_wrap_dim("size", dim, len(shape))] if shape else 1
+
+
+def _clone(self, memory_format=None):
+    # A new tensor with its own buffer; x * 1 is exact for every value (-0.0, nan, inf) and keeps autograd.
+    return self * 1 if self.dtype != _C.dtype.bool else _C.logical_and(self, True)
+
+
+def _repeat(self, *sizes):
+    reps = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+    shape = tuple(_shape_of(self))
+    if len(reps) < len(shape):
+        raise RuntimeError(f"repeat: number of repeat dims ({len(reps)}) can not be smaller than the number of "
+                           f"dimensions of the tensor ({len(shape)}){_at()}")
+    shape = (1,) * (len(reps) - len(shape)) + shape
+    interleaved = [d for s in shape for d in (1, s)]
+    expanded = [d for r, s in zip(reps, shape) for d in (r, s)]
+    return self.reshape(interleaved).expand(expanded).reshape([r * s for r, s in zip(reps, shape)])
+
+
+def _reversed_index(n, device):
+    return _C.from_numpy(_np.arange(n - 1, -1, -1, dtype=_np.int64), "cpu").to(device)
+
+
+def flip(input, dims):  # noqa: A002  (PyTorch's name)
+    """Reverses the order of elements along each of ``dims`` (index_select with a reversed index)."""
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    rank = input.dim()
+    out = input
+    for d in {_wrap_dim("flip", d, rank) for d in dims}:
+        if rank:
+            out = out.index_select(d, _reversed_index(out.shape[d], out.device))
+    return out
+
+
+def _uniform_(self, a=0.0, b=1.0, generator=None):
+    import lazyscope
+    with lazyscope.no_grad():
+        return self.copy_(lazyscope.rand_like(self) * (b - a) + a)
+
+
+def _normal_(self, mean=0.0, std=1.0, generator=None):
+    import lazyscope
+    with lazyscope.no_grad():
+        return self.copy_(lazyscope.randn_like(self) * std + mean)
+
+
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    """Counts of each value of a 1-D non-negative int tensor (read on the host: its length depends on the data)."""
+    if input.dim() != 1 or input.dtype.is_floating_point:
+        raise RuntimeError(f"bincount: expected a 1-D integer tensor, got {input.dim()}-D {input.dtype}{_at()}")
+    values = input.numpy()
+    if values.size and values.min() < 0:
+        raise RuntimeError(f"bincount: input must contain only non-negative values, got {int(values.min())}{_at()}")
+    w = None if weights is None else weights.numpy()
+    counts = _np.bincount(values, weights=w, minlength=minlength)
+    if w is None:
+        counts = counts.astype(_np.int64)
+    elif weights.dtype != _C.dtype.float64:
+        counts = counts.astype(_np.float32)
+    return _C.from_numpy(counts, "cpu").to(input.device)
+
+
+def _scalar(self, kind, convert):
+    if self.numel() != 1:
+        raise TypeError(f"only a tensor with one element can be converted to a Python {kind}; this one has "
+                        f"{self.numel()} elements{_at()}")
+    return convert(self.item())
+
+
+def _invert(self):
+    if self.dtype == _C.dtype.bool:
+        return _C.logical_not(self)
+    if self.dtype.is_floating_point:
+        raise TypeError(f"~ (bitwise_not) is only supported for integer and bool tensors, got {self.dtype}{_at()}")
+    return -self - 1  # two's complement: exact for every integer dtype
+
+
+def _format(self, spec):
+    if self.dim() == 0 or (spec and self.numel() == 1):
+        return format(self.item(), spec)
+    if spec:
+        raise TypeError(f"unsupported format string '{spec}' for a tensor of shape {tuple(self.shape)}: only "
+                        f"one-element tensors take a format spec{_at()}")
+    return str(self)
+
+
+def _cuda(self, device=None, non_blocking=False):
+    raise RuntimeError("cuda(): LazyScope has no CUDA backend; move tensors to a lazy device with "
+                       "t.to(xm.xla_device()) or t.to('lazy:0'), or keep them on 'cpu'" + _at())
+
+
+def _type_as(self, other):
+    return self.to(other.dtype)
+
+
+def clone(input, memory_format=None):  # noqa: A002
+    return _clone(input)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):  # noqa: A002
+    return input.numel()
+
+
+def isnan(input):  # noqa: A002
+    return _C.ne(input, input)  # only nan differs from itself; all False for integers
+
+
+def isfinite(input):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return _C.eq(input, input)
+    return _C.eq(input - input, 0)  # inf - inf and nan - nan are nan
+
+
+def isinf(input):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return _C.ne(input, input)
+    return _C.eq(abs(input), float("inf"))
+
+
+def equal(input, other):  # noqa: A002
+    """True when both have the same shape and the same values (reads the result: a sync on a lazy device)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return _builtins.bool(_C.all(_C.eq(input, other)).item())
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return _builtins.bool(_C.all(isclose(input, other, rtol, atol, equal_nan)).item())
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """|input - other| <= atol + rtol * |other|, with infinities equal only to themselves, as PyTorch."""
+    if not isinstance(other, Tensor):
+        import lazyscope
+        other = lazyscope.full_like(input, other)
+    close = _C.logical_or(_C.eq(input, other), _C.le(abs(input - other), atol + rtol * abs(other)))
+    if equal_nan:
+        close = _C.logical_or(close, _C.logical_and(isnan(input), isnan(other)))
+    return close
+
+
+def outer(input, vec2):  # noqa: A002
+    return input.reshape(-1, 1) * vec2.reshape(1, -1)
+
+
+ger = outer
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """1-D: a square matrix with input on the given diagonal; 2-D: that diagonal as a 1-D tensor."""
+    if input.dim() == 1:
+        length = input.shape[0]
+        n = length + _builtins.abs(diagonal)
+        mask = _C.from_numpy(_np.arange(n)[None, :] - _np.arange(n)[:, None] == diagonal, "cpu").to(input.device)
+        # Element (i, j) of the diagonal holds input[i] (diagonal >= 0) or input[j] (below it).
+        index = _np.clip(_np.arange(n), 0, length - 1).astype(_np.int64)
+        spread = input.index_select(0, _C.from_numpy(index, "cpu").to(input.device))
+        spread = spread.reshape(n, 1) if diagonal >= 0 else spread.reshape(1, n)
+        return _C.where(mask, spread, 0)
+    if input.dim() == 2:
+        rows, cols = input.shape
+        start_r, start_c = (0, diagonal) if diagonal >= 0 else (-diagonal, 0)
+        length = _builtins.max(0, _builtins.min(rows - start_r, cols - start_c))
+        r = _np.arange(length, dtype=_np.int64) + start_r
+        c = _np.arange(length, dtype=_np.int64) + start_c
+        return input[r.tolist(), c.tolist()] if length else input.reshape(-1)[:0]
+    raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.dim()}-D{_at()}")
+
+
+def install(namespace):
+    """Adds the Tensor methods; returns the functions for the package namespace."""
+    Tensor.size = _size
+    Tensor.ndim = property(lambda self: len(_shape_of(self)))
+    Tensor.shape = property(lambda self: Size(_shape_of(self)))
+    Tensor.clone = _clone
+    Tensor.contiguous = lambda self, memory_format=None: self
+    Tensor.is_contiguous = lambda self, memory_format=None: True
+    Tensor.repeat = _repeat
+    Tensor.type_as = _type_as
+    Tensor.flip = lambda self, *dims: flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+    Tensor.uniform_ = _uniform_
+    Tensor.normal_ = _normal_
+    Tensor.bincount = lambda self, weights=None, minlength=0: bincount(self, weights, minlength)
+    Tensor.__float__ = lambda self: _scalar(self, "float", float)
+    Tensor.__int__ = lambda self: _scalar(self, "int", int)
+    Tensor.__index__ = lambda self: _scalar(self, "int", int) if not self.dtype.is_floating_point else \
+        (_ for _ in ()).throw(TypeError("only integer tensors of a single element can be converted to an index"))
+    Tensor.__invert__ = _invert
+    Tensor.__format__ = _format
+    Tensor.cuda = _cuda
+    Tensor.is_cuda = property(lambda self: False)
+    Tensor.isnan = isnan
+    Tensor.isfinite = isfinite
+    Tensor.isinf = isinf
+    Tensor.equal = equal
+    Tensor.allclose = allclose
+    Tensor.isclose = isclose
+    Tensor.outer = outer
+    Tensor.diag = diag
+    for name in ("Size", "flip", "bincount", "clone", "is_tensor", "numel", "isnan", "isfinite", "isinf", "equal",
+                 "allclose", "isclose", "outer", "ger", "diag"):
+        namespace[name] = globals()[name]

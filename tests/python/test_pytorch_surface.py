@@ -1,0 +1,249 @@
+"""The everyday PyTorch surface (issue 14 §1) and the errors a user meets
+(issue 15 item 6, argument-type errors): every value is checked against
+NumPy, on both devices where a device matters."""
+import re
+
+import numpy as np
+import pytest
+
+import lazyscope
+import lazyscope as torch
+
+DEVICES = ["cpu", "lazy:0"]
+rng = np.random.default_rng(14)
+
+
+# --- Errors name the op and the user's line, never NumPy's or pybind11's words.
+
+def test_ragged_nested_list_names_tensor_and_the_line():
+    with pytest.raises(lazyscope.ShapeError) as info:
+        lazyscope.tensor([[1, 2], [3]])
+    message = str(info.value)
+    assert message.startswith("tensor: expected sequence of length 2 at dim 1 (got 1)")
+    assert re.search(r"\(at test_pytorch_surface\.py:\d+\)$", message), message
+    assert "inhomogeneous" not in message
+
+
+def test_ragged_deeper_down_is_found_too():
+    with pytest.raises(lazyscope.ShapeError, match=r"length 2 at dim 2 \(got 3\)"):
+        lazyscope.tensor([[[1, 2], [3, 4]], [[1, 2], [3, 4, 5]]])
+
+
+@pytest.mark.parametrize("make", [lambda: lazyscope.zeros(-1), lambda: lazyscope.ones(2, -3),
+                                  lambda: lazyscope.randn(-1), lambda: lazyscope.full((-2,), 1.0)],
+                         ids=["zeros", "ones", "randn", "full"])
+def test_negative_dimension_names_the_op_and_the_line(make):
+    with pytest.raises(lazyscope.ShapeError) as info:
+        make()
+    message = str(info.value)
+    assert re.match(r"(zeros|ones|randn|full): trying to create a tensor with negative dimension -\d", message)
+    assert re.search(r"\(at test_pytorch_surface\.py:\d+\)$", message), message
+    assert "negative dimensions are not allowed" not in message
+
+
+def test_argument_type_errors_name_the_signature_not_the_contents():
+    t = lazyscope.arange(1000.0)
+    for call, name in [(lambda: lazyscope.softmax(t, "x"), "softmax"), (lambda: t.transpose(0.5, 1), "transpose"),
+                       (lambda: t.reshape("a"), "reshape")]:
+        with pytest.raises(TypeError) as info:
+            call()
+        message = str(info.value)
+        assert f"{name}() received an invalid combination of arguments" in message
+        assert "Invoked with" not in message and "999." not in message and "lazyscope._C" not in message
+        assert "expected one of:" in message and "Unable to cast" not in message
+    with pytest.raises(TypeError, match=r"got \(Tensor\(dtype=lazyscope.float32, shape=\(1000,\)\), str\)"):
+        lazyscope.softmax(t, "x")
+
+
+def test_dtypes_print_as_pytorch_does():
+    assert str(lazyscope.float32) == "lazyscope.float32" and repr(lazyscope.int64) == "lazyscope.int64"
+    assert lazyscope.int is lazyscope.int32 and lazyscope.long is lazyscope.int64
+
+
+# --- Tensor methods.
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_size_ndim_and_Size(device):
+    t = lazyscope.zeros(2, 3, 4, device=device)
+    assert t.size(0) == 2 and t.size(-1) == 4 and t.size(dim=1) == 3 and t.ndim == 3
+    assert isinstance(t.size(), lazyscope.Size) and t.size() == (2, 3, 4) and t.shape.numel() == 24
+    assert repr(t.shape) == "lazyscope.Size([2, 3, 4])"
+    with pytest.raises(IndexError, match=r"size: dimension out of range \(expected to be in range of \[-3, 2\], but got 3\)"):
+        t.size(3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_clone_repeat_flip_type_as(device):
+    x = np.array([[1.0, -0.0, np.nan], [np.inf, 2.5, -3.0]], dtype=np.float32)
+    t = lazyscope.tensor(x, device=device)
+    c = t.clone()
+    np.testing.assert_array_equal(c.numpy(), x)
+    assert np.signbit(c.numpy()[0, 1])  # exact: -0.0 stays -0.0
+    c.add_(1)
+    np.testing.assert_array_equal(t.numpy(), x)  # its own buffer
+    np.testing.assert_array_equal(lazyscope.clone(t).numpy(), x)
+    np.testing.assert_array_equal(t.repeat(2, 3).numpy(), np.tile(x, (2, 3)))
+    np.testing.assert_array_equal(t.repeat(2, 1, 2).numpy(), np.tile(x, (2, 1, 2)))
+    np.testing.assert_array_equal(t.flip(0).numpy(), np.flip(x, 0))
+    np.testing.assert_array_equal(lazyscope.flip(t, (0, 1)).numpy(), np.flip(x, (0, 1)))
+    np.testing.assert_array_equal(t.flip(-1).numpy(), np.flip(x, -1))
+    assert t.type_as(lazyscope.tensor([1], device=device)).dtype == lazyscope.int64
+    assert t.contiguous() is t and t.is_contiguous()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_flip_repeat_and_clone_gradients(device):
+    a = rng.standard_normal((2, 3))
+    w = rng.standard_normal((4, 3))
+    leaf = lazyscope.tensor(a, device=device, requires_grad=True)
+    (leaf.flip(1).repeat(2, 1).clone() * lazyscope.tensor(w, device=device)).sum().backward()
+    # d/da of sum(tile(flip(a, 1), (2, 1)) * w) = flip(w[:2] + w[2:], 1)
+    np.testing.assert_allclose(leaf.grad.numpy(), np.flip(w[:2] + w[2:], 1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_python_conversions_invert_and_format(device):
+    t = lazyscope.tensor(2.75, device=device)
+    assert float(t) == 2.75 and int(t) == 2 and format(t, ".3f") == "2.750"
+    assert int(lazyscope.tensor([7], device=device)) == 7
+    with pytest.raises(TypeError, match="one element"):
+        float(lazyscope.ones(2, device=device))
+    mask = lazyscope.tensor([True, False], device=device)
+    assert (~mask).tolist() == [False, True]
+    ints = np.array([0, 5, -3], dtype=np.int64)
+    assert (~lazyscope.tensor(ints, device=device)).tolist() == (~ints).tolist()
+    with pytest.raises(TypeError, match="bitwise_not"):
+        ~lazyscope.ones(2, device=device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sum_with_dtype(device):
+    x = np.array([1, 2, 3], dtype=np.int32)
+    out = lazyscope.tensor(x, device=device).sum(dtype=lazyscope.float64)
+    assert out.dtype == lazyscope.float64 and out.item() == 6.0
+    assert lazyscope.sum(lazyscope.tensor(x, device=device), 0, dtype=lazyscope.float32).dtype == lazyscope.float32
+
+
+def test_cuda_is_refused_naming_what_to_use():
+    t = lazyscope.ones(2)
+    assert t.is_cuda is False
+    with pytest.raises(RuntimeError, match=r"cuda\(\): LazyScope has no CUDA backend.*xla_device"):
+        t.cuda()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_uniform_and_normal_fill_in_place(device):
+    lazyscope.manual_seed(3)
+    t = lazyscope.zeros(2000, device=device)
+    assert t.uniform_(-2, 3) is t
+    v = t.numpy()
+    assert v.min() >= -2 and v.max() < 3 and abs(v.mean() - 0.5) < 0.15
+    v = t.normal_(1.0, 0.5).numpy()
+    assert abs(v.mean() - 1.0) < 0.05 and abs(v.std() - 0.5) < 0.05
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bincount_matches_numpy(device):
+    x = np.array([0, 1, 1, 3, 7, 1], dtype=np.int64)
+    w = rng.random(6).astype(np.float32)
+    t = lazyscope.tensor(x, device=device)
+    assert t.bincount().tolist() == np.bincount(x).tolist()
+    assert lazyscope.bincount(t, minlength=10).tolist() == np.bincount(x, minlength=10).tolist()
+    np.testing.assert_allclose(t.bincount(lazyscope.tensor(w, device=device)).numpy(), np.bincount(x, w), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        lazyscope.bincount(lazyscope.tensor([-1, 2], device=device))
+
+
+# --- torch functions.
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_predicates_and_comparisons(device):
+    x = np.array([1.0, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32)
+    t = lazyscope.tensor(x, device=device)
+    assert lazyscope.isnan(t).tolist() == np.isnan(x).tolist()
+    assert lazyscope.isfinite(t).tolist() == np.isfinite(x).tolist()
+    assert t.isinf().tolist() == np.isinf(x).tolist()
+    assert lazyscope.isfinite(lazyscope.tensor([1, 2], device=device)).tolist() == [True, True]
+    a = rng.standard_normal(5).astype(np.float32)
+    ta = lazyscope.tensor(a, device=device)
+    assert lazyscope.equal(ta, ta.clone()) and not lazyscope.equal(ta, ta + 1) and not lazyscope.equal(ta, ta[:2])
+    assert lazyscope.allclose(ta, ta + 1e-7) == np.allclose(a, a + np.float32(1e-7))
+    assert not lazyscope.allclose(ta, ta + 1e-3)
+    assert lazyscope.isclose(t, t).tolist() == np.isclose(x, x).tolist()
+    assert lazyscope.isclose(t, t, equal_nan=True).tolist() == np.isclose(x, x, equal_nan=True).tolist()
+    assert lazyscope.is_tensor(t) and not lazyscope.is_tensor(x) and lazyscope.numel(t) == 5
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_diag_and_outer_match_numpy(device):
+    v = rng.standard_normal(3)
+    m = rng.standard_normal((3, 4))
+    for k in (0, 1, -2):
+        np.testing.assert_array_equal(lazyscope.diag(lazyscope.tensor(v, device=device), k).numpy(), np.diag(v, k))
+        np.testing.assert_array_equal(lazyscope.tensor(m, device=device).diag(k).numpy(), np.diag(m, k))
+    b = rng.standard_normal(4)
+    np.testing.assert_array_equal(lazyscope.outer(lazyscope.tensor(v, device=device),
+                                                  lazyscope.tensor(b, device=device)).numpy(), np.outer(v, b))
+
+
+def test_randperm_multinomial_and_generator():
+    g = lazyscope.Generator().manual_seed(5)
+    p = lazyscope.randperm(10, generator=g)
+    assert p.dtype == lazyscope.int64 and sorted(p.tolist()) == list(range(10))
+    assert lazyscope.randperm(10, generator=lazyscope.Generator().manual_seed(5)).tolist() == p.tolist()
+    weights = lazyscope.tensor([[0.0, 1.0, 0.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
+    s = lazyscope.multinomial(weights, 2, generator=g)
+    assert s.shape == (2, 2) and set(s[0].tolist()) == {1, 3} and len(set(s[1].tolist())) == 2
+    counts = np.bincount(weights[0].multinomial(4000, replacement=True).numpy(), minlength=4)
+    assert counts[0] == counts[2] == 0 and abs(counts[3] / 4000 - 0.75) < 0.04
+    with pytest.raises(RuntimeError, match="cannot sample 3 of 2 non-zero weights without replacement"):
+        lazyscope.multinomial(weights[0], 3)
+
+
+def test_default_dtype_follows_set_default_dtype():
+    assert lazyscope.get_default_dtype() == lazyscope.float32
+    lazyscope.set_default_dtype(lazyscope.float64)
+    try:
+        assert lazyscope.tensor([1.5]).dtype == lazyscope.float64
+        assert lazyscope.zeros(2).dtype == lazyscope.ones(1).dtype == lazyscope.randn(2).dtype == lazyscope.float64
+        assert lazyscope.arange(0.0, 2.0).dtype == lazyscope.float64 and lazyscope.arange(3).dtype == lazyscope.int64
+        assert lazyscope.tensor([1, 2]).dtype == lazyscope.int64
+        assert lazyscope.nn.Linear(2, 2).weight.dtype == lazyscope.float64
+    finally:
+        lazyscope.set_default_dtype(lazyscope.float32)
+    assert lazyscope.zeros(2).dtype == lazyscope.float32
+    with pytest.raises(TypeError, match="floating-point"):
+        lazyscope.set_default_dtype(lazyscope.int64)
+
+
+def test_grad_mode_decorators_and_inference_mode():
+    @lazyscope.no_grad
+    def without():
+        return lazyscope.is_grad_enabled()
+
+    @lazyscope.inference_mode()
+    def inferring():
+        return lazyscope.is_grad_enabled()
+
+    assert without() is False and inferring() is False and lazyscope.is_grad_enabled()
+    with lazyscope.inference_mode():
+        assert not lazyscope.is_grad_enabled()
+    with lazyscope.inference_mode(False):
+        assert lazyscope.is_grad_enabled()
+
+
+def test_as_tensor_shares_a_tensor_and_copies_data():
+    t = lazyscope.ones(3)
+    assert lazyscope.as_tensor(t) is t
+    assert lazyscope.as_tensor(t, dtype=lazyscope.float64).dtype == lazyscope.float64
+    assert lazyscope.as_tensor([1, 2]).tolist() == [1, 2]
+
+
+def test_set_printoptions_changes_how_tensors_print():
+    t = lazyscope.tensor([1.23456789])
+    try:
+        lazyscope.set_printoptions(precision=2)
+        assert str(t) == "tensor([1.23])"
+    finally:
+        lazyscope.set_printoptions(profile="default")
+    assert str(t) == "tensor([1.2346])"
