@@ -14,3 +14,6 @@ def sync():
 
 def device(n=None):
     return _lm.lazy_device(n)
+
+
+from lazyscope.compat.torch_xla import runtime  # noqa: E402,F401  (torch_xla.runtime)

@@ -1,0 +1,121 @@
+"""PyTorch/XLA's surface (issue 10 §2, issue 14 §1): a script of the shape of
+PyTorch/XLA's test/test_train_mp_mnist.py runs with 1, 2 and 4 replicas and
+ends with identical replicas; mesh_reduce, RateTracker, master_print,
+torch_xla.runtime, and a clear refusal for every xla_model function
+LazyScope does not provide."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazyscope
+from lazyscope import _C
+import lazyscope.compat.torch_xla as torch_xla
+import lazyscope.compat.torch_xla.core.xla_model as xm
+import lazyscope.compat.torch_xla.distributed.xla_multiprocessing as xmp
+
+SCRIPT = pathlib.Path(__file__).parent / "data" / "train_mp_mnist.py"
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 4])
+def test_mp_mnist_script_trains_with_identical_replicas(replicas, tmp_path, build_dir):
+    env = dict(os.environ, LAZYSCOPE_DEVICE_COUNT=str(replicas),
+               PYTHONPATH=str(build_dir / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--num_cores", str(replicas), "--out", str(tmp_path),
+                           "--train_samples", str(64 * replicas), "--metrics_debug"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Max Accuracy:" in done.stdout and done.stdout.count("Max Accuracy:") == 1  # master_print: once
+    assert "CompileTime" in done.stdout  # met.metrics_report()
+    # add_step_closure ran the logging closure on every replica after its step.
+    for ordinal in range(replicas):
+        assert f"[lazy:{ordinal}] epoch 2 step 2 loss=" in done.stdout
+    states = [np.load(tmp_path / f"replica_{i}.npz") for i in range(replicas)]
+    first = states[0]
+    assert "conv1.weight" in first.files and "bn1.running_mean" in first.files
+    for other in states[1:]:
+        for name in first.files:
+            np.testing.assert_array_equal(other[name], first[name], err_msg=name)
+    # Training moved the weights away from a fresh model's (which has zero running means).
+    assert np.abs(first["bn1.running_mean"]).sum() > 0
+
+
+@pytest.fixture
+def devices(request):
+    before = _C.device_count()
+    _C.set_device_count(request.param)
+    yield request.param
+    _C.set_device_count(before)
+
+
+@pytest.mark.parametrize("devices", [3], indirect=True)
+def test_mesh_reduce_sees_every_replicas_data_in_ordinal_order(devices):
+    def fn(index):
+        t = lazyscope.tensor([float(index), 10.0 * index], device=xm.xla_device())
+        seen = xm.mesh_reduce("values", {"n": index, "t": t}, lambda items: items)
+        mean = xm.mesh_reduce("mean", float(index), np.mean)
+        again = xm.mesh_reduce("values", index * 2, list)  # a tag can be used again
+        return seen, mean, again
+
+    results = xmp.spawn(fn, args=())
+    for seen, mean, again in results:
+        assert [d["n"] for d in seen] == [0, 1, 2]
+        assert [d["t"].tolist() for d in seen] == [[0.0, 0.0], [1.0, 10.0], [2.0, 20.0]]
+        assert str(seen[1]["t"].device) == "cpu"
+        assert mean == 1.0 and again == [0, 2, 4]
+
+
+def test_mesh_reduce_outside_a_replication_reduces_one_item():
+    assert xm.mesh_reduce("x", 3.0, lambda items: items) == [3.0]
+
+
+@pytest.mark.parametrize("devices", [2], indirect=True)
+def test_master_print_prints_once_and_runtime_names_the_replica(devices, capsys):
+    def fn(index):
+        xm.master_print("hello from", index)
+        return (torch_xla.runtime.world_size(), torch_xla.runtime.global_ordinal(),
+                torch_xla.runtime.local_ordinal())
+
+    assert xmp.spawn(fn, args=()) == [(2, 0, 0), (2, 1, 1)]
+    assert capsys.readouterr().out == "hello from 0\n"
+    assert torch_xla.runtime.using_pjrt() and torch_xla.runtime.device_type() == "CPU"
+    assert torch_xla.runtime.world_size() == 1 and torch_xla.runtime.global_ordinal() == 0
+
+
+def test_rate_tracker_counts_samples_per_second():
+    clock = iter([102.0, 104.0, 105.0])
+    tracker = xm.RateTracker(smooth_factor=0.5)
+    tracker._time = lambda: next(clock)
+    tracker._start_time = tracker._partial_time = 100.0
+    tracker.add(20)
+    assert tracker.rate() == 10.0  # 20 samples in 2 s
+    tracker.add(40)
+    assert tracker.rate() == 0.5 * 20.0 + 0.5 * 10.0  # smoothed with the previous rate
+    assert tracker.global_rate() == 60 / 5.0
+
+
+@pytest.mark.parametrize("devices", [2], indirect=True)
+def test_broadcast_master_param_makes_replicas_start_equal(devices):
+    def fn(index):
+        lazyscope.manual_seed(index)  # different initial weights per replica
+        model = lazyscope.nn.Linear(3, 2).to(xm.xla_device())
+        xm.broadcast_master_param(model)
+        return model.weight.numpy()
+
+    a, b = xmp.spawn(fn, args=())
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (status, _) in xm.STATUS.items() if status == "refused"))
+def test_refused_functions_name_themselves_and_the_alternative(name):
+    with pytest.raises(NotImplementedError, match=rf"torch_xla.core.xla_model.{name}\(\) is not supported by "
+                                                  rf"LazyScope; use \S"):
+        getattr(xm, name)(lazyscope.ones(2))
+
+
+def test_every_listed_function_exists():
+    for name in xm.STATUS:
+        assert callable(getattr(xm, name)), name
