@@ -119,3 +119,40 @@ def test_refused_functions_name_themselves_and_the_alternative(name):
 def test_every_listed_function_exists():
     for name in xm.STATUS:
         assert callable(getattr(xm, name)), name
+
+
+def test_utils_helpers_behave_as_pytorch_xlas():
+    import lazyscope.compat.torch_xla.utils.utils as xu
+    assert xu.shape([[1, 2], [3, 4], [5, 6]]) == [3, 2] and xu.flatten_nested_tuple((1, (2, [3]))) == (1, 2, 3)
+    data = {"a": [lazyscope.ones(2), 3], "b": (lazyscope.zeros(1),)}
+    seen = []
+    xu.for_each_instance(data, lambda v: isinstance(v, lazyscope.Tensor), seen.append)
+    assert len(seen) == 2
+    rewritten = xu.for_each_instance_rewrite(data, lambda v: isinstance(v, lazyscope.Tensor), lambda t: t.sum().item())
+    assert rewritten == {"a": [2.0, 3], "b": (0.0,)}
+    batches = list(xu.FnDataGenerator(lambda d: d.sum(1), 4, lazyscope.ones, dims=[3], count=2))
+    assert len(batches) == 2 and batches[0][1].tolist() == [3.0] * 4
+    assert list(xu.SampleGenerator(data=7, sample_count=3)) == [7, 7, 7]
+    lazy = xu.LazyProperty(lambda: [1])
+    assert lazy.value is lazy.value
+    assert xu.getenv_as("LAZYSCOPE_SURELY_UNSET", int, 5) == 5 and xu.as_list(3) == [3]
+
+
+def test_executed_fallback_ops_lists_the_ops_that_fell_back():
+    import lazyscope.compat.torch_xla.debug.metrics as met
+    met.clear_counters()
+    x = lazyscope.tensor([0.0, 1.0, 0.0, 2.0], device="lazy:0")
+    lazyscope.nonzero(x).tolist()  # data-dependent: a fallback on a lazy device
+    assert "nonzero" in met.executed_fallback_ops()
+
+
+def test_every_compat_module_lists_its_functions_and_each_exists():
+    import lazyscope.compat.torch_xla.debug.metrics as met
+    import lazyscope.compat.torch_xla.distributed.parallel_loader as pl
+    import lazyscope.compat.torch_xla.utils.utils as xu
+    for module in (xm, pl, xmp, xu, met):
+        assert module.STATUS
+        for name, (status, note) in module.STATUS.items():
+            assert status in ("supported", "differs", "refused"), (module.__name__, name)
+            assert status == "supported" or note, (module.__name__, name)  # a difference or refusal says what
+            assert getattr(module, name, None) is not None, (module.__name__, name)

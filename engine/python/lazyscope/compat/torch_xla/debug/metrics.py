@@ -1,21 +1,13 @@
-"""``torch_xla.debug.metrics``: lazyscope.debug.metrics when this build has it,
-else the report and counters of lazyscope.core.lazy_model."""
-try:
-    from lazyscope.debug.metrics import *  # noqa: F401,F403
-except ImportError:
-    from lazyscope import _C
+"""``torch_xla.debug.metrics`` → lazyscope.debug.metrics."""
+from lazyscope import _C
+from lazyscope.debug.metrics import *  # noqa: F401,F403
+from lazyscope.debug.metrics import __all__ as _names
 
-    def metrics_report():
-        return _C.metrics_report()
 
-    def counter_names():
-        return sorted(_C.counters())
+def executed_fallback_ops():
+    """Names of the ops that fell back to the host (torch_xla: ops without an XLA lowering)."""
+    prefix = "Fallback."
+    return sorted(name[len(prefix):] for name, value in _C.counters().items() if name.startswith(prefix) and value)
 
-    def counter_value(name):
-        return _C.counters().get(name)
 
-    def metric_names():
-        return sorted(_C.metrics())
-
-    def metric_data(name):
-        return _C.metrics().get(name)
+STATUS = {name: ("supported", "") for name in list(_names) + ["executed_fallback_ops"]}
