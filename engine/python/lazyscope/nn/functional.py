@@ -237,3 +237,178 @@ def _apply_mask(scores, mask, keep_true):
         masked_out = mask.logical_not() if keep_true else mask
         return lazyscope.where(masked_out, float("-inf"), scores)
     return scores + mask
+
+
+# --- Compositions added for issue 14 §1: conv1d, group_norm, pad, interpolate, normalize, l1_loss.
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """conv2d over a height of 1: input [N, C, L] (or [C, L]), weight [O, C/groups, k]."""
+    def one(v, name):
+        if isinstance(v, str):
+            return v
+        v = v if isinstance(v, int) else tuple(v)
+        if isinstance(v, tuple):
+            if len(v) != 1:
+                raise ValueError(f"conv1d: {name} must be an int or a 1-tuple, got {v}")
+            v = v[0]
+        return v
+    stride, dilation, padding = one(stride, "stride"), one(dilation, "dilation"), one(padding, "padding")
+    if weight.dim() != 3:
+        raise lazyscope.ShapeError(f"conv1d: expected a 3-D weight [out_channels, in_channels/groups, kW], got "
+                                   f"shape {tuple(weight.shape)}")
+    if input.dim() not in (2, 3):
+        raise lazyscope.ShapeError(f"conv1d: expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
+    x = input.unsqueeze(-2)  # [N, C, 1, L]
+    pad = padding if isinstance(padding, str) else (0, padding)
+    out = conv2d(x, weight.unsqueeze(-2), bias, (1, stride), pad, (1, dilation), groups)
+    return out.squeeze(-2)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    """Normalizes each sample over groups of channels (biased variance), then a per-channel affine."""
+    if input.dim() < 2 or input.shape[1] % num_groups:
+        raise lazyscope.ShapeError(f"group_norm: expected an input [N, C, ...] with C divisible by num_groups="
+                                   f"{num_groups}, got shape {tuple(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    out = (centered * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    view = [1, c] + [1] * (input.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return out
+
+
+def _edge_index(size, left, right, mode):
+    """Source index along one dim for each position of the padded dim."""
+    positions = np.arange(-left, size + right)
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    if mode == "circular":
+        return positions % size
+    if mode == "reflect":
+        if left >= size or right >= size:
+            raise ValueError(f"pad: padding ({left}, {right}) should be less than the dimension size {size} for "
+                             f"mode 'reflect'")
+        period = 2 * (size - 1) if size > 1 else 1
+        p = np.abs(positions) % period
+        return np.where(p >= size, period - p, p)
+    raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+
+
+def pad(input, pad, mode="constant", value=None):  # noqa: A002
+    """Pads the last len(pad)//2 dims, last dim first: (left, right, top, bottom, ...). Constant padding
+    concatenates filled blocks (negative padding crops); the other modes gather with an index."""
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > input.dim():
+        raise ValueError(f"pad: padding length must be divisible by 2 and at most twice the number of dims "
+                         f"({input.dim()}), got {len(pad)}")
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.dim() - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        if mode == "constant":
+            if left < 0:
+                out = out.narrow(dim, -left, out.shape[dim] + left)
+                left = 0
+            if right < 0:
+                out = out.narrow(dim, 0, out.shape[dim] + right)
+                right = 0
+            pieces = []
+            for width in (left, None, right):
+                if width is None:
+                    pieces.append(out)
+                elif width:
+                    shape = list(out.shape)
+                    shape[dim] = width
+                    pieces.append(lazyscope.full(shape, 0 if value is None else value, dtype=out.dtype,
+                                                 device=out.device))
+            out = lazyscope.cat(pieces, dim) if len(pieces) > 1 else out
+        else:
+            index = _edge_index(out.shape[dim], left, right, mode).astype(np.int64)
+            out = out.index_select(dim, _C.from_numpy(index, "cpu").to(out.device))
+    return out
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    """Resizes the spatial dims (all but N, C): 'nearest' gathers, 'linear'/'bilinear'/'trilinear' mix the two
+    neighbours along each dim in turn (separable, as PyTorch's), with PyTorch's source-index rules."""
+    spatial = input.dim() - 2
+    if spatial < 1:
+        raise lazyscope.ShapeError(f"interpolate: expected an input [N, C, ...] with spatial dims, got shape "
+                                   f"{tuple(input.shape)}")
+    expected = {"nearest": None, "linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode not in expected:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear, "
+                                  f"trilinear)")
+    if expected[mode] not in (None, spatial):
+        raise ValueError(f"interpolate: mode {mode!r} expects {expected[mode]} spatial dims, got input shape "
+                         f"{tuple(input.shape)}")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: either size or scale_factor should be defined, not both")
+    in_sizes = list(input.shape[2:])
+    if size is not None:
+        out_sizes = [size] * spatial if isinstance(size, int) else list(size)
+        scales = [None] * spatial
+    else:
+        scales = [scale_factor] * spatial if not isinstance(scale_factor, (list, tuple)) else list(scale_factor)
+        out_sizes = [int(math.floor(s * f)) for s, f in zip(in_sizes, scales)]
+        if recompute_scale_factor:
+            scales = [None] * spatial
+    out = input
+    for i, (n_in, n_out, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
+        dim = 2 + i
+        dst = np.arange(n_out, dtype=np.float64)
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        device = out.device
+        if mode == "nearest":
+            index = np.minimum(np.floor(dst * ratio).astype(np.int64), n_in - 1)
+            out = out.index_select(dim, _C.from_numpy(index, "cpu").to(device))
+            continue
+        if align_corners:
+            src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(dst)
+        else:
+            src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (src - lo).astype(np.float64)
+        view = [1] * out.dim()
+        view[dim] = n_out
+        w_hi = _C.from_numpy(frac.reshape(view), "cpu").to(device).to(out.dtype)
+        a = out.index_select(dim, _C.from_numpy(lo, "cpu").to(device))
+        b = out.index_select(dim, _C.from_numpy(hi, "cpu").to(device))
+        out = a + (b - a) * w_hi
+    return out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    """input / max(‖input‖_p along dim, eps)."""
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported; use the returned tensor")
+    if p == 2:
+        norm = (input * input).sum(dim, keepdim=True).sqrt()
+    elif p == 1:
+        norm = input.abs().sum(dim, keepdim=True)
+    else:
+        norm = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+    return input / norm.clamp(min=eps)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("l1_loss: size_average and reduce are deprecated and not supported; use reduction=")
+    loss = (input - target).abs()
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"l1_loss: {reduction} is not a valid value for reduction (mean, sum, none)")

@@ -116,3 +116,17 @@ def _default_reset(weight, bias):
         fan_in, _ = _calculate_fan_in_and_fan_out(weight)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
         uniform_(bias, -bound, bound)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std²) restricted to [a, b] (values outside are redrawn: the same distribution as PyTorch's
+    inverse-CDF method)."""
+    if not a < b:
+        raise ValueError(f"nn.init.trunc_normal_: expected a < b, got a={a}, b={b}")
+    rng = _rng() if generator is None else generator._rng
+    n = int(np.prod(tuple(tensor.shape), dtype=np.int64))
+    values = np.empty(0)
+    while values.size < n:
+        draw = rng.normal(mean, std, size=max(2 * (n - values.size), 16))
+        values = np.concatenate([values, draw[(draw >= a) & (draw <= b)]])
+    return _fill(tensor, values[:n], "trunc_normal_")

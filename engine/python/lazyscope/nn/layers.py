@@ -427,3 +427,82 @@ class MultiheadAttention(Module):
         if not need_weights:
             return out, None
         return out, (weights.mean(1) if average_attn_weights else weights)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta·x)) / beta, linear above threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):  # noqa: A002
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Conv1d(Module):
+    """1-D convolution over [N, C, L] (conv2d over a height of 1); PyTorch's parameters and init."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported, only 'zeros'")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv1d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
+        single = lambda v: v if isinstance(v, (int, str)) else tuple(v)[0]  # noqa: E731
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = (single(kernel_size),), (single(stride),)
+        self.padding = single(padding) if isinstance(padding, str) else (single(padding),)
+        self.dilation = (single(dilation),)
+        self.weight = Parameter(_empty(out_channels, in_channels // groups, self.kernel_size[0], device=device,
+                                       dtype=dtype))
+        if bias:
+            self.bias = Parameter(_empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        init._default_reset(self.weight, self.bias)
+
+    def forward(self, input):  # noqa: A002
+        padding = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return F.conv1d(input, self.weight, self.bias, self.stride[0], padding, self.dilation[0], self.groups)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+                + (", bias=False" if self.bias is None else ""))
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = Parameter(_empty(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(_empty(num_channels, device=device, dtype=dtype))
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):  # noqa: A002
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class L1Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)

@@ -2,4 +2,5 @@
 from lazyscope.optim import lr_scheduler  # noqa: F401
 from lazyscope.optim.adam import Adam, AdamW  # noqa: F401
 from lazyscope.optim.optimizer import Optimizer  # noqa: F401
+from lazyscope.optim.rmsprop import RMSprop  # noqa: F401
 from lazyscope.optim.sgd import SGD  # noqa: F401

@@ -68,3 +68,157 @@ class CosineAnnealingLR(LRScheduler):
     def get_lr(self):
         return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base in self.base_lrs]
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr · lr_lambda(epoch); one function, or one per parameter group."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        groups = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * groups
+        if len(self.lr_lambdas) != groups:
+            raise ValueError(f"LambdaLR: expected {groups} lr_lambdas, but got {len(self.lr_lambdas)}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
+
+    def state_dict(self):
+        # Functions are not saved (PyTorch saves only callable objects' __dict__).
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (PyTorch's three_phase=False/True, 'cos' or 'linear' annealing), stepped per batch;
+    with cycle_momentum, momentum (SGD) or beta1 (Adam) cycles inversely between max and base momentum."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
+                 anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor=25.0, final_div_factor=1e4, three_phase=False, last_epoch=-1):
+        if total_steps is None:
+            if epochs is None or steps_per_epoch is None:
+                raise ValueError("OneCycleLR: you must define either total_steps OR (epochs AND steps_per_epoch)")
+            total_steps = epochs * steps_per_epoch
+        if total_steps <= 0:
+            raise ValueError(f"OneCycleLR: expected positive integer total_steps, but got {total_steps}")
+        if not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be one of 'cos' or 'linear', got {anneal_strategy}")
+        self.total_steps = total_steps
+        self._anneal = self._cos if anneal_strategy == "cos" else self._linear
+        groups = optimizer.param_groups
+        max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(groups)
+        end = float(total_steps - 1)
+        if three_phase:
+            self._phases = [(float(pct_start * total_steps) - 1, "initial_lr", "max_lr", "max_momentum",
+                             "base_momentum"),
+                            (float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr", "base_momentum",
+                             "max_momentum"),
+                            (end, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+        else:
+            self._phases = [(float(pct_start * total_steps) - 1, "initial_lr", "max_lr", "max_momentum",
+                             "base_momentum"),
+                            (end, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        self.cycle_momentum = cycle_momentum
+        for group, top in zip(groups, max_lrs):
+            if last_epoch == -1:
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+            if cycle_momentum:
+                self._use_beta1 = "betas" in group
+                group["max_momentum"], group["base_momentum"] = max_momentum, base_momentum
+                if last_epoch == -1:
+                    self._set_momentum(group, max_momentum)
+        super().__init__(optimizer, last_epoch)
+
+    @staticmethod
+    def _cos(start, end, pct):
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+    @staticmethod
+    def _linear(start, end, pct):
+        return (end - start) * pct + start
+
+    def _set_momentum(self, group, value):
+        if self._use_beta1:
+            group["betas"] = (value, *tuple(group["betas"])[1:])
+        else:
+            group["momentum"] = value
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: tried to step {step} times; the specified number of total steps is "
+                             f"{self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, (end_step, lr_from, lr_to, m_from, m_to) in enumerate(self._phases):
+                if step <= end_step or i == len(self._phases) - 1:
+                    pct = (step - start_step) / (end_step - start_step)
+                    lr = self._anneal(group[lr_from], group[lr_to], pct)
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(group[m_from], group[m_to], pct))
+                    break
+                start_step = end_step
+            lrs.append(lr)
+        return lrs
+
+
+class ReduceLROnPlateau:
+    """Multiplies the lr by ``factor`` once ``patience`` epochs pass without improvement of the metric
+    given to step(metric) (mode 'min' or 'max'; threshold 'rel' or 'abs'; cooldown; min_lr)."""
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
+                 cooldown=0, min_lr=0, eps=1e-8):
+        if factor >= 1.0:
+            raise ValueError("ReduceLROnPlateau: factor should be < 1.0.")
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: mode {mode} is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: threshold mode {threshold_mode} is unknown!")
+        self.optimizer = optimizer
+        groups = len(optimizer.param_groups)
+        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * groups
+        self.mode, self.factor, self.patience = mode, factor, patience
+        self.threshold, self.threshold_mode, self.cooldown, self.eps = threshold, threshold_mode, cooldown, eps
+        self.cooldown_counter = 0
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = 0
+        self.last_epoch = 0
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def _better(self, a, best):
+        if self.mode == "min":
+            return a < (best * (1 - self.threshold) if self.threshold_mode == "rel" else best - self.threshold)
+        return a > (best * (1 + self.threshold) if self.threshold_mode == "rel" else best + self.threshold)
+
+    def step(self, metrics, epoch=None):
+        current = float(metrics)  # a 0-d tensor is read here (a sync on a lazy device), as in PyTorch
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if self._better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for group, floor in zip(self.optimizer.param_groups, self.min_lrs):
+                new_lr = max(group["lr"] * self.factor, floor)
+                if group["lr"] - new_lr > self.eps:
+                    group["lr"] = new_lr
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def get_last_lr(self):
+        return self._last_lr
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)

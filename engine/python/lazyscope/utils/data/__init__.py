@@ -1,7 +1,10 @@
 """torch.utils.data: datasets, samplers' behaviour and the DataLoader.
 
-The loader runs in the calling thread (num_workers is accepted only as 0);
-for background upload to lazy devices use
+With num_workers=0 the loader runs in the calling thread; with
+num_workers > 0, worker threads (not processes: the dataset is shared, nothing
+is pickled) fetch and collate whole batches ahead, and batches come out in
+sampler order, so the results equal num_workers=0's. For background upload
+to lazy devices use
 ``lazyscope.distributed.parallel_loader.ParallelLoader``. Datasets that can
 fetch many samples at once (TensorDataset, the MNIST data sets) implement
 ``_batch(indices)``, which the default collation uses to build a batch with
@@ -157,9 +160,13 @@ class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  generator=None, prefetch_factor=None, persistent_workers=False):
-        if num_workers != 0:
-            raise ValueError("DataLoader: num_workers must be 0 (loading runs in the calling thread; use "
-                             "ParallelLoader for background upload)")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"DataLoader: num_workers option should be non-negative, got {num_workers}")
+        if prefetch_factor is not None and num_workers == 0:
+            raise ValueError("DataLoader: prefetch_factor option could only be specified in multiprocessing; "
+                             "let num_workers > 0 to enable multiprocessing")
+        self.num_workers, self.worker_init_fn = num_workers, worker_init_fn
+        self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
         if batch_size is not None and batch_size <= 0:
             raise ValueError(f"DataLoader: batch_size should be a positive integer, got {batch_size}")
         if sampler is not None and shuffle:
@@ -193,18 +200,55 @@ class DataLoader:
                 return
             yield chunk
 
-    def __iter__(self):
+    def _load(self, chunk):
+        if self.batch_size is None and self.batch_sampler is None:
+            sample = self.dataset[chunk]
+            return self.collate_fn(sample) if self.collate_fn else sample
         fast = getattr(self.dataset, "_batch", None) if self.collate_fn is None else None
-        for chunk in self._batches():
-            if self.batch_size is None and self.batch_sampler is None:
-                sample = self.dataset[chunk]
-                yield self.collate_fn(sample) if self.collate_fn else sample
-                continue
-            batch = fast(chunk) if fast is not None else None
-            if batch is None:
-                samples = [self.dataset[i] for i in chunk]
-                batch = (self.collate_fn or default_collate)(samples)
-            yield batch
+        batch = fast(chunk) if fast is not None else None
+        if batch is None:
+            samples = [self.dataset[i] for i in chunk]
+            batch = (self.collate_fn or default_collate)(samples)
+        return batch
+
+    def __iter__(self):
+        if self.num_workers == 0:
+            for chunk in self._batches():
+                yield self._load(chunk)
+            return
+        yield from self._threaded()
+
+    def _threaded(self):
+        """Batches fetched by worker threads, at most num_workers * prefetch_factor ahead, in order."""
+        import collections
+        import itertools
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        ids = itertools.count()
+        lock = threading.Lock()
+
+        def init():
+            with lock:
+                worker_id = next(ids)
+            if self.worker_init_fn is not None:
+                self.worker_init_fn(worker_id)
+
+        pending = collections.deque()
+        chunks = self._batches()
+        with ThreadPoolExecutor(self.num_workers, thread_name_prefix="lazyscope-dataloader",
+                                initializer=init) as pool:
+            try:
+                for chunk in itertools.islice(chunks, self.num_workers * self.prefetch_factor):
+                    pending.append(pool.submit(self._load, chunk))
+                while pending:
+                    batch = pending.popleft().result()  # a worker's exception is raised here, in order
+                    for chunk in itertools.islice(chunks, 1):
+                        pending.append(pool.submit(self._load, chunk))
+                    yield batch
+            finally:
+                for future in pending:
+                    future.cancel()
 
     def __len__(self):
         if self.batch_sampler is not None:
