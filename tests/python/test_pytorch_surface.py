@@ -247,3 +247,46 @@ def test_set_printoptions_changes_how_tensors_print():
     finally:
         lazyscope.set_printoptions(profile="default")
     assert str(t) == "tensor([1.2346])"
+
+
+EINSUMS = [("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]), ("i,i->", [(3,), (3,)]),
+           ("ij->ji", [(2, 3)]), ("ij->", [(2, 3)]), ("ij,kj", [(2, 3), (4, 3)]),
+           ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("i,j->ij", [(2,), (3,)]),
+           ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("ijk,ik->j", [(2, 3, 4), (2, 4)]),
+           ("ij,j->i", [(3, 1), (4,)])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("equation,shapes", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum_matches_numpy_with_gradients(device, equation, shapes):
+    arrays = [rng.standard_normal(s) for s in shapes]
+    want = np.einsum(equation, *[np.broadcast_to(a, (3, 4)) if equation == "ij,j->i" and a.shape == (3, 1) else a
+                                 for a in arrays])
+    leaves = [lazyscope.tensor(a, device=device, requires_grad=True) for a in arrays]
+    out = lazyscope.einsum(equation, *leaves)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
+    if equation == "ij,j->i":
+        return  # broadcast operand: the value check is the point
+    weights = rng.standard_normal(np.shape(want))
+    (out * lazyscope.tensor(weights, device=device)).sum().backward()
+    for i, leaf in enumerate(leaves):
+        # d/dA_i of sum(einsum(...) * W) is itself an einsum of W and the other operands, by NumPy.
+        terms, _, result = equation.replace(" ", "").partition("->")
+        terms = terms.split(",")
+        if not _:
+            result = "".join(sorted(c for c in "".join(terms) if "".join(terms).count(c) == 1))
+        others = [t for j, t in enumerate(terms) if j != i]
+        grad_eq = ",".join([result] + others) + "->" + terms[i]
+        want_grad = np.einsum(grad_eq, weights, *[a for j, a in enumerate(arrays) if j != i]) \
+            if set(terms[i]) <= set(result + "".join(others)) else None
+        if want_grad is not None:
+            np.testing.assert_allclose(leaf.grad.numpy(), want_grad, rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_refusals_name_the_problem():
+    with pytest.raises(NotImplementedError, match="ellipsis"):
+        lazyscope.einsum("...ij->...ji", lazyscope.ones(2, 2))
+    with pytest.raises(NotImplementedError, match="repeated within one operand"):
+        lazyscope.einsum("ii->i", lazyscope.ones(2, 2))
+    with pytest.raises(RuntimeError, match=r"subscripts 'ijk' name 3 dims of an operand of shape \(2, 2\)"):
+        lazyscope.einsum("ijk->i", lazyscope.ones(2, 2))

@@ -256,5 +256,75 @@ def install(namespace):
     Tensor.outer = outer
     Tensor.diag = diag
     for name in ("Size", "flip", "bincount", "clone", "is_tensor", "numel", "isnan", "isfinite", "isinf", "equal",
-                 "allclose", "isclose", "outer", "ger", "diag"):
+                 "allclose", "isclose", "outer", "ger", "diag", "einsum"):
         namespace[name] = globals()[name]
+
+
+def _einsum_pair(a, la, b, lb, keep):
+    """a (letters la) times b (letters lb), summed over the shared letters not in `keep`, as one batched
+    matmul: [batch, a-only, contracted] @ [batch, contracted, b-only]. Returns (result, its letters)."""
+    size = {}
+    for t, letters in ((a, la), (b, lb)):
+        for letter, n in zip(letters, t.shape):
+            if size.get(letter, 1) not in (1, n) and n != 1:
+                raise RuntimeError(f"einsum: subscript {letter} has size {n} for one operand and {size[letter]} "
+                                   f"for another{_at()}")
+            size[letter] = _builtins.max(size.get(letter, 1), n)
+    batch = [c for c in la if c in lb and c in keep]
+    contracted = [c for c in la if c in lb and c not in keep]
+    a_only = [c for c in la if c not in lb]
+    b_only = [c for c in lb if c not in la]
+
+    def arrange(t, letters, order):
+        t = t.permute([letters.index(c) for c in order]) if order != list(letters) else t
+        return t.expand([size[c] for c in order])
+
+    def prod(letters):
+        n = 1
+        for c in letters:
+            n *= size[c]
+        return n
+    a2 = arrange(a, la, batch + a_only + contracted).reshape(prod(batch), prod(a_only), prod(contracted))
+    b2 = arrange(b, lb, batch + contracted + b_only).reshape(prod(batch), prod(contracted), prod(b_only))
+    out = (a2 @ b2).reshape([size[c] for c in batch + a_only + b_only])
+    return out, batch + a_only + b_only
+
+
+def einsum(equation, *operands):
+    """Einstein summation over explicit subscripts ("ij,jk->ik", "bij,bjk->bik", "i,i->", "ij->ji"): operands
+    are contracted pairwise, left to right, each pair as one batched matmul. Repeated subscripts within one
+    operand (diagonals) and '...' are refused."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    equation = equation.replace(" ", "")
+    if "..." in equation:
+        raise NotImplementedError(f"einsum: '...' (ellipsis) subscripts are not supported; name every dim "
+                                  f"explicitly{_at()}")
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum: the equation has {len(terms)} operands but {len(operands)} tensors were "
+                         f"given{_at()}")
+    for term, t in zip(terms, operands):
+        if len(term) != t.dim():
+            raise RuntimeError(f"einsum: subscripts '{term}' name {len(term)} dims of an operand of shape "
+                               f"{tuple(t.shape)}{_at()}")
+        if len(set(term)) != len(term):
+            raise NotImplementedError(f"einsum: a subscript repeated within one operand ('{term}', a diagonal) "
+                                      f"is not supported{_at()}")
+    if not arrow:
+        counts = {}
+        for c in inputs.replace(",", ""):
+            counts[c] = counts.get(c, 0) + 1
+        output = "".join(sorted(c for c, n in counts.items() if n == 1))
+    result, letters = operands[0], list(terms[0])
+    for i in range(1, len(operands)):
+        later = set(output) | set("".join(terms[i + 1:]))
+        result, letters = _einsum_pair(result, letters, operands[i], list(terms[i]), later)
+    gone = [letters.index(c) for c in letters if c not in output]
+    if gone:
+        result = result.sum(gone)
+        letters = [c for c in letters if c in output]
+    if letters != list(output):
+        result = result.permute([letters.index(c) for c in output])
+    return result
