@@ -290,3 +290,40 @@ def test_einsum_refusals_name_the_problem():
         lazyscope.einsum("ii->i", lazyscope.ones(2, 2))
     with pytest.raises(RuntimeError, match=r"subscripts 'ijk' name 3 dims of an operand of shape \(2, 2\)"):
         lazyscope.einsum("ijk->i", lazyscope.ones(2, 2))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_more_torch_functions_match_numpy(device):
+    a = rng.standard_normal((3, 4))
+    b = rng.standard_normal((4, 5))
+    c = rng.standard_normal((3, 5))
+    v, w = rng.standard_normal(4), rng.standard_normal(4)
+    T = lambda x: lazyscope.tensor(x, device=device)  # noqa: E731, N806
+    close = lambda got, want: np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)  # noqa: E731
+    close(lazyscope.addmm(T(c), T(a), T(b), beta=0.5, alpha=2.0), 0.5 * c + 2.0 * a @ b)
+    close(lazyscope.addmm(T(np.full((3, 5), np.nan)), T(a), T(b), beta=0), a @ b)  # beta=0 ignores input
+    close(lazyscope.baddbmm(T(c[None]), T(a[None]), T(b[None])), (c + a @ b)[None])
+    close(lazyscope.dot(T(v), T(w)), np.dot(v, w))
+    close(T(a).diagonal(1), np.diagonal(a, 1))
+    close(lazyscope.diff(T(a), n=2, dim=1), np.diff(a, n=2, axis=1))
+    close(lazyscope.reciprocal(T(a)), 1 / a)
+    close(lazyscope.square(T(a)), a * a)
+    assert [u.tolist() for u in lazyscope.unbind(T(a), 1)] == [list(col) for col in a.T]
+    close(lazyscope.vstack([T(v), T(w)]), np.vstack([v, w]))
+    close(lazyscope.hstack([T(a), T(c)]), np.hstack([a, c]))
+    for indexing in ("ij", "xy"):
+        for got, want in zip(lazyscope.meshgrid(T(v), T(c[0]), indexing=indexing), np.meshgrid(v, c[0],
+                                                                                             indexing=indexing)):
+            close(got, want)
+    close(lazyscope.roll(T(a), (1, -2), (0, 1)), np.roll(a, (1, -2), (0, 1)))
+    close(lazyscope.roll(T(a), 5), np.roll(a, 5))
+    close(lazyscope.trace(T(a)), np.trace(a))
+    close(lazyscope.repeat_interleave(T(a), 2, dim=0), np.repeat(a, 2, axis=0))
+    close(lazyscope.repeat_interleave(T(v), lazyscope.tensor([1, 0, 2, 3])), np.repeat(v, [1, 0, 2, 3]))
+    close(lazyscope.lerp(T(v), T(w), 0.25), v + 0.25 * (w - v))
+    close(lazyscope.tensordot(T(a), T(b), 1), np.tensordot(a, b, 1))
+    close(lazyscope.tensordot(T(a), T(a), ([0, 1], [0, 1])), np.tensordot(a, a, ([0, 1], [0, 1])))
+    var, mean = lazyscope.var_mean(T(a), 1)
+    close(var, a.var(1, ddof=1))
+    close(mean, a.mean(1))
+    assert lazyscope.is_floating_point(T(a)) and not lazyscope.is_floating_point(lazyscope.tensor([1]))

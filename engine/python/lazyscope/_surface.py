@@ -258,6 +258,7 @@ def install(namespace):
     for name in ("Size", "flip", "bincount", "clone", "is_tensor", "numel", "isnan", "isfinite", "isinf", "equal",
                  "allclose", "isclose", "outer", "ger", "diag", "einsum"):
         namespace[name] = globals()[name]
+    _more(namespace)
 
 
 def _einsum_pair(a, la, b, lb, keep):
@@ -328,3 +329,143 @@ def einsum(equation, *operands):
     if letters != list(output):
         result = result.permute([letters.index(c) for c in output])
     return result
+
+
+# --- More exact compositions of torch functions.
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta·input + alpha·(mat1 @ mat2); beta=0 ignores input (nan included), as PyTorch."""
+    product = mat1 @ mat2 if alpha == 1 else (mat1 @ mat2) * alpha
+    if beta == 0:
+        return product.expand(tuple(_np.broadcast_shapes(tuple(product.shape), tuple(input.shape))))
+    return product + (input if beta == 1 else input * beta)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    return addmm(input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def dot(input, other):  # noqa: A002
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"dot: 1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors{_at()}")
+    return (input * other).sum()
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    if input.dim() != 2 or (dim1, dim2) not in ((0, 1), (-2, -1), (1, 0)):
+        raise NotImplementedError(f"diagonal: only the diagonal of a 2-D tensor is supported, got shape "
+                                  f"{tuple(input.shape)} with dim1={dim1}, dim2={dim2}{_at()}")
+    return diag(input if (dim1, dim2) != (1, 0) else input.t(), offset)
+
+
+def diff(input, n=1, dim=-1):  # noqa: A002
+    out = input
+    for _ in range(n):
+        length = out.shape[dim]
+        out = out.narrow(dim, 1, length - 1) - out.narrow(dim, 0, length - 1)
+    return out
+
+
+def reciprocal(input):  # noqa: A002
+    return 1 / input
+
+
+def square(input):  # noqa: A002
+    return input * input
+
+
+def unbind(input, dim=0):  # noqa: A002
+    return tuple(t.squeeze(dim) for t in input.split(1, dim))
+
+
+def vstack(tensors):
+    import lazyscope
+    return lazyscope.cat([t.reshape(1, -1) if t.dim() < 2 else t for t in tensors], 0)
+
+
+def hstack(tensors):
+    import lazyscope
+    return lazyscope.cat(list(tensors), 0 if tensors[0].dim() == 1 else 1)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    sizes = [t.numel() for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(tensors):
+        axis = (1 - i if i < 2 else i) if swap else i
+        shape = [1] * len(sizes)
+        shape[axis] = sizes[axis]
+        out.append(t.reshape(shape).expand(sizes))
+    return tuple(out)
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    import lazyscope
+    if dims is None:
+        return roll(input.reshape(-1), shifts, 0).reshape(tuple(input.shape))
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    out = input
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        s %= n
+        if s:
+            out = lazyscope.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+    return out
+
+
+def trace(input):  # noqa: A002
+    return diag(input).sum()
+
+
+def repeat_interleave(input, repeats, dim=None):  # noqa: A002
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    n = input.shape[dim]
+    counts = _np.full(n, repeats) if isinstance(repeats, int) else _np.asarray(repeats.tolist())
+    index = _np.repeat(_np.arange(n), counts).astype(_np.int64)
+    return input.index_select(dim, _C.from_numpy(index, "cpu").to(input.device))
+
+
+def lerp(input, end, weight):  # noqa: A002
+    return input + (end - input) * weight
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.dtype.is_floating_point
+
+
+def tensordot(a, b, dims=2):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if isinstance(dims, int):
+        dims_a, dims_b = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        dims_a, dims_b = [list(d) if not isinstance(d, int) else [d] for d in dims]
+    la = list(letters[:a.dim()])
+    lb = list(letters[a.dim():a.dim() + b.dim()])
+    for i, j in zip(dims_a, dims_b):
+        lb[j] = la[i]
+    out = [c for i, c in enumerate(la) if i not in dims_a] + [c for j, c in enumerate(lb) if j not in dims_b]
+    return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return (input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim) if dim is not None
+            else input.mean())
+
+
+def _more(namespace):
+    for name in ("addmm", "baddbmm", "dot", "diagonal", "diff", "reciprocal", "square", "unbind", "vstack",
+                 "hstack", "meshgrid", "roll", "trace", "repeat_interleave", "lerp", "is_floating_point",
+                 "tensordot", "var_mean"):
+        namespace[name] = globals()[name]
+    for name in ("addmm", "dot", "diagonal", "diff", "reciprocal", "square", "unbind", "roll", "trace",
+                 "repeat_interleave", "lerp"):
+        setattr(Tensor, name, globals()[name])
