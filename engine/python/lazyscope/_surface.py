@@ -139,8 +139,8 @@ def _format(self, spec):
 
 
 def _cuda(self, device=None, non_blocking=False):
-    raise RuntimeError("cuda(): LazyScope has no CUDA backend; move tensors to a lazy device with "
-                       "t.to(xm.xla_device()) or t.to('lazy:0'), or keep them on 'cpu'" + _at())
+    raise NotImplementedError("cuda(): LazyScope has no CUDA backend; use a lazy device, t.to(xm.xla_device()) or "
+                              "t.to('lazy:0'), or keep tensors on 'cpu'" + _at())
 
 
 def _type_as(self, other):
@@ -461,7 +461,31 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
             else input.mean())
 
 
+class _Cuda:
+    """torch.cuda as scripts probe it: no CUDA devices here."""
+
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+
+    @staticmethod
+    def manual_seed(seed):
+        import lazyscope
+        lazyscope.manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+    def __getattr__(self, name):
+        raise NotImplementedError(f"torch.cuda.{name} is not supported by LazyScope (no CUDA backend); use a lazy "
+                                  f"device (xm.xla_device() or 'lazy:0')")
+
+
 def _more(namespace):
+    namespace["cuda"] = _Cuda()
     for name in ("addmm", "baddbmm", "dot", "diagonal", "diff", "reciprocal", "square", "unbind", "vstack",
                  "hstack", "meshgrid", "roll", "trace", "repeat_interleave", "lerp", "is_floating_point",
                  "tensordot", "var_mean"):

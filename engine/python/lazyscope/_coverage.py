@@ -1,0 +1,198 @@
+"""Which PyTorch names LazyScope answers, and how: the source of
+docs/pytorch_coverage.md (docs/generate_pytorch_coverage.py writes it;
+tests/python/test_coverage_table.py fails when a listed name disappears or the
+checked-in table is stale).
+
+Each section maps a PyTorch name to its status: supported (same behaviour),
+differs (works, with the difference noted), or refused (raises
+NotImplementedError naming the function and what to use instead; the
+refusals are installed from this table by ``install_refusals``).
+"""
+
+SUPPORTED, DIFFERS, REFUSED = "supported", "differs", "refused"
+
+
+def _supported(names):
+    return {name: (SUPPORTED, "") for name in names.split()}
+
+
+# torch.X -> lazyscope.X
+TORCH = _supported("""
+    abs add addmm all allclose amax amin any arange argmax argmin argsort as_tensor baddbmm bincount bmm cat ceil
+    chunk clamp clip clone concat cos cumprod cumsum diag diagonal diff div divide dot dropout einsum enable_grad
+    empty_like eq equal erf exp eye flatten flip floor floor_divide fmod from_numpy full full_like gather ge
+    get_default_dtype Generator gt hstack index_select is_floating_point is_grad_enabled is_tensor isclose isfinite
+    isinf isnan le lerp linspace load log log1p log_softmax logical_and logical_not logical_or logsumexp lt
+    manual_seed masked_fill masked_select matmul max maximum mean meshgrid min minimum mm mul multinomial narrow ne
+    neg negative no_grad nonzero norm numel ones ones_like outer permute pow prod rand rand_like randint randn
+    randn_like randperm reciprocal remainder repeat_interleave reshape roll round rsqrt save scatter scatter_add
+    set_default_dtype set_grad_enabled set_printoptions sigmoid sign sin Size softmax sort split sqrt square squeeze
+    stack std sub sum t tanh tensor tensordot topk trace transpose tril triu true_divide trunc unbind unique
+    unsqueeze var var_mean vstack where zeros zeros_like
+    float32 float float64 double float16 half bfloat16 int64 long int32 int uint8 bool
+""")
+TORCH.update({
+    "empty": (DIFFERS, "zero-filled (PyTorch leaves memory uninitialized)"),
+    "inference_mode": (DIFFERS, "the same as no_grad (tensors made inside are ordinary tensors)"),
+    "fix": (SUPPORTED, ""),
+    "einsum": (DIFFERS, "explicit subscripts only: '...' and subscripts repeated within one operand are refused"),
+    "device": (DIFFERS, "'cpu' and 'lazy:N' devices; 'cuda' is refused"),
+    "dtype": (DIFFERS, "no int16, int8, complex or float8 dtypes"),
+})
+TORCH.update({name: (REFUSED, instead) for name, instead in {
+    "det": "numpy.linalg.det(t.numpy()) on the host (LazyScope has no decompositions)",
+    "inverse": "numpy.linalg.inv(t.numpy()) on the host, or lazyscope.linalg.solve where it fits",
+    "fft": "numpy.fft on the host (LazyScope has no FFT)",
+    "atan2": "a composition of sign/abs and torch ops of your own (LazyScope has no atan)",
+    "compile": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
+    "jit": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
+}.items()})
+TORCH["cuda.is_available"] = (DIFFERS, "always False: LazyScope has no CUDA backend")
+TORCH["cuda.device_count"] = (DIFFERS, "always 0")
+TORCH["cuda.manual_seed"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
+TORCH["cuda.manual_seed_all"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
+
+# torch.Tensor.X
+TENSOR = _supported("""
+    abs add add_ addmm all allclose amax amin any argmax argmin argsort backward bfloat16 bool byte ceil chunk clamp
+    clamp_ clip clone contiguous copy_ cos cpu cumprod cumsum data detach diag diagonal diff dim div div_ divide
+    double eq equal exp expand expand_as fill_ flatten flip float floor floor_divide fmod gather ge grad grad_fn gt
+    half index_add index_add_ index_select int is_contiguous is_floating_point is_leaf isclose isfinite isinf isnan
+    item le lerp log log1p log_softmax logical_and logical_not logical_or logsumexp long lt masked_fill masked_fill_
+    matmul max maximum mean min minimum mm mul mul_ multinomial narrow ndim ne neg new_full new_ones new_tensor
+    new_zeros norm normal_ numel numpy outer permute pow prod reciprocal relu remainder repeat repeat_interleave
+    requires_grad requires_grad_ reshape reshape_as roll round rsqrt scatter scatter_add shape sigmoid sign sin size
+    softmax sort split sqrt square squeeze std sub sub_ sum t tanh to tolist topk trace transpose tril triu trunc
+    type type_as unbind uniform_ unsqueeze var view view_as where zero_ T mT __floordiv__ __mod__ __invert__
+    __float__ __int__ __format__ __len__ __getitem__ __setitem__ __matmul__
+""")
+TENSOR.update({
+    "is_cuda": (DIFFERS, "always False (no CUDA backend)"),
+    "bincount": (DIFFERS, "reads the data (a sync on a lazy device): its length depends on the values, as in "
+                          "PyTorch/XLA"),
+    "nonzero": (DIFFERS, "reads the data (a counted fallback on a lazy device)"),
+    "unique": (DIFFERS, "reads the data (a counted fallback on a lazy device)"),
+    "cuda": (REFUSED, "t.to(xm.xla_device()) or t.to('lazy:0'); LazyScope has no CUDA backend"),
+})
+
+# torch.nn.X
+NN = _supported("""
+    Module Sequential ModuleList ModuleDict Parameter Identity Linear Conv1d Conv2d MaxPool2d AvgPool2d
+    AdaptiveAvgPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Embedding Dropout Dropout2d ReLU GELU SiLU Tanh
+    Sigmoid Softplus LeakyReLU Softmax LogSoftmax Flatten MultiheadAttention LSTM GRU TransformerEncoderLayer
+    TransformerEncoder CrossEntropyLoss NLLLoss MSELoss L1Loss BCELoss BCEWithLogitsLoss
+    init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
+    init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
+    utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
+""")
+NN.update({
+    "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
+    "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
+    "Conv1d": (DIFFERS, "padding_mode 'zeros' only"),
+})
+NN.update({name: (REFUSED, instead) for name, instead in {
+    "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
+    "ConvTranspose2d": "F.interpolate (upsampling) followed by Conv2d",
+    "RNN": "GRU or LSTM",
+    "TransformerDecoderLayer": "TransformerEncoderLayer blocks with MultiheadAttention for cross-attention",
+}.items()})
+
+# torch.nn.functional.X
+FUNCTIONAL = _supported("""
+    relu gelu silu tanh sigmoid softplus leaky_relu softmax log_softmax linear embedding conv1d conv2d max_pool2d
+    avg_pool2d adaptive_avg_pool2d layer_norm batch_norm group_norm dropout dropout2d pad normalize l1_loss mse_loss
+    cross_entropy nll_loss binary_cross_entropy binary_cross_entropy_with_logits one_hot
+    scaled_dot_product_attention
+""")
+FUNCTIONAL.update({
+    "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),
+    "max_pool2d": (DIFFERS, "return_indices=True is refused"),
+})
+
+# torch.optim.X
+OPTIM = _supported("""
+    Optimizer SGD Adam AdamW RMSprop lr_scheduler.LRScheduler lr_scheduler.StepLR lr_scheduler.CosineAnnealingLR
+    lr_scheduler.LambdaLR lr_scheduler.OneCycleLR lr_scheduler.ReduceLROnPlateau
+""")
+
+# torch.utils.X
+UTILS = _supported("""
+    data.Dataset data.TensorDataset data.Subset data.ConcatDataset data.random_split data.default_collate
+""")
+UTILS.update({
+    "data.DataLoader": (DIFFERS, "num_workers > 0 uses worker threads, not processes (same batches as 0)"),
+    "checkpoint.checkpoint": (DIFFERS, "runs the function: the same values and gradients, without recomputation"),
+})
+
+# Section title, the module path under lazyscope that PyTorch's names map to, the table.
+SECTIONS = [
+    ("torch", "lazyscope", TORCH),
+    ("torch.Tensor", "lazyscope.Tensor", TENSOR),
+    ("torch.nn", "lazyscope.nn", NN),
+    ("torch.nn.functional", "lazyscope.nn.functional", FUNCTIONAL),
+    ("torch.optim", "lazyscope.optim", OPTIM),
+    ("torch.utils", "lazyscope.utils", UTILS),
+]
+
+# PyTorch/XLA's modules: their STATUS tables live beside the code.
+XLA_MODULES = [
+    ("torch_xla.core.xla_model", "lazyscope.compat.torch_xla.core.xla_model"),
+    ("torch_xla.distributed.parallel_loader", "lazyscope.compat.torch_xla.distributed.parallel_loader"),
+    ("torch_xla.distributed.xla_multiprocessing", "lazyscope.compat.torch_xla.distributed.xla_multiprocessing"),
+    ("torch_xla.utils.utils", "lazyscope.compat.torch_xla.utils.utils"),
+    ("torch_xla.debug.metrics", "lazyscope.compat.torch_xla.debug.metrics"),
+]
+
+
+def resolve(root, dotted):
+    """The object at ``dotted`` under ``root``, or None."""
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _refusal(pytorch_name, instead):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"{pytorch_name} is not supported by LazyScope; use {instead}")
+    refuse.__name__ = pytorch_name.rsplit(".", 1)[-1]
+    refuse.__doc__ = f"Refused: use {instead}."
+    return refuse
+
+
+def install_refusals():
+    """Every refused name of the torch-side tables, where LazyScope has nothing of that name, raises
+    NotImplementedError naming it and what to use instead."""
+    import importlib
+    for title, path, table in SECTIONS:
+        root = importlib.import_module(path) if path != "lazyscope.Tensor" else importlib.import_module(
+            "lazyscope").Tensor
+        for name, (status, instead) in table.items():
+            if status == REFUSED and "." not in name and getattr(root, name, None) is None:
+                setattr(root, name, _refusal(f"{title}.{name}", instead))
+
+
+def markdown():
+    """docs/pytorch_coverage.md's text."""
+    import importlib
+    lines = ["# PyTorch and PyTorch/XLA coverage", "",
+             "Generated by `docs/generate_pytorch_coverage.py` from `engine/python/lazyscope/_coverage.py` and",
+             "the `STATUS` tables of `lazyscope.compat.torch_xla`; do not edit by hand.",
+             "`tests/python/test_coverage_table.py` fails when a listed name disappears or this file is stale.", "",
+             "Status: **supported** (PyTorch's behaviour), **differs** (works; the difference is noted),",
+             "**refused** (raises `NotImplementedError` naming the function and what to use instead).", ""]
+    sections = [(title, path, table) for title, path, table in SECTIONS]
+    sections += [(title, path, importlib.import_module(path).STATUS) for title, path in XLA_MODULES]
+    for title, path, table in sections:
+        counts = {s: sum(1 for v in table.values() if v[0] == s) for s in (SUPPORTED, DIFFERS, REFUSED)}
+        lines += [f"## {title}", "",
+                  f"Under `{path}`: {counts[SUPPORTED]} supported, {counts[DIFFERS]} differ, "
+                  f"{counts[REFUSED]} refused.", "",
+                  "| PyTorch name | status | notes |", "|---|---|---|"]
+        for name in sorted(table, key=lambda n: (n.lower(), n)):
+            status, note = table[name]
+            lines.append(f"| `{title}.{name}` | {status} | {note.replace('|', '/')} |")
+        lines.append("")
+    return "\n".join(lines)
