@@ -198,6 +198,10 @@ def test_randperm_multinomial_and_generator():
     assert counts[0] == counts[2] == 0 and abs(counts[3] / 4000 - 0.75) < 0.04
     with pytest.raises(RuntimeError, match="cannot sample 3 of 2 non-zero weights without replacement"):
         lazyscope.multinomial(weights[0], 3)
+    from lazyscope.utils.data import DataLoader
+    order = lambda seed: [b.tolist() for b in DataLoader(list(range(8)), batch_size=4, shuffle=True,  # noqa: E731
+                                                        generator=lazyscope.Generator().manual_seed(seed))]
+    assert order(3) == order(3) and sorted(sum(order(3), [])) == list(range(8))
 
 
 def test_default_dtype_follows_set_default_dtype():

@@ -100,7 +100,10 @@ def _generator(generator):
         return np.random.default_rng(int(generator))
     if isinstance(generator, np.random.Generator):
         return generator
-    raise TypeError(f"generator must be None, an int seed or a numpy.random.Generator, got {type(generator).__name__}")
+    if isinstance(generator, lazyscope.Generator):
+        return generator._rng
+    raise TypeError(f"generator must be None, an int seed, a lazyscope.Generator or a numpy.random.Generator, got "
+                    f"{type(generator).__name__}")
 
 
 def random_split(dataset, lengths, generator=None):
