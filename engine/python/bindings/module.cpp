@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/arg_errors.h"
 #include "bindings/runtime_bindings.h"
 #include "bindings/source_provider.h"
 #include "bindings/tensor_bindings.h"
@@ -53,6 +54,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   python::bind_tensor(m);
+  python::bind_arg_errors(m);
   python::bind_runtime(m);
 
   m.def("_install_source_provider", &python::install_source_provider, py::arg("package_dir"));

@@ -8,7 +8,6 @@ extension is wrapped once, at import, so that such a call raises a TypeError
 that names the function, the signatures it takes (in PyTorch's type names)
 and the types it got, never the values.
 """
-import functools
 import re
 
 # pybind11's type names -> PyTorch's documentation words.
@@ -66,32 +65,26 @@ def _is_pybind_type_error(error):
     return "incompatible function arguments" in text or "Unable to cast Python instance" in text
 
 
-def _clean(name, fn, method):
+def _error(name, fn, method, args, kwargs, text):
+    """The TypeError for pybind11's message ``text`` about a call of ``fn`` (called by _C's wrapper)."""
     doc = getattr(fn, "__doc__", "") or ""
+    expected = _signatures(name, text if "incompatible" in text else doc, method)
+    where = "Tensor." if method else ""
+    return TypeError(f"{where}{name}() received an invalid combination of arguments - got "
+                     f"({_got(args, kwargs, method)}), but expected one of:\n"
+                     + "\n".join(f" * {s}" for s in expected))
 
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (TypeError, RuntimeError) as error:
-            if not _is_pybind_type_error(error):
-                raise
-            text = str(error)
-            expected = _signatures(name, text if "incompatible" in text else doc, method)
-            where = "Tensor." if method else ""
-            message = (f"{where}{name}() received an invalid combination of arguments - got "
-                       f"({_got(args, kwargs, method)}), but expected one of:\n"
-                       + "\n".join(f" * {s}" for s in expected))
-            raise TypeError(message) from None
-    call.__wrapped_binding__ = fn
-    return call
+
+def _clean(name, fn, method, module):
+    # A C wrapper (_C._clean_errors): one C call on the success path.
+    return module._clean_errors(fn, name, method, _error)
 
 
 def install(module, tensor_class):
     """Wraps every function of `module` (the extension) and every method of `tensor_class` in place."""
     for name, fn in list(vars(module).items()):
-        if type(fn).__name__ == "builtin_function_or_method" and not name.startswith("__"):
-            setattr(module, name, _clean(name, fn, method=False))
+        if type(fn).__name__ == "builtin_function_or_method" and not name.startswith(("__", "_clean")):
+            setattr(module, name, _clean(name, fn, False, module))
     for name, fn in list(vars(tensor_class).items()):
         if type(fn).__name__ == "instancemethod" and (not name.startswith("__") or name in ("__getitem__",)):
-            setattr(tensor_class, name, _clean(name, fn, method=True))
+            setattr(tensor_class, name, _clean(name, fn.__func__, True, module))
