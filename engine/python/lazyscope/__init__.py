@@ -243,14 +243,17 @@ def _ragged_message(data, dim=0):
 def _as_array(op, data):
     """``data`` as a NumPy array, or ShapeError/TypeError naming the op and the user's line
     (NumPy's own "inhomogeneous shape" names neither)."""
-    message = _ragged_message(data)
-    if message:
-        raise ShapeError(f"{op}: {message}{_C._at_user_line()}")
     try:
         array = _np.asarray(data)
     except (ValueError, TypeError) as error:
+        message = _ragged_message(data)  # walked only when NumPy refused: a well-formed list is walked once
+        if message:
+            raise ShapeError(f"{op}: {message}{_C._at_user_line()}") from None
         raise TypeError(f"{op}: could not convert the data to a tensor: {error}{_C._at_user_line()}") from None
     if array.dtype == object:
+        message = _ragged_message(data)
+        if message:
+            raise ShapeError(f"{op}: {message}{_C._at_user_line()}")
         raise TypeError(f"{op}: could not infer the dtype of {type(data).__name__} data (expected numbers, "
                         f"nested lists of numbers, or a NumPy array){_C._at_user_line()}")
     return array
