@@ -24,6 +24,16 @@ def test_ragged_nested_list_names_tensor_and_the_line():
     assert "inhomogeneous" not in message
 
 
+def test_non_numeric_data_names_tensor_and_the_line():
+    with pytest.raises(TypeError, match=r"tensor: expected numbers.*dtype <U3 \(at test_pytorch_surface\.py:\d+\)"):
+        lazyscope.tensor("abc")
+    with pytest.raises(TypeError, match=r"tensor: could not infer the dtype of list data"):
+        lazyscope.tensor([object()])
+    assert [10, 20, 30][lazyscope.tensor(1)] == 20  # an int tensor is an index
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        [1][lazyscope.tensor(0.0)]
+
+
 def test_ragged_deeper_down_is_found_too():
     with pytest.raises(lazyscope.ShapeError, match=r"length 2 at dim 2 \(got 3\)"):
         lazyscope.tensor([[[1, 2], [3, 4]], [[1, 2], [3, 4, 5]]])

@@ -250,6 +250,9 @@ def _as_array(op, data):
         if message:
             raise ShapeError(f"{op}: {message}{_C._at_user_line()}") from None
         raise TypeError(f"{op}: could not convert the data to a tensor: {error}{_C._at_user_line()}") from None
+    if array.dtype.kind in "USV":
+        raise TypeError(f"{op}: expected numbers, nested lists of numbers or a NumPy array of numbers, got "
+                        f"{type(data).__name__} data of NumPy dtype {array.dtype}{_C._at_user_line()}")
     if array.dtype == object:
         message = _ragged_message(data)
         if message:

@@ -121,6 +121,12 @@ def _scalar(self, kind, convert):
     return convert(self.item())
 
 
+def _index(self):
+    if self.dtype.is_floating_point or self.dtype == _C.dtype.bool:
+        raise TypeError(f"only integer tensors of a single element can be converted to an index{_at()}")
+    return _scalar(self, "int", int)
+
+
 def _invert(self):
     if self.dtype == _C.dtype.bool:
         return _C.logical_not(self)
@@ -241,8 +247,7 @@ def install(namespace):
     Tensor.bincount = lambda self, weights=None, minlength=0: bincount(self, weights, minlength)
     Tensor.__float__ = lambda self: _scalar(self, "float", float)
     Tensor.__int__ = lambda self: _scalar(self, "int", int)
-    Tensor.__index__ = lambda self: _scalar(self, "int", int) if not self.dtype.is_floating_point else \
-        (_ for _ in ()).throw(TypeError("only integer tensors of a single element can be converted to an index"))
+    Tensor.__index__ = _index
     Tensor.__invert__ = _invert
     Tensor.__format__ = _format
     Tensor.cuda = _cuda
