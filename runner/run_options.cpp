@@ -47,7 +47,7 @@ constexpr const char* kForceFallback = "LAZYSCOPE_FORCE_FALLBACK";
 // those in effect whether an option or the caller's environment set them.
 constexpr const char* kEngineVariables[] = {
     kDefaultDevice, kDeviceCount, kUseBf16, kForceFallback,
-    "LAZYSCOPE_COMPILE_CACHE_SIZE", "LAZYSCOPE_GRAPH_NODE_LIMIT",
+    "LAZYSCOPE_COMPILE_CACHE_SIZE", "LAZYSCOPE_GRAPH_NODE_LIMIT", "LAZYSCOPE_METRIC_SNAPSHOT_MS",
 };
 
 std::vector<std::string> split_ops(const std::string& text) {

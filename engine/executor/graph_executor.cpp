@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -49,6 +50,7 @@ struct DeviceState {
   std::unordered_set<const Node*> counted_nodes;
   int64_t step = 0;
   int64_t step_start_ns = -1;
+  int64_t last_snapshot_ns = INT64_MIN / 2;  // the first barrier publishes one
   int64_t compile_ns = 0, execute_ns = 0, host_wait_ns = 0;
   // Transfers are noted by other threads too (ParallelLoader's upload
   // thread, holding the GIL) while a replica's sync holds `mu` — possibly
@@ -441,8 +443,14 @@ void mark_step(const Device& device) {
     }
   }
   const int64_t closed = st.step;
-  publish_step(device, st, events::now_ns());
-  if (events::enabled()) publish_snapshot(device, closed, /*only_changed=*/true);
+  const int64_t now = events::now_ns();
+  publish_step(device, st, now);
+  // Throttled (settings::metric_snapshot_ms): the snapshot was most of what
+  // recording cost a tiny step (issue 15). Changes accumulate meanwhile.
+  if (events::enabled() && now - st.last_snapshot_ns >= settings::metric_snapshot_ms() * 1'000'000) {
+    st.last_snapshot_ns = now;
+    publish_snapshot(device, closed, /*only_changed=*/true);
+  }
 }
 
 void log_scalar(const std::string& name, const Tensor& value) {
