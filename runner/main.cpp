@@ -9,6 +9,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "db/history_file.h"
+#include "db/protobuf_log.h"
 #include "run_command.h"
 
 namespace {
@@ -76,6 +77,8 @@ is recorded as interrupted). What the script prints is recorded too (`show --out
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Protobuf's complaints become LazyScope's words (storage/db/protobuf_log.h).
+  lazyscope::storage::route_protobuf_log();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kUsage;

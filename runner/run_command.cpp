@@ -266,7 +266,12 @@ ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& r
 }  // namespace
 
 int run_script(const RunOptions& options) {
-  if (!fs::is_regular_file(options.script)) {
+  std::error_code error;
+  if (fs::is_directory(options.script, error)) {
+    std::cerr << "lazyscope run: " << options.script << " is a folder, not a script (name a .py file)\n";
+    return 2;
+  }
+  if (!fs::is_regular_file(options.script, error)) {
     std::cerr << "lazyscope run: no such script: " << options.script << "\n";
     return 2;
   }
@@ -317,7 +322,7 @@ int run_script(const RunOptions& options) {
 
   try {
     storage::HistoryReader reader(history);
-    if (auto data = storage::load_run_data(reader, run_id)) {
+    if (auto data = storage::load_run_data(reader, run_id, storage::CompileIr::kForDiagnosis)) {
       std::cout << "\nlazyscope: " << format_summary(data->summary) << "  history      " << history << "\n";
       google::protobuf::RepeatedPtrField<pb::Finding> findings;
       for (auto& finding : storage::diagnose(*data)) *findings.Add() = std::move(finding);

@@ -10,7 +10,8 @@ const char* const kRunHelp = R"(usage: lazyscope run SCRIPT [OPTIONS] [-- ARGS..
 
 Runs a Python training script with LazyScope's engine and records the run
 (its steps, compiles, fallbacks, logged scalars, output) into a history.
-ARGS reach the script as sys.argv[1:].
+ARGS reach the script as sys.argv[1:]. The options below are lazyscope's
+wherever they stand before "--"; every other word is the script's.
 
 options:
   --history FILE        the history to record into (default: $LAZYSCOPE_HISTORY,
@@ -46,7 +47,7 @@ constexpr const char* kForceFallback = "LAZYSCOPE_FORCE_FALLBACK";
 // those in effect whether an option or the caller's environment set them.
 constexpr const char* kEngineVariables[] = {
     kDefaultDevice, kDeviceCount, kUseBf16, kForceFallback,
-    "LAZYSCOPE_COMPILE_CACHE_SIZE", "LAZYSCOPE_GRAPH_NODE_LIMIT",
+    "LAZYSCOPE_COMPILE_CACHE_SIZE", "LAZYSCOPE_GRAPH_NODE_LIMIT", "LAZYSCOPE_METRIC_SNAPSHOT_MS",
 };
 
 std::vector<std::string> split_ops(const std::string& text) {
@@ -81,12 +82,19 @@ bool take_option(const std::vector<std::string>& args, size_t& i, RunOptions& o)
     if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
     return args[++i];
   };
+  // An empty name or tag could not be typed back to find the run.
+  auto visible = [&](std::string text) {
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      throw std::invalid_argument(a + " needs a value with a visible character, got '" + text + "'");
+    }
+    return text;
+  };
   if (a == "--history") {
-    o.history_path = value();
+    o.history_path = visible(value());
   } else if (a == "--name") {
-    o.name = value();
+    o.name = visible(value());
   } else if (a == "--tag") {
-    o.tags.push_back(value());
+    o.tags.push_back(visible(value()));
   } else if (a == "--device") {
     o.device = value();
     if (o.device != "cpu" && o.device != "lazy") {
@@ -148,15 +156,19 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   if (o.help) return o;
   if (i >= args.size()) throw std::invalid_argument("missing the script to run (lazyscope run --help)");
   o.script = args[i++];
+  // After the script, our options count wherever they stand before "--"
+  // (issue 15: stopping at the script's first word silently turned a later
+  // --history into a script argument and recorded into the default history).
+  // Every other word is the script's, in order; all after "--" are the script's.
   for (; i < args.size(); ++i) {
     if (args[i] == "--") {
       ++i;
       break;
     }
-    if (!take_option(args, i, o)) break;
+    if (!take_option(args, i, o)) o.script_args.push_back(args[i]);
   }
   if (o.help) return o;
-  o.script_args.assign(args.begin() + static_cast<long>(i), args.end());
+  o.script_args.insert(o.script_args.end(), args.begin() + static_cast<long>(i), args.end());
   return o;
 }
 

@@ -27,9 +27,10 @@ struct RunOptions {
 extern const char* const kRunHelp;
 
 // Parses the arguments after "run"; throws std::invalid_argument with a
-// message for the user. Options may come before or after SCRIPT; after it,
-// the first word that is not one of ours and everything after it (or all
-// after "--") are the script's arguments.
+// message for the user. Options may come before or after SCRIPT: before
+// "--", every word that is one of ours is taken as ours wherever it stands,
+// the other words after SCRIPT (and all after "--") are the script's
+// arguments, in order.
 RunOptions parse_run_options(const std::vector<std::string>& args);
 
 // The engine settings this run uses, by environment variable name: those the

@@ -43,7 +43,7 @@ int show_command(const std::vector<std::string>& raw) {
     }
     return 0;
   }
-  const auto data = storage::load_run_data(reader, run_id);
+  const auto data = storage::load_run_data(reader, run_id, storage::CompileIr::kForDiagnosis);
   if (!data) throw NotFound("run " + std::to_string(run_id) + " was deleted meanwhile");
 
   pb::RunReport report;

@@ -43,9 +43,11 @@ std::string format_duration_ms(double ms) {
 
 std::string format_summary(const pb::RunSummary& s) {
   const pb::RunInfo& r = s.run();
-  std::string out = printf_str("run #%lld \"%s\" %s in %s (exit code %d)\n", static_cast<long long>(r.id()),
+  const std::string exit_code = r.has_exit_code() ? "exit code " + std::to_string(r.exit_code())
+                                                  : std::string("exit code unknown");
+  std::string out = printf_str("run #%lld \"%s\" %s in %s (%s)\n", static_cast<long long>(r.id()),
                                r.name().c_str(), status_name(r.status()).c_str(),
-                               format_duration_ms(s.wall_ms()).c_str(), r.exit_code());
+                               format_duration_ms(s.wall_ms()).c_str(), exit_code.c_str());
   if (!r.error().empty()) out += "  error        " + r.error() + "\n";
   // A run that did not finish: say how it ended and that what follows is
   // only what was recorded until then.

@@ -40,6 +40,19 @@ std::atomic<int64_t>& node_limit() {
   return v;
 }
 
+std::atomic<int64_t>& snapshot_ms() {
+  static std::atomic<int64_t> v{[] {
+    // 0 is a valid value here (every barrier), which from_env() refuses.
+    if (const char* env = std::getenv("LAZYSCOPE_METRIC_SNAPSHOT_MS")) {
+      char* end = nullptr;
+      const long long ms = std::strtoll(env, &end, 10);
+      if (end != env && *end == '\0' && ms >= 0) return static_cast<int64_t>(ms);
+    }
+    return int64_t{100};
+  }()};
+  return v;
+}
+
 std::atomic<double>& collective_timeout() {
   static std::atomic<double> v{[] {
     if (const char* env = std::getenv("LAZYSCOPE_COLLECTIVE_TIMEOUT_S")) {
@@ -109,6 +122,12 @@ int64_t graph_node_limit() { return node_limit().load(std::memory_order_relaxed)
 void set_graph_node_limit(int64_t n) {
   check_positive("graph_node_limit", n);
   node_limit().store(n);
+}
+
+int64_t metric_snapshot_ms() { return snapshot_ms().load(std::memory_order_relaxed); }
+void set_metric_snapshot_ms(int64_t ms) {
+  if (ms < 0) throw EngineError("metric_snapshot_ms must be 0 or more, got " + std::to_string(ms));
+  snapshot_ms().store(ms);
 }
 
 double collective_timeout_s() { return collective_timeout().load(std::memory_order_relaxed); }

@@ -19,6 +19,14 @@ void set_compile_cache_size(int64_t n);
 int64_t graph_node_limit();
 void set_graph_node_limit(int64_t n);
 
+// LAZYSCOPE_METRIC_SNAPSHOT_MS: while someone records events, a barrier
+// publishes the metrics that changed at most this often (0: at every
+// barrier). Percentiles of every timed metric at each of 20,000 tiny steps
+// cost more than the steps; once per 100 ms keeps the series and is cheap.
+// The snapshot at the end of a run is always complete.
+int64_t metric_snapshot_ms();
+void set_metric_snapshot_ms(int64_t ms);
+
 // LAZYSCOPE_FORCE_FALLBACK: comma-separated op names ("exp,matmul") that run
 // on the host even where the device lowers them — to measure what a
 // fallback costs, or to rule a backend kernel in or out, without editing code.

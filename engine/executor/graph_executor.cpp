@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,8 +42,15 @@ struct DeviceState {
   std::vector<std::weak_ptr<TensorImpl>> live;
   size_t compacted_size = 0;
   int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit
+  // The nodes counted in pending_nodes: each op's result and the leaves it
+  // reads (a `x + 1e-6` adds two nodes, the sum and the scalar's leaf), each
+  // once however often it is used. By address: a freed node's address taken
+  // by a new one is not counted again, so the count stays at least the
+  // number of live traced nodes, the graph's size.
+  std::unordered_set<const Node*> counted_nodes;
   int64_t step = 0;
   int64_t step_start_ns = -1;
+  int64_t last_snapshot_ns = INT64_MIN / 2;  // the first barrier publishes one
   int64_t compile_ns = 0, execute_ns = 0, host_wait_ns = 0;
   // Transfers are noted by other threads too (ParallelLoader's upload
   // thread, holding the GIL) while a replica's sync holds `mu` — possibly
@@ -262,6 +270,13 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     std::erase_if(targets, [](const auto& t) { return !t->pending(); });
   }
   st.pending_nodes = 0;
+  // A large table is dropped rather than cleared: clear() walks every bucket,
+  // which small cached steps after one huge step should not pay.
+  if (st.counted_nodes.bucket_count() > 4096) {
+    st.counted_nodes = {};
+  } else {
+    st.counted_nodes.clear();
+  }
   if (targets.empty()) return 0;
   const int64_t start = events::now_ns();
   const SourceLocation sync_site = current_source_location();
@@ -391,7 +406,14 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
       std::erase_if(st.live, [](const auto& w) { return w.expired(); });
       st.compacted_size = st.live.size();
     }
-    over_limit = ++st.pending_nodes > settings::graph_node_limit();
+    // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
+    // counted per op was cut into graphs twice the limit.
+    const Node* node = tensor->ir.get();
+    if (st.counted_nodes.insert(node).second) ++st.pending_nodes;
+    for (const NodePtr& operand : node->operands()) {
+      if (operand->is_leaf() && st.counted_nodes.insert(operand.get()).second) ++st.pending_nodes;
+    }
+    over_limit = st.pending_nodes > settings::graph_node_limit();
   }
   if (over_limit) {
     LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
@@ -421,8 +443,14 @@ void mark_step(const Device& device) {
     }
   }
   const int64_t closed = st.step;
-  publish_step(device, st, events::now_ns());
-  if (events::enabled()) publish_snapshot(device, closed, /*only_changed=*/true);
+  const int64_t now = events::now_ns();
+  publish_step(device, st, now);
+  // Throttled (settings::metric_snapshot_ms): the snapshot was most of what
+  // recording cost a tiny step (issue 15). Changes accumulate meanwhile.
+  if (events::enabled() && now - st.last_snapshot_ns >= settings::metric_snapshot_ms() * 1'000'000) {
+    st.last_snapshot_ns = now;
+    publish_snapshot(device, closed, /*only_changed=*/true);
+  }
 }
 
 void log_scalar(const std::string& name, const Tensor& value) {

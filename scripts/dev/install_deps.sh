@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package LazyScope needs to build, test and run.
 # Idempotent: when everything is present it only checks (well under a second).
+# scripts/dev/check_deps.py (run by test_all.sh after the build) fails when the
+# build used a package that this list, with what it depends on, does not install.
 set -euo pipefail
 
 PACKAGES=(
@@ -13,10 +15,16 @@ PACKAGES=(
   # storage
   libsqlite3-dev
   # GUI (Qt 6 Widgets, Charts, SVG) and its offscreen tests
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev fonts-dejavu-core
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev libgl-dev fonts-dejavu-core
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev desktop-file-utils
 )
+
+# `install_deps.sh --list`: the packages, one a line, for scripts/dev/check_deps.py.
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

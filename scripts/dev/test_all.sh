@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs every test: C++ (engine, storage) and GUI tests
+# Sets up, builds, checks that install_deps.sh installs every package the
+# build used, and runs every test: C++ (engine, storage) and GUI tests
 # under ctest (the GUI on Qt's offscreen platform), then the Python front-end
 # and end-to-end tests under Debian's own pytest.
 set -euo pipefail
@@ -7,6 +8,9 @@ cd "$(dirname "$0")/../.."
 scripts/dev/install_deps.sh
 scripts/dev/build.sh
 PRESET="${LAZYSCOPE_PRESET:-release}"
+# A package the build used that install_deps.sh does not install fails here,
+# not on the next fresh machine (issue 10).
+scripts/dev/check_deps.py "build/$PRESET"
 export QT_QPA_PLATFORM=offscreen
 export LAZYSCOPE_BUILD_DIR="$PWD/build/$PRESET"
 ctest --preset "$PRESET" -j2

@@ -449,6 +449,9 @@ std::vector<pb::Finding> find_growing_graphs(const RunData& run) {
   for (const pb::ExecuteEvent& execution : run.executions) {
     executed_nodes.emplace(execution.graph_hash(), execution.node_count());
   }
+  // A graph never executed: its stored node count, for compiles loaded
+  // without their IR (load_run_data, CompileIr::kForDiagnosis).
+  for (const pb::GraphInfo& graph : run.graphs) executed_nodes.emplace(graph.hash(), graph.node_count());
   const auto nodes_of = [&](const pb::CompileEvent& compile) -> int64_t {
     if (compile.graph().nodes_size() > 0) return compile.graph().nodes_size();
     auto found = executed_nodes.find(compile.graph_hash());

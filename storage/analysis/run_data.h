@@ -24,7 +24,13 @@ struct RunData {
   std::vector<pb::GraphInfo> graphs;
 };
 
+// Which compiles come with their IR: all of them (the views that draw
+// graphs), or only those the diagnosis reads (a shape recompile and the graph
+// it was compared with), so that a summary of a run with huge graphs stays
+// small and quick (`show`, the end of `run`).
+enum class CompileIr { kAll, kForDiagnosis };
+
 // nullopt when there is no run `run_id`. Throws HistoryError.
-std::optional<RunData> load_run_data(const HistoryReader& reader, int64_t run_id);
+std::optional<RunData> load_run_data(const HistoryReader& reader, int64_t run_id, CompileIr ir = CompileIr::kAll);
 
 }  // namespace lazyscope::storage

@@ -2,7 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -131,15 +134,61 @@ void check_readable(const HistoryFile& file) {
 }
 
 void prepare_for_writing(const HistoryFile& file) {
-  // Refuse a newer file before changing anything in it, even its journal mode.
-  const int version = read_user_version(file);
-  if (version > kSchemaVersion) throw newer_schema_error(file.path(), version);
+  // Refuse a newer file, and another application's database, before changing
+  // anything in it, even its journal mode. One snapshot: a recorder creating
+  // the file meanwhile must not make it look foreign (version 0, yet tables).
+  int version = 0;
+  {
+    Transaction snapshot(file, Transaction::Kind::kRead);
+    version = read_user_version(file);
+    if (version > kSchemaVersion) throw newer_schema_error(file.path(), version);
+    if (version == 0 && has_any_table(file)) throw foreign_database_error(file.path());
+    snapshot.commit();
+  }
   switch_to_wal(file);
   // In WAL mode NORMAL is still safe against corruption; a power cut may lose
   // the last batches, which a profiler can afford for the speed.
   execute_script(file, "PRAGMA synchronous = NORMAL", "cannot set synchronous mode");
   if (version < kSchemaVersion) migrate_forward(file);
   check_tables_present(file);
+}
+
+// A URI that opens `path` as immutable: no locks, no -shm. SQLite's URI
+// syntax needs %, ? and # escaped in the path.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+      uri += escaped;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+// Reading a WAL history takes its -shm file, which SQLite creates beside it.
+// In a folder this process cannot write (a shared, read-only copy) and with
+// no -shm there, a plain read-only open fails with "attempt to write a
+// readonly database". With no -wal holding changes either, the file alone is
+// the whole history and can be read as immutable; with one, say why it
+// cannot be read. Returns whether to open as immutable.
+bool needs_immutable_open(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path parent = fs::absolute(path, error).parent_path();
+  if (error || ::access(parent.c_str(), W_OK) == 0) return false;
+  if (fs::exists(path + "-shm", error)) return false;
+  const auto wal_size = fs::file_size(path + "-wal", error);
+  if (!error && wal_size > 0) {
+    throw HistoryError(path + ": cannot be read here: its write-ahead log " + path +
+                       "-wal holds changes not yet in the file, and reading them needs " + path +
+                       "-shm, which cannot be created in the read-only folder " + parent.string() +
+                       " (copy the history with its -wal file to a folder you can write)");
+  }
+  return true;
 }
 
 void create_parent_folder(const std::string& path) {
@@ -156,6 +205,13 @@ void create_parent_folder(const std::string& path) {
 
 HistoryFile::HistoryFile(const std::string& path, OpenMode mode) : path_(path) {
   const bool read_only = mode == OpenMode::kReadOnly;
+  {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      throw HistoryError(path + ": is a folder, not a history file (name a file, e.g. " +
+                         (std::filesystem::path(path) / "history.sqlite").string() + ")");
+    }
+  }
   if (read_only) {
     // SQLite would say "unable to open database file"; say what the user can act on.
     std::error_code error;
@@ -166,9 +222,12 @@ HistoryFile::HistoryFile(const std::string& path, OpenMode mode) : path_(path) {
     create_parent_folder(path);
   }
 
-  // No SQLITE_OPEN_URI: a path is a path, even one that starts with "file:".
+  // No SQLITE_OPEN_URI for a path the user gave: a path is a path, even one
+  // that starts with "file:". Only our own immutable URI is one.
+  const bool immutable = read_only && needs_immutable_open(path);
   const int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  const int rc = immutable ? sqlite3_open_v2(immutable_uri(path).c_str(), &db_, flags | SQLITE_OPEN_URI, nullptr)
+                           : sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     HistoryError error = sqlite_error(path, db_, rc, "cannot open");
     sqlite3_close_v2(db_);

@@ -24,7 +24,19 @@ void HistoryEditor::require_run(int64_t run_id) {
   if (!found) throw HistoryError(file_->path() + ": no run " + std::to_string(run_id));
 }
 
+namespace {
+
+// An empty or all-blank name or tag cannot be typed back to find the run
+// (`show ''`), nor seen in a list: refused, as the runner's --name and --tag are.
+bool is_blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+}  // namespace
+
 void HistoryEditor::rename_run(int64_t run_id, const std::string& name) {
+  if (is_blank(name)) {
+    throw HistoryError(file_->path() + ": cannot rename run " + std::to_string(run_id) +
+                       ": the new name is empty; give a name with a visible character");
+  }
   Transaction transaction(*file_, Transaction::Kind::kWrite);
   require_run(run_id);
   Statement(*file_, "UPDATE runs SET name = ?2 WHERE id = ?1").bind_int64(1, run_id).bind_text(2, name).execute();
@@ -34,6 +46,10 @@ void HistoryEditor::rename_run(int64_t run_id, const std::string& name) {
 void HistoryEditor::set_tags(int64_t run_id, const std::vector<std::string>& tags) {
   std::vector<std::string> unique;
   for (const std::string& tag : tags) {
+    if (is_blank(tag)) {
+      throw HistoryError(file_->path() + ": cannot tag run " + std::to_string(run_id) +
+                         ": a tag is empty; give tags with a visible character");
+    }
     if (std::find(unique.begin(), unique.end(), tag) == unique.end()) unique.push_back(tag);
   }
   Transaction transaction(*file_, Transaction::Kind::kWrite);

@@ -20,7 +20,8 @@ class HistoryEditor {
   HistoryEditor(const HistoryEditor&) = delete;
   HistoryEditor& operator=(const HistoryEditor&) = delete;
 
-  // Each throws HistoryError naming the run when there is no run `run_id`.
+  // Each throws HistoryError naming the run when there is no run `run_id`,
+  // and for an empty (or all-blank) name or tag.
   void rename_run(int64_t run_id, const std::string& name);
   // Replaces the run's tags; duplicates are dropped, the first order is kept.
   void set_tags(int64_t run_id, const std::vector<std::string>& tags);

@@ -87,13 +87,16 @@ std::optional<int64_t> HistoryReader::find_run(const std::string& ref) const {
   return run_id;
 }
 
-std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id) const {
+std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id, bool with_ir) const {
   std::lock_guard lock(mutex_);
   // The graphs table has no column named like a compilations column, so the
   // shared column list needs no table prefix in this join.
-  Statement rows(*file_, "SELECT " + kCompileColumns + R"sql(, g.ir, g.program_text
+  Statement rows(*file_, "SELECT " + kCompileColumns +
+                             (with_ir ? R"sql(, g.ir, g.program_text
     FROM compilations AS c
-    LEFT JOIN graphs AS g ON g.run_id = c.run_id AND g.hash = c.graph_hash
+    LEFT JOIN graphs AS g ON g.run_id = c.run_id AND g.hash = c.graph_hash)sql"
+                                      : R"sql(, NULL, NULL
+    FROM compilations AS c)sql") + R"sql(
     WHERE c.run_id = ?1
     ORDER BY c.start_ns, c.id)sql");
   rows.bind_int64(1, run_id);

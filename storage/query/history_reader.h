@@ -38,8 +38,10 @@ class HistoryReader {
   // newest run of that name). An id wins over a name made of digits.
   std::optional<int64_t> find_run(const std::string& ref) const;
 
-  // Uncached compiles of a run (every replica), in order, with their IR.
-  std::vector<pb::CompileEvent> compilations(int64_t run_id) const;
+  // Uncached compiles of a run (every replica), in order, with their IR (and
+  // program text) unless with_ir is false: a 100,000-node graph's IR parsed
+  // takes over 100 MB, which a summary does not need.
+  std::vector<pb::CompileEvent> compilations(int64_t run_id, bool with_ir = true) const;
   // Per-step timings of a run (replica 0), in step order.
   std::vector<pb::StepEvent> steps(int64_t run_id) const;
   // The same as columns in milliseconds, for charts.

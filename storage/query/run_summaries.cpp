@@ -82,7 +82,11 @@ pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t n
   const int64_t heartbeat = row.int64_at(kHeartbeatUnixMs);
   run.set_status(observed_status(enum_or_unspecified<pb::RunStatus>(row.int64_at(kStatus), pb::RunStatus_IsValid), run.host(), run.pid(),
                                  heartbeat, now_unix_ms));
-  run.set_exit_code(static_cast<int32_t>(row.int64_at(kExitCode)));
+  // Only the runner's end of the run writes an exit code; before it, or when
+  // its process died without one, the column's 0 is not a code.
+  if (run.status() != pb::RUN_STATUS_RUNNING && run.status() != pb::RUN_STATUS_CRASHED) {
+    run.set_exit_code(static_cast<int32_t>(row.int64_at(kExitCode)));
+  }
   run.set_error(row.text_at(kError));
   run.set_traceback(row.text_at(kTraceback));
   read_json_values(row.text_at(kTagsJson), [&](std::string, std::string value) {

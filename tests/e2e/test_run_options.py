@@ -77,12 +77,29 @@ def test_words_after_the_script_that_are_not_ours_go_to_the_script(build_dir, tm
     history = tmp_path / "h.sqlite"
     script = tmp_path / "args.py"
     script.write_text("import sys\nprint('ARGS', sys.argv[1:])\n")
-    result = lazyscope(build_dir, "run", script, "--history", history, "--steps", 5, "--tag", "x")
+    result = lazyscope(build_dir, "run", script, "--history", history, "--steps", 5, "--frames")
     assert result.returncode == 0, result.stderr
-    assert "ARGS ['--steps', '5', '--tag', 'x']" in result.stdout
+    assert "ARGS ['--steps', '5', '--frames']" in result.stdout
     assert json.loads(run_row(history)[1]) == []
     # With no options, nothing is recorded as set.
     assert json.loads(run_row(history)[2]) == {}
+
+
+def test_our_options_after_a_script_argument_are_still_ours(build_dir, tmp_path, monkeypatch):
+    # Issue 15 item 1: `run ok.py --bogus --history H` recorded into the
+    # default history, --history H having become the script's arguments.
+    default = tmp_path / "default.sqlite"
+    monkeypatch.setenv("LAZYSCOPE_HISTORY", str(default))
+    history = tmp_path / "named.sqlite"
+    script = tmp_path / "ok.py"
+    script.write_text("import sys\nprint('ARGS', sys.argv[1:])\n")
+    result = lazyscope(build_dir, "run", script, "--bogus", "--history", history, "--tag", "x", "7",
+                       "--", "--tag", "theirs")
+    assert result.returncode == 0, result.stderr
+    assert "ARGS ['--bogus', '7', '--tag', 'theirs']" in result.stdout
+    assert history.exists() and not default.exists()
+    assert json.loads(run_row(history)[1]) == ["x"]
+    assert json.loads(run_row(history)[3]) == ["--bogus", "7", "--tag", "theirs"]
 
 
 def test_help_and_bad_options_are_explained(build_dir, tmp_path):

@@ -135,3 +135,9 @@ def test_sigkill_leaves_a_crashed_run_in_an_intact_file(build_dir, tmp_path):
     [run] = json.loads(result.stdout)["runs"]
     assert run["run"]["status"] == "RUN_STATUS_CRASHED"
     assert query(history, "PRAGMA integrity_check") == [("ok",)]
+    # No exit code was ever recorded: say so, never "exit code 0" (issue 15 item 8).
+    assert "exit_code" not in run["run"], run["run"]
+    shown = lazyscope(build_dir, history, "show")
+    assert shown.returncode == 0, shown.stderr
+    assert "crashed in" in shown.stdout and "(exit code unknown)" in shown.stdout, shown.stdout
+    assert "exit code 0" not in shown.stdout

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "backend/backend.h"
 #include "core/settings.h"
@@ -101,12 +102,18 @@ TEST_F(RuntimeTest, NonzeroOnALazyDeviceIsADataDependentFallback) {
 }
 
 TEST_F(RuntimeTest, MarkStepPublishesOnlyChangedMetrics) {
+  settings::set_metric_snapshot_ms(0);  // a snapshot at every barrier
   EventCapture capture;
+  // "Changed" is against the last snapshot published, which earlier tests'
+  // throttled barriers may have left behind SetUp's reset: publish one now.
+  executor::publish_metric_snapshot(lazy0(), /*only_changed=*/true);
+  const size_t earlier = capture.snapshots().size();
   const Tensor x = make({1.f, 2.f}, {2}, lazy0());
   Tensor y = ops::add(x, x);
   executor::mark_step(lazy0());
   executor::mark_step(lazy0());  // nothing ran: only MarkStep moved
-  const auto snaps = capture.snapshots();
+  auto snaps = capture.snapshots();
+  snaps.erase(snaps.begin(), snaps.begin() + static_cast<long>(earlier));
   ASSERT_EQ(snaps.size(), 2u);
   bool saw_execute = false;
   for (const auto& v : snaps[0].metrics()) saw_execute = saw_execute || v.name() == "ExecuteTime";
@@ -117,6 +124,37 @@ TEST_F(RuntimeTest, MarkStepPublishesOnlyChangedMetrics) {
   EXPECT_EQ(snaps[1].step(), snaps[0].step() + 1);
   executor::publish_metric_snapshot(lazy0(), /*only_changed=*/false);
   EXPECT_GT(capture.snapshots().back().metrics_size(), 5);
+  settings::set_metric_snapshot_ms(100);
+}
+
+TEST_F(RuntimeTest, BarrierSnapshotsAreThrottledAndNothingIsLostMeanwhile) {
+  settings::set_metric_snapshot_ms(0);
+  {
+    EventCapture listening;        // snapshots are built only while someone listens
+    executor::mark_step(lazy0());  // the last snapshot before the quiet stretch
+    ASSERT_EQ(listening.snapshots().size(), 1u);
+  }
+  EventCapture capture;
+  settings::set_metric_snapshot_ms(3'600'000);  // an hour: none during these steps
+  const Tensor x = make({1.f, 2.f}, {2}, lazy0());
+  for (int i = 0; i < 3; ++i) {
+    Tensor y = ops::add(x, x);
+    executor::mark_step(lazy0());
+  }
+  EXPECT_TRUE(capture.snapshots().empty());
+  EXPECT_EQ(capture.steps().size(), 3u);  // steps are never throttled
+  settings::set_metric_snapshot_ms(0);
+  executor::mark_step(lazy0());
+  settings::set_metric_snapshot_ms(100);
+  const auto snapshots = capture.snapshots();
+  ASSERT_EQ(snapshots.size(), 1u);
+  // The one snapshot carries what changed during the quiet steps.
+  std::map<std::string, pb::MetricValue> by_name;
+  for (const auto& v : snapshots[0].metrics()) by_name[v.name()] = v;
+  ASSERT_TRUE(by_name.contains("ExecuteTime"));
+  EXPECT_GE(by_name["ExecuteTime"].count(), 3);
+  ASSERT_TRUE(by_name.contains("MarkStep"));
+  EXPECT_GE(by_name["MarkStep"].value(), 4);
 }
 
 TEST_F(RuntimeTest, DeviceBufferGaugesFollowDeviceData) {

@@ -64,6 +64,27 @@ TEST(HistoryEditor, RenamesAndRetagsARun) {
   EXPECT_EQ(reader.run_summary(run_id)->run().tags_size(), 0);
 }
 
+TEST(HistoryEditor, EmptyNamesAndTagsAreRefusedAndChangeNothing) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  const int64_t run_id = record_small_run(path, "kept");
+  HistoryEditor editor(path);
+  for (const std::string name : {"", " ", "\t\n"}) {
+    EXPECT_THROW(
+        try { editor.rename_run(run_id, name); } catch (const HistoryError& e) {
+          EXPECT_THAT(e.what(), HasSubstr(path + ": cannot rename run " + std::to_string(run_id)));
+          EXPECT_THAT(e.what(), HasSubstr("the new name is empty"));
+          throw;
+        },
+        HistoryError);
+  }
+  EXPECT_THROW(editor.set_tags(run_id, {"ok", ""}), HistoryError);
+  EXPECT_THROW(editor.set_tags(run_id, {"  "}), HistoryError);
+  const auto summary = HistoryReader(path).run_summary(run_id);
+  EXPECT_EQ(summary->run().name(), "kept");
+  EXPECT_THAT(summary->run().tags(), ElementsAre("baseline", "größe"));
+}
+
 TEST(HistoryEditor, DeleteCascadesToEveryTableAndKeepsOtherRuns) {
   ScratchFolder scratch;
   const std::string path = scratch.file("h.sqlite");

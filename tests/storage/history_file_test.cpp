@@ -147,6 +147,28 @@ TEST(HistoryFile, RefusesAnotherApplicationsDatabaseWithoutMigratingIt) {
   EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM sqlite_master"), 1);
 }
 
+TEST(HistoryFile, AnotherApplicationsDatabaseKeepsItsJournalMode) {
+  // Refused before anything changes: not even switched to WAL (issue 15 item 4).
+  ScratchFolder scratch;
+  const std::string path = scratch.file("other_app.sqlite");
+  test_support::raw_execute(path, "CREATE TABLE contacts (name TEXT);");
+  const std::string before = test_support::read_bytes(path);
+  history_error_of([&] { HistoryFile file(path, OpenMode::kReadWrite); });
+  EXPECT_EQ(test_support::raw_text(path, "PRAGMA journal_mode"), "delete");
+  EXPECT_EQ(test_support::read_bytes(path), before);
+}
+
+TEST(HistoryFile, AFolderIsNamedAsAFolderInBothModes) {
+  ScratchFolder scratch;
+  const std::string folder = scratch.file("histories");
+  std::filesystem::create_directory(folder);
+  for (const OpenMode mode : {OpenMode::kReadOnly, OpenMode::kReadWrite}) {
+    EXPECT_EQ(history_error_of([&] { HistoryFile file(folder, mode); }),
+              folder + ": is a folder, not a history file (name a file, e.g. " + folder + "/history.sqlite)");
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(folder));
+}
+
 TEST(HistoryFile, ReadOnlyRefusesEmptyFile) {
   ScratchFolder scratch;
   const std::string path = scratch.file("empty.sqlite");

@@ -193,6 +193,74 @@ TEST(RunBundle, TruncatedGarbageAndNewerBundlesAreRefusedClearly) {
   EXPECT_THAT(error_of([&] { read_run_bundle_file(scratch.file("newer.lsrun")); }), HasSubstr("newer LazyScope"));
 }
 
+TEST(RunBundle, AFlippedBitAnywhereIsRefusedInLazyScopesWords) {
+  ScratchFolder scratch;
+  const std::string source = scratch.file("source.sqlite");
+  const std::string bundle_file = scratch.file("run.lsrun");
+  const int64_t run_id = record_full_run(source, "mnist");
+  write_run_bundle_file(*HistoryReader(source).run_bundle(run_id), bundle_file);
+  const std::string bytes = test_support::read_bytes(bundle_file);
+  const std::string flipped = scratch.file("flipped.lsrun");
+  // Every byte, one bit each: a bundle either is the run exported or is refused.
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ (1 << (i % 8)));
+    test_support::write_bytes(flipped, damaged);
+    ::testing::internal::CaptureStderr();
+    const std::string error = error_of([&] { read_run_bundle_file(flipped); });
+    const std::string printed = ::testing::internal::GetCapturedStderr();
+    EXPECT_THAT(error, HasSubstr(flipped)) << "byte " << i;
+    EXPECT_EQ(printed, "") << "byte " << i;  // protobuf's log goes into the error, not to stderr
+  }
+}
+
+TEST(RunBundle, ProtobufsComplaintIsPartOfTheError) {
+  ScratchFolder scratch;
+  pb::RunBundle bundle;
+  bundle.set_magic(kRunBundleMagic);
+  bundle.mutable_run()->set_name("bad \xff name");  // not UTF-8: protobuf logs while parsing
+  const std::string file = scratch.file("utf8.lsrun");
+  test_support::write_bytes(file, bundle.SerializePartialAsString());
+  ::testing::internal::CaptureStderr();
+  const std::string error = error_of([&] { read_run_bundle_file(file); });
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_THAT(error, HasSubstr(file + ": the bundle is truncated or corrupt (protobuf: "));
+  EXPECT_THAT(error, HasSubstr("UTF-8"));
+}
+
+TEST(RunBundle, EveryGraphThatACompileOrAnExecutionNamesMustBeInTheBundle) {
+  ScratchFolder scratch;
+  const std::string source = scratch.file("source.sqlite");
+  const std::string target = scratch.file("target.sqlite");
+  const int64_t run_id = record_full_run(source, "mnist");
+  pb::RunBundle bundle = *HistoryReader(source).run_bundle(run_id);
+  ASSERT_EQ(bundle.graphs_size(), 2);
+  // Graph A dropped: a valid checksum over a bundle that cannot be shown.
+  bundle.mutable_graphs()->erase(bundle.mutable_graphs()->begin());
+  const std::string file = scratch.file("missing_graph.lsrun");
+  write_run_bundle_file(bundle, file);
+  EXPECT_THAT(error_of([&] { read_run_bundle_file(file); }),
+              HasSubstr(file + ": the bundle is corrupt: a compile of step 0 refers to graph fedcba9876543210, "
+                               "which the bundle does not hold; nothing was imported"));
+}
+
+TEST(RunBundle, AFormat1BundleWithoutAChecksumStillReads) {
+  ScratchFolder scratch;
+  const std::string source = scratch.file("source.sqlite");
+  const int64_t run_id = record_full_run(source, "mnist");
+  pb::RunBundle bundle = *HistoryReader(source).run_bundle(run_id);
+  bundle.set_magic(kRunBundleMagic);
+  bundle.set_format_version(1);
+  bundle.set_end_marker("end");
+  const std::string file = scratch.file("v1.lsrun");
+  test_support::write_bytes(file, bundle.SerializeAsString());
+  EXPECT_EQ(read_run_bundle_file(file).events_size(), bundle.events_size());
+  // From format 2 on the checksum is required.
+  bundle.set_format_version(2);
+  test_support::write_bytes(file, bundle.SerializeAsString());
+  EXPECT_THAT(error_of([&] { read_run_bundle_file(file); }), HasSubstr("checksum does not match"));
+}
+
 TEST(RunBundle, AnImportThatFailsHalfWayLeavesTheHistoryUntouched) {
   ScratchFolder scratch;
   const std::string source = scratch.file("source.sqlite");
