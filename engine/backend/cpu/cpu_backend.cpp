@@ -1,24 +1,54 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "metrics/metrics.h"
 
 namespace lazyscope {
 
 namespace cpu {
 namespace {
 
+// What an instruction runs: a kernel of the table, or a matmul reading
+// transposed operands through the BLAS flags (the permute it replaces is
+// not run when nothing else reads it).
+enum class Kind : uint8_t { kKernel, kMatmul };
+
 struct Instruction {
-  KernelFn kernel;
+  Kind kind = Kind::kKernel;
+  KernelFn kernel = nullptr;
   OpKind op;
   std::vector<int> inputs;  // slots
-  int output;               // slot
+  int output;               // slot (the node's post-order position)
   TensorSpec spec;
   Attrs attrs;
+  bool transpose_a = false, transpose_b = false;  // kMatmul
+  std::vector<int> nodes;  // IR nodes it covers, post-order positions
+};
+
+// Where each value lives during execution. Parameters are the caller's;
+// outputs are handed out, so each execution gives fresh (or recycled: see
+// CpuExecutable::output_buffer) buffers; every other value gets a buffer of
+// the executable's arena, kept across executions. A value's arena buffer is
+// reused by a later value of the same dtype and shape once its last reader
+// has run — never by the instruction that reads it last (no kernel writes
+// over an operand it still reads), never for a parameter or an output.
+struct MemoryPlan {
+  static constexpr int kParameter = -1, kOutput = -2, kUnused = -3;
+  std::vector<int> buffer_of_slot;   // per slot: arena buffer, or one of the above
+  std::vector<TensorSpec> buffers;   // the arena
+  int64_t arena_bytes = 0;           // sum of the arena buffers
+  int64_t output_bytes = 0;          // outputs computed by the program
+  int64_t values_bytes = 0;          // intermediate values, if none were shared
+  int64_t peak_live_bytes = 0;       // the most bytes live at once (arena values and outputs)
 };
 
 // Estimated cost of one kernel, for the program listing: floating-point
@@ -78,43 +108,75 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
   return c;
 }
 
+metrics::Counter* allocations_counter() {
+  static metrics::Counter* c = metrics::counter("CpuProgramAllocations");
+  return c;
+}
+
+BufferPtr allocate_counted(DType dtype, const Shape& shape) {
+  allocations_counter()->add(1);
+  return Buffer::allocate_on_device(dtype, shape);
+}
+
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<DType> parameter_dtypes,
                 std::vector<Instruction> program, std::vector<int> output_slots, bool bf16,
-                std::vector<TensorSpec> slot_specs)
+                std::vector<TensorSpec> slot_specs, MemoryPlan plan)
       : slot_count_(slot_count),
         parameter_slots_(std::move(parameter_slots)),
         parameter_dtypes_(std::move(parameter_dtypes)),
         program_(std::move(program)),
         output_slots_(std::move(output_slots)),
         bf16_(bf16),
-        slot_specs_(std::move(slot_specs)) {}
+        slot_specs_(std::move(slot_specs)),
+        plan_(std::move(plan)) {}
 
   std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) override {
     if (parameters.size() != parameter_slots_.size()) {
       throw EngineError("executable expects " + std::to_string(parameter_slots_.size()) +
                         " parameters, got " + std::to_string(parameters.size()));
     }
-    std::vector<BufferPtr> slots(static_cast<size_t>(slot_count_));
+    // Replicas on threads may run one cached program at once: the first
+    // holds the arena, the others run on buffers of their own.
+    std::unique_lock lock(mu_, std::try_to_lock);
+    const bool own = lock.owns_lock();
+    State local;
+    State& st = own ? state_ : local;
+    // Arena buffers are allocated on first use, inside the instruction that
+    // first needs one, so an allocation failure names its op.
+    if (st.arena.size() != plan_.buffers.size()) st.arena.assign(plan_.buffers.size(), nullptr);
+    st.slots.assign(static_cast<size_t>(slot_count_), nullptr);
+    std::vector<BufferPtr>& slots = st.slots;
     for (size_t i = 0; i < parameters.size(); ++i) {
       // A bf16-stored float parameter is widened to the dtype the kernels expect.
       slots[parameter_slots_[i]] = parameters[i]->dtype() == parameter_dtypes_[i]
                                        ? parameters[i]
                                        : converted(*parameters[i], parameter_dtypes_[i]);
     }
-    std::vector<const Buffer*> inputs;
+    std::vector<const Buffer*>& inputs = st.inputs;
     for (const Instruction& ins : program_) {
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
+      const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
       BufferPtr out;
       try {
-        out = Buffer::allocate_on_device(ins.spec.dtype, ins.spec.shape);
-        ins.kernel(KernelArgs{inputs, *out, ins.attrs});
+        if (where >= 0) {
+          BufferPtr& b = st.arena[static_cast<size_t>(where)];
+          if (!b) b = allocate_counted(ins.spec.dtype, ins.spec.shape);
+          out = b;
+        } else {
+          out = output_buffer(st, ins.spec);
+        }
+        switch (ins.kind) {
+          case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
+          case Kind::kMatmul: matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out); break;
+        }
       } catch (const EngineError& e) {
         // Which node failed, for the executor to name the line that traced it.
         const std::string op(op_name(ins.op));
         const std::string what = e.what();
+        std::fill(slots.begin(), slots.end(), nullptr);
         throw KernelFailure(ins.output, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
       }
       // bf16 mode computes in bfloat16 precision: every float result is
@@ -129,6 +191,12 @@ class CpuExecutable final : public Executable {
       // Results stay on the device as bfloat16 (exact: already rounded).
       outputs.push_back(bf16_ && stored_as_bf16(value->dtype()) ? converted(*value, DType::kBFloat16) : value);
     }
+    // Keep this execution's outputs to recycle once their users drop them.
+    if (own) {
+      st.returned[st.generation % 2] = outputs;
+      ++st.generation;
+    }
+    std::fill(slots.begin(), slots.end(), nullptr);  // no parameter kept alive past the call
     return outputs;
   }
 
@@ -150,22 +218,62 @@ class CpuExecutable final : public Executable {
       const KernelCost c = estimate(ins.op, inputs, ins.spec);
       total.flops += c.flops;
       total.bytes += c.bytes;
+      const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
       os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
          << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
+      // A second line: what the compiler made of it (one line per kernel
+      // above stays parseable as it was).
+      os << "      ; nodes ";
+      for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
+      os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+      if (ins.transpose_a || ins.transpose_b) {
+        os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
+           << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
+      }
+      os << "\n";
     }
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
     os << "\n";
     os << "total: flops=" << total.flops << " traffic=" << total.bytes << " bytes (estimated: flops per kernel, bytes "
        << "read and written)\n";
+    os << "memory: peak=" << plan_.arena_bytes + plan_.output_bytes << " bytes (arena " << plan_.arena_bytes << " in "
+       << plan_.buffers.size() << " buffers for " << plan_.values_bytes << " bytes of intermediate values, outputs "
+       << plan_.output_bytes << "); live-set lower bound " << plan_.peak_live_bytes << " bytes\n";
     return os.str();
   }
 
+  int64_t peak_bytes() const { return plan_.arena_bytes + plan_.output_bytes; }
+
  private:
+  struct State {
+    std::vector<BufferPtr> arena;
+    std::vector<BufferPtr> slots;
+    std::vector<const Buffer*> inputs;
+    std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
+    uint64_t generation = 0;
+  };
+
+  // An output buffer: one this program returned before and whose every user
+  // has let go (a training step's old weights, once the new ones replaced
+  // them), else a fresh one.
+  static BufferPtr output_buffer(State& st, const TensorSpec& spec) {
+    for (auto& list : st.returned) {
+      for (BufferPtr& b : list) {
+        if (b && b.use_count() == 1 && b->dtype() == spec.dtype && b->shape() == spec.shape) {
+          BufferPtr mine = std::move(b);
+          b = nullptr;
+          return mine;
+        }
+      }
+    }
+    return allocate_counted(spec.dtype, spec.shape);
+  }
+
   static bool stored_as_bf16(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
 
   static BufferPtr converted(const Buffer& src, DType dtype) {
-    BufferPtr out = Buffer::allocate_on_device(dtype, src.shape());
+    BufferPtr out = allocate_counted(dtype, src.shape());
     const Buffer* in = &src;
     find_kernel(OpKind::kCast, dtype)(KernelArgs{std::span<const Buffer* const>(&in, 1), *out, Attrs{}});
     return out;
@@ -189,34 +297,150 @@ class CpuExecutable final : public Executable {
   std::vector<int> output_slots_;
   bool bf16_;
   std::vector<TensorSpec> slot_specs_;  // per slot: what its value holds, for the cost estimates
+  MemoryPlan plan_;
+  std::mutex mu_;  // guards state_
+  State state_;
 };
+
+// Whether `node` swaps the last two dims and keeps the others in place: a
+// transpose a matmul can read through a BLAS flag.
+bool is_last_two_transpose(const Node& node) {
+  if (node.op() != OpKind::kPermute) return false;
+  const auto& dims = node.attrs().get_ints("dims");
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (rank < 2) return false;
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = dims[static_cast<size_t>(i)] < 0 ? dims[static_cast<size_t>(i)] + rank : dims[static_cast<size_t>(i)];
+    const int64_t want = i == rank - 2 ? rank - 1 : (i == rank - 1 ? rank - 2 : i);
+    if (d != want) return false;
+  }
+  return true;
+}
+
+MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& program) {
+  const size_t n = graph.nodes.size();
+  MemoryPlan plan;
+  plan.buffer_of_slot.assign(n, MemoryPlan::kUnused);
+  for (int p : graph.parameters) plan.buffer_of_slot[static_cast<size_t>(p)] = MemoryPlan::kParameter;
+  std::vector<char> is_output(n, 0);
+  for (int o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
+  // Last instruction reading each slot.
+  std::vector<int> last_use(n, -1);
+  for (size_t i = 0; i < program.size(); ++i) {
+    for (int s : program[i].inputs) last_use[static_cast<size_t>(s)] = static_cast<int>(i);
+  }
+  std::vector<std::vector<int>> dying(program.size());  // arena buffers free after instruction i
+  std::map<std::pair<DType, Shape>, std::vector<int>> free_buffers;
+  int64_t live = 0;
+  std::vector<int64_t> dying_bytes(program.size(), 0);
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    const auto slot = static_cast<size_t>(ins.output);
+    const int64_t bytes = spec_bytes(ins.spec);
+    live += bytes;
+    plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
+    if (is_output[slot] || plan.buffer_of_slot[slot] == MemoryPlan::kParameter) {
+      if (plan.buffer_of_slot[slot] != MemoryPlan::kParameter) {
+        plan.buffer_of_slot[slot] = MemoryPlan::kOutput;
+        plan.output_bytes += bytes;
+      }
+    } else {
+      plan.values_bytes += bytes;
+      auto& list = free_buffers[{ins.spec.dtype, ins.spec.shape}];
+      int b;
+      if (list.empty()) {
+        b = static_cast<int>(plan.buffers.size());
+        plan.buffers.push_back(ins.spec);
+        plan.arena_bytes += bytes;
+      } else {
+        b = list.back();
+        list.pop_back();
+      }
+      plan.buffer_of_slot[slot] = b;
+      // Free after its last reader (a value nobody reads: right away).
+      const int last = std::max(last_use[slot], static_cast<int>(i));
+      dying[static_cast<size_t>(last)].push_back(b);
+      dying_bytes[static_cast<size_t>(last)] += bytes;
+    }
+    for (int b : dying[i]) free_buffers[{plan.buffers[static_cast<size_t>(b)].dtype, plan.buffers[static_cast<size_t>(b)].shape}].push_back(b);
+    live -= dying_bytes[i];
+  }
+  return plan;
+}
 
 }  // namespace
 
 bool CpuBackend::lowers(OpKind op, DType dtype) const { return find_kernel(op, dtype) != nullptr; }
 
 std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<int> readers(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int s : graph.operands[i]) ++readers[static_cast<size_t>(s)];
+  }
+  std::vector<char> is_output(n, 0);
+  for (int o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
+
   std::vector<Instruction> program;
-  program.reserve(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+  program.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
-    KernelFn kernel = find_kernel(node->op(), node->dtype());
-    if (!kernel) {
-      throw EngineError("cpu backend: no kernel for " + std::string(op_name(node->op())) + " on " +
-                        std::string(dtype_name(node->dtype())));
+    Instruction ins{Kind::kKernel, nullptr, node->op(), graph.operands[i], static_cast<int>(i), node->spec(),
+                    node->attrs(), false, false, {static_cast<int>(i)}};
+    if (node->op() == OpKind::kMatmul && ins.inputs.size() == 2 && node->spec().shape.size() >= 2 &&
+        (node->dtype() == DType::kFloat32 || node->dtype() == DType::kFloat64)) {
+      // A transposed operand of rank >= 2 is read through the BLAS flag.
+      ins.kind = Kind::kMatmul;
+      for (int side = 0; side < 2; ++side) {
+        const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
+        const Node* producer = graph.nodes[operand];
+        if (is_last_two_transpose(*producer) && producer->spec().shape.size() >= 2 &&
+            producer->dtype() == node->dtype()) {
+          ins.inputs[static_cast<size_t>(side)] = graph.operands[operand][0];
+          (side == 0 ? ins.transpose_a : ins.transpose_b) = true;
+          --readers[operand];
+          ++readers[static_cast<size_t>(graph.operands[operand][0])];
+        }
+      }
+      if (graph.nodes[static_cast<size_t>(ins.inputs[0])]->spec().shape.size() < 2 ||
+          graph.nodes[static_cast<size_t>(ins.inputs[1])]->spec().shape.size() < 2) {
+        ins.kind = Kind::kKernel;  // vector operands: the table kernel's path
+      }
     }
-    program.push_back(
-        {kernel, node->op(), graph.operands[i], static_cast<int>(i), node->spec(), node->attrs()});
+    if (ins.kind == Kind::kKernel) {
+      ins.kernel = find_kernel(node->op(), node->dtype());
+      if (!ins.kernel) {
+        throw EngineError("cpu backend: no kernel for " + std::string(op_name(node->op())) + " on " +
+                          std::string(dtype_name(node->dtype())));
+      }
+    }
+    program.push_back(std::move(ins));
   }
+  // A transpose now read only through matmul flags is not run at all.
+  std::vector<Instruction> kept;
+  kept.reserve(program.size());
+  for (size_t i = program.size(); i-- > 0;) {
+    Instruction& ins = program[i];
+    const auto slot = static_cast<size_t>(ins.output);
+    if (ins.op == OpKind::kPermute && readers[slot] == 0 && !is_output[slot]) {
+      for (int s : ins.inputs) --readers[static_cast<size_t>(s)];
+      continue;
+    }
+    kept.push_back(std::move(ins));
+  }
+  std::reverse(kept.begin(), kept.end());
+  program = std::move(kept);
+
   std::vector<DType> parameter_dtypes;
   for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());
   std::vector<TensorSpec> slot_specs;
-  slot_specs.reserve(graph.nodes.size());
-  for (const Node* n : graph.nodes) slot_specs.push_back(n->spec());
-  return std::make_unique<CpuExecutable>(static_cast<int>(graph.nodes.size()), graph.parameters,
-                                         std::move(parameter_dtypes), std::move(program), graph.outputs,
-                                         settings::bf16_mode(), std::move(slot_specs));
+  slot_specs.reserve(n);
+  for (const Node* node : graph.nodes) slot_specs.push_back(node->spec());
+  MemoryPlan plan = plan_memory(graph, program);
+  return std::make_unique<CpuExecutable>(static_cast<int>(n), graph.parameters, std::move(parameter_dtypes),
+                                         std::move(program), graph.outputs, settings::bf16_mode(),
+                                         std::move(slot_specs), std::move(plan));
 }
 
 }  // namespace cpu
