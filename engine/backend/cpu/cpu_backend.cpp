@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/settings.h"
@@ -20,18 +21,20 @@ namespace {
 // What an instruction runs: a kernel of the table, or a matmul reading
 // transposed operands through the BLAS flags (the permute it replaces is
 // not run when nothing else reads it).
-enum class Kind : uint8_t { kKernel, kMatmul };
+enum class Kind : uint8_t { kKernel, kMatmul, kFused };
 
 struct Instruction {
   Kind kind = Kind::kKernel;
   KernelFn kernel = nullptr;
-  OpKind op;
+  OpKind op = OpKind::kAdd;
   std::vector<int> inputs;  // slots
-  int output;               // slot (the node's post-order position)
+  int output = -1;          // slot (the node's post-order position)
   TensorSpec spec;
   Attrs attrs;
   bool transpose_a = false, transpose_b = false;  // kMatmul
   std::vector<int> nodes;  // IR nodes it covers, post-order positions
+  std::shared_ptr<const FusedKernel> fused;  // kFused
+  std::vector<int> outputs;  // kFused: every slot it writes (output is the first)
 };
 
 // Where each value lives during execution. Parameters are the caller's;
@@ -158,19 +161,22 @@ class CpuExecutable final : public Executable {
     for (const Instruction& ins : program_) {
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
-      const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
       BufferPtr out;
       try {
-        if (where >= 0) {
-          BufferPtr& b = st.arena[static_cast<size_t>(where)];
-          if (!b) b = allocate_counted(ins.spec.dtype, ins.spec.shape);
-          out = b;
-        } else {
-          out = output_buffer(st, ins.spec);
+        if (ins.kind == Kind::kFused) {
+          st.fused_out.clear();
+          for (int slot : ins.outputs) {
+            slots[slot] = slot_buffer(st, slot);
+            st.fused_out.push_back(slots[slot].get());
+          }
+          ins.fused->run(inputs, st.fused_out, bf16_);  // rounds in bf16 mode itself
+          continue;
         }
+        out = slot_buffer(st, ins.output);
         switch (ins.kind) {
           case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
           case Kind::kMatmul: matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out); break;
+          case Kind::kFused: break;
         }
       } catch (const EngineError& e) {
         // Which node failed, for the executor to name the line that traced it.
@@ -209,13 +215,22 @@ class CpuExecutable final : public Executable {
     }
     KernelCost total;
     for (const Instruction& ins : program_) {
-      os << "  %" << ins.output << " = " << op_name(ins.op) << "(";
+      os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
+         << "(";
       std::vector<const TensorSpec*> inputs;
       for (size_t i = 0; i < ins.inputs.size(); ++i) {
         os << (i ? ", " : "") << "%" << ins.inputs[i];
         inputs.push_back(&slot_specs_[static_cast<size_t>(ins.inputs[i])]);
       }
-      const KernelCost c = estimate(ins.op, inputs, ins.spec);
+      KernelCost c;
+      if (ins.kind == Kind::kFused) {
+        // Reads each input once, writes each materialized value once.
+        for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
+        for (int slot : ins.outputs) c.bytes += spec_bytes(slot_specs_[static_cast<size_t>(slot)]);
+        c.flops = static_cast<int64_t>(ins.fused->step_count()) * numel(ins.spec.shape);
+      } else {
+        c = estimate(ins.op, inputs, ins.spec);
+      }
       total.flops += c.flops;
       total.bytes += c.bytes;
       const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
@@ -225,7 +240,17 @@ class CpuExecutable final : public Executable {
       // above stays parseable as it was).
       os << "      ; nodes ";
       for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
-      os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+      if (ins.kind == Kind::kFused) {
+        os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
+        for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
+        os << "), writes";
+        for (int slot : ins.outputs) {
+          const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+          os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
+        }
+      } else {
+        os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+      }
       if (ins.transpose_a || ins.transpose_b) {
         os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
            << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
@@ -250,9 +275,20 @@ class CpuExecutable final : public Executable {
     std::vector<BufferPtr> arena;
     std::vector<BufferPtr> slots;
     std::vector<const Buffer*> inputs;
+    std::vector<Buffer*> fused_out;
     std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
     uint64_t generation = 0;
   };
+
+  // The buffer of a value the program computes: its arena buffer
+  // (allocated on first use), or an output buffer.
+  BufferPtr slot_buffer(State& st, int slot) const {
+    const int where = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+    if (where < 0) return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
+    BufferPtr& b = st.arena[static_cast<size_t>(where)];
+    if (!b) b = allocate_counted(plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
+    return b;
+  }
 
   // An output buffer: one this program returned before and whose every user
   // has let go (a training step's old weights, once the new ones replaced
@@ -317,6 +353,134 @@ bool is_last_two_transpose(const Node& node) {
   return true;
 }
 
+std::span<const int> written_slots(const Instruction& ins) {
+  return ins.kind == Kind::kFused ? std::span<const int>(ins.outputs) : std::span<const int>(&ins.output, 1);
+}
+
+// Fuses runs of elementwise instructions of one shape into FusedKernels. A
+// group stays open across instructions that do not read it (they run
+// first: they cannot depend on the group, which is later in post-order);
+// an instruction reading a group value closes it, so the fused kernel runs
+// before its first outside reader. Values read outside the group, or
+// returned, are written; the others live only in tiles.
+std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, const GraphView& graph,
+                                          const std::vector<char>& is_output) {
+  const size_t n = graph.nodes.size();
+  std::vector<int> row(program.size(), -1);
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    if (ins.kind != Kind::kKernel) continue;
+    std::vector<DType> operand_dtypes;
+    for (int s : ins.inputs) operand_dtypes.push_back(graph.nodes[static_cast<size_t>(s)]->dtype());
+    row[i] = fused_row(ins.op, ins.spec.dtype, operand_dtypes);
+  }
+  // Pass 1: the order of entries, each one instruction or a group.
+  std::vector<std::vector<size_t>> entries;
+  std::vector<int> group_of(n, -1);  // slot -> entry index of its group
+  int open = -1;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    const bool reads_open =
+        open >= 0 && std::any_of(ins.inputs.begin(), ins.inputs.end(),
+                                 [&](int s) { return group_of[static_cast<size_t>(s)] == open; });
+    if (row[i] >= 0 && open >= 0 && ins.spec.shape == program[entries[static_cast<size_t>(open)][0]].spec.shape) {
+      entries[static_cast<size_t>(open)].push_back(i);
+      group_of[static_cast<size_t>(ins.output)] = open;
+      continue;
+    }
+    if (row[i] >= 0) {
+      open = static_cast<int>(entries.size());
+      entries.push_back({i});
+      group_of[static_cast<size_t>(ins.output)] = open;
+      continue;
+    }
+    if (reads_open) open = -1;
+    // Placed before the open group, which is emitted at its own position
+    // in `entries` — so move the group after this instruction.
+    if (open >= 0) {
+      entries.insert(entries.begin() + open, {i});
+      for (int& g : group_of) {
+        if (g >= open) ++g;
+      }
+      ++open;
+    } else {
+      entries.push_back({i});
+    }
+  }
+  // Pass 2: which group values are read outside their group.
+  std::vector<char> read_outside(n, 0);
+  for (size_t e = 0; e < entries.size(); ++e) {
+    for (size_t i : entries[e]) {
+      for (int s : program[i].inputs) {
+        if (group_of[static_cast<size_t>(s)] != static_cast<int>(e)) read_outside[static_cast<size_t>(s)] = 1;
+      }
+    }
+  }
+  std::vector<Instruction> out;
+  out.reserve(entries.size());
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const std::vector<size_t>& members = entries[e];
+    if (members.size() == 1) {
+      out.push_back(std::move(program[members[0]]));
+      continue;
+    }
+    const Shape& shape = program[members[0]].spec.shape;
+    std::vector<FusedKernel::Input> inputs;
+    std::vector<int> input_slots;
+    std::vector<int> value_of(n, -1);  // slot -> value id inside the kernel
+    std::vector<FusedKernel::Step> steps;
+    std::vector<int> output_slots, output_steps;
+    std::vector<DType> output_dtypes;
+    for (size_t i : members) {
+      for (int s : program[i].inputs) {
+        if (group_of[static_cast<size_t>(s)] == static_cast<int>(e) || value_of[static_cast<size_t>(s)] >= 0) continue;
+        value_of[static_cast<size_t>(s)] = static_cast<int>(inputs.size());
+        inputs.push_back({graph.nodes[static_cast<size_t>(s)]->dtype(), graph.nodes[static_cast<size_t>(s)]->spec().shape});
+        input_slots.push_back(s);
+      }
+    }
+    // Value ids of steps follow the inputs: fix them after all inputs are known.
+    const int ni = static_cast<int>(inputs.size());
+    Instruction fused;
+    fused.kind = Kind::kFused;
+    fused.inputs = input_slots;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const Instruction& ins = program[members[k]];
+      FusedKernel::Step st{row[members[k]], ins.op, {-1, -1, -1}};
+      for (size_t a = 0; a < ins.inputs.size() && a < 3; ++a) st.args[a] = value_of[static_cast<size_t>(ins.inputs[a])];
+      // The row's parameters, looked up by name once here, not on every run.
+      if (ins.op == OpKind::kLeakyRelu) st.p0 = ins.attrs.get_double("negative_slope");
+      if (ins.op == OpKind::kSoftplus) {
+        st.p0 = ins.attrs.get_double("beta");
+        st.p1 = ins.attrs.get_double("threshold");
+      }
+      if (ins.op == OpKind::kClamp) {
+        st.p0 = ins.attrs.get_double("min");
+        st.p1 = ins.attrs.get_double("max");
+      }
+      const auto slot = static_cast<size_t>(ins.output);
+      value_of[slot] = ni + static_cast<int>(k);
+      if (read_outside[slot] || is_output[slot] || k + 1 == members.size()) {
+        st.output = static_cast<int>(output_slots.size());
+        output_slots.push_back(ins.output);
+        output_steps.push_back(static_cast<int>(k));
+        output_dtypes.push_back(ins.spec.dtype);
+      }
+      steps.push_back(st);
+      fused.nodes.push_back(ins.output);
+    }
+    const int first = output_slots.empty() ? program[members.back()].output : output_slots.front();
+    fused.output = first;
+    fused.spec = graph.nodes[static_cast<size_t>(first)]->spec();
+    fused.op = program[members.back()].op;
+    fused.outputs = output_slots;
+    fused.fused = std::make_shared<const FusedKernel>(shape, std::move(inputs), std::move(steps),
+                                                      std::move(output_steps), std::move(output_dtypes));
+    out.push_back(std::move(fused));
+  }
+  return out;
+}
+
 MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& program) {
   const size_t n = graph.nodes.size();
   MemoryPlan plan;
@@ -335,22 +499,25 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
   std::vector<int64_t> dying_bytes(program.size(), 0);
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction& ins = program[i];
-    const auto slot = static_cast<size_t>(ins.output);
-    const int64_t bytes = spec_bytes(ins.spec);
-    live += bytes;
-    plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
-    if (is_output[slot] || plan.buffer_of_slot[slot] == MemoryPlan::kParameter) {
-      if (plan.buffer_of_slot[slot] != MemoryPlan::kParameter) {
-        plan.buffer_of_slot[slot] = MemoryPlan::kOutput;
-        plan.output_bytes += bytes;
+    for (int out : written_slots(ins)) {
+      const auto slot = static_cast<size_t>(out);
+      const TensorSpec& spec = graph.nodes[slot]->spec();
+      const int64_t bytes = spec_bytes(spec);
+      live += bytes;
+      plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
+      if (is_output[slot] || plan.buffer_of_slot[slot] == MemoryPlan::kParameter) {
+        if (plan.buffer_of_slot[slot] != MemoryPlan::kParameter) {
+          plan.buffer_of_slot[slot] = MemoryPlan::kOutput;
+          plan.output_bytes += bytes;
+        }
+        continue;
       }
-    } else {
       plan.values_bytes += bytes;
-      auto& list = free_buffers[{ins.spec.dtype, ins.spec.shape}];
+      auto& list = free_buffers[{spec.dtype, spec.shape}];
       int b;
       if (list.empty()) {
         b = static_cast<int>(plan.buffers.size());
-        plan.buffers.push_back(ins.spec);
+        plan.buffers.push_back(spec);
         plan.arena_bytes += bytes;
       } else {
         b = list.back();
@@ -362,7 +529,10 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
       dying[static_cast<size_t>(last)].push_back(b);
       dying_bytes[static_cast<size_t>(last)] += bytes;
     }
-    for (int b : dying[i]) free_buffers[{plan.buffers[static_cast<size_t>(b)].dtype, plan.buffers[static_cast<size_t>(b)].shape}].push_back(b);
+    for (int b : dying[i]) {
+      const TensorSpec& spec = plan.buffers[static_cast<size_t>(b)];
+      free_buffers[{spec.dtype, spec.shape}].push_back(b);
+    }
     live -= dying_bytes[i];
   }
   return plan;
@@ -386,8 +556,13 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
-    Instruction ins{Kind::kKernel, nullptr, node->op(), graph.operands[i], static_cast<int>(i), node->spec(),
-                    node->attrs(), false, false, {static_cast<int>(i)}};
+    Instruction ins;
+    ins.op = node->op();
+    ins.inputs = graph.operands[i];
+    ins.output = static_cast<int>(i);
+    ins.spec = node->spec();
+    ins.attrs = node->attrs();
+    ins.nodes = {static_cast<int>(i)};
     if (node->op() == OpKind::kMatmul && ins.inputs.size() == 2 && node->spec().shape.size() >= 2 &&
         (node->dtype() == DType::kFloat32 || node->dtype() == DType::kFloat64)) {
       // A transposed operand of rank >= 2 is read through the BLAS flag.
@@ -430,7 +605,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
     kept.push_back(std::move(ins));
   }
   std::reverse(kept.begin(), kept.end());
-  program = std::move(kept);
+  program = fuse_elementwise(std::move(kept), graph, is_output);
 
   std::vector<DType> parameter_dtypes;
   for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());
