@@ -199,7 +199,13 @@ class CpuExecutable final : public Executable {
     }
     // Keep this execution's outputs to recycle once their users drop them.
     if (own) {
-      st.returned[st.generation % 2] = outputs;
+      // Once each: a value returned twice (a parameter's new value that is
+      // also its optimizer state's) would count its own copies as users.
+      std::vector<BufferPtr>& keep = st.returned[st.generation % 2];
+      keep.clear();
+      for (const BufferPtr& b : outputs) {
+        if (std::find(keep.begin(), keep.end(), b) == keep.end()) keep.push_back(b);
+      }
       ++st.generation;
     }
     std::fill(slots.begin(), slots.end(), nullptr);  // no parameter kept alive past the call
