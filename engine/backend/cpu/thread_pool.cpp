@@ -1,5 +1,6 @@
 #include "backend/cpu/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -124,7 +125,17 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+namespace {
+std::atomic<int> g_active{1 << 20};  // no limit
+}  // namespace
+
+int num_threads() { return std::min(pool().size(), g_active.load(std::memory_order_relaxed)); }
+
+int set_active_threads(int n) {
+  const int previous = num_threads();
+  g_active.store(std::max(1, n));
+  return previous;
+}
 
 void parallel_region(int nth, RegionBody body) { pool().run(nth, body); }
 

@@ -17,8 +17,12 @@
 
 namespace lazyscope::cpu {
 
-// The pool's thread count (settings::num_threads(), at least 1).
+// The threads a region uses: the pool's size (settings::num_threads(), at
+// least 1), unless narrowed by set_active_threads.
 int num_threads();
+// Uses at most n (>= 1) of the pool's threads from now on; returns the
+// previous limit. For benchmarks comparing thread counts in one process.
+int set_active_threads(int n);
 
 // A non-owning reference to a callable body(int ith, int nth).
 class RegionBody {
