@@ -248,3 +248,33 @@ print("ok")
     env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, PYTHONPATH=str(build_dir / "python"))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_sampled_kernel_profiles_and_the_machine_peaks_are_published():
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    x = lazyscope.tensor(a, device=DEV)
+    lm.mark_step()
+    with capture_events() as events:
+        for _ in range(5):
+            y = ((x @ x) * 2.0 + 1.0).relu().sum()
+            lm.mark_step()
+            y.numpy()
+        compiles = events.of("compile")
+        profiles = events.of("kernel_profile")
+        peaks = events.of("machine_peak")
+    assert len(compiles) == 1
+    graph = compiles[0]["graph"]
+    # Sampled: the first 3 executions, then every 64th — not all 5.
+    assert [int(p["executions"]) for p in profiles] == [1, 2, 3], profiles
+    last = profiles[-1]
+    assert int(last["peak_bytes"]) > 0
+    kernels = last["kernels"]
+    names = [k["name"] for k in kernels]
+    assert "gemm" in names and "fused_elementwise" in names and "sum" in names, names
+    fused = next(k for k in kernels if k["name"] == "fused_elementwise")
+    ops = {n["id"]: n["op"] for n in graph["nodes"]}
+    assert sorted(ops[n].lower() for n in fused["nodes"]) == ["add", "mul", "relu"], (fused, ops)
+    assert all(int(k["samples"]) == 3 and int(k["total_ns"]) > 0 for k in kernels), kernels
+    [peak] = peaks
+    assert float(peak["gemm_gflops"]) > 0.1 and float(peak["stream_gbps"]) > 0.1 and peak["isa"], peak

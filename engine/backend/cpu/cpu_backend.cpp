@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "events/event_bus.h"
 #include "metrics/metrics.h"
 
 namespace lazyscope {
@@ -158,7 +161,15 @@ class CpuExecutable final : public Executable {
                                        : converted(*parameters[i], parameter_dtypes_[i]);
     }
     std::vector<const Buffer*>& inputs = st.inputs;
-    for (const Instruction& ins : program_) {
+    // Kernel timings on a sample of executions (the first 3, then every
+    // 64th): a clock read per kernel costs ~20 ns, under 2% of a step even
+    // when sampled, and nothing on the others.
+    const int64_t execution = executions_.fetch_add(1, std::memory_order_relaxed);
+    const bool sampled = own && (execution < 3 || execution % 64 == 0);
+    if (sampled && st.timings.size() != program_.size()) st.timings.assign(program_.size(), 0);
+    for (size_t pc = 0; pc < program_.size(); ++pc) {
+      const Instruction& ins = program_[pc];
+      const int64_t kernel_start = sampled ? events::now_ns() : 0;
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
       BufferPtr out;
@@ -170,6 +181,7 @@ class CpuExecutable final : public Executable {
             st.fused_out.push_back(slots[slot].get());
           }
           ins.fused->run(inputs, st.fused_out, bf16_);  // rounds in bf16 mode itself
+          if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
           continue;
         }
         out = slot_buffer(st, ins.output);
@@ -189,7 +201,9 @@ class CpuExecutable final : public Executable {
       // rounded as a bf16 device would store it.
       if (bf16_ && stored_as_bf16(ins.spec.dtype)) round_to_bf16(*out);
       slots[ins.output] = std::move(out);
+      if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
     }
+    if (sampled) sampled_.fetch_add(1, std::memory_order_relaxed);
     std::vector<BufferPtr> outputs;
     outputs.reserve(output_slots_.size());
     for (int s : output_slots_) {
@@ -228,15 +242,7 @@ class CpuExecutable final : public Executable {
         os << (i ? ", " : "") << "%" << ins.inputs[i];
         inputs.push_back(&slot_specs_[static_cast<size_t>(ins.inputs[i])]);
       }
-      KernelCost c;
-      if (ins.kind == Kind::kFused) {
-        // Reads each input once, writes each materialized value once.
-        for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
-        for (int slot : ins.outputs) c.bytes += spec_bytes(slot_specs_[static_cast<size_t>(slot)]);
-        c.flops = static_cast<int64_t>(ins.fused->step_count()) * numel(ins.spec.shape);
-      } else {
-        c = estimate(ins.op, inputs, ins.spec);
-      }
+      const KernelCost c = cost(ins);
       total.flops += c.flops;
       total.bytes += c.bytes;
       const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
@@ -274,7 +280,30 @@ class CpuExecutable final : public Executable {
     return os.str();
   }
 
-  int64_t peak_bytes() const { return plan_.arena_bytes + plan_.output_bytes; }
+  int64_t peak_bytes() const override { return plan_.arena_bytes + plan_.output_bytes; }
+  int64_t executions() const override { return executions_.load(std::memory_order_relaxed); }
+  int64_t sampled_executions() const override { return sampled_.load(std::memory_order_relaxed); }
+
+  std::vector<KernelTiming> kernel_profile() const override {
+    std::lock_guard lock(mu_);
+    std::vector<KernelTiming> out;
+    out.reserve(program_.size());
+    const int64_t samples = sampled_.load(std::memory_order_relaxed);
+    for (size_t pc = 0; pc < program_.size(); ++pc) {
+      const Instruction& ins = program_[pc];
+      KernelTiming k;
+      k.index = static_cast<int>(pc);
+      k.name = ins.kind == Kind::kFused ? "fused_elementwise" : ins.kind == Kind::kMatmul ? "gemm" : std::string(op_name(ins.op));
+      k.nodes = ins.nodes;
+      const KernelCost c = cost(ins);
+      k.flops = c.flops;
+      k.bytes = c.bytes;
+      k.samples = samples;
+      k.total_ns = pc < state_.timings.size() ? state_.timings[pc] : 0;
+      out.push_back(std::move(k));
+    }
+    return out;
+  }
 
  private:
   struct State {
@@ -282,9 +311,22 @@ class CpuExecutable final : public Executable {
     std::vector<BufferPtr> slots;
     std::vector<const Buffer*> inputs;
     std::vector<Buffer*> fused_out;
+    std::vector<int64_t> timings;  // per instruction, summed over sampled executions
     std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
     uint64_t generation = 0;
   };
+
+  KernelCost cost(const Instruction& ins) const {
+    std::vector<const TensorSpec*> inputs;
+    for (int slot : ins.inputs) inputs.push_back(&slot_specs_[static_cast<size_t>(slot)]);
+    if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
+    // Reads each input once, writes each materialized value once.
+    KernelCost c;
+    for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
+    for (int slot : ins.outputs) c.bytes += spec_bytes(slot_specs_[static_cast<size_t>(slot)]);
+    c.flops = static_cast<int64_t>(ins.fused->step_count()) * numel(ins.spec.shape);
+    return c;
+  }
 
   // The buffer of a value the program computes: its arena buffer
   // (allocated on first use), or an output buffer.
@@ -340,8 +382,9 @@ class CpuExecutable final : public Executable {
   bool bf16_;
   std::vector<TensorSpec> slot_specs_;  // per slot: what its value holds, for the cost estimates
   MemoryPlan plan_;
-  std::mutex mu_;  // guards state_
+  mutable std::mutex mu_;  // guards state_
   State state_;
+  std::atomic<int64_t> executions_{0}, sampled_{0};
 };
 
 // Whether `node` swaps the last two dims and keeps the others in place: a
@@ -622,6 +665,41 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   return std::make_unique<CpuExecutable>(static_cast<int>(n), graph.parameters, std::move(parameter_dtypes),
                                          std::move(program), graph.outputs, settings::bf16_mode(),
                                          std::move(slot_specs), std::move(plan));
+}
+
+MachinePeaks CpuBackend::machine_peaks() {
+  static const MachinePeaks peaks = [] {
+    MachinePeaks p;
+    p.threads = num_threads();
+    p.isa = fused_isa();
+    // SGEMM 384^3 (~113 MFLOP), best of 3 after a warm-up: a few ms.
+    constexpr int64_t n = 384;
+    BufferPtr a = Buffer::allocate(DType::kFloat32, {n, n}), b = Buffer::allocate(DType::kFloat32, {n, n}),
+              c = Buffer::allocate(DType::kFloat32, {n, n});
+    std::fill(a->as<float>(), a->as<float>() + n * n, 0.5f);
+    std::fill(b->as<float>(), b->as<float>() + n * n, 0.25f);
+    int64_t best = std::numeric_limits<int64_t>::max();
+    for (int rep = 0; rep < 4; ++rep) {
+      const int64_t t0 = events::now_ns();
+      matmul_into(*a, false, *b, false, *c);
+      if (rep) best = std::min(best, events::now_ns() - t0);
+    }
+    p.gemm_gflops = 2.0 * n * n * n / static_cast<double>(std::max<int64_t>(best, 1));
+    // STREAM triad over 3 x 16 MiB (past the caches), best of 3.
+    constexpr int64_t m = int64_t{1} << 22;
+    std::vector<float> x(m, 1.0f), y(m, 2.0f), z(m, 0.0f);
+    best = std::numeric_limits<int64_t>::max();
+    for (int rep = 0; rep < 4; ++rep) {
+      const int64_t t0 = events::now_ns();
+      parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) z[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + 3.0f * y[static_cast<size_t>(i)];
+      });
+      if (rep) best = std::min(best, events::now_ns() - t0);
+    }
+    p.stream_gbps = 12.0 * m / static_cast<double>(std::max<int64_t>(best, 1));
+    return p;
+  }();
+  return peaks;
 }
 
 }  // namespace cpu
