@@ -278,3 +278,22 @@ def test_sampled_kernel_profiles_and_the_machine_peaks_are_published():
     assert all(int(k["samples"]) == 3 and int(k["total_ns"]) > 0 for k in kernels), kernels
     [peak] = peaks
     assert float(peak["gemm_gflops"]) > 0.1 and float(peak["stream_gbps"]) > 0.1 and peak["isa"], peak
+
+
+def test_a_forked_child_runs_parallel_kernels_without_the_parents_threads(build_dir):
+    script = r"""
+import os, numpy as np, lazyscope
+a = np.arange(200000, dtype=np.float32)
+x = lazyscope.tensor(a, device="lazy:0")
+(x * 2.0).numpy()  # the pool is up in the parent
+pid = os.fork()
+if pid == 0:
+    got = (lazyscope.tensor(a, device="lazy:0") * 3.0 + 1.0).numpy()
+    os._exit(0 if np.array_equal(got, a * np.float32(3) + np.float32(1)) else 1)
+_, status = os.waitpid(pid, 0)
+assert os.WEXITSTATUS(status) == 0, status
+print("ok")
+"""
+    env = dict(os.environ, LAZYSCOPE_NUM_THREADS="2", PYTHONPATH=str(build_dir / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr

@@ -1,5 +1,7 @@
 #include "backend/cpu/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -15,6 +17,10 @@ namespace lazyscope::cpu {
 namespace {
 
 thread_local bool t_in_region = false;
+// A child of fork() has none of the pool's threads: its regions run on the
+// calling thread (a data-loader worker forked from a process that used the
+// pool would otherwise wait forever for workers that do not exist).
+std::atomic<bool> g_forked{false};
 
 class Pool {
  public:
@@ -22,9 +28,11 @@ class Pool {
     // GEMM runs on the pool's threads (one OpenBLAS thread per caller);
     // OpenBLAS's own pool would otherwise busy-wait beside ours.
     openblas_set_num_threads(1);
-    for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { work(i); });
+    pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
+    for (int i = 1; i < n_; ++i) workers_.emplace_back([this] { work(); });
   }
   ~Pool() {
+    if (g_forked.load()) return;  // no threads to join in a forked child
     stop_.store(true);
     generation_.fetch_add(1);
     generation_.notify_all();
@@ -33,13 +41,16 @@ class Pool {
 
   int size() const { return n_; }
 
+  // Parts are claimed from a counter by whoever is running: the caller
+  // starts at once and takes every part a late worker has not claimed, so a
+  // worker the OS has descheduled (a loaded machine) delays nothing. The
+  // caller waits only for workers that joined while the region was open.
   void run(int nth, RegionBody body) {
-    if (nth > n_) nth = n_;
-    if (t_in_region || nth <= 1) {  // checked first: try_lock on a mutex this thread holds is undefined
+    if (t_in_region || nth <= 1 || n_ <= 1 || g_forked.load(std::memory_order_relaxed)) {
       serial(nth, body);
       return;
     }
-    std::unique_lock lock(busy_, std::try_to_lock);
+    std::unique_lock lock(busy_, std::try_to_lock);  // after the t_in_region check: no recursive try_lock
     if (!lock.owns_lock()) {
       serial(nth, body);
       return;
@@ -47,23 +58,21 @@ class Pool {
     body_ = &body;
     nth_ = nth;
     error_ = nullptr;
-    // Every worker acknowledges every region, those beyond nth without
-    // working: a worker waking late then cannot mistake the next region's
-    // body for this one's.
-    pending_.store(n_ - 1);
-    generation_.fetch_add(1, std::memory_order_release);
+    next_.store(0, std::memory_order_relaxed);
+    const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
+    open_.store(g, std::memory_order_release);
+    generation_.store(g, std::memory_order_release);
     generation_.notify_all();
     t_in_region = true;
-    try {
-      body(0, nth);
-    } catch (...) {
-      record(std::current_exception());
-    }
+    claim_parts();
     t_in_region = false;
-    // Short parts finish within microseconds: spin a little before sleeping.
-    for (int spin = 0; spin < 2000 && pending_.load(std::memory_order_acquire) != 0; ++spin) __builtin_ia32_pause();
-    for (int p = pending_.load(std::memory_order_acquire); p != 0; p = pending_.load(std::memory_order_acquire)) {
-      pending_.wait(p);
+    // Sequentially consistent: this store and the load of active_ below
+    // pair with the worker's increment and load of open_ (a store then a
+    // load on each side, which x86 may otherwise reorder).
+    open_.store(0);  // no worker joins from here on
+    for (int spin = 0; spin < 4000 && active_.load() != 0; ++spin) __builtin_ia32_pause();
+    for (int a = active_.load(); a != 0; a = active_.load()) {
+      active_.wait(a);
     }
     if (error_) std::rethrow_exception(error_);
   }
@@ -78,12 +87,24 @@ class Pool {
     if (!error_) error_ = std::move(e);
   }
 
-  void work(int ith) {
+  void claim_parts() {
+    const int nth = nth_;
+    for (int ith = next_.fetch_add(1, std::memory_order_relaxed); ith < nth;
+         ith = next_.fetch_add(1, std::memory_order_relaxed)) {
+      try {
+        (*body_)(ith, nth);
+      } catch (...) {
+        record(std::current_exception());
+      }
+    }
+  }
+
+  void work() {
     t_in_region = true;
     uint64_t seen = 0;
     for (;;) {
       uint64_t g = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < 2000; ++spin) {
+      for (int spin = 0; g == seen && spin < 4000; ++spin) {
         __builtin_ia32_pause();
         g = generation_.load(std::memory_order_acquire);
       }
@@ -93,14 +114,11 @@ class Pool {
       }
       seen = g;
       if (stop_.load()) return;
-      if (ith < nth_) {
-        try {
-          (*body_)(ith, nth_);
-        } catch (...) {
-          record(std::current_exception());
-        }
-        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
-      }
+      // Join only while the region is open; counted first, so the caller
+      // either sees this worker active or the worker sees the region closed.
+      active_.fetch_add(1);
+      if (open_.load() == g) claim_parts();
+      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) active_.notify_all();
     }
   }
 
@@ -108,7 +126,9 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex busy_;  // one region at a time
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> open_{0};  // the generation of the open region, 0: none
+  std::atomic<int> next_{0};       // the next part to claim
+  std::atomic<int> active_{0};     // workers inside the open region
   std::atomic<bool> stop_{false};
   const RegionBody* body_ = nullptr;
   int nth_ = 1;

@@ -7,11 +7,15 @@
 // the output rows (see kernels_layout.cpp), so OpenBLAS's own threads never
 // spin against the pool's (they did: ~30% of an MLP step in sched_yield).
 //
+// Parts are claimed from a counter by the caller and the workers that wake
+// in time, so body(ith, nth) may run any of the nth parts on any thread.
+//
 // A region started while another runs (a replica thread, or a kernel
 // called from inside a region) runs its nth parts in turn on its own
 // thread: correct, just not parallel.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -52,11 +56,13 @@ inline std::pair<int64_t, int64_t> split(int64_t n, int ith, int nth, int64_t al
 
 // f(begin, end) over [0, n) split across the pool, in one part when n is
 // under `grain` elements (a wake-up costs more than a small loop).
+// Up to 4 parts per thread, claimed dynamically: a thread that starts late
+// (a loaded machine) leaves its parts to the others.
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  int nth = num_threads();
+  const int threads = num_threads();
   if (grain < 1) grain = 1;
-  if (n / grain < nth) nth = static_cast<int>(n / grain);
+  int nth = threads <= 1 ? 1 : static_cast<int>(std::min<int64_t>(n / grain, 4 * threads));
   if (nth <= 1) {
     if (n > 0) f(int64_t{0}, n);
     return;
