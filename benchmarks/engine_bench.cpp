@@ -4,6 +4,14 @@
 //  - cached_step/<nodes>: a lazy step of a chain of elementwise ops (trace,
 //    hash, cache lookup, execute) vs running the same kernels eagerly — the
 //    ratio is the lazy machinery's overhead;
+//  - fused_chain_vs_triad: a cached lazy step of 8 elementwise ops over two
+//    4M-float inputs (one fused kernel: reads 2 arrays, writes 1) vs a STREAM
+//    triad (a = b + s*c, the same bytes) on the same threads: the ratio is the
+//    inverse of the fraction of triad bandwidth reached (target >= 70%: <= 1.43);
+//  - fused_chain_threads: that chain on all the pool's threads vs one
+//    (target: 2 threads >= 1.7x one, ratio <= 0.59);
+//  - compile_1000_nodes: an uncached step of the 1,000-node chain (compile
+//    included) vs the cached one; compile_ms is the compile alone (target <= 20);
 //  - conv2d_3x3/...: the engine's eager conv2d (im2col + sgemm per image) vs
 //    a plain im2col + the same cblas_sgemm call written here.
 #include <benchmark/benchmark.h>
@@ -12,7 +20,10 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/thread_pool.h"
+#include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
+#include "metrics/metrics.h"
 #include "tensor/ops.h"
 
 namespace lazyscope {
@@ -33,6 +44,9 @@ void BM_MatmulLazyScope(benchmark::State& state) {
 
 void BM_MatmulReference(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
+  // OpenBLAS on its own threads, as many as the engine's pool: the
+  // alternative the engine's split-by-rows GEMM was measured against.
+  openblas_set_num_threads(cpu::num_threads());
   std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
   for (auto _ : state) {
     // Allocation included, as the engine allocates its output too.
@@ -41,6 +55,7 @@ void BM_MatmulReference(benchmark::State& state) {
                 out.data(), n);
     benchmark::DoNotOptimize(out.data());
   }
+  openblas_set_num_threads(1);  // back to the engine's set-up
   state.SetItemsProcessed(state.iterations() * 2 * state.range(0) * state.range(0) * state.range(0));
 }
 
@@ -64,6 +79,63 @@ void BM_CachedStepLazyScope(benchmark::State& state) {
 void BM_CachedStepReference(benchmark::State& state) {
   Tensor x = filled({64}, 1e-3f, {});
   for (auto _ : state) benchmark::DoNotOptimize(chain(x, state.range(0)).impl()->buffer);
+}
+
+constexpr int64_t kStreamN = int64_t{1} << 22;  // 16 MiB per array: well past the caches
+
+// 8 elementwise ops, 2 inputs, 1 output: fused, 12 bytes per element.
+Tensor elementwise_chain(const Tensor& x, const Tensor& y) {
+  Tensor t = ops::add(ops::mul(x, y), x);
+  t = ops::relu(ops::sub(t, y));
+  t = ops::mul(ops::add(t, x), ops::maximum(t, y));
+  return ops::neg(t);
+}
+
+void fused_chain(benchmark::State& state, int threads) {
+  const int previous = cpu::set_active_threads(threads);
+  const Device lazy{DeviceKind::kLazy, 0};
+  Tensor x = filled({kStreamN}, 0.5f, lazy), y = filled({kStreamN}, 0.25f, lazy);
+  executor::mark_step(lazy);
+  {
+    Tensor warm = elementwise_chain(x, y);
+    executor::mark_step(lazy);
+  }
+  for (auto _ : state) {
+    Tensor z = elementwise_chain(x, y);
+    executor::mark_step(lazy);
+    benchmark::DoNotOptimize(z.impl()->buffer);
+  }
+  state.SetBytesProcessed(state.iterations() * 12 * kStreamN);
+  cpu::set_active_threads(previous);
+}
+
+void BM_FusedChainLazyScope(benchmark::State& state) { fused_chain(state, 1 << 20); }
+void BM_FusedChainOneThread(benchmark::State& state) { fused_chain(state, 1); }
+
+void BM_StreamTriadReference(benchmark::State& state) {
+  std::vector<float> a(kStreamN), b(kStreamN, 0.5f), c(kStreamN, 0.25f);
+  const float s = 3.0f;
+  for (auto _ : state) {
+    cpu::parallel_for(kStreamN, 1 << 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) a[static_cast<size_t>(i)] = b[static_cast<size_t>(i)] + s * c[static_cast<size_t>(i)];
+    });
+    benchmark::DoNotOptimize(a.data());
+  }
+  state.SetBytesProcessed(state.iterations() * 12 * kStreamN);
+}
+
+void BM_UncachedStepLazyScope(benchmark::State& state) {
+  const Device lazy{DeviceKind::kLazy, 0};
+  Tensor x = filled({64}, 1e-3f, lazy);
+  executor::mark_step(lazy);
+  metrics::metric("CompileTime")->reset();
+  for (auto _ : state) {
+    executor::compile_cache().clear();
+    Tensor y = chain(x, state.range(0));
+    executor::mark_step(lazy);
+    benchmark::DoNotOptimize(y.impl()->buffer);
+  }
+  state.counters["compile_ms"] = metrics::metric("CompileTime")->stats().p50;
 }
 
 // [32, 16, 28, 28] * [32, 16, 3, 3], stride 1, padding 1 -> [32, 32, 28, 28].
@@ -112,6 +184,12 @@ BENCHMARK(BM_MatmulLazyScope)->Name("matmul/256/lazyscope")->Arg(256)->Unit(benc
 BENCHMARK(BM_MatmulReference)->Name("matmul/256/reference")->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulLazyScope)->Name("matmul/512/lazyscope")->Arg(512)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulReference)->Name("matmul/512/reference")->Arg(512)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FusedChainLazyScope)->Name("fused_chain_vs_triad/lazyscope")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamTriadReference)->Name("fused_chain_vs_triad/reference")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FusedChainLazyScope)->Name("fused_chain_threads/lazyscope")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FusedChainOneThread)->Name("fused_chain_threads/reference")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_UncachedStepLazyScope)->Name("compile_1000_nodes/lazyscope")->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CachedStepLazyScope)->Name("compile_1000_nodes/reference")->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedStepLazyScope)->Name("cached_step_1000_nodes/lazyscope")->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedStepReference)->Name("cached_step_1000_nodes/reference")->Arg(1000)->Unit(benchmark::kMicrosecond);
 

@@ -13,14 +13,19 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      // With --benchmark_repetitions, the median of the repetitions (run
+      // interleaved with --benchmark_enable_random_interleaving) is the figure.
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if ((run.run_type != Run::RT_Iteration && !median) || run.error_occurred) continue;
       // The side is a path segment of the name; the case is the rest.
       const std::string name = run.benchmark_name();
       for (const char* side : {"lazyscope", "reference"}) {
         const std::string segment = std::string("/") + side;
         const auto at = name.find(segment);
         if (at == std::string::npos) continue;
-        times_[name.substr(0, at) + name.substr(at + segment.size())][side] = run.GetAdjustedRealTime();
+        std::string key = name.substr(0, at) + name.substr(at + segment.size());
+        if (median) key = key.substr(0, key.size() - std::string("_median").size());
+        times_[key][side] = run.GetAdjustedRealTime();
       }
     }
   }

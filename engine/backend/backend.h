@@ -26,9 +26,33 @@ struct GraphView {
   std::vector<int> outputs;
 };
 
+// One kernel of a lowered program and its sampled timings, cumulative over
+// the executable's life (the engine's side of pb::KernelProfile).
+struct KernelTiming {
+  int index = 0;           // position in the program
+  std::string name;        // "fused_elementwise", "gemm", or the op's name
+  std::vector<int> nodes;  // post-order positions of the IR nodes it covers
+  int64_t flops = 0, bytes = 0;  // estimated, per run
+  int64_t samples = 0, total_ns = 0;
+};
+
+// The machine's peaks a roofline compares kernels with.
+struct MachinePeaks {
+  double gemm_gflops = 0, stream_gbps = 0;
+  int threads = 0;
+  std::string isa;
+};
+
 class Executable {
  public:
   virtual ~Executable() = default;
+  // Executions so far, and how many of them were timed kernel by kernel.
+  virtual int64_t executions() const { return 0; }
+  virtual int64_t sampled_executions() const { return 0; }
+  // Per-kernel timings of the sampled executions (empty: not profiled).
+  virtual std::vector<KernelTiming> kernel_profile() const { return {}; }
+  // Bytes the executable's buffers take at most while it runs.
+  virtual int64_t peak_bytes() const { return 0; }
   // `parameters` is [graph.parameters.size()]; returns [graph.outputs.size()].
   virtual std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) = 0;
   // The lowered program, human-readable: kernels, buffers, sizes.
@@ -45,6 +69,9 @@ class Backend {
   // The executable must not keep pointers into `graph`: its nodes die when
   // the tensors that traced them are bound to results.
   virtual std::unique_ptr<Executable> compile(const GraphView& graph) = 0;
+  // Measured once, on first call (a short GEMM and a STREAM triad at the
+  // backend's thread count); zeros where the backend does not measure.
+  virtual MachinePeaks machine_peaks() { return {}; }
 };
 
 // The backend of the lazy devices (the CPU backend for now).
@@ -67,6 +94,7 @@ class RestrictedBackend final : public Backend {
   std::string_view name() const override { return inner_.name(); }
   bool lowers(OpKind op, DType dtype) const override;
   std::unique_ptr<Executable> compile(const GraphView& graph) override { return inner_.compile(graph); }
+  MachinePeaks machine_peaks() override { return inner_.machine_peaks(); }
 
  private:
   Backend& inner_;

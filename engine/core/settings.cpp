@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <thread>
+
+#include <sched.h>
 
 #include "core/error.h"
 
@@ -158,6 +161,17 @@ void set_forced_fallbacks(const std::vector<std::string>& ops) {
   std::lock_guard lock(f.mu);
   f.ops = std::make_shared<const std::vector<std::string>>(ops);
   f.any.store(!ops.empty());
+}
+
+int64_t num_threads() {
+  static const int64_t n = [] {
+    // The cores this process may use (a taskset or cgroup cpuset narrows them).
+    cpu_set_t set;
+    int64_t cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (cores <= 0) cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    return from_env("LAZYSCOPE_NUM_THREADS", cores);
+  }();
+  return n;
 }
 
 bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }

@@ -41,6 +41,11 @@ void set_forced_fallbacks(const std::vector<std::string>& ops);
 bool bf16_mode();
 void set_bf16_mode(bool on);
 
+// LAZYSCOPE_NUM_THREADS: threads of the CPU backend's one pool (kernels and
+// the GEMM share it, so they never fight over cores). Default: the cores the
+// process may run on. Read once, when the pool starts.
+int64_t num_threads();
+
 // LAZYSCOPE_COLLECTIVE_TIMEOUT_S: how long (seconds, fractions allowed) a
 // replica waits in a collective (all_reduce) for the other replicas of its
 // group. A replica that failed or took another path would otherwise hang the

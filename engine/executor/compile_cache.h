@@ -2,6 +2,7 @@
 // (bound: settings::compile_cache_size()). Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -17,6 +18,8 @@ struct CompiledGraph {
   uint64_t hash = 0;
   std::unique_ptr<Executable> executable;
   int node_count = 0;
+  // Sampled executions already published as a KernelProfileEvent.
+  std::atomic<int64_t> profiled_samples{0};
 };
 
 class CompileCache {

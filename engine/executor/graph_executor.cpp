@@ -262,6 +262,50 @@ void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
   st.compile_ns = st.execute_ns = st.host_wait_ns = 0;
 }
 
+// The machine's peaks (measured once per process by the backend, on first
+// use: tens of milliseconds, spent only when someone listens), published
+// with each graph's first kernel profile, so that a subscriber that came
+// late still gets them with the graphs it sees.
+void publish_machine_peaks(const Device& device) {
+  const MachinePeaks peaks = default_backend().machine_peaks();
+  pb::Event e;
+  e.set_replica(device.ordinal);
+  auto* m = e.mutable_machine_peak();
+  m->set_gemm_gflops(peaks.gemm_gflops);
+  m->set_stream_gbps(peaks.stream_gbps);
+  m->set_threads(peaks.threads);
+  m->set_isa(peaks.isa);
+  events::publish(e);
+}
+
+// A cumulative KernelProfileEvent of the graph, when this execution added a
+// timed sample (the executable samples a few executions, not every one).
+void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& compiled) {
+  const Executable& exe = *compiled.executable;
+  const int64_t samples = exe.sampled_executions();
+  const int64_t published = compiled.profiled_samples.exchange(samples);
+  if (samples == published) return;
+  if (published == 0) publish_machine_peaks(device);
+  pb::Event e;
+  e.set_replica(device.ordinal);
+  auto* p = e.mutable_kernel_profile();
+  p->set_step(step);
+  p->set_graph_hash(compiled.hash);
+  p->set_executions(exe.executions());
+  p->set_peak_bytes(exe.peak_bytes());
+  for (const KernelTiming& k : exe.kernel_profile()) {
+    auto* kp = p->add_kernels();
+    kp->set_index(k.index);
+    kp->set_name(k.name);
+    for (int n : k.nodes) kp->add_nodes(n);
+    kp->set_flops(k.flops);
+    kp->set_bytes(k.bytes);
+    kp->set_samples(k.samples);
+    kp->set_total_ns(k.total_ns);
+  }
+  events::publish(e);
+}
+
 int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
                     pb::SyncCause cause) {
   if (targets.empty()) {
@@ -385,6 +429,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     x->set_cache_hit(cache_hit);
     x->set_node_count(static_cast<int32_t>(graph.view.nodes.size()));
     events::publish(e);
+    publish_kernel_profile(device, st.step, *compiled);
   }
   return static_cast<int64_t>(graph.view.nodes.size() - graph.view.parameters.size());
 }

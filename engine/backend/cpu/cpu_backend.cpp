@@ -1,24 +1,60 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <sstream>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "events/event_bus.h"
+#include "metrics/metrics.h"
 
 namespace lazyscope {
 
 namespace cpu {
 namespace {
 
+// What an instruction runs: a kernel of the table, or a matmul reading
+// transposed operands through the BLAS flags (the permute it replaces is
+// not run when nothing else reads it).
+enum class Kind : uint8_t { kKernel, kMatmul, kFused };
+
 struct Instruction {
-  KernelFn kernel;
-  OpKind op;
+  Kind kind = Kind::kKernel;
+  KernelFn kernel = nullptr;
+  OpKind op = OpKind::kAdd;
   std::vector<int> inputs;  // slots
-  int output;               // slot
+  int output = -1;          // slot (the node's post-order position)
   TensorSpec spec;
   Attrs attrs;
+  bool transpose_a = false, transpose_b = false;  // kMatmul
+  std::vector<int> nodes;  // IR nodes it covers, post-order positions
+  std::shared_ptr<const FusedKernel> fused;  // kFused
+  std::vector<int> outputs;  // kFused: every slot it writes (output is the first)
+};
+
+// Where each value lives during execution. Parameters are the caller's;
+// outputs are handed out, so each execution gives fresh (or recycled: see
+// CpuExecutable::output_buffer) buffers; every other value gets a buffer of
+// the executable's arena, kept across executions. A value's arena buffer is
+// reused by a later value of the same dtype and shape once its last reader
+// has run — never by the instruction that reads it last (no kernel writes
+// over an operand it still reads), never for a parameter or an output.
+struct MemoryPlan {
+  static constexpr int kParameter = -1, kOutput = -2, kUnused = -3;
+  std::vector<int> buffer_of_slot;   // per slot: arena buffer, or one of the above
+  std::vector<TensorSpec> buffers;   // the arena
+  int64_t arena_bytes = 0;           // sum of the arena buffers
+  int64_t output_bytes = 0;          // outputs computed by the program
+  int64_t values_bytes = 0;          // intermediate values, if none were shared
+  int64_t peak_live_bytes = 0;       // the most bytes live at once (arena values and outputs)
 };
 
 // Estimated cost of one kernel, for the program listing: floating-point
@@ -78,50 +114,96 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
   return c;
 }
 
+metrics::Counter* allocations_counter() {
+  static metrics::Counter* c = metrics::counter("CpuProgramAllocations");
+  return c;
+}
+
+BufferPtr allocate_counted(DType dtype, const Shape& shape) {
+  allocations_counter()->add(1);
+  return Buffer::allocate_on_device(dtype, shape);
+}
+
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<DType> parameter_dtypes,
                 std::vector<Instruction> program, std::vector<int> output_slots, bool bf16,
-                std::vector<TensorSpec> slot_specs)
+                std::vector<TensorSpec> slot_specs, MemoryPlan plan)
       : slot_count_(slot_count),
         parameter_slots_(std::move(parameter_slots)),
         parameter_dtypes_(std::move(parameter_dtypes)),
         program_(std::move(program)),
         output_slots_(std::move(output_slots)),
         bf16_(bf16),
-        slot_specs_(std::move(slot_specs)) {}
+        slot_specs_(std::move(slot_specs)),
+        plan_(std::move(plan)) {}
 
   std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) override {
     if (parameters.size() != parameter_slots_.size()) {
       throw EngineError("executable expects " + std::to_string(parameter_slots_.size()) +
                         " parameters, got " + std::to_string(parameters.size()));
     }
-    std::vector<BufferPtr> slots(static_cast<size_t>(slot_count_));
+    // Replicas on threads may run one cached program at once: the first
+    // holds the arena, the others run on buffers of their own.
+    std::unique_lock lock(mu_, std::try_to_lock);
+    const bool own = lock.owns_lock();
+    State local;
+    State& st = own ? state_ : local;
+    // Arena buffers are allocated on first use, inside the instruction that
+    // first needs one, so an allocation failure names its op.
+    if (st.arena.size() != plan_.buffers.size()) st.arena.assign(plan_.buffers.size(), nullptr);
+    st.slots.assign(static_cast<size_t>(slot_count_), nullptr);
+    std::vector<BufferPtr>& slots = st.slots;
     for (size_t i = 0; i < parameters.size(); ++i) {
       // A bf16-stored float parameter is widened to the dtype the kernels expect.
       slots[parameter_slots_[i]] = parameters[i]->dtype() == parameter_dtypes_[i]
                                        ? parameters[i]
                                        : converted(*parameters[i], parameter_dtypes_[i]);
     }
-    std::vector<const Buffer*> inputs;
-    for (const Instruction& ins : program_) {
+    std::vector<const Buffer*>& inputs = st.inputs;
+    // Kernel timings on a sample of executions (the first 3, then every
+    // 64th): a clock read per kernel costs ~20 ns, under 2% of a step even
+    // when sampled, and nothing on the others.
+    const int64_t execution = executions_.fetch_add(1, std::memory_order_relaxed);
+    const bool sampled = own && (execution < 3 || execution % 64 == 0);
+    if (sampled && st.timings.size() != program_.size()) st.timings.assign(program_.size(), 0);
+    for (size_t pc = 0; pc < program_.size(); ++pc) {
+      const Instruction& ins = program_[pc];
+      const int64_t kernel_start = sampled ? events::now_ns() : 0;
       inputs.clear();
       for (int s : ins.inputs) inputs.push_back(slots[s].get());
       BufferPtr out;
       try {
-        out = Buffer::allocate_on_device(ins.spec.dtype, ins.spec.shape);
-        ins.kernel(KernelArgs{inputs, *out, ins.attrs});
+        if (ins.kind == Kind::kFused) {
+          st.fused_out.clear();
+          for (int slot : ins.outputs) {
+            slots[slot] = slot_buffer(st, slot);
+            st.fused_out.push_back(slots[slot].get());
+          }
+          ins.fused->run(inputs, st.fused_out, bf16_);  // rounds in bf16 mode itself
+          if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
+          continue;
+        }
+        out = slot_buffer(st, ins.output);
+        switch (ins.kind) {
+          case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
+          case Kind::kMatmul: matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out); break;
+          case Kind::kFused: break;
+        }
       } catch (const EngineError& e) {
         // Which node failed, for the executor to name the line that traced it.
         const std::string op(op_name(ins.op));
         const std::string what = e.what();
+        std::fill(slots.begin(), slots.end(), nullptr);
         throw KernelFailure(ins.output, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
       }
       // bf16 mode computes in bfloat16 precision: every float result is
       // rounded as a bf16 device would store it.
       if (bf16_ && stored_as_bf16(ins.spec.dtype)) round_to_bf16(*out);
       slots[ins.output] = std::move(out);
+      if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
     }
+    if (sampled) sampled_.fetch_add(1, std::memory_order_relaxed);
     std::vector<BufferPtr> outputs;
     outputs.reserve(output_slots_.size());
     for (int s : output_slots_) {
@@ -129,6 +211,18 @@ class CpuExecutable final : public Executable {
       // Results stay on the device as bfloat16 (exact: already rounded).
       outputs.push_back(bf16_ && stored_as_bf16(value->dtype()) ? converted(*value, DType::kBFloat16) : value);
     }
+    // Keep this execution's outputs to recycle once their users drop them.
+    if (own) {
+      // Once each: a value returned twice (a parameter's new value that is
+      // also its optimizer state's) would count its own copies as users.
+      std::vector<BufferPtr>& keep = st.returned[st.generation % 2];
+      keep.clear();
+      for (const BufferPtr& b : outputs) {
+        if (std::find(keep.begin(), keep.end(), b) == keep.end()) keep.push_back(b);
+      }
+      ++st.generation;
+    }
+    std::fill(slots.begin(), slots.end(), nullptr);  // no parameter kept alive past the call
     return outputs;
   }
 
@@ -141,31 +235,129 @@ class CpuExecutable final : public Executable {
     }
     KernelCost total;
     for (const Instruction& ins : program_) {
-      os << "  %" << ins.output << " = " << op_name(ins.op) << "(";
+      os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
+         << "(";
       std::vector<const TensorSpec*> inputs;
       for (size_t i = 0; i < ins.inputs.size(); ++i) {
         os << (i ? ", " : "") << "%" << ins.inputs[i];
         inputs.push_back(&slot_specs_[static_cast<size_t>(ins.inputs[i])]);
       }
-      const KernelCost c = estimate(ins.op, inputs, ins.spec);
+      const KernelCost c = cost(ins);
       total.flops += c.flops;
       total.bytes += c.bytes;
+      const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
       os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
          << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
+      // A second line: what the compiler made of it (one line per kernel
+      // above stays parseable as it was).
+      os << "      ; nodes ";
+      for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
+      if (ins.kind == Kind::kFused) {
+        os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
+        for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
+        os << "), writes";
+        for (int slot : ins.outputs) {
+          const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+          os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
+        }
+      } else {
+        os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+      }
+      if (ins.transpose_a || ins.transpose_b) {
+        os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
+           << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
+      }
+      os << "\n";
     }
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
     os << "\n";
     os << "total: flops=" << total.flops << " traffic=" << total.bytes << " bytes (estimated: flops per kernel, bytes "
        << "read and written)\n";
+    os << "memory: peak=" << plan_.arena_bytes + plan_.output_bytes << " bytes (arena " << plan_.arena_bytes << " in "
+       << plan_.buffers.size() << " buffers for " << plan_.values_bytes << " bytes of intermediate values, outputs "
+       << plan_.output_bytes << "); live-set lower bound " << plan_.peak_live_bytes << " bytes\n";
     return os.str();
   }
 
+  int64_t peak_bytes() const override { return plan_.arena_bytes + plan_.output_bytes; }
+  int64_t executions() const override { return executions_.load(std::memory_order_relaxed); }
+  int64_t sampled_executions() const override { return sampled_.load(std::memory_order_relaxed); }
+
+  std::vector<KernelTiming> kernel_profile() const override {
+    std::lock_guard lock(mu_);
+    std::vector<KernelTiming> out;
+    out.reserve(program_.size());
+    const int64_t samples = sampled_.load(std::memory_order_relaxed);
+    for (size_t pc = 0; pc < program_.size(); ++pc) {
+      const Instruction& ins = program_[pc];
+      KernelTiming k;
+      k.index = static_cast<int>(pc);
+      k.name = ins.kind == Kind::kFused ? "fused_elementwise" : ins.kind == Kind::kMatmul ? "gemm" : std::string(op_name(ins.op));
+      k.nodes = ins.nodes;
+      const KernelCost c = cost(ins);
+      k.flops = c.flops;
+      k.bytes = c.bytes;
+      k.samples = samples;
+      k.total_ns = pc < state_.timings.size() ? state_.timings[pc] : 0;
+      out.push_back(std::move(k));
+    }
+    return out;
+  }
+
  private:
+  struct State {
+    std::vector<BufferPtr> arena;
+    std::vector<BufferPtr> slots;
+    std::vector<const Buffer*> inputs;
+    std::vector<Buffer*> fused_out;
+    std::vector<int64_t> timings;  // per instruction, summed over sampled executions
+    std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
+    uint64_t generation = 0;
+  };
+
+  KernelCost cost(const Instruction& ins) const {
+    std::vector<const TensorSpec*> inputs;
+    for (int slot : ins.inputs) inputs.push_back(&slot_specs_[static_cast<size_t>(slot)]);
+    if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
+    // Reads each input once, writes each materialized value once.
+    KernelCost c;
+    for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
+    for (int slot : ins.outputs) c.bytes += spec_bytes(slot_specs_[static_cast<size_t>(slot)]);
+    c.flops = static_cast<int64_t>(ins.fused->step_count()) * numel(ins.spec.shape);
+    return c;
+  }
+
+  // The buffer of a value the program computes: its arena buffer
+  // (allocated on first use), or an output buffer.
+  BufferPtr slot_buffer(State& st, int slot) const {
+    const int where = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+    if (where < 0) return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
+    BufferPtr& b = st.arena[static_cast<size_t>(where)];
+    if (!b) b = allocate_counted(plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
+    return b;
+  }
+
+  // An output buffer: one this program returned before and whose every user
+  // has let go (a training step's old weights, once the new ones replaced
+  // them), else a fresh one.
+  static BufferPtr output_buffer(State& st, const TensorSpec& spec) {
+    for (auto& list : st.returned) {
+      for (BufferPtr& b : list) {
+        if (b && b.use_count() == 1 && b->dtype() == spec.dtype && b->shape() == spec.shape) {
+          BufferPtr mine = std::move(b);
+          b = nullptr;
+          return mine;
+        }
+      }
+    }
+    return allocate_counted(spec.dtype, spec.shape);
+  }
+
   static bool stored_as_bf16(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
 
   static BufferPtr converted(const Buffer& src, DType dtype) {
-    BufferPtr out = Buffer::allocate_on_device(dtype, src.shape());
+    BufferPtr out = allocate_counted(dtype, src.shape());
     const Buffer* in = &src;
     find_kernel(OpKind::kCast, dtype)(KernelArgs{std::span<const Buffer* const>(&in, 1), *out, Attrs{}});
     return out;
@@ -189,34 +381,325 @@ class CpuExecutable final : public Executable {
   std::vector<int> output_slots_;
   bool bf16_;
   std::vector<TensorSpec> slot_specs_;  // per slot: what its value holds, for the cost estimates
+  MemoryPlan plan_;
+  mutable std::mutex mu_;  // guards state_
+  State state_;
+  std::atomic<int64_t> executions_{0}, sampled_{0};
 };
+
+// Whether `node` swaps the last two dims and keeps the others in place: a
+// transpose a matmul can read through a BLAS flag.
+bool is_last_two_transpose(const Node& node) {
+  if (node.op() != OpKind::kPermute) return false;
+  const auto& dims = node.attrs().get_ints("dims");
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (rank < 2) return false;
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = dims[static_cast<size_t>(i)] < 0 ? dims[static_cast<size_t>(i)] + rank : dims[static_cast<size_t>(i)];
+    const int64_t want = i == rank - 2 ? rank - 1 : (i == rank - 1 ? rank - 2 : i);
+    if (d != want) return false;
+  }
+  return true;
+}
+
+std::span<const int> written_slots(const Instruction& ins) {
+  return ins.kind == Kind::kFused ? std::span<const int>(ins.outputs) : std::span<const int>(&ins.output, 1);
+}
+
+// Fuses runs of elementwise instructions of one shape into FusedKernels. A
+// group stays open across instructions that do not read it (they run
+// first: they cannot depend on the group, which is later in post-order);
+// an instruction reading a group value closes it, so the fused kernel runs
+// before its first outside reader. Values read outside the group, or
+// returned, are written; the others live only in tiles.
+std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, const GraphView& graph,
+                                          const std::vector<char>& is_output) {
+  const size_t n = graph.nodes.size();
+  std::vector<int> row(program.size(), -1);
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    if (ins.kind != Kind::kKernel) continue;
+    std::vector<DType> operand_dtypes;
+    for (int s : ins.inputs) operand_dtypes.push_back(graph.nodes[static_cast<size_t>(s)]->dtype());
+    row[i] = fused_row(ins.op, ins.spec.dtype, operand_dtypes);
+  }
+  // Pass 1: the order of entries, each one instruction or a group.
+  std::vector<std::vector<size_t>> entries;
+  std::vector<int> group_of(n, -1);  // slot -> entry index of its group
+  int open = -1;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    const bool reads_open =
+        open >= 0 && std::any_of(ins.inputs.begin(), ins.inputs.end(),
+                                 [&](int s) { return group_of[static_cast<size_t>(s)] == open; });
+    if (row[i] >= 0 && open >= 0 && ins.spec.shape == program[entries[static_cast<size_t>(open)][0]].spec.shape) {
+      entries[static_cast<size_t>(open)].push_back(i);
+      group_of[static_cast<size_t>(ins.output)] = open;
+      continue;
+    }
+    if (row[i] >= 0) {
+      open = static_cast<int>(entries.size());
+      entries.push_back({i});
+      group_of[static_cast<size_t>(ins.output)] = open;
+      continue;
+    }
+    if (reads_open) open = -1;
+    // Placed before the open group, which is emitted at its own position
+    // in `entries` — so move the group after this instruction.
+    if (open >= 0) {
+      entries.insert(entries.begin() + open, {i});
+      for (int& g : group_of) {
+        if (g >= open) ++g;
+      }
+      ++open;
+    } else {
+      entries.push_back({i});
+    }
+  }
+  // Pass 2: which group values are read outside their group.
+  std::vector<char> read_outside(n, 0);
+  for (size_t e = 0; e < entries.size(); ++e) {
+    for (size_t i : entries[e]) {
+      for (int s : program[i].inputs) {
+        if (group_of[static_cast<size_t>(s)] != static_cast<int>(e)) read_outside[static_cast<size_t>(s)] = 1;
+      }
+    }
+  }
+  std::vector<Instruction> out;
+  out.reserve(entries.size());
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const std::vector<size_t>& members = entries[e];
+    if (members.size() == 1) {
+      out.push_back(std::move(program[members[0]]));
+      continue;
+    }
+    const Shape& shape = program[members[0]].spec.shape;
+    std::vector<FusedKernel::Input> inputs;
+    std::vector<int> input_slots;
+    std::vector<int> value_of(n, -1);  // slot -> value id inside the kernel
+    std::vector<FusedKernel::Step> steps;
+    std::vector<int> output_slots, output_steps;
+    std::vector<DType> output_dtypes;
+    for (size_t i : members) {
+      for (int s : program[i].inputs) {
+        if (group_of[static_cast<size_t>(s)] == static_cast<int>(e) || value_of[static_cast<size_t>(s)] >= 0) continue;
+        value_of[static_cast<size_t>(s)] = static_cast<int>(inputs.size());
+        inputs.push_back({graph.nodes[static_cast<size_t>(s)]->dtype(), graph.nodes[static_cast<size_t>(s)]->spec().shape});
+        input_slots.push_back(s);
+      }
+    }
+    // Value ids of steps follow the inputs: fix them after all inputs are known.
+    const int ni = static_cast<int>(inputs.size());
+    Instruction fused;
+    fused.kind = Kind::kFused;
+    fused.inputs = input_slots;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const Instruction& ins = program[members[k]];
+      FusedKernel::Step st{row[members[k]], ins.op, {-1, -1, -1}};
+      for (size_t a = 0; a < ins.inputs.size() && a < 3; ++a) st.args[a] = value_of[static_cast<size_t>(ins.inputs[a])];
+      // The row's parameters, looked up by name once here, not on every run.
+      if (ins.op == OpKind::kLeakyRelu) st.p0 = ins.attrs.get_double("negative_slope");
+      if (ins.op == OpKind::kSoftplus) {
+        st.p0 = ins.attrs.get_double("beta");
+        st.p1 = ins.attrs.get_double("threshold");
+      }
+      if (ins.op == OpKind::kClamp) {
+        st.p0 = ins.attrs.get_double("min");
+        st.p1 = ins.attrs.get_double("max");
+      }
+      const auto slot = static_cast<size_t>(ins.output);
+      value_of[slot] = ni + static_cast<int>(k);
+      if (read_outside[slot] || is_output[slot] || k + 1 == members.size()) {
+        st.output = static_cast<int>(output_slots.size());
+        output_slots.push_back(ins.output);
+        output_steps.push_back(static_cast<int>(k));
+        output_dtypes.push_back(ins.spec.dtype);
+      }
+      steps.push_back(st);
+      fused.nodes.push_back(ins.output);
+    }
+    const int first = output_slots.empty() ? program[members.back()].output : output_slots.front();
+    fused.output = first;
+    fused.spec = graph.nodes[static_cast<size_t>(first)]->spec();
+    fused.op = program[members.back()].op;
+    fused.outputs = output_slots;
+    fused.fused = std::make_shared<const FusedKernel>(shape, std::move(inputs), std::move(steps),
+                                                      std::move(output_steps), std::move(output_dtypes));
+    out.push_back(std::move(fused));
+  }
+  return out;
+}
+
+MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& program) {
+  const size_t n = graph.nodes.size();
+  MemoryPlan plan;
+  plan.buffer_of_slot.assign(n, MemoryPlan::kUnused);
+  for (int p : graph.parameters) plan.buffer_of_slot[static_cast<size_t>(p)] = MemoryPlan::kParameter;
+  std::vector<char> is_output(n, 0);
+  for (int o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
+  // Last instruction reading each slot.
+  std::vector<int> last_use(n, -1);
+  for (size_t i = 0; i < program.size(); ++i) {
+    for (int s : program[i].inputs) last_use[static_cast<size_t>(s)] = static_cast<int>(i);
+  }
+  std::vector<std::vector<int>> dying(program.size());  // arena buffers free after instruction i
+  std::map<std::pair<DType, Shape>, std::vector<int>> free_buffers;
+  int64_t live = 0;
+  std::vector<int64_t> dying_bytes(program.size(), 0);
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    for (int out : written_slots(ins)) {
+      const auto slot = static_cast<size_t>(out);
+      const TensorSpec& spec = graph.nodes[slot]->spec();
+      const int64_t bytes = spec_bytes(spec);
+      live += bytes;
+      plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
+      if (is_output[slot] || plan.buffer_of_slot[slot] == MemoryPlan::kParameter) {
+        if (plan.buffer_of_slot[slot] != MemoryPlan::kParameter) {
+          plan.buffer_of_slot[slot] = MemoryPlan::kOutput;
+          plan.output_bytes += bytes;
+        }
+        continue;
+      }
+      plan.values_bytes += bytes;
+      auto& list = free_buffers[{spec.dtype, spec.shape}];
+      int b;
+      if (list.empty()) {
+        b = static_cast<int>(plan.buffers.size());
+        plan.buffers.push_back(spec);
+        plan.arena_bytes += bytes;
+      } else {
+        b = list.back();
+        list.pop_back();
+      }
+      plan.buffer_of_slot[slot] = b;
+      // Free after its last reader (a value nobody reads: right away).
+      const int last = std::max(last_use[slot], static_cast<int>(i));
+      dying[static_cast<size_t>(last)].push_back(b);
+      dying_bytes[static_cast<size_t>(last)] += bytes;
+    }
+    for (int b : dying[i]) {
+      const TensorSpec& spec = plan.buffers[static_cast<size_t>(b)];
+      free_buffers[{spec.dtype, spec.shape}].push_back(b);
+    }
+    live -= dying_bytes[i];
+  }
+  return plan;
+}
 
 }  // namespace
 
 bool CpuBackend::lowers(OpKind op, DType dtype) const { return find_kernel(op, dtype) != nullptr; }
 
 std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<int> readers(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int s : graph.operands[i]) ++readers[static_cast<size_t>(s)];
+  }
+  std::vector<char> is_output(n, 0);
+  for (int o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
+
   std::vector<Instruction> program;
-  program.reserve(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+  program.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
-    KernelFn kernel = find_kernel(node->op(), node->dtype());
-    if (!kernel) {
-      throw EngineError("cpu backend: no kernel for " + std::string(op_name(node->op())) + " on " +
-                        std::string(dtype_name(node->dtype())));
+    Instruction ins;
+    ins.op = node->op();
+    ins.inputs = graph.operands[i];
+    ins.output = static_cast<int>(i);
+    ins.spec = node->spec();
+    ins.attrs = node->attrs();
+    ins.nodes = {static_cast<int>(i)};
+    if (node->op() == OpKind::kMatmul && ins.inputs.size() == 2 && node->spec().shape.size() >= 2 &&
+        (node->dtype() == DType::kFloat32 || node->dtype() == DType::kFloat64)) {
+      // A transposed operand of rank >= 2 is read through the BLAS flag.
+      ins.kind = Kind::kMatmul;
+      for (int side = 0; side < 2; ++side) {
+        const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
+        const Node* producer = graph.nodes[operand];
+        if (is_last_two_transpose(*producer) && producer->spec().shape.size() >= 2 &&
+            producer->dtype() == node->dtype()) {
+          ins.inputs[static_cast<size_t>(side)] = graph.operands[operand][0];
+          (side == 0 ? ins.transpose_a : ins.transpose_b) = true;
+          --readers[operand];
+          ++readers[static_cast<size_t>(graph.operands[operand][0])];
+        }
+      }
+      if (graph.nodes[static_cast<size_t>(ins.inputs[0])]->spec().shape.size() < 2 ||
+          graph.nodes[static_cast<size_t>(ins.inputs[1])]->spec().shape.size() < 2) {
+        ins.kind = Kind::kKernel;  // vector operands: the table kernel's path
+      }
     }
-    program.push_back(
-        {kernel, node->op(), graph.operands[i], static_cast<int>(i), node->spec(), node->attrs()});
+    if (ins.kind == Kind::kKernel) {
+      ins.kernel = find_kernel(node->op(), node->dtype());
+      if (!ins.kernel) {
+        throw EngineError("cpu backend: no kernel for " + std::string(op_name(node->op())) + " on " +
+                          std::string(dtype_name(node->dtype())));
+      }
+    }
+    program.push_back(std::move(ins));
   }
+  // A transpose now read only through matmul flags is not run at all.
+  std::vector<Instruction> kept;
+  kept.reserve(program.size());
+  for (size_t i = program.size(); i-- > 0;) {
+    Instruction& ins = program[i];
+    const auto slot = static_cast<size_t>(ins.output);
+    if (ins.op == OpKind::kPermute && readers[slot] == 0 && !is_output[slot]) {
+      for (int s : ins.inputs) --readers[static_cast<size_t>(s)];
+      continue;
+    }
+    kept.push_back(std::move(ins));
+  }
+  std::reverse(kept.begin(), kept.end());
+  program = fuse_elementwise(std::move(kept), graph, is_output);
+
   std::vector<DType> parameter_dtypes;
   for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());
   std::vector<TensorSpec> slot_specs;
-  slot_specs.reserve(graph.nodes.size());
-  for (const Node* n : graph.nodes) slot_specs.push_back(n->spec());
-  return std::make_unique<CpuExecutable>(static_cast<int>(graph.nodes.size()), graph.parameters,
-                                         std::move(parameter_dtypes), std::move(program), graph.outputs,
-                                         settings::bf16_mode(), std::move(slot_specs));
+  slot_specs.reserve(n);
+  for (const Node* node : graph.nodes) slot_specs.push_back(node->spec());
+  MemoryPlan plan = plan_memory(graph, program);
+  return std::make_unique<CpuExecutable>(static_cast<int>(n), graph.parameters, std::move(parameter_dtypes),
+                                         std::move(program), graph.outputs, settings::bf16_mode(),
+                                         std::move(slot_specs), std::move(plan));
+}
+
+MachinePeaks CpuBackend::machine_peaks() {
+  static const MachinePeaks peaks = [] {
+    MachinePeaks p;
+    p.threads = num_threads();
+    p.isa = fused_isa();
+    // SGEMM 384^3 (~113 MFLOP), best of 3 after a warm-up: a few ms.
+    constexpr int64_t n = 384;
+    BufferPtr a = Buffer::allocate(DType::kFloat32, {n, n}), b = Buffer::allocate(DType::kFloat32, {n, n}),
+              c = Buffer::allocate(DType::kFloat32, {n, n});
+    std::fill(a->as<float>(), a->as<float>() + n * n, 0.5f);
+    std::fill(b->as<float>(), b->as<float>() + n * n, 0.25f);
+    int64_t best = std::numeric_limits<int64_t>::max();
+    for (int rep = 0; rep < 4; ++rep) {
+      const int64_t t0 = events::now_ns();
+      matmul_into(*a, false, *b, false, *c);
+      if (rep) best = std::min(best, events::now_ns() - t0);
+    }
+    p.gemm_gflops = 2.0 * n * n * n / static_cast<double>(std::max<int64_t>(best, 1));
+    // STREAM triad over 3 x 16 MiB (past the caches), best of 3.
+    constexpr int64_t m = int64_t{1} << 22;
+    std::vector<float> x(m, 1.0f), y(m, 2.0f), z(m, 0.0f);
+    best = std::numeric_limits<int64_t>::max();
+    for (int rep = 0; rep < 4; ++rep) {
+      const int64_t t0 = events::now_ns();
+      parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) z[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + 3.0f * y[static_cast<size_t>(i)];
+      });
+      if (rep) best = std::min(best, events::now_ns() - t0);
+    }
+    p.stream_gbps = 12.0 * m / static_cast<double>(std::max<int64_t>(best, 1));
+    return p;
+  }();
+  return peaks;
 }
 
 }  // namespace cpu

@@ -12,6 +12,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   bool lowers(OpKind op, DType dtype) const override;
   std::unique_ptr<Executable> compile(const GraphView& graph) override;
+  MachinePeaks machine_peaks() override;
 };
 
 }  // namespace lazyscope::cpu

@@ -22,6 +22,12 @@ using KernelFn = void (*)(const KernelArgs&);
 // nullptr when the CPU has no kernel for this op and dtype.
 KernelFn find_kernel(OpKind op, DType dtype);
 
+// out = op(a) x op(b), op a transpose of the last two dims where asked (a
+// then stored [..., k, m], b [..., n, k]); batch dims broadcast. The CPU
+// program calls it for a matmul whose operand is a transpose, reading the
+// untransposed buffer instead of copying it.
+void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out);
+
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.
 // Positions of the non-zero elements in the flattened input: int64 [K].

@@ -4,8 +4,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
+#include <string>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/thread_pool.h"
+#include "core/error.h"
 
 namespace lazyscope::cpu {
 namespace {
@@ -91,40 +95,98 @@ template <typename T> void slice_backward_kernel(const KernelArgs& k) {
   for_each_sliced(k.out.shape(), k.inputs[0]->shape(), k.attrs, [&](int64_t i, int64_t o) { out[o] = src[i]; });
 }
 
-// One [m,k] x [k,n] product at the given pointers. OpenBLAS for floating
-// types; a plain loop for integers, which no training step multiplies at scale.
-template <typename T> void gemm(const T* a, const T* b, T* out, int64_t m, int64_t kk, int64_t n) {
+// One op(A) [m,k] x op(B) [k,n] product at the given pointers, op being a
+// transpose where ta/tb say so (A then stored [k,m], B [n,k]): a transpose
+// feeding a matmul is a BLAS flag, not a copy. OpenBLAS for floating types;
+// a plain loop for integers, which no training step multiplies at scale.
+template <typename T>
+void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* out, int64_t ldc, int64_t m,
+             int64_t kk, int64_t n) {
+  if (m == 0 || n == 0) return;
   if (kk == 0) {
-    std::fill(out, out + m * n, T(0));
+    for (int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, T(0));
     return;
   }
-  if (m == 0 || n == 0) return;
-  const int mi = static_cast<int>(m), ki = static_cast<int>(kk), ni = static_cast<int>(n);
+  const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a, ki, b, ni, 0.0f, out, ni);
+    cblas_sgemm(CblasRowMajor, fa, fb, i32(m), i32(n), i32(kk), 1.0f, a, i32(lda), b, i32(ldb), 0.0f, out, i32(ldc));
   } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0, a, ki, b, ni, 0.0, out, ni);
+    cblas_dgemm(CblasRowMajor, fa, fb, i32(m), i32(n), i32(kk), 1.0, a, i32(lda), b, i32(ldb), 0.0, out, i32(ldc));
   } else {
-    std::fill(out, out + m * n, T(0));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t p = 0; p < kk; ++p)
-        for (int64_t j = 0; j < n; ++j) out[i * n + j] = static_cast<T>(out[i * n + j] + a[i * kk + p] * b[p * n + j]);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        T acc = 0;
+        for (int64_t p = 0; p < kk; ++p) {
+          const T x = ta ? a[p * lda + i] : a[i * lda + p];
+          const T y = tb ? b[j * ldb + p] : b[p * ldb + j];
+          acc = static_cast<T>(acc + x * y);
+        }
+        out[i * ldc + j] = acc;
+      }
+    }
   }
+}
+
+// One product split across the pool: by output rows, or by output columns
+// when there are too few rows to share. Each part is a single-threaded GEMM
+// on its own block of the output.
+template <typename T>
+void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n) {
+  const int64_t lda = ta ? m : kk, ldb = tb ? kk : n;
+  constexpr int64_t kMinFlopsPerPart = 1 << 16;
+  auto body = [&](int ith, int nth) {
+    if (m >= n || m >= 16 * nth) {
+      const auto [r0, r1] = split(m, ith, nth, 4);
+      if (r0 < r1) gemm_ld(a + (ta ? r0 : r0 * lda), lda, ta, b, ldb, tb, out + r0 * n, n, r1 - r0, kk, n);
+    } else {
+      const auto [c0, c1] = split(n, ith, nth, 16);
+      if (c0 < c1) gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
+    }
+  };
+  int nth = num_threads();
+  const int64_t flops = m * n * kk;
+  if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
+  if (nth <= 1) {
+    body(0, 1);
+  } else {
+    parallel_region(nth, RegionBody(body));
+  }
+}
+
+template <typename T> void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob) {
+  const Shape& as = ab.shape();
+  const Shape& bs = bb.shape();
+  const Shape& os = ob.shape();
+  const size_t ar = as.size(), br = bs.size();
+  const int64_t m = ta ? as[ar - 1] : as[ar - 2], kk = ta ? as[ar - 2] : as[ar - 1];
+  const int64_t n = tb ? bs[br - 2] : bs[br - 1];
+  const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2), o_batch(os.begin(), os.end() - 2);
+  const T* a = ab.as<T>();
+  const T* b = bb.as<T>();
+  T* out = ob.as<T>();
+  const int64_t batches = numel(o_batch);
+  if (batches >= num_threads() && batches > 1) {
+    // Many small products (attention heads): whole products per thread.
+    std::vector<std::array<int64_t, 2>> offsets(static_cast<size_t>(batches));
+    for_each_broadcast<2>(o_batch, {&a_batch, &b_batch},
+                          [&](int64_t i, const std::array<int64_t, 2>& o) { offsets[static_cast<size_t>(i)] = o; });
+    parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const auto& o = offsets[static_cast<size_t>(i)];
+        gemm_ld(a + o[0] * m * kk, ta ? m : kk, ta, b + o[1] * kk * n, tb ? kk : n, tb, out + i * m * n, n, m, kk, n);
+      }
+    });
+    return;
+  }
+  for_each_broadcast<2>(o_batch, {&a_batch, &b_batch}, [&](int64_t i, const std::array<int64_t, 2>& o) {
+    parallel_gemm(a + o[0] * m * kk, ta, b + o[1] * kk * n, tb, out + i * m * n, m, kk, n);
+  });
 }
 
 // [..., m, k] x [..., k, n]: the batch dims broadcast, each batch is one gemm.
 template <typename T> void matmul_kernel(const KernelArgs& k) {
-  const Shape& as = k.inputs[0]->shape();
-  const Shape& bs = k.inputs[1]->shape();
-  const Shape& os = k.out.shape();
-  const int64_t m = as[as.size() - 2], kk = as.back(), n = bs.back();
-  const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2), o_batch(os.begin(), os.end() - 2);
-  const T* a = k.inputs[0]->as<T>();
-  const T* b = k.inputs[1]->as<T>();
-  T* out = k.out.as<T>();
-  for_each_broadcast<2>(o_batch, {&a_batch, &b_batch}, [&](int64_t i, const std::array<int64_t, 2>& o) {
-    gemm(a + o[0] * m * kk, b + o[1] * kk * n, out + i * m * n, m, kk, n);
-  });
+  matmul_typed<T>(*k.inputs[0], false, *k.inputs[1], false, k.out);
 }
 
 }  // namespace
@@ -140,6 +202,21 @@ void add_layout_kernels(Table& t) {
   }
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kSlice, LAZYSCOPE_KERNEL(slice_kernel));
   rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSliceBackward, LAZYSCOPE_KERNEL(slice_backward_kernel));
+}
+
+}  // namespace lazyscope::cpu
+
+namespace lazyscope::cpu {
+
+void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out) {
+  switch (out.dtype()) {
+    case DType::kFloat32: matmul_typed<float>(a, transpose_a, b, transpose_b, out); return;
+    case DType::kFloat64: matmul_typed<double>(a, transpose_a, b, transpose_b, out); return;
+    case DType::kUInt8: matmul_typed<uint8_t>(a, transpose_a, b, transpose_b, out); return;
+    case DType::kInt32: matmul_typed<int32_t>(a, transpose_a, b, transpose_b, out); return;
+    case DType::kInt64: matmul_typed<int64_t>(a, transpose_a, b, transpose_b, out); return;
+    default: throw EngineError("matmul: no kernel for " + std::string(dtype_name(out.dtype())));
+  }
 }
 
 }  // namespace lazyscope::cpu

@@ -1,0 +1,213 @@
+#include "backend/cpu/fusion.h"
+
+#include <math.h>
+
+#include <algorithm>
+
+#include "backend/cpu/fusion_rows.inc"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace lazyscope::cpu {
+
+const TileFn* tile_functions_scalar();
+const TileFn* tile_functions_avx2();
+const TileFn* tile_functions_avx512();
+
+namespace {
+
+// How a row's operands must be typed.
+enum class Signature : uint8_t {
+  kFloat,    // every operand float32
+  kCompare,  // both operands float32, or both bool
+  kLogical,  // every operand bool
+  kWhere,    // bool condition, the others of the output's dtype
+  kCast,     // float32 or bool operand
+};
+
+struct RowInfo {
+  OpKind op;
+  DType out;
+  Signature signature;
+  int arity;
+  const char* p0;
+  const char* p1;
+};
+
+#define LAZYSCOPE_FUSED_INFO(name, op, out, sig, arity, a0, a1, expr) \
+  RowInfo{OpKind::op, DType::out, Signature::sig, arity, a0, a1},
+constexpr RowInfo kRows[] = {LAZYSCOPE_FUSED_ROWS(LAZYSCOPE_FUSED_INFO)};
+#undef LAZYSCOPE_FUSED_INFO
+
+bool signature_holds(Signature sig, DType out, std::span<const DType> in) {
+  const auto all = [&](DType d) { return std::all_of(in.begin(), in.end(), [d](DType x) { return x == d; }); };
+  switch (sig) {
+    case Signature::kFloat: return all(DType::kFloat32);
+    case Signature::kCompare: return all(DType::kFloat32) || all(DType::kBool);
+    case Signature::kLogical: return all(DType::kBool);
+    case Signature::kWhere: return in.size() == 3 && in[0] == DType::kBool && in[1] == out && in[2] == out;
+    case Signature::kCast: return in.size() == 1 && (in[0] == DType::kFloat32 || in[0] == DType::kBool);
+  }
+  return false;
+}
+
+struct Isa {
+  const TileFn* functions;
+  const char* name;
+};
+
+const Isa& isa() {
+  static const Isa chosen = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), "avx512f"};
+    if (__builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), "avx2"};
+    return Isa{tile_functions_scalar(), "x86-64"};
+  }();
+  return chosen;
+}
+
+}  // namespace
+
+int fused_row(OpKind op, DType out, std::span<const DType> operands) {
+  for (size_t r = 0; r < std::size(kRows); ++r) {
+    const RowInfo& row = kRows[r];
+    if (row.op == op && row.out == out && static_cast<size_t>(row.arity) == operands.size() &&
+        signature_holds(row.signature, out, operands)) {
+      return static_cast<int>(r);
+    }
+  }
+  return -1;
+}
+
+const char* fused_isa() { return isa().name; }
+
+FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Step> steps, std::vector<int> output_steps,
+                         std::vector<DType> output_dtypes)
+    : shape_(std::move(shape)),
+      numel_(numel(shape_)),
+      inputs_(std::move(inputs)),
+      steps_(std::move(steps)),
+      output_dtypes_(std::move(output_dtypes)) {
+  (void)output_steps;
+  const size_t rank = shape_.size();
+  for (const Input& in : inputs_) {
+    InputPlan p{in.dtype == DType::kFloat32 && in.shape == shape_, numel(in.shape) == 1, {}, -1};
+    p.strides.assign(rank, 0);
+    const auto own = contiguous_strides(in.shape);
+    const size_t lead = rank - in.shape.size();
+    for (size_t d = 0; d < in.shape.size(); ++d) p.strides[lead + d] = in.shape[d] == 1 ? 0 : own[d];
+    if (!p.contiguous_float) p.reg = registers_++;
+    plans_.push_back(std::move(p));
+  }
+  // Registers of the steps: a float32 output is computed in place in its
+  // buffer; anything else takes a register, freed after its last reader.
+  const size_t ni = inputs_.size();
+  std::vector<int> last_use(steps_.size(), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const int arity = kRows[steps_[s].row].arity;
+    for (int a = 0; a < arity; ++a) {
+      const int v = steps_[s].args[a];
+      if (v >= static_cast<int>(ni)) last_use[static_cast<size_t>(v) - ni] = static_cast<int>(s);
+    }
+  }
+  std::vector<int> free_regs;
+  std::vector<std::vector<int>> release(steps_.size());
+  step_reg_.assign(steps_.size(), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (!(st.output >= 0 && output_dtypes_[static_cast<size_t>(st.output)] == DType::kFloat32)) {
+      int r;
+      if (free_regs.empty()) {
+        r = registers_++;
+      } else {
+        r = free_regs.back();
+        free_regs.pop_back();
+      }
+      step_reg_[s] = r;
+      if (last_use[s] >= 0) release[static_cast<size_t>(last_use[s])].push_back(r);
+      else free_regs.push_back(r);  // never read: free once written (after this step)
+    }
+    for (int r : release[s]) free_regs.push_back(r);
+  }
+}
+
+void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const {
+  const TileFn* functions = isa().functions;
+  const size_t rank = shape_.size();
+  const size_t ni = inputs_.size();
+  auto body = [&](int64_t begin, int64_t end) {
+    // Per thread, kept: a cached step allocates nothing once warm.
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<const float*> value;
+    thread_local std::vector<int64_t> index;
+    const size_t need = static_cast<size_t>(registers_) * kTile;
+    if (scratch.size() < need) scratch.resize(need);
+    value.assign(ni + steps_.size(), nullptr);
+    index.resize(rank);
+    for (int64_t t = begin; t < end; t += kTile) {
+      const int64_t len = std::min(kTile, end - t);
+      for (size_t j = 0; j < ni; ++j) {
+        const InputPlan& p = plans_[j];
+        const Buffer& in = *inputs[j];
+        if (p.contiguous_float) {
+          value[j] = in.as<float>() + t;
+          continue;
+        }
+        float* dst = scratch.data() + static_cast<size_t>(p.reg) * kTile;
+        const auto load = [&](int64_t offset) {
+          return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
+        };
+        if (p.scalar) {
+          std::fill(dst, dst + len, load(0));
+        } else if (inputs_[j].shape == shape_) {
+          for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
+        } else {
+          // Broadcast: an odometer over the output index from t.
+          int64_t rest = t, offset = 0;
+          for (size_t d = rank; d-- > 0;) {
+            index[d] = rest % shape_[d];
+            rest /= shape_[d];
+            offset += index[d] * p.strides[d];
+          }
+          for (int64_t i = 0; i < len; ++i) {
+            dst[i] = load(offset);
+            for (size_t d = rank; d-- > 0;) {
+              ++index[d];
+              offset += p.strides[d];
+              if (index[d] < shape_[d]) break;
+              offset -= p.strides[d] * shape_[d];
+              index[d] = 0;
+            }
+          }
+        }
+        value[j] = dst;
+      }
+      for (size_t s = 0; s < steps_.size(); ++s) {
+        const Step& st = steps_[s];
+        float* o = step_reg_[s] >= 0 ? scratch.data() + static_cast<size_t>(step_reg_[s]) * kTile
+                                     : outputs[static_cast<size_t>(st.output)]->as<float>() + t;
+        const float* args[3] = {value[static_cast<size_t>(st.args[0])], nullptr, nullptr};
+        args[1] = st.args[1] >= 0 ? value[static_cast<size_t>(st.args[1])] : args[0];
+        args[2] = st.args[2] >= 0 ? value[static_cast<size_t>(st.args[2])] : args[0];
+        functions[st.row](o, args, len, st.p0, st.p1);
+        if (bf16 && kRows[st.row].out == DType::kFloat32) {
+          for (int64_t i = 0; i < len; ++i) o[i] = bfloat16_to_float(float_to_bfloat16(o[i]));
+        }
+        if (st.output >= 0 && step_reg_[s] >= 0) {
+          Buffer& out = *outputs[static_cast<size_t>(st.output)];
+          if (out.dtype() == DType::kBool) {
+            bool* b = out.as<bool>() + t;
+            for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
+          } else {
+            std::copy(o, o + len, out.as<float>() + t);
+          }
+        }
+        value[ni + s] = o;
+      }
+    }
+  };
+  // A grain of a few tiles: smaller chains are not worth a wake-up.
+  parallel_for(numel_, 4 * kTile, body);
+}
+
+}  // namespace lazyscope::cpu

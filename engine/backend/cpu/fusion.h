@@ -1,0 +1,77 @@
+// Elementwise fusion: a chain of elementwise ops (with broadcasts, scalars,
+// bool masks and casts between float32 and bool) compiled into one kernel
+// that reads each input once and writes only the values read outside the
+// chain. The kernel is a tiled vector interpreter: the output is walked in
+// tiles of kTile elements; each step applies one op, a row of
+// fusion_rows.inc, to whole tiles that stay in L1. The tile functions are
+// compiled for AVX-512, AVX2 and baseline x86-64 and chosen at run time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/buffer.h"
+#include "ir/attrs.h"
+#include "ir/op_table.h"
+
+namespace lazyscope::cpu {
+
+// out[0, n) = row(in[0][..], in[1][..], in[2][..]; p0, p1) for one tile.
+using TileFn = void (*)(float* out, const float* const* in, int64_t n, double p0, double p1);
+
+// The row fusing `op` with output dtype `out` over operands of `operand`
+// dtypes, or -1: the op then stays a standalone kernel.
+int fused_row(OpKind op, DType out, std::span<const DType> operands);
+
+// The instruction set whose tile functions run ("avx512f", "avx2", "x86-64").
+const char* fused_isa();
+
+class FusedKernel {
+ public:
+  static constexpr int64_t kTile = 512;
+
+  struct Input {
+    DType dtype;                   // float32 or bool
+    Shape shape;                   // broadcast to the kernel's shape
+  };
+  struct Step {
+    int row;                       // fused_row()
+    OpKind op;
+    int args[3];                   // value ids: inputs first, then steps
+    double p0 = 0, p1 = 0;         // the row's attributes
+    int output = -1;               // index into the kernel's outputs, or -1: stays in a tile
+  };
+
+  // `outputs[i]` is the step whose value output i holds.
+  FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Step> steps, std::vector<int> output_steps,
+              std::vector<DType> output_dtypes);
+
+  // inputs in the order given at construction; outputs allocated with the
+  // kernel's shape and their dtypes. bf16: round every float32 step result
+  // to bfloat16, as the standalone kernels' results are in bf16 mode.
+  void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const;
+
+  const Shape& shape() const { return shape_; }
+  size_t step_count() const { return steps_.size(); }
+  OpKind step_op(size_t i) const { return steps_[i].op; }
+
+ private:
+  struct InputPlan {
+    bool contiguous_float;         // read in place
+    bool scalar;                   // one element, broadcast
+    std::vector<int64_t> strides;  // per dim of shape_, 0 where broadcast
+    int reg;                       // scratch register when not read in place
+  };
+  Shape shape_;
+  int64_t numel_;
+  std::vector<Input> inputs_;
+  std::vector<InputPlan> plans_;
+  std::vector<Step> steps_;
+  std::vector<int> step_reg_;      // per step: scratch register, or -1 when written to its output in place
+  std::vector<DType> output_dtypes_;
+  int registers_ = 0;
+};
+
+}  // namespace lazyscope::cpu

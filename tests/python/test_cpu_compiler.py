@@ -1,0 +1,299 @@
+"""The CPU backend's compiler on lazy:0: fused elementwise kernels, matmuls
+reading transposes through BLAS flags, the memory plan and the thread pool,
+each checked against NumPy (never against the engine's own eager path)."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazyscope
+from lazyscope import _C
+from lazyscope.core import lazy_model as lm
+from lazyscope.debug import metrics as met
+from runtime_util import bf16_round, capture_events
+
+DEV = "lazy:0"
+
+
+def program_of(fn):
+    """Traces fn() (lazy tensors, or a tuple of them), runs it as one graph and
+    returns its values as NumPy arrays and the program text of its compile."""
+    lm.mark_step()
+    with capture_events() as events:
+        result = fn()
+        lm.mark_step()
+    result = tuple(t.numpy() for t in result) if isinstance(result, tuple) else result.numpy()
+    programs = [c["program_text"] for c in events.of("compile")]
+    assert programs, "the graph was not compiled (a cache hit?)"
+    return result, programs[-1]
+
+
+def fused_lines(program):
+    return re.findall(r"^  %\d+ = fused\(.*$\n^      ; nodes ([\d,]+) \((\d+) ops", program, re.M)
+
+
+def test_a_long_chain_with_broadcasts_scalars_and_casts_is_one_fused_kernel_and_matches_numpy():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 300)).astype(np.float32)
+    row = rng.standard_normal(300).astype(np.float32)
+    col = rng.standard_normal((64, 1)).astype(np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        r = lazyscope.tensor(row, device=DEV)
+        c = lazyscope.tensor(col, device=DEV)
+        y = (x * r + c) * 0.5 - 1.25            # broadcasts both ways, Python scalars
+        y = y.exp().log1p().sqrt() / (y.abs() + 1.0)
+        mask = (y > 0.3).float()                # compare, bool -> float32 cast
+        y = lazyscope.where(y < 0.9, y.tanh(), y.sigmoid()) + mask
+        y = lazyscope.maximum(y, c * 0.1).clamp(-0.5, 1.5)
+        return y
+
+    got, program = program_of(run)
+    ya = (a * row + col) * np.float32(0.5) - np.float32(1.25)
+    ya = np.sqrt(np.log1p(np.exp(ya))) / (np.abs(ya) + np.float32(1))
+    mask = (ya > np.float32(0.3)).astype(np.float32)
+    ya = np.where(ya < np.float32(0.9), np.tanh(ya), 1 / (1 + np.exp(-ya))) + mask
+    ya = np.clip(np.maximum(ya, col * np.float32(0.1)), -0.5, 1.5)
+    np.testing.assert_allclose(got, ya, rtol=2e-6, atol=2e-6)
+    fused = fused_lines(program)
+    assert fused and max(int(ops) for _, ops in fused) >= 12, program
+
+
+def test_values_read_outside_a_chain_are_written_and_the_rest_are_not():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        t = (x * 2.0).exp()           # read by the sum below: must be written
+        s = t.sum(dim=1, keepdim=True)
+        return (t / s), (t - 1.0).relu()
+
+    (soft, relu), program = program_of(run)
+    t = np.exp(a * np.float32(2))
+    np.testing.assert_allclose(soft, t / t.sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(relu, np.maximum(t - 1, 0), rtol=1e-5)
+    assert fused_lines(program), program
+
+
+def test_fused_chains_in_bf16_mode_round_after_every_op_like_the_oracle():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(4096).astype(np.float32)
+    b = rng.standard_normal(4096).astype(np.float32)
+    lm.mark_step()
+    _C.set_bf16_mode(True)
+    try:
+        def run():
+            x = lazyscope.tensor(a, device=DEV)
+            y = lazyscope.tensor(b, device=DEV)
+            return ((x * y + x) * 3.0 - y).relu()
+        got, program = program_of(run)
+    finally:
+        lm.mark_step()
+        _C.set_bf16_mode(False)
+    x, y = bf16_round(a), bf16_round(b)
+    want = bf16_round(x * y)
+    want = bf16_round(want + x)
+    want = bf16_round(want * np.float32(3))
+    want = bf16_round(want - y)
+    want = np.maximum(want, 0)
+    np.testing.assert_array_equal(got, want)
+    assert fused_lines(program), program
+
+
+def test_a_transpose_feeding_a_matmul_is_a_blas_flag_not_a_copy():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((7, 5)).astype(np.float32)
+    b = rng.standard_normal((9, 7)).astype(np.float32)
+    c = rng.standard_normal((3, 9, 4)).astype(np.float32)
+    d = rng.standard_normal((3, 6, 4)).astype(np.float32)
+
+    def run():
+        x, y = lazyscope.tensor(a, device=DEV), lazyscope.tensor(b, device=DEV)
+        p, q = lazyscope.tensor(c, device=DEV), lazyscope.tensor(d, device=DEV)
+        return (x.t() @ y.t()), (p @ q.transpose(1, 2))
+
+    (got2, got3), program = program_of(run)
+    np.testing.assert_allclose(got2, a.T @ b.T, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got3, c @ d.transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
+    assert "reads a and b transposed (BLAS flag)" in program, program
+    assert "reads b transposed (BLAS flag)" in program, program
+    assert not re.search(r"^  %\d+ = permute\(", program, re.M), program
+
+
+def test_a_transpose_with_another_reader_still_runs_and_both_readers_are_right():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 4)).astype(np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        xt = x.t()
+        return (xt @ x), xt
+
+    (gram, xt), program = program_of(run)
+    np.testing.assert_allclose(gram, a.T @ a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(xt, a.T)
+    assert re.search(r"^  %\d+ = permute\(", program, re.M), program
+
+
+def test_a_value_read_after_other_values_reuse_buffers_is_intact():
+    # Many [16,16] intermediates through non-elementwise ops (cumsum, matmul)
+    # share arena buffers; the first one is read again at the very end.
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((16, 16)).astype(np.float32) * 0.1
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        first = x @ x
+        v = first
+        for _ in range(6):
+            v = (v @ x).cumsum(0)
+        return (v @ first), first
+
+    (got, first), program = program_of(run)
+    f = a @ a
+    v = f
+    for _ in range(6):
+        v = np.cumsum(v @ a, axis=0)
+    np.testing.assert_allclose(first, f, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, v @ f, rtol=1e-4, atol=1e-6)
+    buffers = re.search(r"arena \d+ in (\d+) buffers for (\d+) bytes", program)
+    assert buffers and int(buffers.group(1)) < 12, program  # reused: fewer buffers than values
+
+
+def test_no_kernel_writes_over_an_operand_that_another_reader_still_needs():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        m = x @ x                # one value, three readers of it at different times
+        s1 = m.cumsum(1)
+        s2 = s1.cumsum(0)
+        return (s2 @ m), (m.cumsum(0) - s1), m
+
+    (p, q, m), _ = program_of(run)
+    mm = a @ a
+    s1 = np.cumsum(mm, 1)
+    s2 = np.cumsum(s1, 0)
+    np.testing.assert_allclose(m, mm, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p, s2 @ mm, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(q, np.cumsum(mm, 0) - s1, rtol=1e-5, atol=1e-5)
+
+
+def test_peak_bytes_are_in_the_program_listing():
+    def run():
+        x = lazyscope.ones(32, 32, device=DEV)
+        return ((x @ x).cumsum(0) @ x)
+
+    _, program = program_of(run)
+    peak = re.search(r"^memory: peak=(\d+) bytes \(arena (\d+) in \d+ buffers.*outputs (\d+)\)", program, re.M)
+    assert peak, program
+    assert int(peak.group(1)) == int(peak.group(2)) + int(peak.group(3))
+    assert int(peak.group(3)) == 32 * 32 * 4
+
+
+def test_a_cached_training_step_allocates_nothing():
+    from lazyscope import nn, optim
+    rng = np.random.default_rng(8)
+    w1 = nn.Parameter(lazyscope.tensor(rng.standard_normal((20, 32)).astype(np.float32) * 0.1, device=DEV))
+    w2 = nn.Parameter(lazyscope.tensor(rng.standard_normal((32, 4)).astype(np.float32) * 0.1, device=DEV))
+    x = lazyscope.tensor(rng.standard_normal((16, 20)).astype(np.float32), device=DEV)
+    target = lazyscope.tensor(rng.integers(0, 4, 16), device=DEV)
+    opt = optim.SGD([w1, w2], lr=0.1, momentum=0.9)
+    lm.mark_step()
+
+    def step():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy((x @ w1).relu() @ w2, target)
+        loss.backward()
+        opt.step()
+        lm.mark_step()
+
+    allocations = []
+    for _ in range(6):
+        before = met.counter_value("CpuProgramAllocations") or 0
+        step()
+        allocations.append((met.counter_value("CpuProgramAllocations") or 0) - before)
+    # The first step compiles and fills the arena; the second still sees the
+    # first step's outputs alive (they are its parameters); from the third
+    # on, every output reuses a buffer whose holder has let go.
+    assert allocations[0] > 0
+    assert allocations[2:] == [0, 0, 0, 0], allocations
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_results_do_not_depend_on_the_thread_count(threads, build_dir):
+    script = r"""
+import numpy as np, lazyscope
+rng = np.random.default_rng(9)
+a = rng.standard_normal((300, 200)).astype(np.float32)
+b = rng.standard_normal((200, 150)).astype(np.float32)
+x, y = lazyscope.tensor(a, device="lazy:0"), lazyscope.tensor(b, device="lazy:0")
+got = ((x @ y).tanh() * 2.0 + 1.0).numpy()
+np.testing.assert_allclose(got, np.tanh(a @ b) * 2 + 1, rtol=1e-4, atol=1e-4)
+big = lazyscope.tensor(np.full(100000, 3, dtype=np.int64), device="lazy:0")
+try:
+    (big ** lazyscope.tensor(np.full(100000, -1, dtype=np.int64), device="lazy:0")).numpy()
+except Exception as e:
+    assert "negative integer powers" in str(e), e
+else:
+    raise AssertionError("no error from a parallel kernel")
+print("ok")
+"""
+    env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, PYTHONPATH=str(build_dir / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_sampled_kernel_profiles_and_the_machine_peaks_are_published():
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    x = lazyscope.tensor(a, device=DEV)
+    lm.mark_step()
+    with capture_events() as events:
+        for _ in range(5):
+            y = ((x @ x) * 2.0 + 1.0).relu().sum()
+            lm.mark_step()
+            y.numpy()
+        compiles = events.of("compile")
+        profiles = events.of("kernel_profile")
+        peaks = events.of("machine_peak")
+    assert len(compiles) == 1
+    graph = compiles[0]["graph"]
+    # Sampled: the first 3 executions, then every 64th — not all 5.
+    assert [int(p["executions"]) for p in profiles] == [1, 2, 3], profiles
+    last = profiles[-1]
+    assert int(last["peak_bytes"]) > 0
+    kernels = last["kernels"]
+    names = [k["name"] for k in kernels]
+    assert "gemm" in names and "fused_elementwise" in names and "sum" in names, names
+    fused = next(k for k in kernels if k["name"] == "fused_elementwise")
+    ops = {n["id"]: n["op"] for n in graph["nodes"]}
+    assert sorted(ops[n].lower() for n in fused["nodes"]) == ["add", "mul", "relu"], (fused, ops)
+    assert all(int(k["samples"]) == 3 and int(k["total_ns"]) > 0 for k in kernels), kernels
+    [peak] = peaks
+    assert float(peak["gemm_gflops"]) > 0.1 and float(peak["stream_gbps"]) > 0.1 and peak["isa"], peak
+
+
+def test_a_forked_child_runs_parallel_kernels_without_the_parents_threads(build_dir):
+    script = r"""
+import os, numpy as np, lazyscope
+a = np.arange(200000, dtype=np.float32)
+x = lazyscope.tensor(a, device="lazy:0")
+(x * 2.0).numpy()  # the pool is up in the parent
+pid = os.fork()
+if pid == 0:
+    got = (lazyscope.tensor(a, device="lazy:0") * 3.0 + 1.0).numpy()
+    os._exit(0 if np.array_equal(got, a * np.float32(3) + np.float32(1)) else 1)
+_, status = os.waitpid(pid, 0)
+assert os.WEXITSTATUS(status) == 0, status
+print("ok")
+"""
+    env = dict(os.environ, LAZYSCOPE_NUM_THREADS="2", PYTHONPATH=str(build_dir / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
