@@ -34,11 +34,12 @@ class Slot {
 
 struct ThreadState {
   dnnl::stream stream{engine()};
-  std::vector<Slot> slots;
-  Slot& slot(size_t i) {
-    if (slots.size() <= i) slots.resize(i + 1);
-    return slots[i];
+  std::vector<Slot> slots, named;
+  static Slot& at(std::vector<Slot>& v, size_t i) {
+    if (v.size() <= i) v.resize(i + 1);
+    return v[i];
   }
+  Slot& slot(size_t i) { return at(slots, i); }
 };
 
 ThreadState& thread_state() {
@@ -110,9 +111,6 @@ void execute(const Plan& plan, std::initializer_list<void*> data) {
     }
     args.emplace(a.id, inner);
   }
-  for (const auto& [id, desc] : plan.internal) {
-    args.emplace(id, dnnl::memory(desc, engine(), ts.slot(slot++).at_least(desc.get_size())));
-  }
   if (plan.scratchpad.get_size() > 0) {
     args.emplace(DNNL_ARG_SCRATCHPAD,
                  dnnl::memory(plan.scratchpad, engine(), ts.slot(slot++).at_least(plan.scratchpad.get_size())));
@@ -120,6 +118,10 @@ void execute(const Plan& plan, std::initializer_list<void*> data) {
   plan.primitive.execute(ts.stream, args);
   for (auto& [a, user] : outputs) a->reorder.execute(ts.stream, args.at(a->id), user);
   ts.stream.wait();
+}
+
+void* thread_buffer(int which, size_t bytes) {
+  return ThreadState::at(thread_state().named, static_cast<size_t>(which)).at_least(bytes);
 }
 
 int64_t primitives_created() { return g_created.load(); }

@@ -29,9 +29,6 @@ struct Plan {
   dnnl::primitive primitive;
   std::vector<Arg> args;
   dnnl::memory::desc scratchpad;
-  // Memory the primitive needs that no caller buffer holds (the max pool's
-  // workspace), passed to `execute` after the arguments, in this order.
-  std::vector<std::pair<int, dnnl::memory::desc>> internal;
 };
 
 const dnnl::engine& engine();
@@ -50,6 +47,11 @@ const Plan& cached(const std::vector<int64_t>& key, const std::function<Plan()>&
 // they were added. Temporaries (reordered tensors, scratchpad, workspace) live
 // in per-thread buffers that only grow, so a warm call allocates nothing.
 void execute(const Plan& plan, std::initializer_list<void*> data);
+
+// A per-thread buffer of at least `bytes` (64-byte aligned) that stays
+// this thread's until the next call with the same `which`: for memory that
+// passes between two primitives of one kernel (the max pool's workspace).
+void* thread_buffer(int which, size_t bytes);
 
 // Primitives (including reorders) created since the process started.
 int64_t primitives_created();
