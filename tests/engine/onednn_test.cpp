@@ -22,13 +22,13 @@ std::vector<float> ramp(size_t n) {
 
 // conv -> max pool -> sum, forward and backward, on the lazy device.
 void train_step(int64_t hw) {
-  Tensor x = make(ramp(static_cast<size_t>(2 * 3 * hw * hw)), {2, 3, hw, hw}, lazy0());
-  Tensor w = make(ramp(4 * 3 * 3 * 3), {4, 3, 3, 3}, lazy0());
+  Tensor x = make(ramp(static_cast<size_t>(2 * 4 * hw * hw)), {2, 4, hw, hw}, lazy0());
+  Tensor w = make(ramp(4 * 4 * 3 * 3), {4, 4, 3, 3}, lazy0());
   x.set_requires_grad(true);
   w.set_requires_grad(true);
   ops::sum(ops::max_pool2d(ops::conv2d(x, w, Tensor(), {1, 1}, {1, 1}), {2, 2})).backward();
   executor::mark_step(lazy0());
-  ASSERT_EQ(w.grad().shape(), (Shape{4, 3, 3, 3}));
+  ASSERT_EQ(w.grad().shape(), (Shape{4, 4, 3, 3}));
 }
 
 TEST(OneDnn, ACachedStepCreatesNoPrimitive) {
