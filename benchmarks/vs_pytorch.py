@@ -29,7 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# Threads that wait for work sleep instead of spinning: with OpenMP's default
+# (spin), two libraries' pools on two shared cores steal each other's time
+# and every set-up with two threads gets several times slower. It applies to
+# PyTorch and LazyScope alike (one OpenMP runtime); must precede their import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
@@ -230,6 +236,7 @@ def main():
     # LazyScope's own set-up: all cores for OpenMP (oneDNN) and OpenBLAS.
     ours = [("lazyscope lazy:0", cores, cores), ("lazyscope cpu", cores, cores)]
     print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
+          f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
           f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
     for model in args.models.split(","):
         data = batches(model, np.random.default_rng(0))

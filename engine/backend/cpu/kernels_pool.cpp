@@ -8,6 +8,7 @@
 // loops here.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/kernel_util.h"
@@ -179,9 +180,16 @@ using dnnl::memory;
 // True when every element is finite or +inf: oneDNN's result is then PyTorch's,
 // ties included (its windows keep the first maximum, as the loops above).
 bool onednn_max_safe(const float* x, int64_t n) {
-  bool bad = false;
-  for (int64_t i = 0; i < n; ++i) bad |= !(x[i] >= std::numeric_limits<float>::lowest());  // NaN, -inf
-  return !bad;
+  // On the bits, so that the loop vectorizes: -inf and the negative NaNs are
+  // the patterns above the lowest finite float's, the positive NaNs those
+  // above +inf's once the sign is cleared.
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    bad |= static_cast<uint32_t>(b > 0xff7fffffu) | static_cast<uint32_t>((b & 0x7fffffffu) > 0x7f800000u);
+  }
+  return bad == 0;
 }
 
 struct PoolDescs {
