@@ -49,6 +49,61 @@ void rate(pb::KernelRow& k, const std::optional<pb::MachinePeakEvent>& peaks) {
 
 }  // namespace
 
+std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_id) {
+  std::vector<pb::Event> events;
+  Statement peaks(file, R"sql(
+    SELECT replica, gemm_gflops, stream_gbps, threads, isa FROM machine_peaks WHERE run_id = ?1 ORDER BY replica)sql");
+  peaks.bind_int64(1, run_id);
+  while (peaks.next_row()) {
+    pb::Event& e = events.emplace_back();
+    e.set_replica(static_cast<int32_t>(peaks.int64_at(0)));
+    pb::MachinePeakEvent& m = *e.mutable_machine_peak();
+    m.set_gemm_gflops(peaks.double_at(1));
+    m.set_stream_gbps(peaks.double_at(2));
+    m.set_threads(static_cast<int32_t>(peaks.int64_at(3)));
+    m.set_isa(peaks.text_at(4));
+  }
+  Statement rows(file, R"sql(
+    SELECT p.replica, p.graph_hash, p.step, p.executions, p.peak_bytes,
+           k.kernel_index, k.name, k.flops, k.bytes, k.samples, k.total_ns, n.value
+    FROM kernel_profiles AS p
+    LEFT JOIN kernel_profile_kernels AS k
+      ON k.run_id = p.run_id AND k.replica = p.replica AND k.graph_hash = p.graph_hash
+    LEFT JOIN json_each(k.nodes_json) AS n
+    WHERE p.run_id = ?1
+    ORDER BY p.replica, p.graph_hash, k.kernel_index, n.key)sql");
+  rows.bind_int64(1, run_id);
+  pb::KernelProfileEvent* profile = nullptr;
+  pb::KernelProfile* kernel = nullptr;
+  while (rows.next_row()) {
+    const int32_t replica = static_cast<int32_t>(rows.int64_at(0));
+    const uint64_t hash = rows.hash_at(1);
+    if (profile == nullptr || events.back().replica() != replica || profile->graph_hash() != hash) {
+      pb::Event& e = events.emplace_back();
+      e.set_replica(replica);
+      profile = e.mutable_kernel_profile();
+      profile->set_graph_hash(hash);
+      profile->set_step(rows.int64_at(2));
+      profile->set_executions(rows.int64_at(3));
+      profile->set_peak_bytes(rows.int64_at(4));
+      kernel = nullptr;
+    }
+    if (rows.is_null_at(5)) continue;  // a graph profiled without kernels
+    const int32_t index = static_cast<int32_t>(rows.int64_at(5));
+    if (kernel == nullptr || kernel->index() != index) {
+      kernel = profile->add_kernels();
+      kernel->set_index(index);
+      kernel->set_name(rows.text_at(6));
+      kernel->set_flops(rows.int64_at(7));
+      kernel->set_bytes(rows.int64_at(8));
+      kernel->set_samples(rows.int64_at(9));
+      kernel->set_total_ns(rows.int64_at(10));
+    }
+    if (!rows.is_null_at(11)) kernel->add_nodes(static_cast<int32_t>(rows.int64_at(11)));
+  }
+  return events;
+}
+
 double roofline_gflops(const pb::MachinePeakEvent& peaks, double intensity) {
   return std::min(peaks.gemm_gflops(), intensity * peaks.stream_gbps());
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "lazyscope/events.pb.h"
 #include "lazyscope/history.pb.h"
 
 namespace lazyscope::storage {
@@ -13,6 +15,11 @@ class HistoryFile;
 
 // Empty kernels (and no peaks) when the run recorded no profile.
 pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id);
+
+// The stored profiles and peaks as the events that would store them again
+// (one KernelProfileEvent per replica and graph, one MachinePeakEvent per
+// replica): what a run bundle carries.
+std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_id);
 
 // Attainable GFLOP/s at `intensity` flops per byte on a machine with these
 // peaks: min(peak GFLOP/s, intensity x peak GB/s).
