@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <string>
+#include <string>
 #include <utility>
 
 #include "db/history_file.h"
@@ -45,6 +47,23 @@ void rate(pb::KernelRow& k, const std::optional<pb::MachinePeakEvent>& peaks) {
   } else if (peaks->stream_gbps() > 0) {
     k.set_roofline_fraction(k.gbps() / peaks->stream_gbps());
   }
+}
+
+// Why a run has no kernels to show: nothing compiled ran, or the engine that
+// recorded it did not profile.
+std::string missing_reason(const HistoryFile& file, int64_t run_id) {
+  Statement count(file, "SELECT COUNT(*) FROM executions WHERE run_id = ?1");
+  count.bind_int64(1, run_id);
+  count.next_row();
+  const int64_t executions = count.int64_at(0);
+  count.reset();
+  if (executions == 0) {
+    return "This run executed no compiled graph, so there are no kernels to profile: it ran eagerly on the "
+           "`cpu` device, or ended before its first step. Kernel profiles come from graphs run on a lazy device.";
+  }
+  return "This run executed " + std::to_string(executions) +
+         " compiled graph(s) but recorded no kernel profile: the LazyScope that recorded it did not profile "
+         "kernels (a history from before kernel profiles, or profiling was off). Record it again to see its kernels.";
 }
 
 }  // namespace
@@ -176,6 +195,7 @@ pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id) {
     total += k.total_ms();
   }
   report.set_total_ms(total);
+  if (report.kernels_size() == 0) report.set_missing_reason(missing_reason(file, run_id));
   for (pb::KernelRow& k : *report.mutable_kernels()) k.set_share(total > 0 ? k.total_ms() / total : 0.0);
   std::stable_sort(report.mutable_kernels()->begin(), report.mutable_kernels()->end(),
                    [](const pb::KernelRow& a, const pb::KernelRow& b) { return a.total_ms() > b.total_ms(); });

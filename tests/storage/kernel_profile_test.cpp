@@ -127,6 +127,22 @@ TEST(KernelProfiles, LatestTotalsJoinedWithTheIrAndRatedAgainstThePeaks) {
   EXPECT_DOUBLE_EQ(report.total_ms(), 3.0);
   EXPECT_NEAR(fused.share() + gemm.share(), 1.0, 1e-12);
   EXPECT_NEAR(fused.share(), 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(report.missing_reason(), "");
+}
+
+TEST(KernelProfiles, ARunWithoutProfilesSaysWhy) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  Recorder eager(path, test_support::sample_run_info("eager"));
+  eager.record(test_support::step_event(0, 0, 10, 0));
+  eager.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  Recorder unprofiled(path, test_support::sample_run_info("lazy, no profile"));
+  unprofiled.record(test_support::execute_event(0, 0x5, 1000, false));
+  unprofiled.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  HistoryReader reader(path);
+  using ::testing::HasSubstr;
+  EXPECT_THAT(reader.kernel_report(eager.run_id()).missing_reason(), HasSubstr("executed no compiled graph"));
+  EXPECT_THAT(reader.kernel_report(unprofiled.run_id()).missing_reason(), HasSubstr("recorded no kernel profile"));
 }
 
 TEST(KernelProfiles, ReplicasKeepTheirOwnRowsAndMissingIrOrPeaksAreUnknownNotInvented) {
