@@ -153,7 +153,10 @@ std::string format_kernel_report(const pb::KernelReport& report) {
   if (report.kernels_size() == 0) return printf_str("no kernel profile: %s\n", report.missing_reason().c_str());
   std::string out = printf_str("kernels: %d in %d profiled graph(s), %s of kernel time", report.kernels_size(),
                                report.graphs(), format_duration_ms(report.total_ms()).c_str());
-  if (report.peak_bytes() > 0) out += printf_str(", memory-plan peak %.1f MB", static_cast<double>(report.peak_bytes()) / 1e6);
+  if (report.peak_bytes() > 0) {
+    const double b = static_cast<double>(report.peak_bytes());
+    out += b >= 1e6 ? printf_str(", memory-plan peak %.1f MB", b / 1e6) : printf_str(", memory-plan peak %.1f kB", b / 1e3);
+  }
   out += "\n";
   if (report.has_peaks()) {
     const pb::MachinePeakEvent& p = report.peaks();

@@ -78,7 +78,7 @@ def test_show_kernels_json_joins_the_ir_and_rates_each_kernel(build_dir, profile
 def test_show_kernels_table(build_dir, profiled):
     history, matmul, _ = profiled
     text = ok(lazyscope(build_dir, history, "show", "lr", "--kernels"))
-    assert "kernels: 2 in 1 profiled graph(s), 3.0 ms of kernel time" in text
+    assert "kernels: 2 in 1 profiled graph(s), 3.0 ms of kernel time, memory-plan peak 4.1 kB" in text
     assert "machine peaks: 100.0 GFLOP/s (SGEMM), 20.0 GB/s (STREAM triad), 2 thread(s), avx2" in text
     rows = [line for line in text.splitlines() if "fused_elementwise" in line or " gemm " in line]
     assert "fused_elementwise" in rows[0] and "gemm" in rows[1]  # sorted by total time
