@@ -216,7 +216,8 @@ void KernelsView::plot() {
     ymax = std::max(ymax, peak);
     ymin = std::min(ymin, xmin * bw);
     roof = new QLineSeries(chart);
-    roof->setName(tr("roofline: %1 GB/s, %2 GFLOP/s").arg(bw, 0, 'f', 1).arg(peak, 0, 'f', 1));
+    roof->setName(tr("roofs"));
+    roof->setProperty("toolTip", tr("%1 GB/s × intensity, capped at %2 GFLOP/s").arg(bw, 0, 'f', 1).arg(peak, 0, 'f', 1));
     roof->append(xmin / 2, xmin / 2 * bw);
     roof->append(ridge, peak);
     roof->append(xmax * 2, peak);
@@ -226,7 +227,7 @@ void KernelsView::plot() {
     chart->setTitle(tr("No kernel with FLOPs was timed: nothing to place on a roofline."));
     return;
   }
-  chart->setTitle(tr("Roofline: arithmetic intensity vs achieved GFLOP/s"));
+  chart->setTitle(tr("Roofline (log-log)"));
   chart->addSeries(points);
   selected_ = new QScatterSeries(chart);
   selected_->setName(tr("selected"));
