@@ -216,8 +216,7 @@ void KernelsView::plot() {
     ymax = std::max(ymax, peak);
     ymin = std::min(ymin, xmin * bw);
     roof = new QLineSeries(chart);
-    roof->setName(tr("roofs"));
-    roof->setProperty("toolTip", tr("%1 GB/s × intensity, capped at %2 GFLOP/s").arg(bw, 0, 'f', 1).arg(peak, 0, 'f', 1));
+    roof->setName(tr("roofs"));  // the values are in the caption above
     roof->append(xmin / 2, xmin / 2 * bw);
     roof->append(ridge, peak);
     roof->append(xmax * 2, peak);
