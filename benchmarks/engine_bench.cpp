@@ -14,6 +14,13 @@
 //    included) vs the cached one; compile_ms is the compile alone (target <= 20);
 //  - conv2d_3x3/...: the engine's eager conv2d (im2col + sgemm per image) vs
 //    a plain im2col + the same cblas_sgemm call written here.
+//  - conv2d_3x3/...: the engine's eager conv2d vs a plain im2col + the same
+//    cblas_sgemm call written here;
+//  - conv_kernel/<pass>/<shape>: the float32 conv kernels on oneDNN (the
+//    default) vs the same kernels on the old im2col + OpenBLAS path
+//    (settings::set_im2col_conv), forward and both backward ops, on the MNIST
+//    CNN's two convolutions and a wider 3x3 one. The ratio is oneDNN's
+//    speed-up: below 1 means oneDNN is faster.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -22,6 +29,8 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "executor/compile_cache.h"
+#include "backend/cpu/kernels.h"
+#include "core/settings.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
@@ -177,6 +186,57 @@ void BM_Conv2dReference(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 2 * kConvN * kConvO * kConvC * 9 * kConvHW * kConvHW);
 }
+
+// One conv kernel called directly, as a compiled program calls it: x [n, c,
+// hw, hw], w [o, c, k, k], stride 1, no padding. range(0) picks the pass.
+struct ConvCase {
+  int64_t n, c, hw, o, k, pad;
+};
+constexpr ConvCase kConvCases[] = {{64, 1, 28, 10, 5, 0}, {64, 10, 12, 20, 5, 0}, {32, 16, 28, 32, 3, 1}};
+
+void BM_ConvKernel(benchmark::State& state, bool im2col) {
+  const ConvCase cc = kConvCases[state.range(1)];
+  const int64_t oh = cc.hw + 2 * cc.pad - cc.k + 1;
+  const Shape xs{cc.n, cc.c, cc.hw, cc.hw}, ws{cc.o, cc.c, cc.k, cc.k}, ys{cc.n, cc.o, oh, oh};
+  const Attrs attrs{{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{cc.pad, cc.pad}},
+                    {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t{1}}};
+  auto buffer = [](const Shape& s) {
+    BufferPtr b = Buffer::allocate(DType::kFloat32, s);
+    for (int64_t i = 0; i < b->numel(); ++i) b->as<float>()[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+    return b;
+  };
+  const BufferPtr x = buffer(xs), w = buffer(ws), y = buffer(ys);
+  const int pass = static_cast<int>(state.range(0));
+  const OpKind op = pass == 0 ? OpKind::kConv2d : pass == 1 ? OpKind::kConv2dBackwardInput : OpKind::kConv2dBackwardWeight;
+  const Buffer* in0 = pass == 0 ? x.get() : pass == 1 ? y.get() : x.get();
+  const Buffer* in1 = pass == 0 ? w.get() : pass == 1 ? w.get() : y.get();
+  const BufferPtr out = pass == 0 ? buffer(ys) : pass == 1 ? buffer(xs) : buffer(ws);
+  const Buffer* inputs[] = {in0, in1};
+  const cpu::KernelFn kernel = cpu::find_kernel(op, DType::kFloat32);
+  settings::set_im2col_conv(im2col);
+  kernel({inputs, *out, attrs});  // warm: oneDNN creates its primitives here
+  for (auto _ : state) kernel({inputs, *out, attrs});
+  settings::set_im2col_conv(false);
+  state.SetItemsProcessed(state.iterations() * 2 * cc.n * cc.o * cc.c * cc.k * cc.k * oh * oh);
+}
+
+// Registered per (pass, case) pair so that oneDNN and im2col alternate in the run.
+[[maybe_unused]] const bool kConvKernelsRegistered = [] {
+  const char* passes[] = {"forward", "backward_input", "backward_weight"};
+  for (int64_t pass = 0; pass < 3; ++pass) {
+    for (int64_t c = 0; c < 3; ++c) {
+      const ConvCase cc = kConvCases[c];
+      const std::string shape = std::to_string(cc.n) + "x" + std::to_string(cc.c) + "x" + std::to_string(cc.hw) +
+                                "_k" + std::to_string(cc.k) + "_to_" + std::to_string(cc.o);
+      const std::string name = std::string("conv_kernel/") + passes[pass] + "/" + shape;
+      benchmark::RegisterBenchmark((name + "/lazyscope").c_str(), BM_ConvKernel, false)
+          ->Args({pass, c})->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((name + "/reference").c_str(), BM_ConvKernel, true)
+          ->Args({pass, c})->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return true;
+}();
 
 BENCHMARK(BM_Conv2dLazyScope)->Name("conv2d_3x3_32x16x28x28_to_32/lazyscope")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv2dReference)->Name("conv2d_3x3_32x16x28x28_to_32/reference")->Unit(benchmark::kMillisecond);

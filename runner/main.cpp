@@ -55,8 +55,9 @@ commands:
   runs [--status S] [--name TEXT] [--tag TAG] [--since WHEN]
                                         list the recorded runs, newest first; WHEN is a
                                         date (2024-05-01) or a span (30m, 12h, 7d)
-  show [RUN] [--output]                 summary, diagnosis and compiles of a run (default: last);
-                                        --output: what its script printed (stdout and stderr)
+  show [RUN] [--output] [--kernels]     summary, diagnosis and compiles of a run (default: last);
+                                        --output: what its script printed (stdout and stderr);
+                                        --kernels: its kernels by total time, against the roofline
   compare A B                           summary deltas, graphs in one run or both, compile reasons
   graphs RUN                            the graphs a run compiled or executed
   graph RUN GRAPH [--format text|dot|proto]

@@ -1,5 +1,6 @@
-// `lazyscope show [RUN] [--json] [--output]`: the summary, the diagnosis, the
-// compiles, the final metrics; or, with --output, what the script printed.
+// `lazyscope show [RUN] [--json] [--output | --kernels]`: the summary, the
+// diagnosis, the compiles, the final metrics; or, with --output, what the
+// script printed; with --kernels, the per-kernel profile.
 #include <iostream>
 #include <stdexcept>
 
@@ -30,7 +31,7 @@ std::string format_report(const pb::RunReport& report) {
 }  // namespace
 
 int show_command(const std::vector<std::string>& raw) {
-  const CommandArgs args = parse_command_args(raw, {"--json", "--output"}, {});
+  const CommandArgs args = parse_command_args(raw, {"--json", "--output", "--kernels"}, {});
   if (args.positional.size() > 1) throw std::invalid_argument("show takes one RUN, got " + args.positional[1]);
   storage::HistoryReader reader(args.history);
   const int64_t run_id = resolve_run(reader, args.positional.empty() ? "last" : args.positional[0], args.history);
@@ -41,6 +42,11 @@ int show_command(const std::vector<std::string>& raw) {
     } else {
       for (const auto& chunk : output.chunks()) std::cout << chunk.text();
     }
+    return 0;
+  }
+  if (args.has("--kernels")) {
+    const pb::KernelReport kernels = reader.kernel_report(run_id);
+    std::cout << (args.has("--json") ? to_json(kernels) + "\n" : format_kernel_report(kernels));
     return 0;
   }
   const auto data = storage::load_run_data(reader, run_id, storage::CompileIr::kForDiagnosis);

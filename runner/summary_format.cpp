@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "cli_args.h"
+
 namespace lazyscope::runner {
 namespace {
 
@@ -119,6 +121,62 @@ std::string format_metrics(const pb::MetricsReport& report) {
                         format_duration_ms(m.p50_ms()).c_str(), format_duration_ms(m.p90_ms()).c_str(),
                         format_duration_ms(m.p99_ms()).c_str());
     }
+  }
+  return out;
+}
+
+namespace {
+
+// "add (train.py:11), relu (train.py:11) +3 more": the first IR nodes of a kernel.
+std::string format_kernel_nodes(const pb::KernelRow& k) {
+  constexpr int kShown = 3;
+  std::string out;
+  for (int i = 0; i < k.nodes_size() && i < kShown; ++i) {
+    const pb::KernelNode& n = k.nodes(i);
+    if (!out.empty()) out += ", ";
+    if (n.op().empty()) {
+      out += printf_str("#%d", n.id());
+    } else {
+      out += n.op();
+    }
+    if (n.source().line() > 0) {
+      const std::string& file = n.source().file();
+      const std::string base = file.substr(file.find_last_of('/') + 1);  // npos + 1 is 0: the whole name
+      out += printf_str(" (%s:%d)", base.c_str(), n.source().line());
+    }
+  }
+  if (k.nodes_size() > kShown) out += printf_str(" +%d more", k.nodes_size() - kShown);
+  return out;
+}
+
+}  // namespace
+
+std::string format_kernel_report(const pb::KernelReport& report) {
+  if (report.kernels_size() == 0) return printf_str("no kernel profile: %s\n", report.missing_reason().c_str());
+  std::string out = printf_str("kernels: %d in %d profiled graph(s), %s of kernel time", report.kernels_size(),
+                               report.graphs(), format_duration_ms(report.total_ms()).c_str());
+  if (report.peak_bytes() > 0) {
+    const double b = static_cast<double>(report.peak_bytes());
+    out += b >= 1e6 ? printf_str(", memory-plan peak %.1f MB", b / 1e6) : printf_str(", memory-plan peak %.1f kB", b / 1e3);
+  }
+  out += "\n";
+  if (report.has_peaks()) {
+    const pb::MachinePeakEvent& p = report.peaks();
+    out += printf_str("machine peaks: %.1f GFLOP/s (SGEMM), %.1f GB/s (STREAM triad), %d thread(s)%s%s\n",
+                      p.gemm_gflops(), p.stream_gbps(), p.threads(), p.isa().empty() ? "" : ", ", p.isa().c_str());
+  } else {
+    out += "machine peaks: not recorded (no roofline fractions)\n";
+  }
+  out += printf_str("\n%10s %6s %7s %10s %8s %8s %5s  %-20s %-8s %s\n", "total", "share", "calls", "mean", "GFLOP/s",
+                    "GB/s", "roof", "kernel", "graph", "IR nodes");
+  for (const pb::KernelRow& k : report.kernels()) {
+    const std::string roof = report.has_peaks() && k.roofline_fraction() > 0
+                                 ? printf_str("%.0f%%", 100 * k.roofline_fraction())
+                                 : std::string("-");
+    out += printf_str("%10s %5.1f%% %7lld %10s %8.2f %8.2f %5s  %-20s %-8.8s %s\n",
+                      format_duration_ms(k.total_ms()).c_str(), 100 * k.share(), static_cast<long long>(k.calls()),
+                      format_duration_ms(k.mean_us() / 1e3).c_str(), k.gflops(), k.gbps(), roof.c_str(),
+                      k.name().c_str(), hash_hex(k.graph_hash()).c_str(), format_kernel_nodes(k).c_str());
   }
   return out;
 }

@@ -18,5 +18,8 @@ std::string format_duration_ms(double ms);
 std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings);
 // "metrics (last snapshot ...):" and a line per metric; empty without metrics.
 std::string format_metrics(const pb::MetricsReport& report);
+// `show --kernels`: the machine's peaks and one line per kernel, by total
+// time; or why the run has no profile.
+std::string format_kernel_report(const pb::KernelReport& report);
 
 }  // namespace lazyscope::runner

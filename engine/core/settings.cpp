@@ -177,4 +177,12 @@ int64_t num_threads() {
 bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }
 void set_bf16_mode(bool on) { bf16().store(on); }
 
+std::atomic<bool>& im2col() {
+  static std::atomic<bool> v{flag_from_env("LAZYSCOPE_IM2COL_CONV")};
+  return v;
+}
+
+bool im2col_conv() { return im2col().load(std::memory_order_relaxed); }
+void set_im2col_conv(bool on) { im2col() = on; }
+
 }  // namespace lazyscope::settings

@@ -53,4 +53,10 @@ int64_t num_threads();
 double collective_timeout_s();
 void set_collective_timeout_s(double seconds);
 
+// LAZYSCOPE_IM2COL_CONV=1: float32 convolutions take the old im2col + GEMM
+// kernels instead of oneDNN's primitives — for side-by-side benchmarks, and
+// as a way out should oneDNN misbehave on some machine.
+bool im2col_conv();
+void set_im2col_conv(bool on);
+
 }  // namespace lazyscope::settings

@@ -36,7 +36,7 @@ int main(int argc, char* argv[]) {
                                      QStringLiteral("id"));
   const QCommandLineOption tabOption(QStringLiteral("tab"),
                                      QStringLiteral("Show this tab of the run: overview, recompilations, graphs, timeline, charts, "
-                                                                    "fallbacks, metrics, output."),
+                                                                    "fallbacks, metrics, output, kernels."),
                                      QStringLiteral("name"));
   const QCommandLineOption schemeOption(
       QStringLiteral("color-scheme"),

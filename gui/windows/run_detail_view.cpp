@@ -16,6 +16,7 @@
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
 #include "views/graph_tab.h"
+#include "views/kernels_view.h"
 
 namespace lazyscope::gui {
 
@@ -42,6 +43,12 @@ RunDetailView::RunDetailView(QWidget* parent)
     tabs_->setTabText(tabs_->indexOf(graphs_), tr("&Graphs (%1)").arg(count));
   });
   // --- end Graphs tab
+  // --- Kernels tab: reads its own data (the kernel profile), by path and run id.
+  kernels_ = new KernelsView(tabs_);
+  tabs_->addTab(kernels_, tr("&Kernels"));
+  connect(kernels_, &KernelsView::kernelCountChanged, this, [this](int count) {
+    tabs_->setTabText(tabs_->indexOf(kernels_), count == 0 ? tr("&Kernels") : tr("&Kernels (%1)").arg(count));
+  });
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -68,6 +75,7 @@ void RunDetailView::showRun(const QString& path, int64_t runId) {
   loader_->load(path, runId);
   profileLoader_->load(path, runId);
   graphs_->setRun(path, runId);  // Graphs tab (gui3)
+  kernels_->setRun(path, runId);
 }
 
 void RunDetailView::clear() {
@@ -84,6 +92,7 @@ void RunDetailView::clear() {
   status_->hide();
   recompilations_->clear();
   graphs_->clear();  // Graphs tab (gui3)
+  kernels_->clear();
   overview_->clear();
   detail_.reset();
   wantedRunId_ = 0;

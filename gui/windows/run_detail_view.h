@@ -16,6 +16,7 @@ class QTabWidget;
 namespace lazyscope::gui {
 
 class GraphTab;
+class KernelsView;
 class OverviewTab;
 class RecompilationsTab;
 class RunDetailLoader;
@@ -51,6 +52,7 @@ class RunDetailView : public QWidget {
   OverviewTab* overview() const { return overview_; }
   RecompilationsTab* recompilations() const { return recompilations_; }
   GraphTab* graphs() const { return graphs_; }
+  KernelsView* kernels() const { return kernels_; }
 
   // Timeline, Charts, Fallbacks, Metrics and Output: filled by a second
   // background read (RunProfileLoader), so the overview never waits for it.
@@ -102,6 +104,7 @@ class RunDetailView : public QWidget {
   OutputView* output_ = nullptr;
 
   GraphTab* graphs_ = nullptr;
+  KernelsView* kernels_ = nullptr;
 };
 
 }  // namespace lazyscope::gui

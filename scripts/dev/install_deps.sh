@@ -9,7 +9,7 @@ PACKAGES=(
   # toolchain
   g++ cmake ninja-build ccache pkg-config git
   # engine
-  libopenblas-dev libprotobuf-dev protobuf-compiler
+  libopenblas-dev libdnnl-dev libprotobuf-dev protobuf-compiler
   # Python front end: Debian's own interpreter with NumPy and pytest
   python3 python3-dev python3-numpy python3-pytest pybind11-dev
   # storage

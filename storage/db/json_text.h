@@ -25,6 +25,17 @@ std::string json_array(const Strings& items) {
   return out + "]";
 }
 
+// [1, 2, 3]
+template <typename Numbers>
+std::string json_number_array(const Numbers& items) {
+  std::string out = "[";
+  for (const auto& item : items) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(item);
+  }
+  return out + "]";
+}
+
 // {"key": "value"} in the given order; callers sort the keys so that equal
 // settings give byte-equal text.
 std::string json_object(const std::vector<std::pair<std::string, std::string>>& entries);

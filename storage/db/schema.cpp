@@ -173,9 +173,49 @@ CREATE TABLE metric_snapshots (
 CREATE INDEX metric_snapshots_by_run ON metric_snapshots (run_id, name, id);
 )sql";
 
+// Version 3: per-kernel profiles and the machine's measured peaks (issue 11).
+// The engine publishes profiles cumulatively, so each table keeps the latest
+// totals of its key (an upsert), not one row per event.
+constexpr const char* kVersion3 = R"sql(
+CREATE TABLE kernel_profiles (
+  run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  replica    INTEGER NOT NULL,
+  graph_hash INTEGER NOT NULL,                    -- graphs.hash of the same run
+  step       INTEGER NOT NULL,                    -- of the latest event
+  executions INTEGER NOT NULL,
+  peak_bytes INTEGER NOT NULL,
+  PRIMARY KEY (run_id, replica, graph_hash)
+);
+
+CREATE TABLE kernel_profile_kernels (
+  run_id       INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  replica      INTEGER NOT NULL,
+  graph_hash   INTEGER NOT NULL,
+  kernel_index INTEGER NOT NULL,                  -- position in the lowered program
+  name         TEXT    NOT NULL,
+  nodes_json   TEXT    NOT NULL DEFAULT '[]',     -- IrNode ids, a JSON array
+  flops        INTEGER NOT NULL,
+  bytes        INTEGER NOT NULL,
+  samples      INTEGER NOT NULL,
+  total_ns     INTEGER NOT NULL,
+  PRIMARY KEY (run_id, replica, graph_hash, kernel_index)
+);
+
+CREATE TABLE machine_peaks (
+  run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  replica     INTEGER NOT NULL,
+  gemm_gflops REAL    NOT NULL,
+  stream_gbps REAL    NOT NULL,
+  threads     INTEGER NOT NULL,
+  isa         TEXT    NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, replica)
+);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, kVersion1},
     Migration{2, kVersion2},
+    Migration{3, kVersion3},
 };
 
 constexpr bool versions_are_contiguous_up_to_current() {
@@ -187,9 +227,10 @@ constexpr bool versions_are_contiguous_up_to_current() {
 static_assert(versions_are_contiguous_up_to_current(),
               "schema migrations must be numbered 1..kSchemaVersion, in order");
 
-constexpr std::array<std::string_view, 10> kTables = {
+constexpr std::array<std::string_view, 13> kTables = {
     "runs",      "steps",     "graphs",  "compilations", "executions",
     "fallbacks", "transfers", "scalars", "output",       "metric_snapshots",
+    "kernel_profiles", "kernel_profile_kernels", "machine_peaks",
 };
 
 }  // namespace

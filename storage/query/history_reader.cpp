@@ -8,6 +8,7 @@
 #include "query/run_bundle_query.h"
 #include "query/run_events.h"
 #include "query/run_graphs.h"
+#include "query/run_kernels.h"
 #include "query/run_summaries.h"
 #include "query/run_timeline.h"
 #include "query/event_rows.h"
@@ -205,6 +206,14 @@ std::optional<pb::IrGraph> HistoryReader::graph_ir(int64_t run_id, uint64_t hash
 std::optional<std::string> HistoryReader::program_text(int64_t run_id, uint64_t hash) const {
   std::lock_guard lock(mutex_);
   return read_program_text(*file_, run_id, hash);
+}
+
+pb::KernelReport HistoryReader::kernel_report(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Transaction snapshot(*file_, Transaction::Kind::kRead);  // the profile and the IR of one moment
+  pb::KernelReport report = read_kernel_report(*file_, run_id);
+  snapshot.commit();
+  return report;
 }
 
 }  // namespace lazyscope::storage

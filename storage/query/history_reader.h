@@ -79,6 +79,10 @@ class HistoryReader {
   std::optional<pb::IrGraph> graph_ir(int64_t run_id, uint64_t hash) const;
   std::optional<std::string> program_text(int64_t run_id, uint64_t hash) const;
 
+  // The per-kernel profile: kernels by total time with their IR nodes and
+  // rates against the machine's peaks (empty when none was recorded).
+  pb::KernelReport kernel_report(int64_t run_id) const;
+
  private:
   std::unique_ptr<HistoryFile> file_;
   // list_runs() and run_summary() read in one transaction on the shared

@@ -3,6 +3,7 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "query/run_events.h"
+#include "query/run_kernels.h"
 #include "query/run_summaries.h"
 #include "query/run_timeline.h"
 
@@ -23,6 +24,9 @@ std::optional<pb::RunBundle> read_run_bundle(const HistoryFile& file, int64_t ru
 
   // The timeline holds every event table, metric snapshots included.
   bundle.mutable_events()->Swap(timeline->mutable_events());
+  // Kernel profiles and machine peaks are kept as latest totals, not in the
+  // timeline: carried as the events that store them again on import.
+  for (pb::Event& event : read_kernel_events(file, run_id)) *bundle.add_events() = std::move(event);
 
   // The IR as stored, not parsed: a bundle copies the run, it does not judge it.
   Statement graphs(file, "SELECT hash, node_count, ir, program_text FROM graphs WHERE run_id = ?1 ORDER BY rowid");

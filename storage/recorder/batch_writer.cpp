@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "db/json_text.h"
 #include "db/transaction.h"
 
 namespace lazyscope::storage {
@@ -44,6 +45,26 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
         INSERT INTO metric_snapshots (run_id, replica, step, time_ns, name, is_counter, value,
                                       count, total_ms, p50_ms, p90_ms, p99_ms)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
+      // Profiles are cumulative: the latest event of a (replica, graph) holds
+      // the totals, so it replaces the row rather than adding one.
+      upsert_kernel_profile_(file, R"sql(
+        INSERT INTO kernel_profiles (run_id, replica, graph_hash, step, executions, peak_bytes)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        ON CONFLICT (run_id, replica, graph_hash) DO UPDATE
+          SET step = excluded.step, executions = excluded.executions, peak_bytes = excluded.peak_bytes)sql"),
+      upsert_kernel_(file, R"sql(
+        INSERT INTO kernel_profile_kernels (run_id, replica, graph_hash, kernel_index, name, nodes_json,
+                                            flops, bytes, samples, total_ns)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        ON CONFLICT (run_id, replica, graph_hash, kernel_index) DO UPDATE
+          SET name = excluded.name, nodes_json = excluded.nodes_json, flops = excluded.flops,
+              bytes = excluded.bytes, samples = excluded.samples, total_ns = excluded.total_ns)sql"),
+      upsert_machine_peak_(file, R"sql(
+        INSERT INTO machine_peaks (run_id, replica, gemm_gflops, stream_gbps, threads, isa)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        ON CONFLICT (run_id, replica) DO UPDATE
+          SET gemm_gflops = excluded.gemm_gflops, stream_gbps = excluded.stream_gbps,
+              threads = excluded.threads, isa = excluded.isa)sql"),
       update_heartbeat_(file, "UPDATE runs SET heartbeat_unix_ms = ?2 WHERE id = ?1"),
       update_end_(file, R"sql(
         UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, traceback = ?5,
@@ -82,10 +103,8 @@ void BatchWriter::write_event(const pb::Event& event) {
     case pb::Event::kTransfer: write_transfer(replica, event.transfer()); break;
     case pb::Event::kScalar: write_scalar(replica, event.scalar()); break;
     case pb::Event::kMetrics: write_metrics(replica, event.metrics()); break;
-    // Kernel profiles and machine peaks get their tables with the Kernels
-    // view; until then they are not stored.
-    case pb::Event::kKernelProfile:
-    case pb::Event::kMachinePeak:
+    case pb::Event::kKernelProfile: write_kernel_profile(replica, event.kernel_profile()); break;
+    case pb::Event::kMachinePeak: write_machine_peak(replica, event.machine_peak()); break;
     case pb::Event::KIND_NOT_SET: break;  // nothing to store
   }
 }
@@ -182,6 +201,41 @@ void BatchWriter::write_metrics(int replica, const pb::MetricSnapshotEvent& snap
         .bind_double(12, finite(metric.p99_ms()))
         .execute();
   }
+}
+
+void BatchWriter::write_kernel_profile(int replica, const pb::KernelProfileEvent& profile) {
+  upsert_kernel_profile_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_hash(3, profile.graph_hash())
+      .bind_int64(4, profile.step())
+      .bind_int64(5, profile.executions())
+      .bind_int64(6, profile.peak_bytes())
+      .execute();
+  for (const pb::KernelProfile& kernel : profile.kernels()) {
+    upsert_kernel_.bind_int64(1, run_id_)
+        .bind_int64(2, replica)
+        .bind_hash(3, profile.graph_hash())
+        .bind_int64(4, kernel.index())
+        .bind_text(5, kernel.name())
+        .bind_text(6, json_number_array(kernel.nodes()))
+        .bind_int64(7, kernel.flops())
+        .bind_int64(8, kernel.bytes())
+        .bind_int64(9, kernel.samples())
+        .bind_int64(10, kernel.total_ns())
+        .execute();
+  }
+}
+
+void BatchWriter::write_machine_peak(int replica, const pb::MachinePeakEvent& peak) {
+  // NaN would be NULL in these NOT NULL columns and fail the batch: unknown is 0.
+  const auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  upsert_machine_peak_.bind_int64(1, run_id_)
+      .bind_int64(2, replica)
+      .bind_double(3, finite(peak.gemm_gflops()))
+      .bind_double(4, finite(peak.stream_gbps()))
+      .bind_int64(5, peak.threads())
+      .bind_text(6, peak.isa())
+      .execute();
 }
 
 void BatchWriter::write_transfer(int replica, const pb::TransferEvent& transfer) {

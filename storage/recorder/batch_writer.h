@@ -28,6 +28,8 @@ class BatchWriter {
  private:
   void write_event(const pb::Event& event);
   void write_metrics(int replica, const pb::MetricSnapshotEvent& snapshot);
+  void write_kernel_profile(int replica, const pb::KernelProfileEvent& profile);
+  void write_machine_peak(int replica, const pb::MachinePeakEvent& peak);
   void write_step(int replica, const pb::StepEvent& step);
   void write_compile(int replica, const pb::CompileEvent& compile);
   void write_execute(int replica, const pb::ExecuteEvent& execute);
@@ -48,6 +50,9 @@ class BatchWriter {
   Statement insert_scalar_;
   Statement insert_output_;
   Statement insert_metric_;
+  Statement upsert_kernel_profile_;
+  Statement upsert_kernel_;
+  Statement upsert_machine_peak_;
   Statement update_heartbeat_;
   Statement update_end_;
 };

@@ -210,6 +210,57 @@ int64_t recordRecompilingRun(const QString& path) {
   return recorder.run_id();
 }
 
+int64_t recordProfiledRun(const QString& path) {
+  storage::Recorder recorder(path.toStdString(),
+                             runInfo("profiled", "/work/proj/train_profiled.py", QDateTime::currentMSecsSinceEpoch()));
+  pb::Event compile;
+  pb::CompileEvent* c = compile.mutable_compile();
+  c->set_graph_hash(kProfiledGraph);
+  c->set_duration_ns(5 * kMs);
+  c->set_reason_kind(pb::COMPILE_REASON_FIRST_SIGHT);
+  pb::IrGraph* graph = c->mutable_graph();
+  graph->set_hash(kProfiledGraph);
+  const char* ops[] = {"device_data", "matmul", "add", "relu"};
+  for (int i = 0; i < 4; ++i) {
+    pb::IrNode* node = graph->add_nodes();
+    node->set_id(i);
+    node->set_op(ops[i]);
+    if (i > 0) node->add_operands(i - 1);
+    node->mutable_source()->set_file("/work/proj/train_profiled.py");
+    node->mutable_source()->set_line(i < 2 ? 12 : 13);
+    node->set_scope("model.fc1");
+  }
+  recorder.record(compile);
+  recordStep(recorder, 0, 0, 10, 5);
+  pb::Event peaks;
+  peaks.mutable_machine_peak()->set_gemm_gflops(100);
+  peaks.mutable_machine_peak()->set_stream_gbps(20);
+  peaks.mutable_machine_peak()->set_threads(2);
+  peaks.mutable_machine_peak()->set_isa("avx2");
+  recorder.record(peaks);
+  pb::Event profile;
+  pb::KernelProfileEvent* p = profile.mutable_kernel_profile();
+  p->set_graph_hash(kProfiledGraph);
+  p->set_executions(10);
+  p->set_peak_bytes(3 << 20);
+  auto add = [p](const char* name, std::vector<int> nodes, int64_t flops, int64_t bytes, int64_t ns) {
+    pb::KernelProfile* k = p->add_kernels();
+    k->set_index(p->kernels_size() - 1);
+    k->set_name(name);
+    for (int n : nodes) k->add_nodes(n);
+    k->set_flops(flops);
+    k->set_bytes(bytes);
+    k->set_samples(4);
+    k->set_total_ns(4 * ns);
+  };
+  add("gemm", {1}, 2'000'000, 40'000, 100'000);
+  add("fused_elementwise", {2, 3}, 0, 1'000'000, 200'000);
+  add("sum", {}, 1'000, 4'000, 1'000);
+  recorder.record(profile);
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  return recorder.run_id();
+}
+
 void writeNewerSchemaFile(const QString& path) {
   recordFinishedRun(path, QStringLiteral("from the future"), 1);
   // The one place the GUI tests touch SQL: storage keeps its schema version

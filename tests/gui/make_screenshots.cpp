@@ -7,7 +7,7 @@
 //       HISTORY OUTDIR VIEW=RUN...
 //
 // VIEW is runs, overview, recompilations, timeline, charts, graphs,
-// fallbacks, metrics, output (RUN: the run to show), compare (RUN: A,B) or
+// fallbacks, metrics, output, kernels (RUN: the run to show), compare (RUN: A,B) or
 // run-script (RUN: the script the dialog is filled in with). Each writes
 // VIEW.png and VIEW-dark.png into OUTDIR.
 #include <QApplication>
@@ -25,6 +25,7 @@
 #include "util/color_scheme.h"
 #include "views/compare_view.h"
 #include "views/graph_tab.h"
+#include "views/kernels_view.h"
 #include "views/graph_viewer.h"
 #include "windows/main_window.h"
 #include "windows/recompilations_tab.h"
@@ -104,6 +105,8 @@ bool shoot(const QString& history, const QString& view, const QString& run, cons
     // The first recompilation (row 0 is the first compile, which has no diff).
     RecompilationsTab* tab = detail->recompilations();
     tab->selectCompile(tab->model()->rowCount() > 1 ? 1 : 0);
+  } else if (view == QLatin1String("kernels")) {
+    waitFor([&] { return !detail->kernels()->isLoading(); });
   } else if (view == QLatin1String("graphs")) {
     GraphTab* graphs = detail->graphs();
     waitFor([&] { return graphs->model()->rowCount() > 0 && !graphs->isLoading(); });

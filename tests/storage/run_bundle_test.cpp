@@ -55,6 +55,24 @@ int64_t record_full_run(const std::string& path, const std::string& name) {
   counter.set_is_counter(true);
   counter.set_value(2);
   recorder.record(metrics);
+  pb::Event peaks;
+  peaks.mutable_machine_peak()->set_gemm_gflops(180.5);
+  peaks.mutable_machine_peak()->set_stream_gbps(31.25);
+  peaks.mutable_machine_peak()->set_isa("avx512");
+  recorder.record(peaks);
+  pb::Event profile;
+  profile.set_replica(1);
+  profile.mutable_kernel_profile()->set_graph_hash(kGraphA);
+  profile.mutable_kernel_profile()->set_executions(4);
+  pb::KernelProfile& kernel = *profile.mutable_kernel_profile()->add_kernels();
+  kernel.set_name("fused_elementwise");
+  kernel.add_nodes(1);
+  kernel.add_nodes(2);
+  kernel.set_flops(1000);
+  kernel.set_bytes(4000);
+  kernel.set_samples(2);
+  kernel.set_total_ns(5000);
+  recorder.record(profile);
   recorder.record_output("stdout", "step 0\n");
   recorder.record_output("stderr", "warning\n");
   recorder.finish(pb::RUN_STATUS_FAILED, 1, "ValueError: x", "Traceback ...\n");
@@ -100,6 +118,8 @@ void expect_same_run(const HistoryReader& a, int64_t run_a, const HistoryReader&
   EXPECT_TRUE(MessageDifferencer::Equals(a.output(run_a), b.output(run_b)));
   expect_same_list(a.metric_snapshots(run_a), b.metric_snapshots(run_b), "metric snapshots");
   EXPECT_TRUE(MessageDifferencer::Equals(a.final_metrics(run_a), b.final_metrics(run_b)));
+  EXPECT_TRUE(MessageDifferencer::Equals(a.kernel_report(run_a), b.kernel_report(run_b)))
+      << a.kernel_report(run_a).DebugString() << b.kernel_report(run_b).DebugString();
   pb::RunTimeline timeline_a = *a.timeline(run_a);
   pb::RunTimeline timeline_b = *b.timeline(run_b);
   for (pb::RunTimeline* timeline : {&timeline_a, &timeline_b}) {
@@ -127,6 +147,8 @@ TEST(RunBundle, ExportThenImportReadsBackTheSameThroughEveryQuery) {
   HistoryReader b(target);
   EXPECT_EQ(b.list_runs().size(), 1u);
   expect_same_run(a, run_id, b, imported.run_id);
+  ASSERT_EQ(b.kernel_report(imported.run_id).kernels_size(), 1);  // the profile came along
+  EXPECT_EQ(b.kernel_report(imported.run_id).kernels(0).nodes_size(), 2);
 }
 
 TEST(RunBundle, ANameAlreadyInTheHistoryGetsAnImportedSuffix) {

@@ -1,15 +1,20 @@
-// conv2d and its two backward ops, as im2col + one OpenBLAS gemm per image
-// and group (col2im for the input gradient). The unfolded columns of one
-// image are [C/groups * kH * kW, oH * oW]; the group's weight is
-// [O/groups, C/groups * kH * kW], so the forward is weight x columns written
-// straight into the output's [O/groups, oH * oW] block. A 1x1 kernel with
-// stride 1 and no padding needs no unfolding: the input is its own columns.
+// conv2d and its two backward ops. float32 runs on oneDNN primitives
+// (forward, backward data, backward weights), which block the channels for
+// the vector units and thread over the whole batch; float64 (oneDNN 2.6 has
+// no f64 convolution) and empty shapes take the im2col + OpenBLAS path below.
+// im2col: the unfolded columns of one image are [C/groups * kH * kW, oH * oW];
+// the group's weight is [O/groups, C/groups * kH * kW], so the forward is
+// weight x columns written straight into the output's [O/groups, oH * oW]
+// block. A 1x1 kernel with stride 1 and no padding needs no unfolding: the
+// input is its own columns.
 #include <cblas.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/onednn.h"
+#include "core/settings.h"
 
 namespace lazyscope::cpu {
 namespace {
@@ -146,12 +151,129 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   }
 }
 
+// --- oneDNN (float32) ----------------------------------------------------------
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+enum class ConvPass : int64_t { kForward, kBackwardData, kBackwardWeights };
+
+bool onednn_fits(const ConvGeometry& g, ConvPass pass) {
+  // oneDNN 2.6's backward kernels for one or few input channels per group
+  // (the MNIST CNN's first layer) are 3-5x slower than im2col + GEMM
+  // (benchmarks/engine_bench conv_kernel/backward_*/64x1x28_k5_to_10); its
+  // forward is not.
+  if (pass != ConvPass::kForward && g.cg() < 4) return false;
+  // Empty tensors are not primitives' business; the loops handle them.
+  return !settings::im2col_conv() && g.n > 0 && g.c > 0 && g.o > 0 && g.oh > 0 && g.ow > 0 && g.kh > 0 && g.kw > 0;
+}
+
+struct ConvDescs {
+  memory::desc src, weights, dst;   // plain: what the caller's buffers hold
+  memory::desc src_any, weights_any, dst_any;  // format `any`: the primitive picks its blocking
+  memory::dims strides, dilates, padding;
+};
+
+ConvDescs conv_descs(const ConvGeometry& g) {
+  const memory::dims src{g.n, g.c, g.h, g.w}, dst{g.n, g.o, g.oh, g.ow};
+  // Grouped weights are [G, O/G, C/G, kH, kW], the same bytes as OIHW.
+  const memory::dims wei = g.groups == 1 ? memory::dims{g.o, g.c, g.kh, g.kw}
+                                         : memory::dims{g.groups, g.og(), g.cg(), g.kh, g.kw};
+  ConvDescs d;
+  d.src = onednn::plain(src, Tag::nchw);
+  d.dst = onednn::plain(dst, Tag::nchw);
+  d.weights = onednn::plain(wei, g.groups == 1 ? Tag::oihw : Tag::goihw);
+  d.src_any = onednn::plain(src, Tag::any);
+  d.dst_any = onednn::plain(dst, Tag::any);
+  d.weights_any = onednn::plain(wei, Tag::any);
+  d.strides = {g.sh, g.sw};
+  d.dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the gaps, PyTorch the step
+  d.padding = {g.ph, g.pw};          // symmetric; the output size is PyTorch's floor rule either side
+  return d;
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d) {
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                             d.src_any, d.weights_any, d.dst_any, d.strides, d.dilates, d.padding,
+                                             d.padding);
+  return {desc, onednn::attributes(), onednn::engine()};
+}
+
+onednn::Plan conv_plan(const ConvGeometry& g, ConvPass pass) {
+  const ConvDescs d = conv_descs(g);
+  const auto fwd = forward_pd(d);
+  onednn::Plan plan;
+  switch (pass) {
+    case ConvPass::kForward:
+      plan.primitive = dnnl::convolution_forward(fwd);
+      plan.scratchpad = fwd.scratchpad_desc();
+      onednn::add_arg(plan, DNNL_ARG_SRC, d.src, fwd.src_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_WEIGHTS, d.weights, fwd.weights_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_DST, d.dst, fwd.dst_desc(), true);
+      break;
+    case ConvPass::kBackwardData: {
+      const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.src_any, d.weights_any,
+                                                       d.dst_any, d.strides, d.dilates, d.padding, d.padding);
+      const dnnl::convolution_backward_data::primitive_desc pd(desc, onednn::attributes(), onednn::engine(), fwd);
+      plan.primitive = dnnl::convolution_backward_data(pd);
+      plan.scratchpad = pd.scratchpad_desc();
+      onednn::add_arg(plan, DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_WEIGHTS, d.weights, pd.weights_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), true);
+      break;
+    }
+    case ConvPass::kBackwardWeights: {
+      const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.src_any,
+                                                          d.weights_any, d.dst_any, d.strides, d.dilates, d.padding,
+                                                          d.padding);
+      const dnnl::convolution_backward_weights::primitive_desc pd(desc, onednn::attributes(), onednn::engine(), fwd);
+      plan.primitive = dnnl::convolution_backward_weights(pd);
+      plan.scratchpad = pd.scratchpad_desc();
+      onednn::add_arg(plan, DNNL_ARG_SRC, d.src, pd.src_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_DIFF_WEIGHTS, d.weights, pd.diff_weights_desc(), true);
+      break;
+    }
+  }
+  return plan;
+}
+
+// Runs the pass on oneDNN: a, b are the pass's inputs, out its output, in
+// the kernel's argument order.
+void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void* b, void* out) {
+  const std::vector<int64_t> key{static_cast<int64_t>(pass), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow,
+                                 g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
+  const onednn::Plan& plan = onednn::cached(key, [&] { return conv_plan(g, pass); });
+  onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
+}
+
+template <typename T> void conv2d_onednn_kernel(const KernelArgs& k) {
+  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
+  if (!onednn_fits(g, ConvPass::kForward)) return conv2d_kernel<T>(k);
+  run_onednn(g, ConvPass::kForward, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+}
+
+template <typename T> void conv2d_backward_input_onednn_kernel(const KernelArgs& k) {
+  const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), k.inputs[0]->shape(), k.attrs);
+  if (!onednn_fits(g, ConvPass::kBackwardData)) return conv2d_backward_input_kernel<T>(k);
+  run_onednn(g, ConvPass::kBackwardData, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+}
+
+template <typename T> void conv2d_backward_weight_onednn_kernel(const KernelArgs& k) {
+  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), k.inputs[1]->shape(), k.attrs);
+  if (!onednn_fits(g, ConvPass::kBackwardWeights)) return conv2d_backward_weight_kernel<T>(k);
+  run_onednn(g, ConvPass::kBackwardWeights, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+}
+
 }  // namespace
 
 void add_conv_kernels(Table& t) {
-  rows<float, double>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_kernel));
-  rows<float, double>(t, OpKind::kConv2dBackwardInput, LAZYSCOPE_KERNEL(conv2d_backward_input_kernel));
-  rows<float, double>(t, OpKind::kConv2dBackwardWeight, LAZYSCOPE_KERNEL(conv2d_backward_weight_kernel));
+  rows<float>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_onednn_kernel));
+  rows<float>(t, OpKind::kConv2dBackwardInput, LAZYSCOPE_KERNEL(conv2d_backward_input_onednn_kernel));
+  rows<float>(t, OpKind::kConv2dBackwardWeight, LAZYSCOPE_KERNEL(conv2d_backward_weight_onednn_kernel));
+  rows<double>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_kernel));
+  rows<double>(t, OpKind::kConv2dBackwardInput, LAZYSCOPE_KERNEL(conv2d_backward_input_kernel));
+  rows<double>(t, OpKind::kConv2dBackwardWeight, LAZYSCOPE_KERNEL(conv2d_backward_weight_kernel));
 }
 
 }  // namespace lazyscope::cpu

@@ -1,11 +1,18 @@
 // Pooling kernels over 4-D NCHW buffers, one (n, c) plane at a time, and
 // their backward ops. Window bounds follow PyTorch's CPU kernels exactly
 // (padding, ceil_mode, count_include_pad), so results match it element for
-// element, not only in shape.
+// element, not only in shape. float32 max pooling runs on oneDNN (threaded,
+// vectorized) when the input holds no NaN or -inf, whose rules oneDNN does
+// not share (it starts windows at the lowest finite value and its max does
+// not propagate NaN); such inputs, float64 and the average pools take the
+// loops here.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/onednn.h"
 
 namespace lazyscope::cpu {
 namespace {
@@ -166,11 +173,117 @@ template <typename T> void adaptive_avg_pool2d_backward_kernel(const KernelArgs&
                     });
 }
 
+// --- oneDNN max pooling (float32) ----------------------------------------------
+
+using dnnl::memory;
+
+// True when every element is finite or +inf: oneDNN's result is then PyTorch's,
+// ties included (its windows keep the first maximum, as the loops above).
+bool onednn_max_safe(const float* x, int64_t n) {
+  // On the bits, so that the loop vectorizes: -inf and the negative NaNs are
+  // the patterns above the lowest finite float's, the positive NaNs those
+  // above +inf's once the sign is cleared.
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    bad |= static_cast<uint32_t>(b > 0xff7fffffu) | static_cast<uint32_t>((b & 0x7fffffffu) > 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+struct PoolDescs {
+  memory::desc src, dst;
+  memory::dims strides, kernel, dilation, pad_l, pad_r;
+};
+
+PoolDescs pool_descs(const Shape& in, const Shape& out, const PoolGeometry& g) {
+  // The right padding makes oneDNN's output size the caller's (ceil_mode adds
+  // some); never negative, and floor division makes the rest agree.
+  const int64_t pr_h = std::max<int64_t>(0, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph);
+  const int64_t pr_w = std::max<int64_t>(0, (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw);
+  return {onednn::plain({in[0], in[1], in[2], in[3]}, memory::format_tag::nchw),
+          onednn::plain({out[0], out[1], out[2], out[3]}, memory::format_tag::nchw),
+          {g.sh, g.sw}, {g.kh, g.kw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {pr_h, pr_w}};
+}
+
+dnnl::pooling_v2_forward::primitive_desc max_forward_pd(const PoolDescs& d, dnnl::prop_kind kind) {
+  const dnnl::pooling_v2_forward::desc desc(kind, dnnl::algorithm::pooling_max, d.src, d.dst, d.strides, d.kernel,
+                                            d.dilation, d.pad_l, d.pad_r);
+  return {desc, onednn::attributes(), onednn::engine()};
+}
+
+enum class PoolPass : int64_t { kInference, kTraining, kBackward };
+
+const onednn::Plan& max_pool_plan(const Shape& in, const Shape& out, const PoolGeometry& g, PoolPass pass) {
+  const std::vector<int64_t> key{100 + static_cast<int64_t>(pass), in[0], in[1], in[2], in[3], g.oh, g.ow, g.kh, g.kw,
+                                 g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
+  return onednn::cached(key, [&] {
+    const PoolDescs d = pool_descs(in, out, g);
+    onednn::Plan plan;
+    if (pass == PoolPass::kInference) {
+      const auto pd = max_forward_pd(d, dnnl::prop_kind::forward_inference);
+      plan.primitive = dnnl::pooling_v2_forward(pd);
+      plan.scratchpad = pd.scratchpad_desc();
+      onednn::add_arg(plan, DNNL_ARG_SRC, d.src, pd.src_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_DST, d.dst, pd.dst_desc(), true);
+      return plan;
+    }
+    const auto fwd = max_forward_pd(d, dnnl::prop_kind::forward_training);
+    if (pass == PoolPass::kTraining) {
+      plan.primitive = dnnl::pooling_v2_forward(fwd);
+      plan.scratchpad = fwd.scratchpad_desc();
+      onednn::add_arg(plan, DNNL_ARG_SRC, d.src, fwd.src_desc(), false);
+      onednn::add_arg(plan, DNNL_ARG_DST, d.dst, fwd.dst_desc(), true);
+      onednn::add_arg(plan, DNNL_ARG_WORKSPACE, fwd.workspace_desc(), fwd.workspace_desc(), true);
+      return plan;
+    }
+    const dnnl::pooling_v2_backward::desc desc(dnnl::algorithm::pooling_max, d.src, d.dst, d.strides, d.kernel,
+                                               d.dilation, d.pad_l, d.pad_r);
+    const dnnl::pooling_v2_backward::primitive_desc pd(desc, onednn::attributes(), onednn::engine(), fwd);
+    plan.primitive = dnnl::pooling_v2_backward(pd);
+    plan.scratchpad = pd.scratchpad_desc();
+    onednn::add_arg(plan, DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), false);
+    onednn::add_arg(plan, DNNL_ARG_WORKSPACE, fwd.workspace_desc(), fwd.workspace_desc(), false);
+    onednn::add_arg(plan, DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), true);
+    return plan;
+  });
+}
+
+bool onednn_pool_fits(const PoolGeometry& g) { return g.planes > 0 && g.h > 0 && g.w > 0 && g.oh > 0 && g.ow > 0; }
+
+template <typename T> void max_pool2d_onednn_kernel(const KernelArgs& k) {
+  const PoolGeometry g = pool_geometry(k.inputs[0]->shape(), k.out.shape(), k.attrs, true);
+  const float* x = k.inputs[0]->as<float>();
+  if (!onednn_pool_fits(g) || !onednn_max_safe(x, k.inputs[0]->numel())) return max_pool2d_kernel<T>(k);
+  const auto& plan = max_pool_plan(k.inputs[0]->shape(), k.out.shape(), g, PoolPass::kInference);
+  onednn::execute(plan, {const_cast<float*>(x), k.out.as<float>()});
+}
+
+// (grad, input): the forward again, for oneDNN's workspace (where each
+// window's maximum was), then the gradient routed through it.
+template <typename T> void max_pool2d_backward_onednn_kernel(const KernelArgs& k) {
+  const Shape& in = k.inputs[1]->shape();
+  const Shape& out = k.inputs[0]->shape();
+  const PoolGeometry g = pool_geometry(in, out, k.attrs, true);
+  const float* x = k.inputs[1]->as<float>();
+  if (!onednn_pool_fits(g) || !onednn_max_safe(x, k.inputs[1]->numel())) return max_pool2d_backward_kernel<T>(k);
+  const auto& training = max_pool_plan(in, out, g, PoolPass::kTraining);
+  const auto& backward = max_pool_plan(in, out, g, PoolPass::kBackward);
+  const size_t out_bytes = static_cast<size_t>(numel(out)) * sizeof(float);
+  void* pooled = onednn::thread_buffer(0, out_bytes);
+  void* workspace = onednn::thread_buffer(1, training.args[2].user.get_size());
+  onednn::execute(training, {const_cast<float*>(x), pooled, workspace});
+  onednn::execute(backward, {const_cast<float*>(k.inputs[0]->as<float>()), workspace, k.out.as<float>()});
+}
+
 }  // namespace
 
 void add_pool_kernels(Table& t) {
-  rows<float, double>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_kernel));
-  rows<float, double>(t, OpKind::kMaxPool2dBackward, LAZYSCOPE_KERNEL(max_pool2d_backward_kernel));
+  rows<float>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_onednn_kernel));
+  rows<float>(t, OpKind::kMaxPool2dBackward, LAZYSCOPE_KERNEL(max_pool2d_backward_onednn_kernel));
+  rows<double>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_kernel));
+  rows<double>(t, OpKind::kMaxPool2dBackward, LAZYSCOPE_KERNEL(max_pool2d_backward_kernel));
   rows<float, double>(t, OpKind::kAvgPool2d, LAZYSCOPE_KERNEL(avg_pool2d_kernel));
   rows<float, double>(t, OpKind::kAvgPool2dBackward, LAZYSCOPE_KERNEL(avg_pool2d_backward_kernel));
   rows<float, double>(t, OpKind::kAdaptiveAvgPool2d, LAZYSCOPE_KERNEL(adaptive_avg_pool2d_kernel));

@@ -1,0 +1,275 @@
+"""LazyScope against PyTorch eager, side by side in one process.
+
+Trains three models on synthetic data with SGD + momentum, alternating the
+set-ups step block by step block (A B A B ...), and prints the median ms per
+training step of each, the ratios, and the MLP's matrix-product floor (its
+GEMM FLOPs at the SGEMM rate measured in the same run with NumPy):
+
+  - MNIST MLP 784-512-256-10, batch 128
+  - the classic MNIST CNN (two 5x5 convs, max-pool, dropout, two linear), batch 64
+  - the transformer of scripts/examples/char_transformer.py scaled to
+    4 layers, width 256, sequence 64, batch 16
+
+LazyScope runs on `lazy:0` and on `cpu`; PyTorch eager in every thread set-up
+tried (torch.set_num_threads 1 and 2 for its OpenMP pool, OpenBLAS's own
+thread count 1 and 2, set separately) and the best is reported.
+
+    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/vs_pytorch.py
+    ... --models cnn --rounds 5 --steps 10
+
+PyTorch is an optional dependency of this benchmark only (Debian's
+python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
+"""
+import argparse
+import ctypes
+import ctypes.util
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+# Threads that wait for work sleep instead of spinning: with OpenMP's default
+# (spin), two libraries' pools on two shared cores steal each other's time
+# and every set-up with two threads gets several times slower. It applies to
+# PyTorch and LazyScope alike (one OpenMP runtime); must precede their import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
+sys.path.insert(0, str(BUILD / "python"))
+
+try:
+    import torch
+except ImportError:
+    sys.exit("vs_pytorch.py needs PyTorch, an optional dependency of this benchmark only.\n"
+             "On Debian: sudo apt-get install --no-install-recommends python3-torch\n"
+             "(then run it again with /usr/bin/python3).")
+
+import lazyscope  # noqa: E402
+from lazyscope.core import lazy_model as lm  # noqa: E402
+
+
+# --- thread set-ups -----------------------------------------------------------
+
+def _openblas():
+    """The OpenBLAS that NumPy, PyTorch and LazyScope share in this process."""
+    for name in ("openblas", "openblas64_", "blas"):
+        path = ctypes.util.find_library(name)
+        if not path:
+            continue
+        lib = ctypes.CDLL(path)
+        if hasattr(lib, "openblas_set_num_threads"):
+            return lib
+    return None
+
+
+OPENBLAS = _openblas()
+
+
+def set_threads(omp, blas):
+    torch.set_num_threads(omp)  # PyTorch's intra-op pool (OpenMP); oneDNN inside LazyScope uses it too
+    if OPENBLAS is not None:
+        OPENBLAS.openblas_set_num_threads(blas)
+
+
+# --- models, written once against the torch.nn-shaped API of either library ------
+
+def make_mlp(nn, F):
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2, self.fc3 = nn.Linear(784, 512), nn.Linear(512, 256), nn.Linear(256, 10)
+
+        def forward(self, x):
+            return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+    return MLP()
+
+
+def make_cnn(nn, F):
+    class Net(nn.Module):  # scripts/examples/mnist_cnn.py
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
+            self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
+            self.conv2_drop = nn.Dropout2d()
+            self.fc1 = nn.Linear(320, 50)
+            self.fc2 = nn.Linear(50, 10)
+
+        def forward(self, x):
+            x = F.relu(F.max_pool2d(self.conv1(x), 2))
+            x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+            x = F.relu(self.fc1(x.flatten(1)))
+            x = F.dropout(x, training=self.training)
+            return F.log_softmax(self.fc2(x), dim=1)
+
+    return Net()
+
+
+VOCAB, CTX, DIM, LAYERS, HEADS = 65, 64, 256, 4, 4
+
+
+def make_transformer(nn, F):
+    class Block(nn.Module):  # scripts/examples/char_transformer.py, scaled
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
+            self.attn = nn.MultiheadAttention(DIM, num_heads=HEADS, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM))
+
+        def forward(self, x, mask):
+            h = self.ln1(x)
+            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+            return x + self.mlp(self.ln2(x))
+
+    class CharLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, DIM)
+            self.pos = nn.Embedding(CTX, DIM)
+            self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
+            self.ln = nn.LayerNorm(DIM)
+            self.head = nn.Linear(DIM, VOCAB)
+
+        def forward(self, idx, positions, mask):
+            x = self.tok(idx) + self.pos(positions)
+            for block in self.blocks:
+                x = block(x, mask)
+            return self.head(self.ln(x))
+
+    return CharLM()
+
+
+def batches(model, rng, n=4):
+    """A few synthetic batches (inputs, targets) as NumPy arrays, reused in turn."""
+    out = []
+    for _ in range(n):
+        if model == "mlp":
+            out.append((rng.standard_normal((128, 784), dtype=np.float32), rng.integers(0, 10, 128)))
+        elif model == "cnn":
+            out.append((rng.standard_normal((64, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 64)))
+        else:
+            ids = rng.integers(0, VOCAB, (16, CTX + 1))
+            out.append((ids[:, :-1].copy(), ids[:, 1:].copy()))
+    return out
+
+
+MAKERS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer}
+
+
+class Trainer:
+    """One model on one side (a library and device); `step()` is a full step."""
+
+    def __init__(self, model, side, data):
+        self.model_name, self.side, self.data, self.i = model, side, data, 0
+        self.torch = side.startswith("torch")
+        lib = torch if self.torch else lazyscope
+        self.lib = lib
+        lib.manual_seed(0)
+        self.device = "cpu" if self.torch or side == "lazyscope cpu" else lm.lazy_device()
+        self.net = MAKERS[model](lib.nn, lib.nn.functional).to(self.device)
+        self.opt = lib.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+        if model == "transformer":
+            mask = np.triu(np.ones((CTX, CTX), dtype=bool), k=1)
+            self.extra = (self.tensor(np.arange(CTX)), self.tensor(mask))
+
+    def tensor(self, a):
+        return torch.from_numpy(a) if self.torch else lazyscope.tensor(a, device=self.device)
+
+    def step(self):
+        x, y = self.data[self.i % len(self.data)]
+        self.i += 1
+        x, y = self.tensor(x), self.tensor(y)
+        F = self.lib.nn.functional
+        self.opt.zero_grad()
+        if self.model_name == "transformer":
+            logits = self.net(x, *self.extra)
+            loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        elif self.model_name == "cnn":
+            loss = F.nll_loss(self.net(x), y)
+        else:
+            loss = F.cross_entropy(self.net(x), y)
+        loss.backward()
+        if self.torch or self.side == "lazyscope cpu":
+            self.opt.step()
+        else:
+            lm.optimizer_step(self.opt, barrier=True)
+        return loss.item()  # the same small read on every side: the step has finished
+
+
+def sgemm_gflops(threads):
+    """NumPy's (OpenBLAS's) SGEMM rate on 1024x1024 operands."""
+    set_threads(1, threads)
+    a = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
+    b = a.copy()
+    a @ b
+    times = []
+    for _ in range(7):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * 1024**3 / statistics.median(times) / 1e9
+
+
+def mlp_gemm_flops(batch=128):
+    """The MLP step's matrix-product FLOPs: forward, weight gradients, and
+    input gradients of every layer but the first."""
+    layers = [(784, 512), (512, 256), (256, 10)]
+    fwd = sum(2 * batch * i * o for i, o in layers)
+    data_grads = sum(2 * batch * i * o for i, o in layers[1:])
+    return 2 * fwd + data_grads
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mlp,cnn,transformer")
+    parser.add_argument("--rounds", type=int, default=7, help="alternations of all set-ups")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per set-up and round")
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    thread_counts = sorted({1, min(2, cores)})
+    torch_setups = [(f"torch omp={o} blas={b}", o, b) for o in thread_counts for b in thread_counts]
+    # LazyScope's own set-up: all cores for OpenMP (oneDNN) and OpenBLAS.
+    ours = [("lazyscope lazy:0", cores, cores), ("lazyscope cpu", cores, cores)]
+    print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
+          f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
+          f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
+    for model in args.models.split(","):
+        data = batches(model, np.random.default_rng(0))
+        setups = ours + torch_setups
+        trainers = {}
+        for name, omp, blas in setups:
+            set_threads(omp, blas)
+            trainers[name] = Trainer(model, name, data)
+            for _ in range(args.warmup):
+                trainers[name].step()
+        times = {name: [] for name, _, _ in setups}
+        for _ in range(args.rounds):
+            for name, omp, blas in setups:  # A B A B ...
+                set_threads(omp, blas)
+                for _ in range(args.steps):
+                    t = time.perf_counter()
+                    trainers[name].step()
+                    times[name].append((time.perf_counter() - t) * 1e3)
+        med = {name: statistics.median(v) for name, v in times.items()}
+        best_torch = min((n for n, _, _ in torch_setups), key=med.get)
+        print(f"\n{model}: median ms/step over {args.rounds} rounds x {args.steps} steps")
+        for name, _, _ in setups:
+            mark = "  <- PyTorch's best" if name == best_torch else ""
+            print(f"  {name:26s} {med[name]:8.2f} ms{mark}")
+        for name in ("lazyscope lazy:0", "lazyscope cpu"):
+            print(f"  {name} speed vs PyTorch's best: {med[best_torch] / med[name]:.2f}x")
+        if model == "mlp":
+            rate = sgemm_gflops(cores)
+            floor = mlp_gemm_flops() / (rate * 1e9) * 1e3
+            print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
+                  f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med['lazyscope lazy:0'] / floor:.2f}x; "
+                  f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

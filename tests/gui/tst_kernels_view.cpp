@@ -1,0 +1,134 @@
+// The Kernels tab on a real history: the model under QAbstractItemModelTester
+// (kernels by total time, their IR nodes as children with source lines), the
+// view's caption, roofline chart and selection, a run without a profile
+// saying why, and the tab in the main window reached by name (`--tab kernels`).
+#include <QAbstractItemModelTester>
+#include <QChart>
+#include <QChartView>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTreeView>
+#include <QtTest>
+
+#include "history_fixture.h"
+#include "models/kernel_model.h"
+#include "query/history_reader.h"
+#include "views/kernels_view.h"
+#include "windows/main_window.h"
+#include "windows/run_detail_view.h"
+#include "windows/run_list_page.h"
+
+using namespace lazyscope;
+using gui::KernelModel;
+
+class TestKernelsView : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    path_ = dir_.filePath(QStringLiteral("history.sqlite"));
+    profiledId_ = gui::testing::recordProfiledRun(path_);
+    plainId_ = gui::testing::recordFinishedRun(path_, QStringLiteral("unprofiled"), 3);
+  }
+
+  void modelShowsKernelsByTotalTimeWithTheirNodes() {
+    KernelModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setReport(storage::HistoryReader(path_.toStdString()).kernel_report(profiledId_));
+    QCOMPARE(model.rowCount(), 3);
+    // fused: 10 x 200 us = 2 ms; gemm: 10 x 100 us = 1 ms; sum: 10 x 1 us.
+    QCOMPARE(model.index(0, KernelModel::Kernel).data().toString(), QStringLiteral("fused_elementwise"));
+    QCOMPARE(model.index(1, KernelModel::Kernel).data().toString(), QStringLiteral("gemm"));
+    QCOMPARE(model.index(0, KernelModel::TotalTime).data(KernelModel::SortRole).toDouble(), 2.0);
+    QCOMPARE(model.index(0, KernelModel::Calls).data().toLongLong(), 10LL);
+    QCOMPARE(model.index(0, KernelModel::GFlops).data().toString(), QStringLiteral("–"));  // no FLOPs
+    QCOMPARE(model.index(0, KernelModel::GBps).data().toString(), QStringLiteral("5.00"));
+    QCOMPARE(model.index(0, KernelModel::Roofline).data().toString(), QStringLiteral("25%"));  // 5 of 20 GB/s
+    // gemm: 2 MFLOP in 100 us = 20 GFLOP/s at 50 FLOP/byte, under a roof of 100.
+    QCOMPARE(model.index(1, KernelModel::GFlops).data().toString(), QStringLiteral("20.00"));
+    QCOMPARE(model.index(1, KernelModel::Roofline).data().toString(), QStringLiteral("20%"));
+    QCOMPARE(model.index(1, KernelModel::Source).data().toString(), QStringLiteral("train_profiled.py:12"));
+    QCOMPARE(model.index(0, KernelModel::Source).data().toString(), QStringLiteral("train_profiled.py:13"));
+
+    const QModelIndex fused = model.index(0, 0);
+    QCOMPARE(model.rowCount(fused), 2);
+    QCOMPARE(model.index(0, KernelModel::Kernel, fused).data().toString(), QStringLiteral("add #2"));
+    QCOMPARE(model.index(1, KernelModel::Kernel, fused).data().toString(), QStringLiteral("relu #3"));
+    QCOMPARE(model.index(1, KernelModel::Source, fused).data().toString(), QStringLiteral("train_profiled.py:13"));
+    QCOMPARE(model.index(1, KernelModel::Graph, fused).data().toString(), QStringLiteral("model.fc1"));
+    QCOMPARE(model.parent(model.index(1, 0, fused)), fused);
+    QCOMPARE(model.index(1, 0, fused).data(KernelModel::KernelIndexRole).toInt(), 0);
+    QCOMPARE(model.rowCount(model.index(2, 0)), 0);  // "sum" covers no recorded node
+
+    model.setReport({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void viewPlotsTheRooflineAndHighlightsTheSelection() {
+    gui::KernelsView view;
+    view.resize(1000, 600);
+    view.show();
+    view.setRun(path_, profiledId_);
+    QTRY_VERIFY(!view.isLoading());
+    QVERIFY(view.emptyText().isEmpty());
+    QVERIFY2(view.caption().contains(QStringLiteral("100.0 GFLOP/s (SGEMM), 20.0 GB/s")), qPrintable(view.caption()));
+    QVERIFY(view.caption().contains(QStringLiteral("3 kernels in 1 profiled graph(s)")));
+    QCOMPARE(view.plottedKernels(), 2);  // gemm and sum: the fused kernel has no FLOPs
+    QChart* chart = view.roofline()->chart();
+    QLineSeries* roof = nullptr;
+    QScatterSeries* selected = nullptr;
+    for (QAbstractSeries* s : chart->series()) {
+      if (auto* scatter = qobject_cast<QScatterSeries*>(s)) {
+        if (scatter->name() == QStringLiteral("selected")) selected = scatter;
+      } else if (auto* line = qobject_cast<QLineSeries*>(s)) {
+        roof = line;
+      }
+    }
+    QVERIFY(roof != nullptr && selected != nullptr);
+    // The roofs meet at the ridge: 100 GFLOP/s / 20 GB/s = 5 FLOP/byte.
+    QCOMPARE(roof->count(), 3);
+    QCOMPARE(roof->at(1), QPointF(5.0, 100.0));
+    // The first row (fused, no FLOPs) is selected: nothing to highlight.
+    QCOMPARE(selected->count(), 0);
+    QVERIFY(view.selectKernel(1));  // gemm
+    QCOMPARE(selected->count(), 1);
+    QCOMPARE(selected->at(0), QPointF(50.0, 20.0));
+  }
+
+  void aRunWithoutAProfileSaysWhy() {
+    gui::KernelsView view;
+    view.setRun(path_, plainId_);
+    QTRY_VERIFY(!view.isLoading());
+    // Its graphs ran, but the engine that recorded it did not profile them.
+    QVERIFY2(view.emptyText().contains(QStringLiteral("executed 3 compiled graph(s) but recorded no kernel profile")),
+             qPrintable(view.emptyText()));
+    QCOMPARE(view.model()->rowCount(), 0);
+    QCOMPARE(view.plottedKernels(), 0);
+  }
+
+  void theTabIsReachedByName() {
+    gui::MainWindow window;
+    window.resize(1100, 800);
+    window.show();
+    window.openHistory(path_);
+    QTRY_COMPARE(window.runListPage()->totalCount(), 2);
+    window.runListPage()->selectRun(profiledId_);
+    gui::RunDetailView* detail = window.runDetail();
+    QVERIFY(detail->showTab(QStringLiteral("kernels")));
+    QCOMPARE(detail->tabs()->currentWidget(), static_cast<QWidget*>(detail->kernels()));
+    QTRY_COMPARE(detail->kernels()->model()->rowCount(), 3);
+    QTRY_COMPARE(detail->tabs()->tabText(detail->tabs()->indexOf(detail->kernels())), QStringLiteral("&Kernels (3)"));
+  }
+
+ private:
+  QTemporaryDir dir_;
+  QString path_;
+  int64_t profiledId_ = 0;
+  int64_t plainId_ = 0;
+};
+
+QTEST_MAIN(TestKernelsView)
+#include "tst_kernels_view.moc"

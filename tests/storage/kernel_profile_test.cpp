@@ -1,0 +1,201 @@
+// Schema version 3: per-kernel profiles and machine peaks. A version-2 file
+// migrates forward keeping its rows; profiles are stored as their latest
+// cumulative totals (an upsert per replica and graph); the kernel report joins
+// them with the stored IR and rates each kernel against the machine's peaks,
+// checked here against figures worked out by hand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "db/history_file.h"
+#include "db/schema.h"
+#include "query/history_reader.h"
+#include "recorder/recorder.h"
+#include "test_support.h"
+
+namespace lazyscope::storage {
+namespace {
+
+using test_support::ScratchFolder;
+
+pb::KernelProfile kernel(int index, const std::string& name, std::vector<int> nodes, int64_t flops, int64_t bytes,
+                         int64_t samples, int64_t total_ns) {
+  pb::KernelProfile k;
+  k.set_index(index);
+  k.set_name(name);
+  for (int n : nodes) k.add_nodes(n);
+  k.set_flops(flops);
+  k.set_bytes(bytes);
+  k.set_samples(samples);
+  k.set_total_ns(total_ns);
+  return k;
+}
+
+pb::Event profile(int64_t step, uint64_t hash, int64_t executions, int64_t peak_bytes,
+                  std::vector<pb::KernelProfile> kernels, int replica = 0) {
+  pb::Event event;
+  event.set_replica(replica);
+  pb::KernelProfileEvent& p = *event.mutable_kernel_profile();
+  p.set_step(step);
+  p.set_graph_hash(hash);
+  p.set_executions(executions);
+  p.set_peak_bytes(peak_bytes);
+  for (auto& k : kernels) *p.add_kernels() = std::move(k);
+  return event;
+}
+
+pb::Event peaks(double gflops, double gbps) {
+  pb::Event event;
+  pb::MachinePeakEvent& m = *event.mutable_machine_peak();
+  m.set_gemm_gflops(gflops);
+  m.set_stream_gbps(gbps);
+  m.set_threads(2);
+  m.set_isa("avx2");
+  return event;
+}
+
+// A graph 0xabc of four nodes: device_data, matmul at train.py:10, add and
+// relu at train.py:11.
+pb::Event compile_with_ir(uint64_t hash) {
+  pb::Event event = test_support::compile_event(0, hash, 1'000'000, 4);
+  pb::IrGraph& g = *event.mutable_compile()->mutable_graph();
+  const char* ops[] = {"device_data", "matmul", "add", "relu"};
+  for (int i = 0; i < 4; ++i) {
+    g.mutable_nodes(i)->set_op(ops[i]);
+    *g.mutable_nodes(i)->mutable_source() = test_support::source_at("train.py", i < 2 ? 10 : 11, "forward");
+    g.mutable_nodes(i)->set_scope("model.fc1");
+  }
+  return event;
+}
+
+TEST(KernelProfiles, LatestTotalsJoinedWithTheIrAndRatedAgainstThePeaks) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t run_id = 0;
+  {
+    Recorder recorder(path, test_support::sample_run_info("profiled"));
+    recorder.record(compile_with_ir(0xabc));
+    recorder.record(peaks(100.0, 20.0));
+    // Cumulative: the second event replaces the first.
+    recorder.record(profile(1, 0xabc, 2, 4096, {kernel(0, "gemm", {1}, 2'000'000, 40'000, 2, 200'000)}));
+    recorder.record(profile(9, 0xabc, 10, 8192,
+                            {kernel(0, "gemm", {1}, 2'000'000, 40'000, 4, 400'000),
+                             kernel(1, "fused_elementwise", {2, 3}, 0, 1'000'000, 4, 800'000)}));
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+    run_id = recorder.run_id();
+    EXPECT_EQ(recorder.first_write_error(), "");
+  }
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM kernel_profiles"), 1);
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM kernel_profile_kernels"), 2);
+
+  HistoryReader reader(path);
+  const pb::KernelReport report = reader.kernel_report(run_id);
+  ASSERT_TRUE(report.has_peaks());
+  EXPECT_EQ(report.peaks().isa(), "avx2");
+  EXPECT_EQ(report.graphs(), 1);
+  EXPECT_EQ(report.peak_bytes(), 8192);
+  ASSERT_EQ(report.kernels_size(), 2);
+
+  // fused: 4 timed calls, 800 us in all -> 200 us mean; 10 calls -> 2 ms.
+  const pb::KernelRow& fused = report.kernels(0);
+  EXPECT_EQ(fused.name(), "fused_elementwise");
+  EXPECT_EQ(fused.calls(), 10);
+  EXPECT_EQ(fused.samples(), 4);
+  EXPECT_DOUBLE_EQ(fused.mean_us(), 200.0);
+  EXPECT_DOUBLE_EQ(fused.total_ms(), 2.0);
+  EXPECT_DOUBLE_EQ(fused.gbps(), 5.0);  // 1e6 bytes / 200,000 ns
+  EXPECT_DOUBLE_EQ(fused.roofline_fraction(), 0.25);  // no FLOPs: 5 of 20 GB/s
+  ASSERT_EQ(fused.nodes_size(), 2);
+  EXPECT_EQ(fused.nodes(0).id(), 2);
+  EXPECT_EQ(fused.nodes(0).op(), "add");
+  EXPECT_EQ(fused.nodes(1).op(), "relu");
+  EXPECT_EQ(fused.nodes(1).source().line(), 11);
+  EXPECT_EQ(fused.nodes(1).scope(), "model.fc1");
+
+  // gemm: 100 us mean, 1 ms total; 2e6 FLOP / 1e5 ns = 20 GFLOP/s at 50
+  // FLOP/byte, where the roof is min(100, 50 x 20) = 100: a fifth of it.
+  const pb::KernelRow& gemm = report.kernels(1);
+  EXPECT_EQ(gemm.name(), "gemm");
+  EXPECT_DOUBLE_EQ(gemm.total_ms(), 1.0);
+  EXPECT_DOUBLE_EQ(gemm.gflops(), 20.0);
+  EXPECT_DOUBLE_EQ(gemm.intensity(), 50.0);
+  EXPECT_DOUBLE_EQ(gemm.roofline_fraction(), 0.2);
+  EXPECT_EQ(gemm.nodes(0).op(), "matmul");
+  EXPECT_EQ(gemm.nodes(0).source().file(), "train.py");
+
+  EXPECT_DOUBLE_EQ(report.total_ms(), 3.0);
+  EXPECT_NEAR(fused.share() + gemm.share(), 1.0, 1e-12);
+  EXPECT_NEAR(fused.share(), 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(report.missing_reason(), "");
+}
+
+TEST(KernelProfiles, ARunWithoutProfilesSaysWhy) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  Recorder eager(path, test_support::sample_run_info("eager"));
+  eager.record(test_support::step_event(0, 0, 10, 0));
+  eager.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  Recorder unprofiled(path, test_support::sample_run_info("lazy, no profile"));
+  unprofiled.record(test_support::execute_event(0, 0x5, 1000, false));
+  unprofiled.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  HistoryReader reader(path);
+  using ::testing::HasSubstr;
+  EXPECT_THAT(reader.kernel_report(eager.run_id()).missing_reason(), HasSubstr("executed no compiled graph"));
+  EXPECT_THAT(reader.kernel_report(unprofiled.run_id()).missing_reason(), HasSubstr("recorded no kernel profile"));
+}
+
+TEST(KernelProfiles, ReplicasKeepTheirOwnRowsAndMissingIrOrPeaksAreUnknownNotInvented) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  Recorder recorder(path, test_support::sample_run_info("replicas"));
+  recorder.record(profile(0, 0x1, 1, 0, {kernel(0, "conv2d", {5}, 100, 10, 1, 1000)}, 0));
+  recorder.record(profile(0, 0x1, 1, 0, {kernel(0, "conv2d", {5}, 100, 10, 1, 3000)}, 1));
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  HistoryReader reader(path);
+  const pb::KernelReport report = reader.kernel_report(recorder.run_id());
+  EXPECT_FALSE(report.has_peaks());
+  EXPECT_EQ(report.graphs(), 2);
+  ASSERT_EQ(report.kernels_size(), 2);
+  EXPECT_EQ(report.kernels(0).replica(), 1);  // the slower one first
+  EXPECT_EQ(report.kernels(0).nodes(0).id(), 5);
+  EXPECT_EQ(report.kernels(0).nodes(0).op(), "");  // no IR stored for the graph
+  EXPECT_EQ(report.kernels(0).roofline_fraction(), 0.0);
+  // Another run, and a run without profiles, read as empty.
+  EXPECT_EQ(reader.kernel_report(recorder.run_id() + 1).kernels_size(), 0);
+}
+
+TEST(KernelProfiles, AVersion2FileMigratesToVersion3KeepingItsRuns) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("v2.sqlite");
+  test_support::raw_execute(path, std::string(schema_migrations()[0].sql) + schema_migrations()[1].sql +
+                                      "PRAGMA user_version = 2;");
+  test_support::raw_execute(path, R"sql(
+    INSERT INTO runs (id, name, started_unix_ms, heartbeat_unix_ms, status, ended_unix_ms)
+      VALUES (3, 'before profiles', 1000, 2000, 2, 2000);
+    INSERT INTO steps VALUES (3, 0, 0, 0, 5000000, 1, 2, 3, 4, 5);
+    INSERT INTO metric_snapshots (run_id, replica, step, time_ns, name, is_counter, value, count,
+                                  total_ms, p50_ms, p90_ms, p99_ms)
+      VALUES (3, 0, 0, 10, 'CompileCount', 1, 1, 0, 0, 0, 0, 0);
+  )sql");
+  HistoryReader reader(path);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 3);
+  ASSERT_TRUE(reader.run_summary(3).has_value());
+  EXPECT_EQ(reader.run_summary(3)->steps(), 1);
+  EXPECT_EQ(reader.final_metrics(3).metrics_size(), 1);
+  const pb::KernelReport old = reader.kernel_report(3);
+  EXPECT_EQ(old.kernels_size(), 0);
+  EXPECT_FALSE(old.has_peaks());
+
+  Recorder recorder(path, test_support::sample_run_info("after"));
+  recorder.record(peaks(50, 10));
+  recorder.record(profile(0, 0x2, 1, 64, {kernel(0, "gemm", {}, 10, 10, 1, 10)}));
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  const pb::KernelReport fresh = reader.kernel_report(recorder.run_id());
+  ASSERT_EQ(fresh.kernels_size(), 1);
+  EXPECT_EQ(fresh.kernels(0).nodes_size(), 0);
+  EXPECT_TRUE(fresh.has_peaks());
+}
+
+}  // namespace
+}  // namespace lazyscope::storage
