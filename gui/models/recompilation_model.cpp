@@ -2,6 +2,7 @@
 
 #include <QFileInfo>
 
+#include "lazyscope/event_text.h"
 #include "util/format.h"
 
 namespace lazyscope::gui {
@@ -18,14 +19,7 @@ bool isNumeric(int column) {
 }  // namespace
 
 QString reasonKindText(pb::CompileReasonKind kind) {
-  switch (kind) {
-    case pb::COMPILE_REASON_FIRST_SIGHT: return RecompilationModel::tr("first sight");
-    case pb::COMPILE_REASON_SHAPE: return RecompilationModel::tr("shape");
-    case pb::COMPILE_REASON_DTYPE: return RecompilationModel::tr("dtype");
-    case pb::COMPILE_REASON_STRUCTURE: return RecompilationModel::tr("structure");
-    case pb::COMPILE_REASON_EVICTED: return RecompilationModel::tr("evicted");
-    default: return RecompilationModel::tr("unknown");
-  }
+  return QString::fromStdString(event_text::compile_reason_label(kind));
 }
 
 QString shortHash(uint64_t hash) {

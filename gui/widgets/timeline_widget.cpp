@@ -58,6 +58,7 @@ QString TimelineWidget::partName(Part part) {
     case Execute: return tr("execute");
     case Transfer: return tr("transfer");
     case HostWait: return tr("host wait");
+    case Fallback: return tr("CPU fallback");
     default: return {};
   }
 }
@@ -70,6 +71,7 @@ QColor TimelineWidget::partColor(Part part, const QPalette& palette) {
     case Execute: return dark ? QColor(0x57, 0xd3, 0x8c) : QColor(0x26, 0xa2, 0x69);
     case Transfer: return dark ? QColor(0xc0, 0x80, 0xe0) : QColor(0x91, 0x41, 0xac);
     case HostWait: return dark ? QColor(0xf6, 0xc1, 0x43) : QColor(0xe5, 0xa5, 0x0a);
+    case Fallback: return markerColor(StepMarker::Kind::Fallback, palette);
     default: return palette.color(QPalette::Text);
   }
 }
@@ -145,6 +147,7 @@ double TimelineWidget::partMs(Part part, int64_t index) const {
     case Execute: return i < steps_.execute_ms_size() ? steps_.execute_ms(i) : 0.0;
     case Transfer: return i < steps_.transfer_ms_size() ? steps_.transfer_ms(i) : 0.0;
     case HostWait: return i < steps_.host_wait_ms_size() ? steps_.host_wait_ms(i) : 0.0;
+    case Fallback: return i < steps_.fallback_ms_size() ? steps_.fallback_ms(i) : 0.0;
     default: return 0.0;
   }
 }

@@ -23,6 +23,7 @@
 
 #include "db/history_file.h"
 #include "history_fixture.h"
+#include "analysis/run_metrics.h"
 #include "loaders/run_profile_loader.h"
 #include "models/fallback_model.h"
 #include "models/metrics_model.h"
@@ -152,11 +153,11 @@ class TestRunViews : public QObject {
 
   void metricsAreDerivedFromEvents() {
     const storage::HistoryReader reader(path_.toStdString());
-    const std::vector<pb::MetricValue> metrics = gui::deriveMetrics(*reader.timeline(profiledId_));
+    const std::vector<pb::MetricValue> metrics = storage::derive_metrics(*reader.timeline(profiledId_));
     QCOMPARE(findMetric(metrics, "UncachedCompile")->value(), int64_t{2});
     QCOMPARE(findMetric(metrics, "MarkStep")->value(), int64_t{kSteps});
     QCOMPARE(findMetric(metrics, "Fallbacks")->value(), int64_t{12});
-    QCOMPARE(findMetric(metrics, "SyncCause.item()")->value(), int64_t{4});
+    QCOMPARE(findMetric(metrics, "SyncCause.item")->value(), int64_t{4});
     const pb::MetricValue* compile = findMetric(metrics, "CompileTime");
     QVERIFY(!compile->is_counter());
     QCOMPARE(compile->count(), int64_t{2});
@@ -189,7 +190,7 @@ class TestRunViews : public QObject {
     const storage::HistoryReader reader(path_.toStdString());
     gui::MetricsModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model.setMetrics(gui::deriveMetrics(*reader.timeline(profiledId_)));
+    model.setMetrics(storage::derive_metrics(*reader.timeline(profiledId_)));
     QVERIFY(model.rowCount() > 10);
     QCOMPARE(model.index(0, gui::MetricsModel::Name).data().toString(), QStringLiteral("ExecuteCount"));
     QCOMPARE(model.index(0, gui::MetricsModel::Kind).data().toString(), QStringLiteral("counter"));
