@@ -188,16 +188,21 @@ void RunDetailView::showEvidence(const pb::Finding& finding) {
   }
 }
 
-bool RunDetailView::showTab(const QString& name) {
+QStringList RunDetailView::tabNames() const {
+  QStringList names;
   for (int i = 0; i < tabs_->count(); ++i) {
     QString title = tabs_->tabText(i).remove(QLatin1Char('&'));
     title = title.left(title.indexOf(QLatin1String(" ("))).trimmed();  // "Recompilations (3)"
-    if (title.compare(name, Qt::CaseInsensitive) == 0) {
-      tabs_->setCurrentIndex(i);
-      return true;
-    }
+    names << title.toLower();
   }
-  return false;
+  return names;
+}
+
+bool RunDetailView::showTab(const QString& name) {
+  const int index = static_cast<int>(tabNames().indexOf(name.toLower()));
+  if (index < 0) return false;
+  tabs_->setCurrentIndex(index);
+  return true;
 }
 
 }  // namespace lazyscope::gui
