@@ -35,6 +35,7 @@
 #include "views/metrics_view.h"
 #include "views/output_view.h"
 #include "views/timeline_view.h"
+#include "widgets/message_banner.h"
 #include "widgets/timeline_geometry.h"
 #include "widgets/timeline_widget.h"
 #include "windows/main_window.h"
@@ -424,6 +425,39 @@ class TestRunViews : public QObject {
     detail = openRun(fixture_->failedId);
     QTRY_VERIFY(detail->output()->showsFailure());
     QVERIFY(detail->output()->tracebackText().contains(QStringLiteral("line 42")));
+  }
+
+  void outputShowsAPrintedTracebackOnceAndExpandsTabs() {
+    QCOMPARE(gui::expandTabs(QStringLiteral("a\tb\nxyzwvut\tc\t")), QStringLiteral("a       b\nxyzwvut c       "));
+    gui::RunProfile profile;
+    profile.runId = 7;
+    profile.run.set_status(pb::RUN_STATUS_FAILED);
+    profile.run.set_exit_code(1);
+    const std::string error = "ValueError: bad batch";
+    const std::string traceback = "Traceback (most recent call last):\n  File \"t.py\", line 3\n" + error + "\n";
+    profile.run.set_error(error);
+    profile.run.set_traceback(traceback);
+    pb::OutputChunk* out = profile.output.add_chunks();
+    out->set_stream("stdout");
+    out->set_text("epoch\t1\tloss\t0.5\n");
+    pb::OutputChunk* err = profile.output.add_chunks();
+    err->set_stream("stderr");
+    err->set_text(traceback);
+    gui::OutputView view;
+    view.setProfile(profile);
+    QVERIFY(view.showsFailure());
+    const QString banner = view.findChild<gui::MessageBanner*>(QStringLiteral("outputFailure"))->text();
+    const QString shown = banner + view.tracebackText() + view.outputText();
+    QCOMPARE(shown.count(QString::fromStdString(error)), 1);
+    QVERIFY2(banner.contains(QStringLiteral("at the end of the output")), qPrintable(banner));
+    QVERIFY(view.outputText().startsWith(QStringLiteral("epoch   1       loss    0.5")));
+
+    // Not printed by the script: the traceback shows above the output, once.
+    profile.output.mutable_chunks()->RemoveLast();
+    view.setProfile(profile);
+    const QString again = view.findChild<gui::MessageBanner*>(QStringLiteral("outputFailure"))->text() +
+                          view.tracebackText() + view.outputText();
+    QCOMPARE(again.count(QString::fromStdString(error)), 1);
   }
 
   void exportWritesPngAndSvg() {
