@@ -95,7 +95,8 @@ void RunDetailView::onLoaded(const RunDetail& detail) {
   overview_->setRun(next->summary, next->findings);
   recompilations_->setRun(next.get());
   detail_ = std::move(next);  // the tab points into it: replaced only after setRun
-  tabs_->setTabText(1, tr("Re&compilations (%1)").arg(detail_->compiles.size()));
+  // Recompilations only: a graph's first compile is not one.
+  tabs_->setTabText(1, tr("Re&compilations (%1)").arg(recompilations_->model()->recompileCount()));
   emit runShown(detail_->runId);
 }
 

@@ -122,6 +122,17 @@ class TestRunDetail : public QObject {
     QCOMPARE(cell(0, GraphDiffModel::BeforeOp).toString(), QString());
     QCOMPARE(cell(0, GraphDiffModel::AfterShape).toString(), QStringLiteral("f32[8, 3]"));
     QVERIFY(tab->reasonText().contains(QStringLiteral("No earlier graph")));
+    QVERIFY(tab->reasonText().contains(QStringLiteral("not a recompilation")));
+    // Alone, it differs from nothing: no row highlighted.
+    for (int row = 0; row < diff->rowCount(); ++row) {
+      QVERIFY(!cell(row, GraphDiffModel::AfterOp, GraphDiffModel::DiffersRole).toBool());
+      QVERIFY(!cell(row, GraphDiffModel::AfterOp, Qt::BackgroundRole).isValid());
+    }
+    // The tab counts the one recompilation, not the first compile.
+    QCOMPARE(tab->model()->recompileCount(), 1);
+    QCOMPARE(window_->runDetail()->tabs()->tabText(1).remove(QLatin1Char('&')), QStringLiteral("Recompilations (1)"));
+    QVERIFY(tab->model()->index(0, 0).data(Qt::ForegroundRole).isValid());   // first compile: greyed
+    QVERIFY(!tab->model()->index(1, 0).data(Qt::ForegroundRole).isValid());  // the recompile
   }
 
   void newerSelectionWins() {
