@@ -7,6 +7,7 @@
 // runs in a chart, export images).
 #include <QAbstractItemModelTester>
 #include <QChart>
+#include <QComboBox>
 #include <QChartView>
 #include <QFileInfo>
 #include <QLabel>
@@ -30,6 +31,7 @@
 #include "models/run_list_model.h"
 #include "models/recompilation_model.h"
 #include "query/history_reader.h"
+#include "recorder/recorder.h"
 #include "views/charts_view.h"
 #include "views/fallbacks_view.h"
 #include "views/metrics_view.h"
@@ -458,6 +460,52 @@ class TestRunViews : public QObject {
     const QString again = view.findChild<gui::MessageBanner*>(QStringLiteral("outputFailure"))->text() +
                           view.tracebackText() + view.outputText();
     QCOMPARE(again.count(QString::fromStdString(error)), 1);
+  }
+
+  void timelineShowsEachReplica() {
+    // Two replicas recorded: replica 1 has one step more, and an empty last
+    // barrier on replica 0 is not a step.
+    const QString path = dir_.filePath(QStringLiteral("replicas.sqlite"));
+    int64_t runId = 0;
+    {
+      storage::Recorder recorder(path.toStdString(), pb::RunInfo());
+      runId = recorder.run_id();
+      for (int replica = 0; replica < 2; ++replica) {
+        for (int step = 0; step < 3 + replica; ++step) {
+          pb::Event event;
+          event.set_replica(replica);
+          event.mutable_step()->set_step(step);
+          event.mutable_step()->set_start_ns(step * 10'000'000);
+          event.mutable_step()->set_end_ns((step + 1) * 10'000'000);
+          recorder.record(event);
+          pb::Event execute;
+          execute.set_replica(replica);
+          execute.mutable_execute()->set_step(step);
+          execute.mutable_execute()->set_start_ns(step * 10'000'000 + 1'000'000);
+          execute.mutable_execute()->set_duration_ns(2'000'000);
+          execute.mutable_execute()->set_cause(pb::SYNC_CAUSE_MARK_STEP);
+          recorder.record(execute);
+        }
+      }
+      pb::Event empty;  // the loader's last barrier on replica 0: nothing ran
+      empty.mutable_step()->set_step(3);
+      empty.mutable_step()->set_start_ns(30'000'000);
+      empty.mutable_step()->set_end_ns(31'000'000);
+      recorder.record(empty);
+      recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+    }
+    const gui::RunProfile profile = gui::RunProfileLoader::read(storage::HistoryReader(path.toStdString()), runId);
+    QCOMPARE(profile.replicaSteps.size(), size_t{2});
+    QCOMPARE(profile.replicaSteps[0].steps_size(), 3);
+    QCOMPARE(profile.replicaSteps[1].steps_size(), 4);
+    gui::TimelineView view;
+    view.setProfile(profile);
+    QVERIFY(!view.replicaChooser()->isHidden());
+    QCOMPARE(view.replicaChooser()->count(), 2);
+    QCOMPARE(view.timeline()->stepCount(), 3);
+    QVERIFY(view.showReplica(1));
+    QCOMPARE(view.timeline()->stepCount(), 4);
+    QVERIFY(!view.showReplica(2));
   }
 
   void exportWritesPngAndSvg() {
