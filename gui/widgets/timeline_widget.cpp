@@ -450,14 +450,18 @@ void TimelineWidget::paintBars(QPainter& painter, const QRect& plot, double maxM
     }
   }
   if (selected_ >= 0) {
-    const double x0 = geometry_.toX(static_cast<double>(selected_));
-    const double x1 = std::max(geometry_.toX(static_cast<double>(selected_ + 1)), x0 + 2.0);
+    // Around and above the selected bar, never over it: its breakdown stays
+    // readable however narrow it is.
+    const double x0 = plot.left() + geometry_.toX(static_cast<double>(selected_));
+    const double x1 = std::max(plot.left() + geometry_.toX(static_cast<double>(selected_ + 1)), x0 + 1.0);
+    const double barTop = plot.bottom() + 1 - totalMs(selected_) * plot.height() / maxMs;
     QColor band = palette().color(QPalette::Highlight);
     band.setAlphaF(0.25f);
-    const QRectF area(plot.left() + x0 - 1, plot.top(), x1 - x0 + 2, plot.height());
-    painter.fillRect(area, band);
+    painter.fillRect(QRectF(x0, plot.top(), x1 - x0, std::max(0.0, barTop - plot.top())), band);
     painter.setPen(QPen(palette().color(QPalette::Highlight), 1.5));
-    painter.drawRect(area);
+    painter.drawLine(QPointF(x0 - 2, plot.top()), QPointF(x0 - 2, plot.bottom()));
+    painter.drawLine(QPointF(x1 + 2, plot.top()), QPointF(x1 + 2, plot.bottom()));
+    painter.drawLine(QPointF(x0 - 2, plot.top()), QPointF(x1 + 2, plot.top()));
   }
 }
 

@@ -231,6 +231,14 @@ class TestRunViews : public QObject {
     const QString tip = timeline->describeStep(gui::testing::kProfiledRecompileStep);
     QVERIFY2(tip.contains(QStringLiteral("compile: 20.0 ms")), qPrintable(tip));
     QVERIFY2(tip.contains(QStringLiteral("shape")), qPrintable(tip));
+    // Selected, the bar still shows its breakdown: the pixel clicked is one
+    // of the parts' own colours, not covered by the selection.
+    const QColor pixel = timeline->grab().toImage().pixelColor(x, timeline->height() - 40);
+    bool isPart = false;
+    for (int part = 0; part < gui::TimelineWidget::NUM_PARTS; ++part) {
+      isPart |= pixel == gui::TimelineWidget::partColor(static_cast<gui::TimelineWidget::Part>(part), timeline->palette());
+    }
+    QVERIFY2(isPart, qPrintable(pixel.name()));
 
     QTest::keyClick(timeline, Qt::Key_Escape);
     QCOMPARE(timeline->selectedStep(), -1);
