@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <regex>
 #include <stdexcept>
 
 #include "db/history_file.h"
@@ -49,6 +50,33 @@ std::string hash_hex(uint64_t hash) {
   return text;
 }
 
+namespace {
+
+// The shortest hash prefix `graph` accepts.
+constexpr size_t kMinHashPrefix = 4;
+
+// Protobuf's JSON writes fixed64 hashes as decimal strings; the text output
+// and `graph RUN HASH` use 16 hex digits. These fields are graph hashes.
+std::string hashes_in_hex(const std::string& json) {
+  static const std::regex kHashField(R"re("(hash|graph_hash|compared_with)": "([0-9]+)")re");
+  std::string out;
+  auto last = json.cbegin();
+  for (std::sregex_iterator it(json.begin(), json.end(), kHashField), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    out.append(last, m[0].first);
+    out.push_back('"');
+    out.append(m[1].first, m[1].second);
+    out.append("\": \"");
+    out.append(hash_hex(std::stoull(m[2].str())));
+    out.push_back('"');
+    last = m[0].second;
+  }
+  out.append(last, json.cend());
+  return out;
+}
+
+}  // namespace
+
 uint64_t resolve_graph(const storage::HistoryReader& reader, int64_t run_id, const std::string& ref) {
   std::string digits = ref;
   if (digits.starts_with("0x") || digits.starts_with("0X")) digits = digits.substr(2);
@@ -63,7 +91,7 @@ uint64_t resolve_graph(const storage::HistoryReader& reader, int64_t run_id, con
       // A full hash may be written without its leading zeros.
       const bool exact = std::stoull(digits, nullptr, 16) == graph.hash();
       if (exact) return graph.hash();
-      if (digits.size() >= 4 && hex.starts_with(digits)) matches.push_back(graph.hash());
+      if (digits.size() >= kMinHashPrefix && hex.starts_with(digits)) matches.push_back(graph.hash());
     }
   }
   if (matches.size() == 1) return matches[0];
@@ -80,6 +108,12 @@ uint64_t resolve_graph(const storage::HistoryReader& reader, int64_t run_id, con
   if (matches.size() > 1) throw NotFound("graph '" + ref + "' is ambiguous in " + run + ": " + listing(matches));
   std::vector<uint64_t> all;
   for (const auto& graph : graphs) all.push_back(graph.hash());
+  if (is_hex && digits.size() < kMinHashPrefix) {
+    // A short prefix would match by accident as a run grows: say so rather
+    // than "no graph".
+    throw NotFound("graph '" + ref + "' is too short: give at least " + std::to_string(kMinHashPrefix) +
+                   " hex digits of the hash (" + run + "'s graphs: " + listing(all) + ")");
+  }
   throw NotFound("no graph '" + ref + "' in " + run +
                  (all.empty() ? std::string(" (it has no graphs)")
                               : " (its graphs: " + listing(all) + ")"));
@@ -93,7 +127,7 @@ std::string to_json(const google::protobuf::Message& message) {
   std::string json;
   const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) throw std::runtime_error("cannot print JSON: " + std::string(status.message()));
-  return json;
+  return hashes_in_hex(json);
 }
 
 }  // namespace lazyscope::runner

@@ -8,6 +8,7 @@
 #include "analysis/compare.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "lazyscope/event_text.h"
 #include "query/history_reader.h"
 #include "summary_format.h"
 
@@ -18,17 +19,6 @@ std::string printf_str(const char* fmt, auto... args) {
   char buffer[512];
   std::snprintf(buffer, sizeof buffer, fmt, args...);
   return buffer;
-}
-
-std::string reason_name(pb::CompileReasonKind kind) {
-  switch (kind) {
-    case pb::COMPILE_REASON_FIRST_SIGHT: return "first sight";
-    case pb::COMPILE_REASON_SHAPE: return "shape";
-    case pb::COMPILE_REASON_DTYPE: return "dtype";
-    case pb::COMPILE_REASON_STRUCTURE: return "structure";
-    case pb::COMPILE_REASON_EVICTED: return "evicted";
-    default: return "unknown";
-  }
 }
 
 std::string graph_line(const pb::GraphMatch& match) {
@@ -85,7 +75,7 @@ std::string format_comparison(const pb::RunComparison& c) {
     const std::string where = reason.source().file().empty()
                                   ? std::string("an unknown line")
                                   : reason.source().file() + ":" + std::to_string(reason.source().line());
-    out += printf_str("  %-12s at %s: A %lld (%s), B %lld (%s)\n", reason_name(reason.kind()).c_str(), where.c_str(),
+    out += printf_str("  %-12s at %s: A %lld (%s), B %lld (%s)\n", event_text::compile_reason_label(reason.kind()).c_str(), where.c_str(),
                       static_cast<long long>(reason.count_a()), format_duration_ms(reason.compile_ms_a()).c_str(),
                       static_cast<long long>(reason.count_b()), format_duration_ms(reason.compile_ms_b()).c_str());
   }

@@ -32,12 +32,12 @@ void export_bundle(const storage::HistoryReader& reader, int64_t run_id, const s
 void export_chrome_trace(const storage::HistoryReader& reader, int64_t run_id, const std::string& file) {
   const auto timeline = reader.timeline(run_id);
   if (!timeline) throw NotFound("run " + std::to_string(run_id) + " was deleted meanwhile");
-  const std::string json = storage::chrome_trace_json(*timeline);
+  const storage::ChromeTrace trace = storage::chrome_trace(*timeline);
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << json;
+  out << trace.json;
   out.close();
   if (!out) throw NotFound("cannot write " + file);
-  std::cout << "wrote " << timeline->events_size() << " events of run #" << run_id << " to " << file
+  std::cout << "wrote " << trace.event_count << " trace events of run #" << run_id << " to " << file
             << " (open it in ui.perfetto.dev)\n";
 }
 

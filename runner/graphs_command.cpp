@@ -1,4 +1,5 @@
-// `lazyscope graphs RUN [--json]`: the graphs a run compiled or executed.
+// `lazyscope graphs [RUN] [--json]`: the graphs a run (default: the last, as
+// `show`) compiled or executed.
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -30,9 +31,9 @@ std::string format_graphs(int64_t run_id, const pb::GraphList& list) {
 
 int graphs_command(const std::vector<std::string>& raw) {
   const CommandArgs args = parse_command_args(raw, {"--json"}, {});
-  if (args.positional.size() != 1) throw std::invalid_argument("graphs needs one RUN");
+  if (args.positional.size() > 1) throw std::invalid_argument("graphs takes one RUN, got " + args.positional[1]);
   storage::HistoryReader reader(args.history);
-  const int64_t run_id = resolve_run(reader, args.positional[0], args.history);
+  const int64_t run_id = resolve_run(reader, args.positional.empty() ? "last" : args.positional[0], args.history);
   pb::GraphList list;
   for (auto& graph : reader.graphs(run_id)) *list.add_graphs() = std::move(graph);
   std::cout << (args.has("--json") ? to_json(list) + "\n" : format_graphs(run_id, list));

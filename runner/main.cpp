@@ -59,9 +59,9 @@ commands:
                                         --output: what its script printed (stdout and stderr);
                                         --kernels: its kernels by total time, against the roofline
   compare A B                           summary deltas, graphs in one run or both, compile reasons
-  graphs RUN                            the graphs a run compiled or executed
+  graphs [RUN]                          the graphs a run compiled or executed (default: the last)
   graph RUN GRAPH [--format text|dot|proto]
-                                        one graph's IR (GRAPH: a hash or a unique prefix of one)
+                                        one graph's IR (GRAPH: a hash, or a unique prefix of at least 4 hex digits)
   tag RUN TAG... [--remove]             add (or remove) tags
   rename RUN NAME                       rename a run
   delete RUN [--yes]                    delete a run and everything recorded for it

@@ -326,7 +326,7 @@ int run_script(const RunOptions& options) {
       std::cout << "\nlazyscope: " << format_summary(data->summary) << "  history      " << history << "\n";
       google::protobuf::RepeatedPtrField<pb::Finding> findings;
       for (auto& finding : storage::diagnose(*data)) *findings.Add() = std::move(finding);
-      std::cout << format_findings(findings);
+      std::cout << format_findings(findings, data->summary.run().status());
     }
   } catch (const storage::HistoryError& e) {
     std::cerr << "lazyscope run: the run finished but its summary could not be read: " << e.what() << "\n";

@@ -71,7 +71,7 @@ int runs_command(const std::vector<std::string>& raw) {
     std::cout << "no runs" << (filtered ? " matching" : "") << " in " << args.history << "\n";
     return 0;
   }
-  std::cout << "   id  name                     status      started             " << "\n";
+  std::cout << format_run_header() << "\n";
   for (const auto& run : runs) std::cout << format_run_line(run) << "\n";
   return 0;
 }

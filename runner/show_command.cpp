@@ -15,7 +15,7 @@ namespace {
 
 std::string format_report(const pb::RunReport& report) {
   std::string out = format_summary(report.summary());
-  out += format_findings(report.findings());
+  out += format_findings(report.findings(), report.summary().run().status());
   if (report.compiles_size() > 0) out += "\ncompiles:\n";
   for (const auto& compile : report.compiles()) {
     out += "  step " + std::to_string(compile.step()) + "  " + hash_hex(compile.graph_hash()) + "  " +

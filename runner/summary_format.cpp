@@ -68,27 +68,46 @@ std::string format_summary(const pb::RunSummary& s) {
   out += steps == 0 ? std::string("  steps        0\n")
                     : printf_str("  steps        %lld, median %s per step after warm-up\n", steps,
                                  format_duration_ms(s.median_step_ms()).c_str());
-  const double hit_rate = s.executions() ? 100.0 * static_cast<double>(s.cache_hits()) / static_cast<double>(s.executions()) : 0;
   out += printf_str("  compiles     %lld uncached (%s in total)\n", static_cast<long long>(s.compiles()),
                     format_duration_ms(s.compile_ms()).c_str());
-  out += printf_str("  executions   %lld, %lld of them cached (hit rate %.0f%%), %s in total\n",
-                    static_cast<long long>(s.executions()), static_cast<long long>(s.cache_hits()), hit_rate,
-                    format_duration_ms(s.execute_ms()).c_str());
+  if (s.executions() == 0) {
+    // An eager run (--device cpu) runs no graphs: a hit rate of 0% would
+    // read as a cache that never hits.
+    out += "  executions   0 (no graph ran: no cache to hit)\n";
+  } else {
+    const double hit_rate = 100.0 * static_cast<double>(s.cache_hits()) / static_cast<double>(s.executions());
+    out += printf_str("  executions   %lld, %lld of them cached (hit rate %.0f%%), %s in total\n",
+                      static_cast<long long>(s.executions()), static_cast<long long>(s.cache_hits()), hit_rate,
+                      format_duration_ms(s.execute_ms()).c_str());
+  }
   if (s.fallbacks()) out += printf_str("  fallbacks    %lld\n", static_cast<long long>(s.fallbacks()));
   out += "  started      " + local_time(r.started_unix_ms()) + " on " + r.host() + "\n";
   return out;
 }
 
+// One column per field of format_run_line, each headed.
+std::string format_run_header() {
+  return printf_str("%5s  %-24s %-11s %-19s %7s %8s  %s", "id", "name", "status", "started", "steps", "compiles",
+                    "duration");
+}
+
 std::string format_run_line(const pb::RunSummary& s) {
   const pb::RunInfo& r = s.run();
-  return printf_str("%5lld  %-24s %-11s %-19s %7lld steps %4lld compiles  %s", static_cast<long long>(r.id()),
+  return printf_str("%5lld  %-24s %-11s %-19s %7lld %8lld  %s", static_cast<long long>(r.id()),
                     r.name().substr(0, 24).c_str(), status_name(r.status()).c_str(),
                     local_time(r.started_unix_ms()).c_str(), static_cast<long long>(s.steps()),
                     static_cast<long long>(s.compiles()), format_duration_ms(s.wall_ms()).c_str());
 }
 
-std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings) {
-  if (findings.empty()) return "\ndiagnosis: nothing slows this run down that LazyScope can see\n";
+std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings, pb::RunStatus status) {
+  if (findings.empty()) {
+    // A run that did not finish is not "fine": its recorded part is.
+    if (status == pb::RUN_STATUS_SUCCEEDED || status == pb::RUN_STATUS_UNSPECIFIED) {
+      return "\ndiagnosis: nothing slows this run down that LazyScope can see\n";
+    }
+    return "\ndiagnosis: the run did not finish (" + status_name(status) +
+           "); nothing in the part that was recorded slows it down\n";
+  }
   std::string out = "\ndiagnosis:\n";
   for (const pb::Finding& f : findings) {
     const char* severity = f.severity() == pb::SEVERITY_CRITICAL  ? "critical"

@@ -13,9 +13,12 @@ namespace lazyscope::runner {
 std::string status_name(pb::RunStatus status);
 std::string format_summary(const pb::RunSummary& summary);
 std::string format_run_line(const pb::RunSummary& summary);
+// The header of format_run_line's columns.
+std::string format_run_header();
 std::string format_duration_ms(double ms);
-// "diagnosis:" and one block per finding (title, evidence, fix).
-std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings);
+// "diagnosis:" and one block per finding (title, evidence, fix); with none,
+// a run that did not finish says so rather than "nothing slows it down".
+std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings, pb::RunStatus status);
 // "metrics (last snapshot ...):" and a line per metric; empty without metrics.
 std::string format_metrics(const pb::MetricsReport& report);
 // `show --kernels`: the machine's peaks and one line per kernel, by total

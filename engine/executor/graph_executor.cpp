@@ -18,6 +18,7 @@
 #include "events/event_bus.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_signature.h"
+#include "lazyscope/event_text.h"
 #include "metrics/metrics.h"
 
 namespace lazyscope::executor {
@@ -75,15 +76,6 @@ DeviceState& state(const Device& device) {
   return *slot;
 }
 
-// "mark_step", "item", ...: the enum name without its prefix, for counters.
-std::string sync_cause_name(pb::SyncCause cause) {
-  std::string name = pb::SyncCause_Name(cause);
-  const std::string prefix = "SYNC_CAUSE_";
-  if (name.starts_with(prefix)) name = name.substr(prefix.size());
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
 // The "SyncCause.<name>" counter of each cause, resolved once: every sync
 // counts its cause, and building the name and looking it up in the registry
 // each time is work the executor need not repeat.
@@ -92,7 +84,7 @@ metrics::Counter* sync_cause_counter(pb::SyncCause cause) {
     std::array<metrics::Counter*, pb::SyncCause_ARRAYSIZE> table{};
     for (int c = 0; c < pb::SyncCause_ARRAYSIZE; ++c) {
       if (pb::SyncCause_IsValid(c)) {
-        table[static_cast<size_t>(c)] = metrics::counter("SyncCause." + sync_cause_name(static_cast<pb::SyncCause>(c)));
+        table[static_cast<size_t>(c)] = metrics::counter(event_text::sync_cause_counter(static_cast<pb::SyncCause>(c)));
       }
     }
     return table;

@@ -1,4 +1,4 @@
-// lazyscope-gui [--run ID] [--tab NAME] [HISTORY]: the desktop workbench.
+// lazyscope-gui [--run ID|NAME|last] [--tab NAME] [HISTORY]: the desktop workbench.
 // Opens HISTORY, or the user's default history when none is given.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -31,12 +31,14 @@ int main(int argc, char* argv[]) {
       QStringLiteral("History file to open (default: $LAZYSCOPE_HISTORY, else "
                      "$XDG_DATA_HOME/lazyscope/history.sqlite)."),
       QStringLiteral("[HISTORY]"));
-  const QCommandLineOption runOption(QStringLiteral("run"),
-                                     QStringLiteral("Select the run with this id once loaded."),
-                                     QStringLiteral("id"));
+  const QCommandLineOption runOption(
+      QStringLiteral("run"),
+      QStringLiteral("Select this run once loaded: a run id, a run name (the newest run of that name) or "
+                     "\"last\" (the default: the newest run)."),
+      QStringLiteral("run"));
   const QCommandLineOption tabOption(QStringLiteral("tab"),
-                                     QStringLiteral("Show this tab of the run: overview, recompilations, graphs, timeline, charts, "
-                                                                    "fallbacks, metrics, output, kernels."),
+                                     QStringLiteral("Show this tab of the run: overview, recompilations, graphs, timeline, "
+                                                    "charts, fallbacks, metrics, output, kernels."),
                                      QStringLiteral("name"));
   const QCommandLineOption schemeOption(
       QStringLiteral("color-scheme"),
@@ -63,9 +65,16 @@ int main(int argc, char* argv[]) {
 
   lazyscope::gui::MainWindow window;
   window.show();
-  window.selectRunWhenLoaded(parser.value(runOption).toLongLong());
+  if (parser.isSet(runOption)) {
+    if (parser.value(runOption).trimmed().isEmpty()) {
+      std::fputs("lazyscope-gui: --run needs a run id, a run name or \"last\"\n", stderr);
+      return 2;
+    }
+    window.selectRunWhenLoaded(parser.value(runOption));
+  }
   if (parser.isSet(tabOption) && !window.runDetail()->showTab(parser.value(tabOption))) {
-    std::fprintf(stderr, "lazyscope-gui: no tab named \"%s\"\n", qPrintable(parser.value(tabOption)));
+    std::fprintf(stderr, "lazyscope-gui: no tab named \"%s\"; the tabs are: %s\n", qPrintable(parser.value(tabOption)),
+                 qPrintable(window.runDetail()->tabNames().join(QStringLiteral(", "))));
     return 2;
   }
   if (args.isEmpty()) {

@@ -25,19 +25,25 @@ namespace lazyscope::gui {
 
 class BackgroundJob;
 
-// Something that happened in a step, drawn above the step's bar.
+// Something that happened in a step, drawn above the step's bar
+// (storage::timeline_markers, for the widget).
 struct StepMarker {
   enum class Kind { Compile, Fallback, Sync };
   int64_t step = 0;
   Kind kind = Kind::Compile;
   QString text;  // one line for the tooltip: what, why, where
+  int32_t replica = 0;
 };
 
 struct RunProfile {
   int64_t runId = 0;
   pb::RunInfo run;                        // with the script text and traceback
   pb::StepSeries steps;                   // replica 0, in step order
-  std::vector<StepMarker> markers;        // in step order
+  std::vector<StepMarker> markers;        // replica 0, in step order
+  // Every replica's steps and markers (replicaSteps[r].replica() == r), for
+  // the Timeline's replica choice; steps/markers are replica 0's.
+  std::vector<pb::StepSeries> replicaSteps;
+  std::vector<std::vector<StepMarker>> replicaMarkers;
   std::vector<pb::ScalarSeries> scalars;  // by name
   std::vector<pb::FallbackGroup> fallbackGroups;  // most expensive first
   pb::RunOutput output;
@@ -48,14 +54,6 @@ struct RunProfile {
   bool metricsDerived = true;
   int64_t metricsStep = 0;  // the step of the newest snapshot (not derived)
 };
-
-// The metrics report a run's events imply, under the engine's metric names
-// (UncachedCompile, CompileTime, ...): counters and timed metrics with
-// percentiles. Pure: tested without a file.
-std::vector<pb::MetricValue> deriveMetrics(const pb::RunTimeline& timeline);
-
-// "item()", "to host", "control flow", ... as a person reads a sync's cause.
-QString syncCauseText(pb::SyncCause cause);
 
 class RunProfileLoader : public QObject {
   Q_OBJECT

@@ -73,6 +73,8 @@ const pb::IrNode* GraphDiffModel::node(const pb::IrGraph& graph, int row) const 
 }
 
 bool GraphDiffModel::differs(int row) const {
+  // One graph alone (a first compile) differs from nothing: no all-yellow table.
+  if (before_.nodes_size() == 0 || after_.nodes_size() == 0) return false;
   const pb::IrNode* a = node(before_, row);
   const pb::IrNode* b = node(after_, row);
   return a == nullptr || b == nullptr || !sameNode(*a, *b);

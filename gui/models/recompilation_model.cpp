@@ -1,7 +1,10 @@
 #include "models/recompilation_model.h"
 
 #include <QFileInfo>
+#include <QPalette>
+#include <algorithm>
 
+#include "lazyscope/event_text.h"
 #include "util/format.h"
 
 namespace lazyscope::gui {
@@ -18,14 +21,7 @@ bool isNumeric(int column) {
 }  // namespace
 
 QString reasonKindText(pb::CompileReasonKind kind) {
-  switch (kind) {
-    case pb::COMPILE_REASON_FIRST_SIGHT: return RecompilationModel::tr("first sight");
-    case pb::COMPILE_REASON_SHAPE: return RecompilationModel::tr("shape");
-    case pb::COMPILE_REASON_DTYPE: return RecompilationModel::tr("dtype");
-    case pb::COMPILE_REASON_STRUCTURE: return RecompilationModel::tr("structure");
-    case pb::COMPILE_REASON_EVICTED: return RecompilationModel::tr("evicted");
-    default: return RecompilationModel::tr("unknown");
-  }
+  return QString::fromStdString(event_text::compile_reason_label(kind));
 }
 
 QString shortHash(uint64_t hash) {
@@ -35,6 +31,12 @@ QString shortHash(uint64_t hash) {
 QString sourceText(const pb::SourceLocation& source) {
   if (source.file().empty()) return {};
   return QStringLiteral("%1:%2").arg(QFileInfo(QString::fromStdString(source.file())).fileName()).arg(source.line());
+}
+
+int RecompilationModel::recompileCount() const {
+  return static_cast<int>(std::count_if(compiles_.begin(), compiles_.end(), [](const pb::CompileEvent& compile) {
+    return event_text::is_recompile(compile.reason_kind());
+  }));
 }
 
 RecompilationModel::RecompilationModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -73,6 +75,11 @@ QVariant RecompilationModel::data(const QModelIndex& index, int role) const {
       return {};
     case Qt::TextAlignmentRole:
       return static_cast<int>((isNumeric(index.column()) ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+    case Qt::ForegroundRole:
+      // First compiles are not recompilations: greyed, apart from the rows
+      // that need a look.
+      if (!event_text::is_recompile(compile.reason_kind())) return QPalette().brush(QPalette::PlaceholderText);
+      return {};
     default: return {};
   }
 }

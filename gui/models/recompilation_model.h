@@ -34,6 +34,8 @@ class RecompilationModel : public QAbstractTableModel {
 
   // Replaces every row (a model reset). The events need not carry their IR.
   void setCompiles(std::vector<pb::CompileEvent> compiles);
+  // Compiles that were recompilations (not a graph's first compile).
+  int recompileCount() const;
   const std::vector<pb::CompileEvent>& compiles() const { return compiles_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;

@@ -1,6 +1,7 @@
 #include "util/format.h"
 
 #include <QDateTime>
+#include <algorithm>
 #include <cmath>
 
 namespace lazyscope::gui {
@@ -30,6 +31,23 @@ QString formatTimestamp(int64_t unix_ms) {
 
 QString signOf(double value) {
   return value > 0 ? QStringLiteral("+") : value < 0 ? QStringLiteral("−") : QString();
+}
+
+double niceInterval(double span, int targetTicks) {
+  const double raw = span / std::max(targetTicks, 1);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * magnitude * (1 + 1e-9)) return m * magnitude;
+  }
+  return 10.0 * magnitude;
+}
+
+NiceAxis niceAxis(double max, int targetTicks) {
+  if (!(max > 0.0)) max = 1.0;
+  NiceAxis axis;
+  axis.interval = niceInterval(max, targetTicks);
+  axis.top = std::ceil(max / axis.interval * (1 - 1e-9)) * axis.interval;
+  return axis;
 }
 
 }  // namespace lazyscope::gui

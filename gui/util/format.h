@@ -20,4 +20,17 @@ QString formatTimestamp(int64_t unix_ms);
 // every delta the Compare view shows is written as sign + magnitude.
 QString signOf(double value);
 
+// A round tick interval (1, 2 or 5 times a power of ten) that gives about
+// `targetTicks` ticks over `span`.
+double niceInterval(double span, int targetTicks);
+
+// A value axis from 0 to at least `max` in round steps: ticks at 0,
+// interval, 2 interval, ... up to top (a multiple of interval), so that no
+// label reads 4.33 or 8.67.
+struct NiceAxis {
+  double interval = 1.0;
+  double top = 1.0;
+};
+NiceAxis niceAxis(double max, int targetTicks);
+
 }  // namespace lazyscope::gui

@@ -1,6 +1,8 @@
 // The Output tab: what the script printed (stdout, and stderr in the error
-// colour) in the order it printed it, in a monospace font. A failed run
-// shows its error and traceback first, prominently.
+// colour) in the order it printed it, in a monospace font, tabs expanded to
+// 8-column stops as a terminal shows them. A failed run says so in a banner
+// and shows its traceback once: at the end of the output when the script
+// printed it there (scrolled to), else above the output.
 #pragma once
 
 #include <QString>
@@ -15,6 +17,10 @@ namespace lazyscope::gui {
 
 class MessageBanner;
 struct RunProfile;
+
+// `text` with each tab replaced by the spaces to the next multiple of
+// `tabWidth` columns (a line starts at column 0).
+QString expandTabs(const QString& text, int tabWidth = 8);
 
 class OutputView : public QWidget {
   Q_OBJECT

@@ -28,7 +28,7 @@ void StepChart::setSeries(std::vector<Series> series) {
     std::sort(all.begin(), all.end());
     const double p98 =
         all[static_cast<size_t>(static_cast<double>(all.size() - 1) * 0.98)];
-    yMax_ = std::max(p98 * 1.25, 1e-3);
+    yMax_ = niceAxis(std::max(p98 * 1.25, 1e-3), 4).top;  // round labels
   }
   update();
 }
@@ -44,16 +44,18 @@ void StepChart::paintEvent(QPaintEvent *) {
   QColor grid = palette().color(QPalette::Mid);
   grid.setAlpha(120);
 
-  // Axes: y ticks at 0, 1/2 and the top; x at the first and last step.
+  // Axes: y ticks at round values up to the (round) top; x at the first and
+  // last step.
   painter.setPen(grid);
-  for (int i = 0; i <= 4; ++i) {
-    const double y = plot.bottom() - plot.height() * i / 4;
+  const double interval = niceAxis(yMax_, 4).interval;
+  for (double value = 0.0; value <= yMax_ * (1 + 1e-9); value += interval) {
+    const double y = plot.bottom() - plot.height() * value / yMax_;
     painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
     painter.setPen(text);
     painter.drawText(QRectF(0, y - metrics.height() / 2.0, plot.left() - 6,
                             metrics.height()),
                      Qt::AlignRight | Qt::AlignVCenter,
-                     formatStepTime(yMax_ * i / 4));
+                     formatStepTime(value));
     painter.setPen(grid);
   }
   painter.setPen(text);

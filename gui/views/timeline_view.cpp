@@ -1,5 +1,6 @@
 #include "views/timeline_view.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMessageBox>
@@ -27,8 +28,15 @@ QToolButton* toolButton(const QString& text, const QString& tip, const QString& 
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
-    : QWidget(parent), timeline_(new TimelineWidget(this)), range_(new QLabel(this)), selection_(new QLabel(this)) {
+    : QWidget(parent),
+      timeline_(new TimelineWidget(this)),
+      replica_(new QComboBox(this)),
+      range_(new QLabel(this)),
+      selection_(new QLabel(this)) {
   setObjectName(QStringLiteral("timelineView"));
+  replica_->setObjectName(QStringLiteral("timelineReplica"));
+  replica_->setToolTip(tr("The replica (thread or process rank) whose steps are shown"));
+  connect(replica_, &QComboBox::activated, this, [this](int index) { showReplica(index); });
   range_->setObjectName(QStringLiteral("timelineRange"));
   range_->setForegroundRole(QPalette::PlaceholderText);
   selection_->setObjectName(QStringLiteral("timelineSelection"));
@@ -56,6 +64,8 @@ TimelineView::TimelineView(QWidget* parent)
   bar->addWidget(zoomOut);
   bar->addWidget(zoomIn);
   bar->addWidget(exportButton);
+  bar->addSpacing(12);
+  bar->addWidget(replica_);
   bar->addStretch(1);
   bar->addWidget(range_);
 
@@ -75,11 +85,35 @@ TimelineView::TimelineView(QWidget* parent)
 TimelineView::~TimelineView() = default;
 
 void TimelineView::setProfile(const RunProfile& profile) {
-  timeline_->setData(profile.steps, profile.markers);
+  replicaSteps_ = profile.replicaSteps;
+  replicaMarkers_ = profile.replicaMarkers;
+  if (replicaSteps_.empty()) {  // a profile made without replicas: replica 0's
+    replicaSteps_.push_back(profile.steps);
+    replicaMarkers_.push_back(profile.markers);
+  }
+  replica_->clear();
+  for (size_t r = 0; r < replicaSteps_.size(); ++r) {
+    replica_->addItem(tr("replica %1 (%2 steps)").arg(r).arg(replicaSteps_[r].steps_size()));
+  }
+  replica_->setVisible(replicaSteps_.size() > 1);
+  showReplica(0);
+}
+
+bool TimelineView::showReplica(int replica) {
+  if (replica < 0 || static_cast<size_t>(replica) >= replicaSteps_.size()) return false;
+  replica_->setCurrentIndex(replica);
+  timeline_->setData(replicaSteps_[static_cast<size_t>(replica)],
+                     static_cast<size_t>(replica) < replicaMarkers_.size() ? replicaMarkers_[static_cast<size_t>(replica)]
+                                                                           : std::vector<StepMarker>{});
   showSelection(-1);
+  return true;
 }
 
 void TimelineView::clear() {
+  replicaSteps_.clear();
+  replicaMarkers_.clear();
+  replica_->clear();
+  replica_->hide();
   timeline_->clear();
   showSelection(-1);
 }

@@ -25,16 +25,6 @@ constexpr int kDragThreshold = 4;      // pixels before a press becomes a pan
 
 int laneOf(StepMarker::Kind kind) { return static_cast<int>(kind); }
 
-// A round tick interval that gives about `targetTicks` ticks over `span`.
-double niceInterval(double span, int targetTicks) {
-  const double raw = span / std::max(targetTicks, 1);
-  const double magnitude = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * magnitude) return m * magnitude;
-  }
-  return 10.0 * magnitude;
-}
-
 }  // namespace
 
 TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
@@ -58,6 +48,7 @@ QString TimelineWidget::partName(Part part) {
     case Execute: return tr("execute");
     case Transfer: return tr("transfer");
     case HostWait: return tr("host wait");
+    case Fallback: return tr("CPU fallback");
     default: return {};
   }
 }
@@ -70,6 +61,7 @@ QColor TimelineWidget::partColor(Part part, const QPalette& palette) {
     case Execute: return dark ? QColor(0x57, 0xd3, 0x8c) : QColor(0x26, 0xa2, 0x69);
     case Transfer: return dark ? QColor(0xc0, 0x80, 0xe0) : QColor(0x91, 0x41, 0xac);
     case HostWait: return dark ? QColor(0xf6, 0xc1, 0x43) : QColor(0xe5, 0xa5, 0x0a);
+    case Fallback: return markerColor(StepMarker::Kind::Fallback, palette);
     default: return palette.color(QPalette::Text);
   }
 }
@@ -145,6 +137,7 @@ double TimelineWidget::partMs(Part part, int64_t index) const {
     case Execute: return i < steps_.execute_ms_size() ? steps_.execute_ms(i) : 0.0;
     case Transfer: return i < steps_.transfer_ms_size() ? steps_.transfer_ms(i) : 0.0;
     case HostWait: return i < steps_.host_wait_ms_size() ? steps_.host_wait_ms(i) : 0.0;
+    case Fallback: return i < steps_.fallback_ms_size() ? steps_.fallback_ms(i) : 0.0;
     default: return 0.0;
   }
 }
@@ -348,7 +341,8 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
   const auto from = std::max<int64_t>(static_cast<int64_t>(std::floor(geometry_.first())), 0);
   const auto to = std::min<int64_t>(static_cast<int64_t>(std::ceil(geometry_.last())), steps_.steps_size());
   for (int64_t i = from; i < to; ++i) maxMs = std::max(maxMs, totalMs(i));
-  if (maxMs <= 0.0) maxMs = 1.0;
+  // A round top, so that the time axis's labels are round numbers.
+  maxMs = niceAxis(maxMs, 3).top;
 
   paintLegend(painter);
   paintAxes(painter, plot, maxMs);
@@ -398,21 +392,22 @@ void TimelineWidget::paintAxes(QPainter& painter, const QRect& plot, double maxM
   QColor grid = palette().color(QPalette::Text);
   grid.setAlphaF(0.12f);
   const QColor text = palette().color(QPalette::PlaceholderText);
-  // Time axis: 0, half and the top of the scale.
-  for (double share : {0.0, 0.5, 1.0}) {
-    const int y = plot.bottom() - static_cast<int>(std::lround(share * plot.height()));
+  // Time axis: round values from 0 to the top of the scale (a round number).
+  const double interval = niceAxis(maxMs, 3).interval;
+  for (double value = 0.0; value <= maxMs * (1 + 1e-9); value += interval) {
+    const int y = plot.bottom() - static_cast<int>(std::lround(value / maxMs * plot.height()));
     painter.setPen(grid);
     painter.drawLine(plot.left(), y, plot.right(), y);
     painter.setPen(text);
     const QRect label(0, y - metrics.height() / 2, plot.left() - 6, metrics.height());
     painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-                     share == 0.0 ? QStringLiteral("0") : formatStepTime(share * maxMs));
+                     value == 0.0 ? QStringLiteral("0") : formatStepTime(value));
   }
   // Step axis: round step numbers, about one label per 90 pixels.
-  const double interval = std::max(1.0, niceInterval(geometry_.span(), std::max(1, plot.width() / 90)));
-  const double start = std::ceil(geometry_.first() / interval) * interval;
+  const double stepInterval = std::max(1.0, niceInterval(geometry_.span(), std::max(1, plot.width() / 90)));
+  const double start = std::ceil(geometry_.first() / stepInterval) * stepInterval;
   painter.setPen(text);
-  for (double position = start; position <= geometry_.last(); position += interval) {
+  for (double position = start; position <= geometry_.last(); position += stepInterval) {
     const auto index = static_cast<int>(position);
     if (index >= steps_.steps_size()) break;
     const int x = plot.left() + static_cast<int>(std::lround(geometry_.toX(position + 0.5)));
@@ -455,14 +450,18 @@ void TimelineWidget::paintBars(QPainter& painter, const QRect& plot, double maxM
     }
   }
   if (selected_ >= 0) {
-    const double x0 = geometry_.toX(static_cast<double>(selected_));
-    const double x1 = std::max(geometry_.toX(static_cast<double>(selected_ + 1)), x0 + 2.0);
+    // Around and above the selected bar, never over it: its breakdown stays
+    // readable however narrow it is.
+    const double x0 = plot.left() + geometry_.toX(static_cast<double>(selected_));
+    const double x1 = std::max(plot.left() + geometry_.toX(static_cast<double>(selected_ + 1)), x0 + 1.0);
+    const double barTop = plot.bottom() + 1 - totalMs(selected_) * plot.height() / maxMs;
     QColor band = palette().color(QPalette::Highlight);
     band.setAlphaF(0.25f);
-    const QRectF area(plot.left() + x0 - 1, plot.top(), x1 - x0 + 2, plot.height());
-    painter.fillRect(area, band);
+    painter.fillRect(QRectF(x0, plot.top(), x1 - x0, std::max(0.0, barTop - plot.top())), band);
     painter.setPen(QPen(palette().color(QPalette::Highlight), 1.5));
-    painter.drawRect(area);
+    painter.drawLine(QPointF(x0 - 2, plot.top()), QPointF(x0 - 2, plot.bottom()));
+    painter.drawLine(QPointF(x1 + 2, plot.top()), QPointF(x1 + 2, plot.bottom()));
+    painter.drawLine(QPointF(x0 - 2, plot.top()), QPointF(x1 + 2, plot.top()));
   }
 }
 

@@ -1,5 +1,5 @@
 // The step timeline: one stacked bar per step (trace, compile, execute,
-// transfer, host wait), with lanes of markers above it for compiles,
+// transfer, host wait, CPU fallback; as storage/analysis/step_times.h defines them), with lanes of markers above it for compiles,
 // fallbacks and syncs. Zoom and pan with the wheel, a drag or the keyboard
 // (+/- or W/S zoom, arrows or A/D pan, Home/End, F fits, Esc clears the
 // selection); hover shows a step's breakdown; a click selects a step.
@@ -25,7 +25,7 @@ class TimelineWidget : public QWidget {
 
  public:
   // The parts of a step, bottom to top.
-  enum Part { Trace, Compile, Execute, Transfer, HostWait, NUM_PARTS };
+  enum Part { Trace, Compile, Execute, Transfer, HostWait, Fallback, NUM_PARTS };
 
   explicit TimelineWidget(QWidget* parent = nullptr);
   ~TimelineWidget() override;

@@ -10,11 +10,13 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QVBoxLayout>
 #include <exception>
+#include <utility>
 
 #include "db/history_file.h"
 #include "loaders/history_loader.h"
@@ -43,6 +45,14 @@ QString draggedFile(const QMimeData* mime) {
 }
 
 }  // namespace
+
+QSize MainWindow::defaultSize(const QRect& available) {
+  // Most of the screen: the run list's columns and a run's tabs need room,
+  // and a window manager may not be there to maximize it. Never larger than
+  // the screen, never smaller than what the tabs need where the screen allows.
+  const QSize wanted(available.width() * 4 / 5, available.height() * 4 / 5);
+  return wanted.expandedTo(QSize(1000, 700)).boundedTo(available.size());
+}
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new HistoryLoader(this)) {
   setWindowTitle(tr("LazyScope"));
@@ -262,10 +272,45 @@ void MainWindow::onRunsLoaded(const QString& path, const std::vector<pb::RunSumm
   // shown before again (which reads it afresh), or clear the detail.
   // The run asked for, not only one shown: a run whose read was cancelled
   // is read again by a reload, as the cancel message promises.
-  const int64_t shown = pendingRunId_ != 0 ? pendingRunId_ : detail_->wantedRunId();
-  pendingRunId_ = 0;
+  int64_t shown = detail_->wantedRunId();
+  const QString asked = std::exchange(pendingRun_, QString());
+  if (!asked.isEmpty()) {
+    shown = findRun(runs, asked);
+    if (shown == 0) {
+      banner_->showMessage(
+          MessageBanner::Kind::Error,
+          runs.empty() ? tr("There is no run “%1”: %2 has no runs yet.").arg(asked, QDir::toNativeSeparators(path))
+                       : tr("There is no run “%1” in this history: give a run id (%2 to %3), a run name (e.g. "
+                            "“%4”) or “last”. The newest run is shown.")
+                             .arg(asked)
+                             .arg(runs.back().run().id())
+                             .arg(runs.front().run().id())
+                             .arg(QString::fromStdString(runs.front().run().name())));
+    }
+  }
+  // Opened on a history, show its newest run (the list is newest first)
+  // rather than an empty detail.
+  if (shown == 0 && !runs.empty()) shown = runs.front().run().id();
   runs_->setRuns(runs);
   if (shown == 0 || !runs_->selectRun(shown)) detail_->clear();
+}
+
+int64_t MainWindow::findRun(const std::vector<pb::RunSummary>& runs, const QString& ref) {
+  if (runs.empty()) return 0;
+  if (ref == QLatin1String("last")) return runs.front().run().id();
+  // An id wins over a name made of digits, as in the command line.
+  bool isNumber = false;
+  const qint64 id = ref.toLongLong(&isNumber);
+  if (isNumber) {
+    for (const pb::RunSummary& run : runs) {
+      if (run.run().id() == id) return id;
+    }
+  }
+  const std::string name = ref.toStdString();
+  for (const pb::RunSummary& run : runs) {  // newest first: the newest of that name
+    if (run.run().name() == name) return run.run().id();
+  }
+  return 0;
 }
 
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
@@ -315,7 +360,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::readSettings() {
   const QSettings settings;
-  if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(1100, 760);
+  if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(defaultSize(screen()->availableGeometry()));
   splitter_->restoreState(settings.value(kSplitterKey).toByteArray());
   runs_->restoreHeaderState(settings.value(kHeaderKey).toByteArray());
 }

@@ -40,8 +40,17 @@ class MainWindow : public QMainWindow {
   // That file not existing yet is normal (nothing recorded so far): the list
   // stays empty and the status bar says where runs will appear.
   void openDefaultHistory();
-  // Selects run `runId` once the runs of the history being loaded arrive.
-  void selectRunWhenLoaded(qint64 runId) { pendingRunId_ = runId; }
+  // Selects the run `ref` names once the runs of the history being loaded
+  // arrive: a run id, a run name (the newest run of that name) or "last", as
+  // the command line takes them. An unknown one is reported in the banner.
+  // Without one, the newest run is selected.
+  void selectRunWhenLoaded(const QString& ref) { pendingRun_ = ref; }
+  void selectRunWhenLoaded(qint64 runId) { pendingRun_ = QString::number(runId); }
+  // The size of a window opened for the first time on a screen whose
+  // available area is `available` (afterwards the size is remembered).
+  static QSize defaultSize(const QRect& available);
+  // The id of the run `ref` names among `runs` (newest first), or 0.
+  static int64_t findRun(const std::vector<pb::RunSummary>& runs, const QString& ref);
   // Reads the current history again (F5).
   void reload();
 
@@ -81,7 +90,7 @@ class MainWindow : public QMainWindow {
   QString historyPath_;
   bool isDefaultHistory_ = false;
   bool lastLoadFailed_ = false;
-  qint64 pendingRunId_ = 0;
+  QString pendingRun_;
 
   HistoryLoader* loader_;
   MessageBanner* banner_ = nullptr;

@@ -179,6 +179,7 @@ void OverviewTab::clear() {
   }
   error_->hide();
   setFindings({});
+  noFindings_->hide();  // no run, no diagnosis: not "nothing stands out"
 }
 
 }  // namespace lazyscope::gui

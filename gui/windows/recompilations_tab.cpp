@@ -1,5 +1,7 @@
 #include "windows/recompilations_tab.h"
 
+#include "lazyscope/event_text.h"
+
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -141,6 +143,9 @@ void RecompilationsTab::showCompile(int row) {
     text += QLatin1Char('\n') + (differing == 1
                                      ? tr("Compared with graph %1: 1 node differs.").arg(comparedWith)
                                      : tr("Compared with graph %1: %2 nodes differ.").arg(comparedWith).arg(differing));
+  } else if (!event_text::is_recompile(compile.reason_kind())) {
+    text += QLatin1Char('\n') + tr("No earlier graph to compare with: the first compile of this graph, not a "
+                                   "recompilation. Its graph is shown alone.");
   } else {
     text += QLatin1Char('\n') + tr("No earlier graph to compare with.");
   }

@@ -104,7 +104,8 @@ void RunDetailView::onLoaded(const RunDetail& detail) {
   overview_->setRun(next->summary, next->findings);
   recompilations_->setRun(next.get());
   detail_ = std::move(next);  // the tab points into it: replaced only after setRun
-  tabs_->setTabText(1, tr("Re&compilations (%1)").arg(detail_->compiles.size()));
+  // Recompilations only: a graph's first compile is not one.
+  tabs_->setTabText(1, tr("Re&compilations (%1)").arg(recompilations_->model()->recompileCount()));
   emit runShown(detail_->runId);
 }
 
@@ -197,16 +198,21 @@ void RunDetailView::showEvidence(const pb::Finding& finding) {
   }
 }
 
-bool RunDetailView::showTab(const QString& name) {
+QStringList RunDetailView::tabNames() const {
+  QStringList names;
   for (int i = 0; i < tabs_->count(); ++i) {
     QString title = tabs_->tabText(i).remove(QLatin1Char('&'));
     title = title.left(title.indexOf(QLatin1String(" ("))).trimmed();  // "Recompilations (3)"
-    if (title.compare(name, Qt::CaseInsensitive) == 0) {
-      tabs_->setCurrentIndex(i);
-      return true;
-    }
+    names << title.toLower();
   }
-  return false;
+  return names;
+}
+
+bool RunDetailView::showTab(const QString& name) {
+  const int index = static_cast<int>(tabNames().indexOf(name.toLower()));
+  if (index < 0) return false;
+  tabs_->setCurrentIndex(index);
+  return true;
 }
 
 }  // namespace lazyscope::gui

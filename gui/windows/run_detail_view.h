@@ -3,6 +3,7 @@
 // selection; a newer selection drops the result of an older one.
 #pragma once
 
+#include <QStringList>
 #include <QWidget>
 #include <cstdint>
 #include <memory>
@@ -70,6 +71,8 @@ class RunDetailView : public QWidget {
   // tab's title without its shortcut marker, case-insensitive); false when
   // there is no such tab.
   bool showTab(const QString& name);
+  // "overview", "recompilations", ...: the names showTab() and --tab take.
+  QStringList tabNames() const;
 
  signals:
   // The detail of a run is on screen.

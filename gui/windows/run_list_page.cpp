@@ -1,4 +1,5 @@
 #include "windows/run_list_page.h"
+#include "widgets/sort_arrow_style.h"
 
 #include <QAction>
 #include <QEvent>
@@ -12,6 +13,7 @@
 #include <algorithm>
 
 #include "models/run_list_model.h"
+#include "widgets/sort_arrow_style.h"
 
 namespace lazyscope::gui {
 
@@ -69,6 +71,7 @@ void RunListPage::createTable() {
   table_->setModel(proxy_);
   table_->setSortingEnabled(true);
   table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
+  table_->horizontalHeader()->setStyle(new SortArrowStyle(table_->horizontalHeader()));
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   // Several rows: two to compare, or many to delete at once.
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);

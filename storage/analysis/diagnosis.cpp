@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/step_times.h"
+#include "lazyscope/event_text.h"
 #include "lazyscope/ir_format.h"
 
 namespace lazyscope::storage {
@@ -248,11 +250,26 @@ void describe_warm_up(const pb::CompileEvent& compile, pb::Finding& finding) {
   finding.set_fix("nothing to change: it costs one compile per run");
 }
 
+// Compiles of graph pieces that a CPU fallback cut off (the sync of its
+// operands): their graphs differ from the step's other pieces because the
+// fallback cut them there, not because the script traced something else. The
+// fallback is the finding (rule cpu-fallback), not a recompilation.
+std::set<std::pair<uint64_t, int64_t>> fallback_cut_compiles(const RunData& run) {
+  std::set<std::pair<uint64_t, int64_t>> cut;  // graph hash, start
+  for (const SyncCost& cost : sync_costs(run.timeline)) {
+    if (cost.compile != nullptr && cost.execute->cause() == pb::SYNC_CAUSE_FALLBACK) {
+      cut.emplace(cost.compile->graph_hash(), cost.compile->start_ns());
+    }
+  }
+  return cut;
+}
+
 std::vector<pb::Finding> find_recompilations(const RunData& run) {
+  const auto cut = fallback_cut_compiles(run);
   std::map<std::tuple<int, std::string, int32_t>, std::vector<const pb::CompileEvent*>> groups;
   for (const pb::CompileEvent& compile : run.compiles) {
-    if (compile.reason_kind() == pb::COMPILE_REASON_FIRST_SIGHT ||
-        compile.reason_kind() == pb::COMPILE_REASON_UNSPECIFIED) {
+    if (!event_text::is_recompile(compile.reason_kind()) ||
+        cut.contains({compile.graph_hash(), compile.start_ns()})) {
       continue;
     }
     groups[{compile.reason_kind(), compile.source().file(), compile.source().line()}].push_back(&compile);
@@ -277,37 +294,37 @@ std::vector<pb::Finding> find_recompilations(const RunData& run) {
 
 // --- (b) host syncs inside the step loop ----------------------------------
 
-struct SyncWording {
+// What to do about each kind of value read; event_text says what it is.
+struct SyncFix {
   pb::SyncCause cause;
-  const char* what;
   const char* fix;
 };
 
-constexpr std::array kSyncWordings = {
-    SyncWording{pb::SYNC_CAUSE_ITEM, "item()",
-                "log with lazyscope.log or read the value after mark_step (every N steps)"},
-    SyncWording{pb::SYNC_CAUSE_TO_HOST, "reading a tensor on the host (.cpu(), .numpy(), .tolist(), print)",
-                "read values after mark_step, and only every N steps"},
-    SyncWording{pb::SYNC_CAUSE_CONTROL_FLOW, "bool() of a tensor in control flow",
-                "branch on a tensor op (where) instead of a Python if, or decide on host values"},
-    SyncWording{pb::SYNC_CAUSE_SAVE, "saving a tensor", "save after mark_step, every N steps"},
+constexpr std::array kSyncFixes = {
+    SyncFix{pb::SYNC_CAUSE_ITEM, "log with lazyscope.log or read the value after mark_step (every N steps)"},
+    SyncFix{pb::SYNC_CAUSE_TO_HOST, "read values after mark_step, and only every N steps"},
+    SyncFix{pb::SYNC_CAUSE_CONTROL_FLOW, "branch on a tensor op (where) instead of a Python if, or decide on host values"},
+    SyncFix{pb::SYNC_CAUSE_SAVE, "save after mark_step, every N steps"},
 };
 
-const SyncWording* wording_of(pb::SyncCause cause) {
-  for (const SyncWording& wording : kSyncWordings) {
-    if (wording.cause == cause) return &wording;
+const char* fix_of(pb::SyncCause cause) {
+  for (const SyncFix& row : kSyncFixes) {
+    if (row.cause == cause) return row.fix;
   }
-  return nullptr;  // barriers, graph limits and fallbacks are other rules' business
+  return "read device values after mark_step";
 }
 
+// The host's wait for each value read is the step breakdown's host-wait
+// segment (analysis/step_times.h): its graph's compile plus its execution.
 std::vector<pb::Finding> find_host_syncs(const RunData& run) {
   const std::unordered_set<int64_t> steps = recorded_steps(run);
   std::map<std::tuple<int, std::string, int32_t>, std::pair<Evidence, pb::SourceLocation>> groups;
-  for (const pb::ExecuteEvent& execution : run.executions) {
-    if (wording_of(execution.cause()) == nullptr || !steps.contains(execution.step())) continue;
+  for (const SyncCost& cost : sync_costs(run.timeline)) {
+    const pb::ExecuteEvent& execution = *cost.execute;
+    if (!event_text::is_value_read(execution.cause()) || !steps.contains(execution.step())) continue;
     auto& [evidence, source] =
         groups[{execution.cause(), execution.source().file(), execution.source().line()}];
-    evidence.add(execution.step(), execution.duration_ns());
+    evidence.add(execution.step(), cost.wait_ns());
     source = execution.source();
   }
   const double step_ms = total_step_ms(run);
@@ -315,21 +332,22 @@ std::vector<pb::Finding> find_host_syncs(const RunData& run) {
   std::vector<pb::Finding> findings;
   for (const auto& [key, group] : groups) {
     const auto& [evidence, source] = group;
-    const SyncWording& wording = *wording_of(static_cast<pb::SyncCause>(std::get<0>(key)));
+    const auto cause = static_cast<pb::SyncCause>(std::get<0>(key));
     pb::Finding finding = evidence.finding("host-sync", source, step_ms);
     const bool every_step = evidence.steps_affected() == step_count;
     finding.set_severity(2 * evidence.steps_affected() >= step_count ? pb::SEVERITY_WARNING : pb::SEVERITY_INFO);
     const std::string when = every_step ? "in every step"
                                         : format("in %lld of %lld steps", static_cast<long long>(evidence.steps_affected()),
                                                  static_cast<long long>(step_count));
-    finding.set_title(std::string(wording.what) + " at " + where(source) + " " + when + " forces a sync");
+    finding.set_title(event_text::sync_cause_description(cause) + " at " + where(source) + " " + when +
+                      " forces a sync");
     const double affected = static_cast<double>(std::max<int64_t>(evidence.steps_affected(), 1));
-    finding.set_detail(format("%lld syncs made the host wait for %s of device work inside steps "
-                              "(%.1f syncs and %s per affected step)",
+    finding.set_detail(format("%lld syncs made the host wait %s for the device inside steps (compile and "
+                              "execution of the graphs they forced; %.1f syncs and %s per affected step)",
                               static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str(),
                               static_cast<double>(evidence.count()) / affected,
                               duration(evidence.time_ms() / affected).c_str()));
-    finding.set_fix(wording.fix);
+    finding.set_fix(fix_of(cause));
     findings.push_back(std::move(finding));
   }
   return findings;
@@ -391,9 +409,9 @@ std::vector<pb::Finding> find_fallbacks(const RunData& run) {
     const std::string& op = std::get<0>(key);
     const auto reason = static_cast<pb::FallbackReason>(std::get<3>(key));
     pb::Finding finding = evidence.finding("cpu-fallback", group.source, step_ms);
-    // A fallback the user asked for is a measurement, not a mistake.
-    finding.set_severity(reason == pb::FALLBACK_REASON_FORCED ? pb::SEVERITY_INFO
-                                                              : severity_by_share(finding.share_of_step_time()));
+    // Ranked by its cost even when forced: what the fallback costs is what a
+    // person forcing it wants to see first (the fix says it was forced).
+    finding.set_severity(severity_by_share(finding.share_of_step_time()));
     finding.set_title(format("%s runs on the CPU at %s: %lld calls, %s (%.1f%% of step time)", op.c_str(),
                              where(group.source).c_str(), static_cast<long long>(evidence.count()),
                              duration(evidence.time_ms()).c_str(),

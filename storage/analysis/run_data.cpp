@@ -37,6 +37,8 @@ std::optional<RunData> load_run_data(const HistoryReader& reader, int64_t run_id
   data.fallbacks = reader.fallbacks(run_id);
   data.transfers = reader.transfers(run_id);
   data.graphs = reader.graphs(run_id);
+  if (std::optional<pb::RunTimeline> timeline = reader.timeline(run_id)) data.timeline = std::move(*timeline);
+  data.step_times = step_times(data.timeline);
   return data;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lazyscope/events.pb.h"
+#include "analysis/step_times.h"
 #include "lazyscope/history.pb.h"
 
 namespace lazyscope::storage {
@@ -22,6 +23,10 @@ struct RunData {
   std::vector<pb::FallbackEvent> fallbacks;
   std::vector<pb::TransferEvent> transfers;
   std::vector<pb::GraphInfo> graphs;
+  // Every event of every replica (compiles without IR): what the per-replica
+  // step breakdown and each sync's cost are computed from.
+  pb::RunTimeline timeline;
+  std::vector<StepTimes> step_times;  // every replica's barriers, see step_times.h
 };
 
 // Which compiles come with their IR: all of them (the views that draw

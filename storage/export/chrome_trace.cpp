@@ -13,14 +13,19 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/step_times.h"
+#include "lazyscope/event_text.h"
+
 namespace lazyscope::storage {
 namespace {
 
-enum Thread : int { kCounters = 0, kSteps = 1, kCompiles = 2, kExecutions = 3, kFallbacks = 4, kTransfers = 5 };
+enum Thread : int {
+  kCounters = 0, kSteps = 1, kCompiles = 2, kExecutions = 3, kFallbacks = 4, kTransfers = 5, kHostWaits = 6
+};
 
 constexpr std::pair<Thread, const char*> kThreadNames[] = {
     {kSteps, "steps"},         {kCompiles, "compiles"},   {kExecutions, "executions"},
-    {kFallbacks, "fallbacks"}, {kTransfers, "transfers"},
+    {kFallbacks, "fallbacks"}, {kTransfers, "transfers"}, {kHostWaits, "host waits (syncs)"},
 };
 
 std::string json_string(std::string_view text) {
@@ -124,6 +129,16 @@ class TraceBuilder {
     threads_[pid];
   }
 
+  // The number of entries json() writes into traceEvents.
+  size_t count() const {
+    size_t metadata = 0;
+    for (const auto& [pid, threads] : threads_) {
+      metadata += 2;
+      for (const auto& [tid, name] : kThreadNames) metadata += threads.contains(tid) ? 2 : 0;
+    }
+    return metadata + events_.size();
+  }
+
   std::string json(const pb::RunInfo& run) {
     std::vector<std::string> lines;
     for (const auto& [pid, threads] : threads_) {
@@ -186,24 +201,31 @@ int64_t first_start_ns(const pb::RunTimeline& timeline) {
 
 }  // namespace
 
-std::string chrome_trace_json(const pb::RunTimeline& timeline) {
+ChromeTrace chrome_trace(const pb::RunTimeline& timeline) {
   TraceBuilder trace(first_start_ns(timeline));
   std::map<std::pair<int, int64_t>, int64_t> step_end_ns;  // (replica, step) -> end
+  // The step breakdown every view shows (analysis/step_times.h), not the
+  // engine's own bookkeeping: one definition of host wait and fallback.
+  std::map<std::pair<int, int64_t>, StepTimes> breakdown;
+  for (const StepTimes& times : step_times(timeline)) breakdown[{times.replica, times.step}] = times;
   for (const pb::Event& event : timeline.events()) {
     const int replica = event.replica();
     switch (event.kind_case()) {
       case pb::Event::kStep: {
         const pb::StepEvent& step = event.step();
         step_end_ns[{replica, step.step()}] = step.end_ns();
+        const StepTimes& times = breakdown[{replica, step.step()}];
         trace.complete(replica, kSteps, "step " + std::to_string(step.step()), "step", step.start_ns(),
                        step.end_ns() - step.start_ns(),
                        Args()
                            .integer("step", step.step())
-                           .raw("trace_us", micros(step.trace_ns()))
-                           .raw("compile_us", micros(step.compile_ns()))
-                           .raw("execute_us", micros(step.execute_ns()))
-                           .raw("transfer_us", micros(step.transfer_ns()))
-                           .raw("host_wait_us", micros(step.host_wait_ns())));
+                           .boolean("ran_graph", times.ran_graph)
+                           .raw("trace_us", micros(times.trace_ns))
+                           .raw("compile_us", micros(times.compile_ns))
+                           .raw("execute_us", micros(times.execute_ns))
+                           .raw("transfer_us", micros(times.transfer_ns))
+                           .raw("host_wait_us", micros(times.host_wait_ns))
+                           .raw("fallback_us", micros(times.fallback_ns)));
         break;
       }
       case pb::Event::kCompile: {
@@ -261,6 +283,23 @@ std::string chrome_trace_json(const pb::RunTimeline& timeline) {
         break;
     }
   }
+  // Every sync the script forced by reading a value: the host's wait, from
+  // the compile it waited for (if any) to the end of the execution.
+  for (const SyncCost& cost : sync_costs(timeline)) {
+    const pb::ExecuteEvent& execute = *cost.execute;
+    if (!event_text::is_value_read(execute.cause())) continue;
+    const int64_t start = cost.compile != nullptr ? cost.compile->start_ns() : execute.start_ns();
+    const int64_t end = execute.start_ns() + execute.duration_ns();
+    trace.complete(cost.replica, kHostWaits, "sync: " + event_text::sync_cause_label(execute.cause()), "host_wait",
+                   start, std::max<int64_t>(end - start, cost.wait_ns()),
+                   Args()
+                       .integer("step", execute.step())
+                       .text("cause", event_text::sync_cause_name(execute.cause()))
+                       .text("graph", hash_hex(execute.graph_hash()))
+                       .raw("host_wait_us", micros(cost.wait_ns()))
+                       .raw("compile_us", micros(cost.compile_ns))
+                       .text("source", source_text(execute.source())));
+  }
   // Scalars after every step is known: each at the end of its step, or of the
   // last step before it that was recorded (a value logged after the last
   // barrier). NaN and infinities have no JSON spelling: left out.
@@ -274,7 +313,9 @@ std::string chrome_trace_json(const pb::RunTimeline& timeline) {
     if (key.first != event.replica()) continue;  // no step of this replica at or before it
     trace.counter(event.replica(), scalar.name(), "scalar", "value", end_ns, scalar.value());
   }
-  return trace.json(timeline.run());
+  return {trace.json(timeline.run()), trace.count()};
 }
+
+std::string chrome_trace_json(const pb::RunTimeline& timeline) { return chrome_trace(timeline).json; }
 
 }  // namespace lazyscope::storage

@@ -43,6 +43,8 @@ def test_export_writes_a_valid_chrome_trace(build_dir, tmp_path):
     assert str(trace_file) in result.stdout
 
     trace = json.loads(trace_file.read_text())
+    # The count it reports is what the file holds.
+    assert f"wrote {len(trace['traceEvents'])} trace events" in result.stdout
     assert trace["otherData"]["run_name"] == "shapes"
     events = trace["traceEvents"]
     for event in events:
@@ -54,7 +56,7 @@ def test_export_writes_a_valid_chrome_trace(build_dir, tmp_path):
     assert events[:len(metadata)] == metadata
     assert {(e["pid"], e["args"]["name"]) for e in metadata if e["name"] == "process_name"} == {(1, "replica 0")}
     thread_names = {e["tid"]: e["args"]["name"] for e in metadata if e["name"] == "thread_name"}
-    assert thread_names == {1: "steps", 2: "compiles", 3: "executions", 5: "transfers"}
+    assert thread_names == {1: "steps", 2: "compiles", 3: "executions", 5: "transfers", 6: "host waits (syncs)"}
 
     by_thread = collections.defaultdict(list)
     for event in timed:
@@ -80,6 +82,13 @@ def test_export_writes_a_valid_chrome_trace(build_dir, tmp_path):
     executions = by_thread[(1, 3)]
     assert len(executions) == 12
     assert sum(e["args"]["cache_hit"] for e in executions) == 6
+    # Each item() is a host wait; those inside steps (0-4: the sixth comes
+    # after the last barrier) show in the steps' breakdown too.
+    waits = by_thread[(1, 6)]
+    assert [w["args"]["cause"] for w in waits] == ["item"] * 6
+    for wait, step in zip(waits[:5], steps[1:]):
+        assert wait["args"]["step"] == step["args"]["step"]
+    assert sum(s["args"]["host_wait_us"] for s in steps) == sum(w["args"]["host_wait_us"] for w in waits[:5])
 
 
 def test_export_needs_a_file_and_a_known_run(build_dir, tmp_path):

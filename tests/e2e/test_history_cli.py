@@ -150,7 +150,8 @@ def test_graphs_and_one_graph_in_every_format(build_dir, history):
     assert (int(graph["compiles"]), int(graph["executions"]), graph["has_ir"]) == (1, 10, True)
     [(stored_nodes,)] = query(history, "SELECT node_count FROM graphs WHERE run_id = 1")
     assert graph["node_count"] == stored_nodes
-    full_hash = f"{int(graph['hash']):016x}"
+    full_hash = graph["hash"]  # 16 hex digits, as the text output writes it
+    assert len(full_hash) == 16 and int(full_hash, 16) > 0
 
     ir = json.loads(ok(lazyscope(build_dir, history, "graph", "lr10", full_hash, "--json")))
     assert len(ir["nodes"]) == stored_nodes

@@ -7,6 +7,7 @@
 #include <QMenu>
 #include <QMimeData>
 #include <QMenuBar>
+#include <QScreen>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QTableView>
@@ -74,6 +75,7 @@ class TestMainWindow : public QObject {
   void menuHasShortcuts();
   void recentFilesRememberSuccessfulOpens();
   void geometryIsRestored();
+  void firstOpenSizeComesFromTheScreen();
 
  private:
   QTemporaryDir dir_;
@@ -350,6 +352,15 @@ void TestMainWindow::geometryIsRestored() {
   }
   MainWindow again;
   QCOMPARE(again.size(), QSize(640, 420));
+}
+
+void TestMainWindow::firstOpenSizeComesFromTheScreen() {
+  // Most of a 1600x1000 screen (no window manager to maximize it), and never
+  // more than a small screen has.
+  QCOMPARE(MainWindow::defaultSize(QRect(0, 0, 1600, 1000)), QSize(1280, 800));
+  QCOMPARE(MainWindow::defaultSize(QRect(0, 0, 1024, 600)), QSize(1000, 600));
+  MainWindow w;  // no saved geometry (init() clears the settings)
+  QCOMPARE(w.size(), MainWindow::defaultSize(w.screen()->availableGeometry()));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -17,6 +17,8 @@
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
 #include "windows/run_detail_view.h"
+#include "query/history_reader.h"
+#include "widgets/message_banner.h"
 #include "windows/run_list_page.h"
 
 using namespace lazyscope;
@@ -120,6 +122,17 @@ class TestRunDetail : public QObject {
     QCOMPARE(cell(0, GraphDiffModel::BeforeOp).toString(), QString());
     QCOMPARE(cell(0, GraphDiffModel::AfterShape).toString(), QStringLiteral("f32[8, 3]"));
     QVERIFY(tab->reasonText().contains(QStringLiteral("No earlier graph")));
+    QVERIFY(tab->reasonText().contains(QStringLiteral("not a recompilation")));
+    // Alone, it differs from nothing: no row highlighted.
+    for (int row = 0; row < diff->rowCount(); ++row) {
+      QVERIFY(!cell(row, GraphDiffModel::AfterOp, GraphDiffModel::DiffersRole).toBool());
+      QVERIFY(!cell(row, GraphDiffModel::AfterOp, Qt::BackgroundRole).isValid());
+    }
+    // The tab counts the one recompilation, not the first compile.
+    QCOMPARE(tab->model()->recompileCount(), 1);
+    QCOMPARE(window_->runDetail()->tabs()->tabText(1).remove(QLatin1Char('&')), QStringLiteral("Recompilations (1)"));
+    QVERIFY(tab->model()->index(0, 0).data(Qt::ForegroundRole).isValid());   // first compile: greyed
+    QVERIFY(!tab->model()->index(1, 0).data(Qt::ForegroundRole).isValid());  // the recompile
   }
 
   void newerSelectionWins() {
@@ -140,6 +153,53 @@ class TestRunDetail : public QObject {
     w.openHistory(path_);
     QTRY_COMPARE(w.runDetail()->runId(), fixture_->failedId);
     QCOMPARE(w.runListPage()->currentRunId(), fixture_->failedId);
+  }
+
+  void theNewestRunIsSelectedOnOpen() {
+    MainWindow w;
+    w.openHistory(path_);
+    // The run list is newest first: its first run, not "No run selected".
+    QTRY_VERIFY(w.runDetail()->runId() != 0);
+    const std::vector<pb::RunSummary> runs = storage::HistoryReader(path_.toStdString()).list_runs();
+    QCOMPARE(w.runDetail()->runId(), runs.front().run().id());
+    QCOMPARE(w.runListPage()->currentRunId(), runs.front().run().id());
+  }
+
+  void runAskedForByNameIsSelected() {
+    MainWindow w;
+    w.selectRunWhenLoaded(QStringLiteral("bad-shape"));
+    w.openHistory(path_);
+    QTRY_COMPARE(w.runDetail()->runId(), fixture_->failedId);
+    QVERIFY(w.banner()->isHidden());
+  }
+
+  void anUnknownRunIsReportedAndTheNewestShown() {
+    for (const QString& ref : {QStringLiteral("999"), QStringLiteral("abc")}) {
+      MainWindow w;
+      w.show();
+      w.selectRunWhenLoaded(ref);
+      w.openHistory(path_);
+      QTRY_VERIFY(w.runDetail()->runId() != 0);
+      QVERIFY(w.banner()->isVisible());
+      QVERIFY2(w.banner()->text().contains(QStringLiteral("There is no run “%1”").arg(ref)),
+               qPrintable(w.banner()->text()));
+      QVERIFY2(w.banner()->text().contains(QStringLiteral("reshaped")), qPrintable(w.banner()->text()));
+    }
+  }
+
+  void noRunSelectedShowsNoDiagnosis() {
+    window_->runDetail()->clear();
+    const gui::OverviewTab* overview = window_->runDetail()->overview();
+    QVERIFY(!overview->findChild<QLabel*>(QStringLiteral("noFindings"))->isVisible());
+    QVERIFY(overview->findChildren<gui::FindingCard*>().isEmpty());
+  }
+
+  void tabNamesAreTheNamesShowTabTakes() {
+    const QStringList names = window_->runDetail()->tabNames();
+    QCOMPARE(names, (QStringList{"overview", "recompilations", "graphs", "timeline", "charts", "fallbacks", "metrics",
+                                 "output"}));
+    for (const QString& name : names) QVERIFY(window_->runDetail()->showTab(name));
+    QVERIFY(!window_->runDetail()->showTab(QStringLiteral("bogus")));
   }
 
   void reloadKeepsTheSelectedRun() {

@@ -2,6 +2,11 @@
 // by QAbstractItemModelTester), cell values against what the fixture wrote,
 // raw sort values, and status colours that read on light and dark palettes.
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QHeaderView>
+#include <QImage>
+#include <QPainter>
+#include <QStyleOptionHeader>
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -13,6 +18,7 @@
 #include "query/history_reader.h"
 #include "util/format.h"
 #include "util/run_status.h"
+#include "widgets/sort_arrow_style.h"
 
 using lazyscope::gui::RunListModel;
 using lazyscope::gui::testing::HistoryFixture;
@@ -52,6 +58,8 @@ class TestRunListModel : public QObject {
   void statusColoursReadOnLightAndDark();
   void formatsDurations();
   void resetToEmpty();
+  void axesTickAtRoundNumbers();
+  void sortArrowPointsTheWayValuesGo();
 
  private:
   int rowOf(const RunListModel& model, int64_t id) const;
@@ -246,6 +254,47 @@ void TestRunListModel::resetToEmpty() {
   QCOMPARE(reset.count(), 1);
   QCOMPARE(model.rowCount(), 0);
   QVERIFY(!model.index(0, 0).isValid());
+}
+
+void TestRunListModel::axesTickAtRoundNumbers() {
+  using lazyscope::gui::niceAxis;
+  // A 13 ms step no longer gives labels at 4.33 and 8.67 ms.
+  QCOMPARE(niceAxis(13.0, 3).interval, 5.0);
+  QCOMPARE(niceAxis(13.0, 3).top, 15.0);
+  QCOMPARE(niceAxis(0.37, 4).interval, 0.1);
+  QCOMPARE(niceAxis(0.37, 4).top, 0.4);
+  QCOMPARE(niceAxis(20.0, 4).top, 20.0);  // already round: not pushed up
+  QCOMPARE(niceAxis(0.0, 4).top, 1.0);
+  for (double max : {0.013, 1.7, 8.67, 99.0, 1234.5}) {
+    const auto axis = niceAxis(max, 3);
+    QVERIFY(axis.top >= max);
+    const double ticks = axis.top / axis.interval;
+    QCOMPARE(std::round(ticks), ticks);  // the top is a tick
+    const double mantissa = axis.interval / std::pow(10.0, std::floor(std::log10(axis.interval)));
+    QVERIFY2(std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 || std::abs(mantissa - 5) < 1e-9,
+             qPrintable(QString::number(axis.interval)));
+  }
+}
+
+void TestRunListModel::sortArrowPointsTheWayValuesGo() {
+  // The run list sorted newest first (descending) draws what the
+  // application's style draws for "down", and the other way round.
+  QHeaderView header(Qt::Horizontal);
+  auto* style = new lazyscope::gui::SortArrowStyle(&header);
+  const auto draw = [&](const QStyle* with, QStyleOptionHeader::SortIndicator indicator) {
+    QImage image(16, 16, QImage::Format_ARGB32);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    QStyleOptionHeader option;
+    option.rect = image.rect();
+    option.sortIndicator = indicator;
+    with->drawPrimitive(QStyle::PE_IndicatorHeaderArrow, &option, &painter, nullptr);
+    return image;
+  };
+  const QStyle* plain = QApplication::style();
+  QVERIFY(draw(plain, QStyleOptionHeader::SortUp) != draw(plain, QStyleOptionHeader::SortDown));
+  QCOMPARE(draw(style, QStyleOptionHeader::SortUp), draw(plain, QStyleOptionHeader::SortDown));
+  QCOMPARE(draw(style, QStyleOptionHeader::SortDown), draw(plain, QStyleOptionHeader::SortUp));
 }
 
 QTEST_MAIN(TestRunListModel)

@@ -7,6 +7,7 @@
 // runs in a chart, export images).
 #include <QAbstractItemModelTester>
 #include <QChart>
+#include <QComboBox>
 #include <QChartView>
 #include <QFileInfo>
 #include <QLabel>
@@ -23,17 +24,20 @@
 
 #include "db/history_file.h"
 #include "history_fixture.h"
+#include "analysis/run_metrics.h"
 #include "loaders/run_profile_loader.h"
 #include "models/fallback_model.h"
 #include "models/metrics_model.h"
 #include "models/run_list_model.h"
 #include "models/recompilation_model.h"
 #include "query/history_reader.h"
+#include "recorder/recorder.h"
 #include "views/charts_view.h"
 #include "views/fallbacks_view.h"
 #include "views/metrics_view.h"
 #include "views/output_view.h"
 #include "views/timeline_view.h"
+#include "widgets/message_banner.h"
 #include "widgets/timeline_geometry.h"
 #include "widgets/timeline_widget.h"
 #include "windows/main_window.h"
@@ -152,11 +156,11 @@ class TestRunViews : public QObject {
 
   void metricsAreDerivedFromEvents() {
     const storage::HistoryReader reader(path_.toStdString());
-    const std::vector<pb::MetricValue> metrics = gui::deriveMetrics(*reader.timeline(profiledId_));
+    const std::vector<pb::MetricValue> metrics = storage::derive_metrics(*reader.timeline(profiledId_));
     QCOMPARE(findMetric(metrics, "UncachedCompile")->value(), int64_t{2});
     QCOMPARE(findMetric(metrics, "MarkStep")->value(), int64_t{kSteps});
     QCOMPARE(findMetric(metrics, "Fallbacks")->value(), int64_t{12});
-    QCOMPARE(findMetric(metrics, "SyncCause.item()")->value(), int64_t{4});
+    QCOMPARE(findMetric(metrics, "SyncCause.item")->value(), int64_t{4});
     const pb::MetricValue* compile = findMetric(metrics, "CompileTime");
     QVERIFY(!compile->is_counter());
     QCOMPARE(compile->count(), int64_t{2});
@@ -189,7 +193,7 @@ class TestRunViews : public QObject {
     const storage::HistoryReader reader(path_.toStdString());
     gui::MetricsModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model.setMetrics(gui::deriveMetrics(*reader.timeline(profiledId_)));
+    model.setMetrics(storage::derive_metrics(*reader.timeline(profiledId_)));
     QVERIFY(model.rowCount() > 10);
     QCOMPARE(model.index(0, gui::MetricsModel::Name).data().toString(), QStringLiteral("ExecuteCount"));
     QCOMPARE(model.index(0, gui::MetricsModel::Kind).data().toString(), QStringLiteral("counter"));
@@ -227,6 +231,14 @@ class TestRunViews : public QObject {
     const QString tip = timeline->describeStep(gui::testing::kProfiledRecompileStep);
     QVERIFY2(tip.contains(QStringLiteral("compile: 20.0 ms")), qPrintable(tip));
     QVERIFY2(tip.contains(QStringLiteral("shape")), qPrintable(tip));
+    // Selected, the bar still shows its breakdown: the pixel clicked is one
+    // of the parts' own colours, not covered by the selection.
+    const QColor pixel = timeline->grab().toImage().pixelColor(x, timeline->height() - 40);
+    bool isPart = false;
+    for (int part = 0; part < gui::TimelineWidget::NUM_PARTS; ++part) {
+      isPart |= pixel == gui::TimelineWidget::partColor(static_cast<gui::TimelineWidget::Part>(part), timeline->palette());
+    }
+    QVERIFY2(isPart, qPrintable(pixel.name()));
 
     QTest::keyClick(timeline, Qt::Key_Escape);
     QCOMPARE(timeline->selectedStep(), -1);
@@ -423,6 +435,85 @@ class TestRunViews : public QObject {
     detail = openRun(fixture_->failedId);
     QTRY_VERIFY(detail->output()->showsFailure());
     QVERIFY(detail->output()->tracebackText().contains(QStringLiteral("line 42")));
+  }
+
+  void outputShowsAPrintedTracebackOnceAndExpandsTabs() {
+    QCOMPARE(gui::expandTabs(QStringLiteral("a\tb\nxyzwvut\tc\t")), QStringLiteral("a       b\nxyzwvut c       "));
+    gui::RunProfile profile;
+    profile.runId = 7;
+    profile.run.set_status(pb::RUN_STATUS_FAILED);
+    profile.run.set_exit_code(1);
+    const std::string error = "ValueError: bad batch";
+    const std::string traceback = "Traceback (most recent call last):\n  File \"t.py\", line 3\n" + error + "\n";
+    profile.run.set_error(error);
+    profile.run.set_traceback(traceback);
+    pb::OutputChunk* out = profile.output.add_chunks();
+    out->set_stream("stdout");
+    out->set_text("epoch\t1\tloss\t0.5\n");
+    pb::OutputChunk* err = profile.output.add_chunks();
+    err->set_stream("stderr");
+    err->set_text(traceback);
+    gui::OutputView view;
+    view.setProfile(profile);
+    QVERIFY(view.showsFailure());
+    const QString banner = view.findChild<gui::MessageBanner*>(QStringLiteral("outputFailure"))->text();
+    const QString shown = banner + view.tracebackText() + view.outputText();
+    QCOMPARE(shown.count(QString::fromStdString(error)), 1);
+    QVERIFY2(banner.contains(QStringLiteral("at the end of the output")), qPrintable(banner));
+    QVERIFY(view.outputText().startsWith(QStringLiteral("epoch   1       loss    0.5")));
+
+    // Not printed by the script: the traceback shows above the output, once.
+    profile.output.mutable_chunks()->RemoveLast();
+    view.setProfile(profile);
+    const QString again = view.findChild<gui::MessageBanner*>(QStringLiteral("outputFailure"))->text() +
+                          view.tracebackText() + view.outputText();
+    QCOMPARE(again.count(QString::fromStdString(error)), 1);
+  }
+
+  void timelineShowsEachReplica() {
+    // Two replicas recorded: replica 1 has one step more, and an empty last
+    // barrier on replica 0 is not a step.
+    const QString path = dir_.filePath(QStringLiteral("replicas.sqlite"));
+    int64_t runId = 0;
+    {
+      storage::Recorder recorder(path.toStdString(), pb::RunInfo());
+      runId = recorder.run_id();
+      for (int replica = 0; replica < 2; ++replica) {
+        for (int step = 0; step < 3 + replica; ++step) {
+          pb::Event event;
+          event.set_replica(replica);
+          event.mutable_step()->set_step(step);
+          event.mutable_step()->set_start_ns(step * 10'000'000);
+          event.mutable_step()->set_end_ns((step + 1) * 10'000'000);
+          recorder.record(event);
+          pb::Event execute;
+          execute.set_replica(replica);
+          execute.mutable_execute()->set_step(step);
+          execute.mutable_execute()->set_start_ns(step * 10'000'000 + 1'000'000);
+          execute.mutable_execute()->set_duration_ns(2'000'000);
+          execute.mutable_execute()->set_cause(pb::SYNC_CAUSE_MARK_STEP);
+          recorder.record(execute);
+        }
+      }
+      pb::Event empty;  // the loader's last barrier on replica 0: nothing ran
+      empty.mutable_step()->set_step(3);
+      empty.mutable_step()->set_start_ns(30'000'000);
+      empty.mutable_step()->set_end_ns(31'000'000);
+      recorder.record(empty);
+      recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+    }
+    const gui::RunProfile profile = gui::RunProfileLoader::read(storage::HistoryReader(path.toStdString()), runId);
+    QCOMPARE(profile.replicaSteps.size(), size_t{2});
+    QCOMPARE(profile.replicaSteps[0].steps_size(), 3);
+    QCOMPARE(profile.replicaSteps[1].steps_size(), 4);
+    gui::TimelineView view;
+    view.setProfile(profile);
+    QVERIFY(!view.replicaChooser()->isHidden());
+    QCOMPARE(view.replicaChooser()->count(), 2);
+    QCOMPARE(view.timeline()->stepCount(), 3);
+    QVERIFY(view.showReplica(1));
+    QCOMPARE(view.timeline()->stepCount(), 4);
+    QVERIFY(!view.showReplica(2));
   }
 
   void exportWritesPngAndSvg() {

@@ -87,14 +87,14 @@ TEST(ChromeTrace, ExportsProcessesThreadsSpansAndCounters) {
 {"name":"loss","cat":"scalar","ph":"C","pid":1,"tid":0,"ts":2600.000,"args":{"value":1.25}},
 {"name":"accuracy","cat":"scalar","ph":"C","pid":1,"tid":0,"ts":2600.000,"args":{"value":0.75}},
 {"name":"LiveDeviceBufferBytes","cat":"memory","ph":"C","pid":1,"tid":0,"ts":2650.000,"args":{"bytes":0}},
-{"name":"step 0","cat":"step","ph":"X","pid":1,"tid":1,"ts":0.500,"dur":1999.500,"args":{"step":0,"trace_us":0.011,"compile_us":1200.000,"execute_us":0.022,"transfer_us":0.033,"host_wait_us":0.044}},
-{"name":"step 1","cat":"step","ph":"X","pid":1,"tid":1,"ts":2100.000,"dur":500.000,"args":{"step":1,"trace_us":0.011,"compile_us":0.000,"execute_us":0.022,"transfer_us":0.033,"host_wait_us":0.044}},
+{"name":"step 0","cat":"step","ph":"X","pid":1,"tid":1,"ts":0.500,"dur":1999.500,"args":{"step":0,"ran_graph":true,"trace_us":497.000,"compile_us":1200.000,"execute_us":300.000,"transfer_us":2.500,"host_wait_us":0.000,"fallback_us":0.000}},
+{"name":"step 1","cat":"step","ph":"X","pid":1,"tid":1,"ts":2100.000,"dur":500.000,"args":{"step":1,"ran_graph":true,"trace_us":200.000,"compile_us":0.000,"execute_us":250.000,"transfer_us":0.000,"host_wait_us":0.000,"fallback_us":50.000}},
 {"name":"compile 0000000000000abc","cat":"compile","ph":"X","pid":1,"tid":2,"ts":100.000,"dur":1200.000,"args":{"step":0,"graph":"0000000000000abc","reason_kind":"COMPILE_REASON_FIRST_SIGHT","reason":"COMPILE_REASON_FIRST_SIGHT","source":"train.py:12"}},
 {"name":"execute 0000000000000abc","cat":"execute","ph":"X","pid":1,"tid":3,"ts":1400.000,"dur":300.000,"args":{"step":0,"graph":"0000000000000abc","cache_hit":false,"cause":"SYNC_CAUSE_MARK_STEP","node_count":3,"source":"train.py:12"}},
 {"name":"execute 0000000000000abc","cat":"execute","ph":"X","pid":1,"tid":3,"ts":2300.000,"dur":250.000,"args":{"step":1,"graph":"0000000000000abc","cache_hit":true,"cause":"SYNC_CAUSE_MARK_STEP","node_count":3,"source":"train.py:12"}},
 {"name":"aten::nonzero","cat":"fallback","ph":"X","pid":1,"tid":4,"ts":2200.000,"dur":50.000,"args":{"step":1,"bytes":128,"source":"train.py:20"}},
 {"name":"to device","cat":"transfer","ph":"X","pid":1,"tid":5,"ts":0.000,"dur":2.500,"args":{"step":0,"bytes":4096}},
-{"name":"step 0","cat":"step","ph":"X","pid":2,"tid":1,"ts":0.500,"dur":1899.500,"args":{"step":0,"trace_us":0.011,"compile_us":0.000,"execute_us":0.022,"transfer_us":0.033,"host_wait_us":0.044}}
+{"name":"step 0","cat":"step","ph":"X","pid":2,"tid":1,"ts":0.500,"dur":1899.500,"args":{"step":0,"ran_graph":false,"trace_us":1899.500,"compile_us":0.000,"execute_us":0.000,"transfer_us":0.000,"host_wait_us":0.000,"fallback_us":0.000}}
 ]}
 )json";
   EXPECT_EQ(chrome_trace_json(*timeline), expected);

@@ -153,7 +153,8 @@ TEST(Diagnosis, HostSyncsInsideStepsGroupedByCauseAndLine) {
   EXPECT_DOUBLE_EQ(findings[0].time_lost_ms(), 2.0);
   EXPECT_EQ(findings[0].severity(), pb::SEVERITY_WARNING);
   EXPECT_EQ(findings[0].detail(),
-            "4 syncs made the host wait for 2.0 ms of device work inside steps (1.0 syncs and 500 us per affected step)");
+            "4 syncs made the host wait 2.0 ms for the device inside steps (compile and execution of the graphs "
+            "they forced; 1.0 syncs and 500 us per affected step)");
 
   EXPECT_THAT(findings[1].title(), HasSubstr("at x.py:70 in 1 of 4 steps forces a sync"));
   EXPECT_EQ(findings[1].severity(), pb::SEVERITY_INFO);
@@ -214,8 +215,9 @@ TEST(Diagnosis, FallbacksAreExplainedByTheirRecordedReason) {
   EXPECT_THAT(findings[1].fix(), HasSubstr("cast its operands to a supported dtype"));
   EXPECT_THAT(findings[1].detail(), HasSubstr("1 of the calls inside the step loop, in 2 steps"));
 
-  // Asked for with --force-fallback: reported, but as information.
-  EXPECT_EQ(findings[2].severity(), pb::SEVERITY_INFO);
+  // Asked for with --force-fallback: ranked by its cost like any other (it
+  // is what the run pays for), the fix says it was forced.
+  EXPECT_EQ(findings[2].severity(), pb::SEVERITY_WARNING);
   EXPECT_THAT(findings[2].fix(), HasSubstr("LAZYSCOPE_FORCE_FALLBACK (--force-fallback) names it"));
 }
 

@@ -69,7 +69,7 @@ TEST(QueryPlan, SummaryAndSeriesSearchIndexesAndNeverScanAnEventTable) {
     }
   }
   // The summary's step count and the series read the steps index.
-  EXPECT_THAT(joined(plan_of(path, kSelectOneSummary)), ::testing::HasSubstr("SEARCH steps USING"));
+  EXPECT_THAT(joined(plan_of(path, kSelectOneSummary)), ::testing::HasSubstr("SEARCH s USING COVERING INDEX steps_by_run"));
   EXPECT_THAT(joined(plan_of(path, kSelectStepSeries)), ::testing::HasSubstr("INDEX steps_by_run"));
   EXPECT_THAT(joined(plan_of(path, kSelectScalarSeries)), ::testing::HasSubstr("INDEX scalars_by_run"));
 }

@@ -216,6 +216,8 @@ TEST(RecorderReader, MedianFallsBackToAllStepsWhenEveryStepCompiled) {
   recorder.record(test_support::step_event(1, 0, 5'000'000, 1));
   recorder.record(test_support::step_event(2, 0, 4'000'000, 1));
   recorder.record(test_support::step_event(3, 0, 8'000'000, 1));
+  // A step is a barrier that ran a graph.
+  for (int step = 0; step < 4; ++step) recorder.record(test_support::execute_event(step, 0xa, 1000, step > 0));
   recorder.flush();
   const auto summary = HistoryReader(path).run_summary(recorder.run_id());
   ASSERT_TRUE(summary.has_value());
