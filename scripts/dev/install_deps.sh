@@ -16,6 +16,8 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev fonts-dejavu-core
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev desktop-file-utils
+  # multi-process collectives (engine/distributed)
+  libgloo-dev
 )
 
 missing=()
