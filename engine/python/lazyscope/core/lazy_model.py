@@ -25,10 +25,13 @@ REDUCE_SUM, REDUCE_MUL, REDUCE_AND, REDUCE_OR, REDUCE_MIN, REDUCE_MAX = "sum", "
 _REDUCE_TYPES = (REDUCE_SUM, REDUCE_MUL, REDUCE_MIN, REDUCE_MAX, REDUCE_AND, REDUCE_OR)
 
 _local = threading.local()
+# Replicas that are processes (lazyscope.distributed.init_process_group):
+# the whole process is one replica, for every thread of it.
+_process_replica = None
 
 
 def _replica():
-    return getattr(_local, "replica", None)
+    return getattr(_local, "replica", None) or _process_replica
 
 
 class _ReplicationGroup:
@@ -147,6 +150,9 @@ def get_local_ordinal(defval=0):
 
 
 def is_master_ordinal(local=True):
+    replica = _replica()
+    if local and replica is not None and hasattr(replica.group, "local_rank"):
+        return replica.group.local_rank == 0  # a worker process: the first of its node
     return get_ordinal() == 0
 
 
@@ -258,6 +264,31 @@ def save(data, path, master_only=True, global_master=False):
     host = _to_host(data)
     if not master_only or is_master_ordinal(local=not global_master):
         _save(host, path)
+
+
+def mesh_reduce(tag, data, reduce_fn):
+    """``reduce_fn`` over every replica's ``data`` (in ordinal order), on the
+    host; outside a replication ``reduce_fn([data])``."""
+    replica = _replica()
+    if replica is None or len(replica.group.devices) == 1:
+        return reduce_fn([data])
+    if replica is _process_replica:
+        from lazyscope.distributed import process_group
+        return process_group.mesh_reduce(tag, data, reduce_fn)
+    group = replica.group
+    slots = group.__dict__.setdefault("mesh", [None] * len(group.devices))
+    slots[replica.ordinal] = data
+    group.wait()
+    result = reduce_fn(list(slots))
+    group.wait()  # nobody overwrites a slot before every replica has read them
+    return result
+
+
+def master_print(*args, fd=None, **kwargs):
+    """print() on the master replica only."""
+    if is_master_ordinal(local=False):
+        import sys
+        print(*args, file=fd or sys.stdout, **kwargs)
 
 
 def rendezvous(tag=""):
