@@ -9,6 +9,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "db/history_file.h"
+#include "launch.h"
 #include "run_command.h"
 
 namespace {
@@ -16,9 +17,10 @@ namespace {
 int run(const std::vector<std::string>& args) {
   const auto options = lazyscope::runner::parse_run_options(args);
   if (options.help) {
-    std::cout << lazyscope::runner::kRunHelp;
+    std::cout << lazyscope::runner::kRunHelp << "\n" << lazyscope::runner::kLaunchHelp;
     return 0;
   }
+  if (options.nproc_per_node > 0) return lazyscope::runner::launch(options, args);
   return lazyscope::runner::run_script(options);
 }
 
