@@ -654,6 +654,11 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
     }
   }
   if (listen_fd >= 0) ::close(listen_fd);
+  if (o.node_rank == 0) {
+    // The job's keys in the store; nobody reads them once every worker ended.
+    std::error_code ignored;
+    fs::remove_all(fs::path(rdzv_dir) / job_id, ignored);
+  }
 
   pb::RunStatus status = pb::RUN_STATUS_SUCCEEDED;
   std::string error;

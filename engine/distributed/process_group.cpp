@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "core/error.h"
@@ -33,6 +34,12 @@ State& state() {
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
 }
 
 std::string where(const InitOptions& o) {
@@ -72,7 +79,7 @@ void await_ranks(gloo::rendezvous::Store& store, const InitOptions& o) {
     if (missing.empty()) return;
     if (std::chrono::steady_clock::now() > deadline) {
       throw EngineError("init_process_group: rank(s) " + missing + " never arrived within " +
-                        std::to_string(o.timeout_s) + " s (LAZYSCOPE_COLLECTIVE_TIMEOUT_S); " + where(o) +
+                        seconds_text(o.timeout_s) + " s (LAZYSCOPE_COLLECTIVE_TIMEOUT_S); " + where(o) +
                         " waited in the rendezvous at " + o.store_dir + "/" + o.prefix);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
