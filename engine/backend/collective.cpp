@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <utility>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/settings.h"
+#include "events/event_bus.h"
 #include "distributed/process_group.h"
 
 namespace lazyscope::collective {
@@ -49,6 +51,29 @@ Registry& registry() {
   static auto* r = new Registry();  // leaked: replica threads may outlive static destruction
   return *r;
 }
+
+std::mutex g_totals_mu;
+std::map<int, DeviceTotals> g_totals;  // by device ordinal
+
+// Adds the scope's duration and `bytes` to the device's totals.
+class Timed {
+ public:
+  Timed(int device, int64_t bytes) : device_(device), bytes_(bytes), start_(events::now_ns()) {}
+  ~Timed() {
+    const int64_t ns = events::now_ns() - start_;
+    std::lock_guard lock(g_totals_mu);
+    DeviceTotals& t = g_totals[device_];
+    t.ns += ns;
+    t.bytes += bytes_;
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  int device_;
+  int64_t bytes_;
+  int64_t start_;
+};
 
 thread_local int tls_device = -1;
 thread_local int64_t tls_step = -1;
@@ -194,6 +219,13 @@ void unregister_group(int64_t key) {
   reg.groups.erase(key);  // waiters hold their own reference
 }
 
+DeviceTotals take_device_totals(int device_ordinal) {
+  std::lock_guard lock(g_totals_mu);
+  auto it = g_totals.find(device_ordinal);
+  if (it == g_totals.end()) return {};
+  return std::exchange(it->second, DeviceTotals{});
+}
+
 size_t group_count() {
   Registry& reg = registry();
   std::lock_guard lock(reg.mu);
@@ -227,6 +259,7 @@ void rendezvous(std::string_view op, int64_t group, int64_t reduce, const Buffer
   const int device = tls_device;
   const int64_t step = tls_step;
   Blocking unlocked_python;  // everything below may wait for the other replica threads
+  Timed timed(device, static_cast<int64_t>(input.bytes()));
   if (group == distributed::kProcessGroupKey) {
     process_rendezvous(name, reduce, input, output, reduce_fn);
     return;

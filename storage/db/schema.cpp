@@ -173,9 +173,17 @@ CREATE TABLE metric_snapshots (
 CREATE INDEX metric_snapshots_by_run ON metric_snapshots (run_id, name, id);
 )sql";
 
+// Version 3: time in collectives and bytes contributed, per replica and step
+// (multi-process and thread replicas). Older rows: 0, no collectives seen.
+constexpr const char* kVersion3 = R"sql(
+ALTER TABLE steps ADD COLUMN collective_ns    INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN collective_bytes INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, kVersion1},
     Migration{2, kVersion2},
+    Migration{3, kVersion3},
 };
 
 constexpr bool versions_are_contiguous_up_to_current() {

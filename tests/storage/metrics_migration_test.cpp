@@ -84,8 +84,7 @@ TEST(SchemaMigration, Version1FileMigratesToVersion2KeepingEveryRow) {
     EXPECT_THAT(e.what(), HasSubstr("schema 1"));
   }
   HistoryReader reader(path);
-  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 2);
-  EXPECT_EQ(kSchemaVersion, 2);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
 
   const auto summary = reader.run_summary(7);
   ASSERT_TRUE(summary.has_value());
@@ -125,13 +124,13 @@ TEST(SchemaMigration, WritableOpenOfAVersion1FileMigratesInOneStep) {
   write_version_1_file(path);
   {
     HistoryFile file(path, OpenMode::kReadWrite);
-    EXPECT_EQ(file.schema_version(), 2);
+    EXPECT_EQ(file.schema_version(), kSchemaVersion);
   }
   EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM fallbacks WHERE reason = 0 AND dtype = ''"), 1);
   EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM metric_snapshots"), 0);
   // Opening again changes nothing.
   HistoryFile again(path, OpenMode::kReadWrite);
-  EXPECT_EQ(again.schema_version(), 2);
+  EXPECT_EQ(again.schema_version(), kSchemaVersion);
 }
 
 TEST(MetricSnapshots, RoundTripAndTheLastValueOfEachMetric) {
