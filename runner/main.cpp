@@ -67,7 +67,8 @@ commands:
   delete RUN [--yes]                    delete a run and everything recorded for it
   export RUN --chrome-trace FILE        the run's timeline as Chrome trace-event JSON (Perfetto)
   export RUN --bundle FILE              the whole run as one file, for another history
-  import FILE                           add a run from a bundle to the history (a new id)
+  import FILE [--into RUN]              add a run from a bundle to the history (a new id), or
+                                        merge another node's ranks into RUN (multi-host runs)
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.

@@ -245,9 +245,19 @@ def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
     for a, b, want in zip(ranks[0], ranks[1], expected):
         assert np.array_equal(a, b)
         np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
-    # Each node records its own ranks.
+    # Each node records its own ranks; node 1's bundle merges into node 0's run.
     assert query(tmp_path / "h0.sqlite", "SELECT DISTINCT replica FROM steps") == [(0,)]
     assert query(tmp_path / "h1.sqlite", "SELECT DISTINCT replica FROM steps") == [(1,)]
+    bundle = tmp_path / "node1.bundle"
+    assert lazyscope(build_dir, "export", "last", "--bundle", bundle, "--history", tmp_path / "h1.sqlite").returncode == 0
+    merged = lazyscope(build_dir, "import", bundle, "--into", "last", "--history", tmp_path / "h0.sqlite")
+    assert merged.returncode == 0, merged.stderr
+    assert query(tmp_path / "h0.sqlite", "SELECT replica, COUNT(*) FROM steps GROUP BY replica") == [(0, 5), (1, 5)]
+    assert query(tmp_path / "h0.sqlite", "SELECT COUNT(*), MAX(status) FROM runs") == [(1, 2)]
+    output = "".join(t for (t,) in query(tmp_path / "h0.sqlite", "SELECT text FROM output ORDER BY seq"))
+    assert "[rank 0] trained 4 steps" in output
+    again = lazyscope(build_dir, "import", bundle, "--into", "last", "--history", tmp_path / "h0.sqlite")
+    assert again.returncode == 1 and "already has steps of replica 1" in again.stderr
 
 
 def test_the_process_group_api_matches_numpy(build_dir, tmp_path):
