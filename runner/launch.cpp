@@ -612,6 +612,16 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
       if (::waitpid(w.pid, &status, WNOHANG) != w.pid) continue;
       w.exited = true;
       w.status = status;
+      // Ctrl-C on a terminal reaches the workers too: one that ended as
+      // interrupted (130, 143) interrupts the job rather than failing it.
+      const int code = exit_code_of(status);
+      if ((code == 128 + SIGINT || code == 128 + SIGTERM) && failure.empty() && !interrupted) {
+        interrupted = true;
+        exit_code = 128 + SIGINT;
+        std::cerr << "lazyscope run: rank " << w.rank << " was interrupted: stopping every worker\n";
+        terminate_all(kill_after_s);
+        continue;
+      }
       if (failed(status) && failure.empty() && !interrupted) {
         // Let its last output arrive before naming its last line.
         for (int* fd : {&w.out_fd, &w.err_fd}) {

@@ -14,6 +14,7 @@ import textwrap
 import time
 
 import numpy as np
+import pytest
 
 FAILED, INTERRUPTED = 3, 4
 
@@ -321,6 +322,26 @@ def test_a_node_that_never_arrives_is_named_and_recorded(build_dir, tmp_path):
     assert status == FAILED and "node(s) 1 never arrived" in error
 
 
+MISMATCH_SCRIPT = textwrap.dedent("""
+    import lazyscope
+    from lazyscope.core import lazy_model as lm
+    import lazyscope.distributed as dist
+    dist.init_process_group()
+    t = lazyscope.ones(2 + dist.get_rank(), device=lm.lazy_device())
+    dist.all_reduce(t)
+    lm.mark_step()
+""")
+
+
+def test_ranks_that_trace_different_collectives_get_an_error_naming_both(build_dir, tmp_path):
+    script = tmp_path / "mismatch.py"
+    script.write_text(MISMATCH_SCRIPT)
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", tmp_path / "h.sqlite", script)
+    assert result.returncode == 1
+    assert "the ranks disagree at collective #0" in result.stderr
+    assert "brought float32[2]" in result.stderr and "a float32 tensor of 3 elements" in result.stderr
+
+
 def test_a_port_in_use_is_a_clear_error(build_dir, tmp_path):
     script = tmp_path / "absent.py"
     script.write_text(ABSENT_SCRIPT)
@@ -356,12 +377,16 @@ def test_mismatched_world_sizes_are_refused_on_both_nodes(build_dir, tmp_path):
     assert status == FAILED and "mismatched world sizes" in error
 
 
-def test_ctrl_c_stops_every_worker_and_records_the_run_as_interrupted(build_dir, tmp_path):
+@pytest.mark.parametrize("whole_group", [False, True], ids=["launcher-only", "terminal-group"])
+def test_ctrl_c_stops_every_worker_and_records_the_run_as_interrupted(build_dir, tmp_path, whole_group):
+    """SIGINT to the launcher alone, or to its whole process group as a
+    terminal's Ctrl-C does (the workers get it too)."""
     script = tmp_path / "looping.py"
     script.write_text(LOOPING_SCRIPT)
     history = tmp_path / "h.sqlite"
     launcher = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", "--nproc-per-node", "2", "--history",
-                                 str(history), str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 str(history), str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
     try:
         seen = set()
         deadline = time.monotonic() + 60
@@ -371,12 +396,15 @@ def test_ctrl_c_stops_every_worker_and_records_the_run_as_interrupted(build_dir,
                 if f"[rank {rank}] rank {rank} looping" in line:
                     seen.add(rank)
         assert seen == {0, 1}
-        launcher.send_signal(signal.SIGINT)
+        if whole_group:
+            os.killpg(launcher.pid, signal.SIGINT)
+        else:
+            launcher.send_signal(signal.SIGINT)
         _, err = launcher.communicate(timeout=60)
     finally:
         launcher.kill()
     assert launcher.returncode == 130
-    assert "Ctrl-C: stopping every worker" in err
+    assert "stopping every worker" in err
     (status,), = query(history, "SELECT status FROM runs")
     assert status == INTERRUPTED
     output = "".join(t for (t,) in query(history, "SELECT text FROM output"))
