@@ -216,6 +216,14 @@ def test_two_processes_train_the_mlp_like_thread_replicas_and_record_one_run(bui
     assert sorted(r for (r,) in executed) == [0, 1]
     output = "".join(t for (t,) in query(history, "SELECT text FROM output WHERE run_id = ?", run_id))
     assert "[rank 0] trained 5 steps on 2 replicas" in output
+    # Each training step all-reduces the MLP's 16*6 + 16 + 3*16 + 3 float32 gradients.
+    sent = query(history, "SELECT replica, step, collective_bytes, collective_ns FROM steps WHERE run_id = ? "
+                          "AND step < 5 ORDER BY replica, step", run_id)
+    assert [(r, s, b) for r, s, b, _ in sent] == [(r, s, 163 * 4) for r in (0, 1) for s in range(5)]
+    assert all(ns > 0 for *_, ns in sent)
+    shown = lazyscope(build_dir, "show", run_id, "--history", history)
+    assert shown.returncode == 0, shown.stderr
+    assert "\nreplicas:\n  0 " in shown.stdout and "\n  1 " in shown.stdout and "sent 0.00 MB" in shown.stdout
 
 
 def test_four_processes_train_the_mlp_like_thread_replicas(build_dir, tmp_path):
