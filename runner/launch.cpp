@@ -27,10 +27,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include <pybind11/embed.h>
+
 #include "db/history_file.h"
 #include "recorder/recorder.h"
 
 namespace fs = std::filesystem;
+namespace py = pybind11;
 
 namespace lazyscope::runner {
 
@@ -424,6 +427,13 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
     std::ostringstream s;
     s << in.rdbuf();
     info.set_script_text(s.str());
+    // As `run` records it (hashlib, the one SHA-256 at hand); the interpreter
+    // ends before any worker is forked.
+    py::scoped_interpreter interpreter;
+    info.set_script_sha256(py::module_::import("hashlib")
+                               .attr("sha256")(py::bytes(info.script_text()))
+                               .attr("hexdigest")()
+                               .cast<std::string>());
   }
   for (const auto& a : o.script_args) info.add_args(a);
   for (const auto& t : o.tags) info.add_tags(t);

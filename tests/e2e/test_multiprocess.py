@@ -5,6 +5,7 @@ that never arrives, a port in use, mismatched world sizes), keeping in the
 history what was recorded. Parameters are checked against a NumPy oracle of
 data-parallel SGD, and for bitwise equality across ranks and with thread
 replicas on the same data. Every launch is bounded by a timeout."""
+import hashlib
 import os
 import signal
 import socket
@@ -210,6 +211,8 @@ def test_two_processes_train_the_mlp_like_thread_replicas_and_record_one_run(bui
     # One run (the first) with both ranks' steps and executions.
     run_id, status, device_count = query(history, "SELECT id, status, device_count FROM runs ORDER BY id")[0]
     assert device_count == 2
+    (sha,), = query(history, "SELECT script_sha256 FROM runs WHERE id = ?", run_id)
+    assert sha == hashlib.sha256(MLP_SCRIPT.encode()).hexdigest()
     steps = dict(query(history, "SELECT replica, COUNT(*) FROM steps WHERE run_id = ? GROUP BY replica", run_id))
     assert set(steps) == {0, 1} and steps[0] == steps[1] >= 5
     executed = query(history, "SELECT DISTINCT replica FROM executions WHERE run_id = ?", run_id)
