@@ -62,11 +62,19 @@ int export_command(const std::vector<std::string>& raw) {
 }
 
 int import_command(const std::vector<std::string>& raw) {
-  const CommandArgs args = parse_command_args(raw, {}, {});
+  const CommandArgs args = parse_command_args(raw, {}, {"--into"});
   if (args.positional.size() != 1) throw std::invalid_argument("import takes one FILE (a bundle from `export --bundle`)");
   const std::string& file = args.positional[0];
   // Read and checked before the history is opened: a bad file changes nothing.
   const pb::RunBundle bundle = storage::read_run_bundle_file(file);
+  if (const std::string into = args.option("--into"); !into.empty()) {
+    // Another node's ranks of a multi-host job, into the run of this node's.
+    const int64_t run_id = resolve_run(storage::HistoryReader(args.history), into, args.history);
+    storage::merge_run_bundle(args.history, run_id, bundle);
+    std::cout << "merged the ranks of \"" << bundle.run().name() << "\" (" << file << ") into run #" << run_id
+              << " of " << args.history << "\n";
+    return 0;
+  }
   const storage::ImportedRun imported = storage::import_run_bundle(args.history, bundle);
   std::cout << "imported run \"" << imported.name << "\" as run #" << imported.run_id << " into " << args.history;
   if (imported.renamed) {

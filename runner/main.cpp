@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "db/history_file.h"
 #include "db/protobuf_log.h"
+#include "launch.h"
 #include "run_command.h"
 
 namespace {
@@ -17,9 +18,10 @@ namespace {
 int run(const std::vector<std::string>& args) {
   const auto options = lazyscope::runner::parse_run_options(args);
   if (options.help) {
-    std::cout << lazyscope::runner::kRunHelp;
+    std::cout << lazyscope::runner::kRunHelp << "\n" << lazyscope::runner::kLaunchHelp;
     return 0;
   }
+  if (options.nproc_per_node > 0) return lazyscope::runner::launch(options, args);
   return lazyscope::runner::run_script(options);
 }
 
@@ -67,7 +69,8 @@ commands:
   delete RUN [--yes]                    delete a run and everything recorded for it
   export RUN --chrome-trace FILE        the run's timeline as Chrome trace-event JSON (Perfetto)
   export RUN --bundle FILE              the whole run as one file, for another history
-  import FILE                           add a run from a bundle to the history (a new id)
+  import FILE [--into RUN]              add a run from a bundle to the history (a new id), or
+                                        merge another node's ranks into RUN (multi-host runs)
 
 RUN is a run id, a run name (the newest run of that name) or "last".
 Every command takes --history PATH; the read commands take --json.

@@ -20,6 +20,7 @@
 #include "core/device.h"
 #include "db/history_file.h"
 #include "events/event_bus.h"
+#include "launch.h"
 #include "query/history_reader.h"
 #include "progress.h"
 #include "recorder/recorder.h"
@@ -73,7 +74,8 @@ struct ScriptOutcome {
 // called with the GIL held, which serializes it.
 class OutputCapture {
  public:
-  explicit OutputCapture(storage::Recorder& recorder) : recorder_(&recorder) {}
+  // A null recorder: a launcher's worker, whose output the launcher records.
+  explicit OutputCapture(storage::Recorder* recorder) : recorder_(recorder) {}
 
   void write(const std::string& stream, const std::string& text) {
     if (recorder_ == nullptr || text.empty()) return;
@@ -221,7 +223,7 @@ ScriptOutcome run_script_file(const RunOptions& options, const bool& terminated)
 
 // Runs the script with its output captured into `recorder`; the traceback of
 // a failure is printed on stderr and recorded as output too.
-ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder& recorder, Progress& progress) {
+ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder* recorder, Progress& progress) {
   auto capture = std::make_shared<OutputCapture>(recorder);
   auto terminated = std::make_shared<bool>(false);
   py::dict scope;
@@ -283,6 +285,17 @@ int run_script(const RunOptions& options) {
   const std::string script_text = read_file(options.script);
 
   py::scoped_interpreter interpreter;
+  if (const int event_fd = worker_event_fd(); event_fd >= 0) {
+    // A worker of `run --nproc-per-node`: its events go to the launcher,
+    // which records the one run; its output reaches the launcher's pipes.
+    WorkerEventStream stream(event_fd);
+    Progress quiet(Progress::Mode::kOff, options.progress_every_s);
+    const int subscription = events::subscribe([&stream](const pb::Event& e) { stream.write(e); });
+    const ScriptOutcome outcome = run_in_interpreter(options, nullptr, quiet);
+    events::unsubscribe(subscription);
+    std::fflush(stdout);
+    return outcome.exit_code;
+  }
   pb::RunInfo info;
   info.set_name(options.name.empty() ? fs::path(options.script).stem().string() : options.name);
   info.set_script_path(fs::absolute(options.script).string());
@@ -313,7 +326,7 @@ int run_script(const RunOptions& options) {
     progress.on_event(e);
     recorder->record(e);
   });
-  const ScriptOutcome outcome = run_in_interpreter(options, *recorder, progress);
+  const ScriptOutcome outcome = run_in_interpreter(options, recorder.get(), progress);
   events::unsubscribe(subscription);
   std::fflush(stdout);
   recorder->finish(outcome.status, outcome.exit_code, outcome.error, outcome.traceback);

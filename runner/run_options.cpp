@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "launch.h"
+
 namespace lazyscope::runner {
 
 const char* const kRunHelp = R"(usage: lazyscope run SCRIPT [OPTIONS] [-- ARGS...]
@@ -130,6 +132,7 @@ bool take_option(const std::vector<std::string>& args, size_t& i, RunOptions& o)
     }
   } else if (a == "--help" || a == "-h") {
     o.help = true;
+  } else if (take_launch_option(args, i, o)) {
   } else {
     return false;
   }

@@ -22,6 +22,12 @@ struct RunOptions {
   bool quiet = false;        // no progress line
   double progress_every_s = 10;  // when stderr is not a terminal
   bool help = false;         // `run --help`: print kRunHelp and nothing else
+  // The launcher's (launch.h): 0 processes per node means no launcher.
+  int nproc_per_node = 0;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
 };
 
 extern const char* const kRunHelp;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <utility>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +14,8 @@
 
 #include "core/error.h"
 #include "core/settings.h"
+#include "events/event_bus.h"
+#include "distributed/process_group.h"
 
 namespace lazyscope::collective {
 namespace {
@@ -48,6 +52,29 @@ Registry& registry() {
   return *r;
 }
 
+std::mutex g_totals_mu;
+std::map<int, DeviceTotals> g_totals;  // by device ordinal
+
+// Adds the scope's duration and `bytes` to the device's totals.
+class Timed {
+ public:
+  Timed(int device, int64_t bytes) : device_(device), bytes_(bytes), start_(events::now_ns()) {}
+  ~Timed() {
+    const int64_t ns = events::now_ns() - start_;
+    std::lock_guard lock(g_totals_mu);
+    DeviceTotals& t = g_totals[device_];
+    t.ns += ns;
+    t.bytes += bytes_;
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  int device_;
+  int64_t bytes_;
+  int64_t start_;
+};
+
 thread_local int tls_device = -1;
 thread_local int64_t tls_step = -1;
 
@@ -80,6 +107,66 @@ std::string describe(const Group& g) {
 
 std::string spec_text(const Buffer& b) {
   return std::string(dtype_name(b.dtype())) + shape_str(b.shape());
+}
+
+// The header each rank sends ahead of its contribution to a cross-process
+// collective, so that ranks that traced different collectives get an error
+// naming both instead of a hang or garbage.
+struct ContributionHeader {
+  int64_t number;  // the n-th collective of this process
+  int64_t step;
+  int64_t dtype;
+  int64_t numel;
+  int64_t shape_hash;
+  int64_t reduce;
+};
+
+int64_t shape_hash(const Shape& shape) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int64_t d : shape) h = (h ^ static_cast<uint64_t>(d + 1)) * 1099511628211ULL;
+  return static_cast<int64_t>(h >> 1);
+}
+
+// Replicas that are processes: every rank gathers every rank's contribution
+// (Gloo all-gather), then reduces them in rank order with the same reduce_fn
+// as thread replicas, so every rank gets the same bits as the thread
+// replicas would on the same data.
+void process_rendezvous(const std::string& name, int64_t reduce, const Buffer& input, Buffer& output,
+                        const ReduceFn& reduce_fn) {
+  static std::atomic<int64_t> next_number{0};
+  const int world = distributed::world_size();
+  const int rank = distributed::rank();
+  const ContributionHeader mine{next_number++, tls_step, static_cast<int64_t>(input.dtype()), input.numel(),
+                                shape_hash(input.shape()), reduce};
+  std::vector<ContributionHeader> headers(static_cast<size_t>(world));
+  distributed::all_gather(name + " (header)", &mine, sizeof mine, headers.data());
+  for (int r = 0; r < world; ++r) {
+    const ContributionHeader& h = headers[static_cast<size_t>(r)];
+    if (h.dtype != mine.dtype || h.numel != mine.numel || h.shape_hash != mine.shape_hash || h.reduce != mine.reduce ||
+        h.number != mine.number) {
+      throw EngineError(name + ": the ranks disagree at collective #" + std::to_string(mine.number) + ": rank " +
+                        std::to_string(rank) + " (step " + std::to_string(mine.step) + ") brought " + spec_text(input) +
+                        " and rank " + std::to_string(r) + " (step " + std::to_string(h.step) + ", its collective #" +
+                        std::to_string(h.number) + ") a " + std::string(dtype_name(static_cast<DType>(h.dtype))) +
+                        " tensor of " + std::to_string(h.numel) +
+                        " elements — every rank must trace the same collectives in the same order");
+    }
+  }
+  std::vector<std::shared_ptr<Buffer>> held;
+  std::vector<const Buffer*> inputs;
+  if (world == 1) {
+    inputs.push_back(&input);
+  } else {
+    std::vector<char> gathered(input.bytes() * static_cast<size_t>(world));
+    distributed::all_gather(name, input.data(), input.bytes(), gathered.data());
+    for (int r = 0; r < world; ++r) {
+      held.push_back(Buffer::allocate(input.dtype(), input.shape()));
+      std::memcpy(held.back()->data(), gathered.data() + input.bytes() * static_cast<size_t>(r), input.bytes());
+      inputs.push_back(held.back().get());
+    }
+  }
+  Buffer* outputs[] = {&output};
+  reduce_fn(inputs, outputs);
 }
 
 }  // namespace
@@ -132,6 +219,13 @@ void unregister_group(int64_t key) {
   reg.groups.erase(key);  // waiters hold their own reference
 }
 
+DeviceTotals take_device_totals(int device_ordinal) {
+  std::lock_guard lock(g_totals_mu);
+  auto it = g_totals.find(device_ordinal);
+  if (it == g_totals.end()) return {};
+  return std::exchange(it->second, DeviceTotals{});
+}
+
 size_t group_count() {
   Registry& reg = registry();
   std::lock_guard lock(reg.mu);
@@ -165,6 +259,11 @@ void rendezvous(std::string_view op, int64_t group, int64_t reduce, const Buffer
   const int device = tls_device;
   const int64_t step = tls_step;
   Blocking unlocked_python;  // everything below may wait for the other replica threads
+  Timed timed(device, static_cast<int64_t>(input.bytes()));
+  if (group == distributed::kProcessGroupKey) {
+    process_rendezvous(name, reduce, input, output, reduce_fn);
+    return;
+  }
   Registry& reg = registry();
   std::unique_lock lock(reg.mu);
   auto found = reg.groups.find(group);

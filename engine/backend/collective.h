@@ -66,6 +66,14 @@ class ExecutingDevice {
   int64_t previous_step_;
 };
 
+// Time spent in collectives and bytes contributed by `device_ordinal` since
+// the last call (the executor reports them in each step's StepEvent).
+struct DeviceTotals {
+  int64_t ns = 0;
+  int64_t bytes = 0;
+};
+DeviceTotals take_device_totals(int device_ordinal);
+
 // Hooks run around the blocking part of a collective: the Python extension
 // releases the GIL there, or a replica thread waiting in the rendezvous
 // would keep the others from tracing the step that brings their

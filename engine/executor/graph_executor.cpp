@@ -244,6 +244,9 @@ void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
     s->set_execute_ns(st.execute_ns);
     s->set_transfer_ns(transfer_ns);
     s->set_host_wait_ns(st.host_wait_ns);
+    const collective::DeviceTotals collectives = collective::take_device_totals(device.ordinal);
+    s->set_collective_ns(collectives.ns);
+    s->set_collective_bytes(collectives.bytes);
     const int64_t busy = st.compile_ns + st.execute_ns + transfer_ns + st.host_wait_ns;
     s->set_trace_ns(std::max<int64_t>(0, end_ns - st.step_start_ns - busy));
     events::publish(e);

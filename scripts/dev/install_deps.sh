@@ -18,6 +18,8 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev libgl-dev fonts-dejavu-core
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev desktop-file-utils
+  # multi-process collectives (engine/distributed)
+  libgloo-dev
 )
 
 # `install_deps.sh --list`: the packages, one a line, for scripts/dev/check_deps.py.

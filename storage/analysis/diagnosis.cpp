@@ -539,6 +539,110 @@ std::vector<pb::Finding> find_blocking_transfers(const RunData& run) {
   return {finding};
 }
 
+// --- (f) replicas: a straggler, and collectives that dominate the step ----
+
+// Per replica over the steps every replica recorded: step time, time in
+// collectives, bytes contributed.
+struct ReplicaTotals {
+  int64_t step_ns = 0;
+  int64_t collective_ns = 0;
+  int64_t bytes = 0;
+  int64_t steps = 0;
+  int64_t busy_ns() const { return step_ns - collective_ns; }
+};
+
+std::vector<pb::Finding> find_collective_problems(const RunData& run) {
+  std::map<int32_t, std::map<int64_t, const pb::StepEvent*>> by_replica;
+  for (const pb::Event& e : run.replica_steps) by_replica[e.replica()][e.step().step()] = &e.step();
+  if (by_replica.size() < 2) return {};
+  std::set<int64_t> common;
+  for (const auto& [step, event] : by_replica.begin()->second) common.insert(step);
+  for (const auto& [replica, steps] : by_replica) {
+    std::erase_if(common, [&steps](int64_t s) { return !steps.contains(s); });
+  }
+  if (common.empty()) return {};
+  std::map<int32_t, ReplicaTotals> totals;
+  ReplicaTotals all;
+  for (const auto& [replica, steps] : by_replica) {
+    ReplicaTotals& t = totals[replica];
+    for (int64_t s : common) {
+      const pb::StepEvent& step = *steps.at(s);
+      t.step_ns += step.end_ns() - step.start_ns();
+      t.collective_ns += step.collective_ns();
+      t.bytes += step.collective_bytes();
+      ++t.steps;
+    }
+    all.step_ns += t.step_ns;
+    all.collective_ns += t.collective_ns;
+    all.bytes += t.bytes;
+  }
+  if (all.collective_ns == 0 && all.bytes == 0) return {};  // replicas that never exchanged anything
+  const auto replicas = static_cast<double>(totals.size());
+  const auto steps = static_cast<long long>(common.size());
+  const double step_ms_per_replica = ms(all.step_ns) / replicas;
+  std::vector<pb::Finding> findings;
+
+  // The straggler computes longest outside collectives; the others wait for
+  // it inside them, so every replica's step takes as long as its.
+  const auto slowest = std::max_element(totals.begin(), totals.end(), [](const auto& a, const auto& b) {
+    return a.second.busy_ns() < b.second.busy_ns();
+  });
+  std::vector<int64_t> others;
+  for (const auto& [replica, t] : totals) {
+    if (replica != slowest->first) others.push_back(t.busy_ns());
+  }
+  std::sort(others.begin(), others.end());
+  const int64_t median_others = others[others.size() / 2];
+  const double lag_ms = ms(slowest->second.busy_ns() - median_others);
+  if (lag_ms >= kMinStragglerMs && static_cast<double>(slowest->second.busy_ns()) >=
+                                       kStragglerRatio * static_cast<double>(std::max<int64_t>(median_others, 1))) {
+    pb::Finding finding;
+    finding.set_rule("replicas");
+    finding.set_first_step(*common.begin());
+    finding.set_last_step(*common.rbegin());
+    finding.set_count(steps);
+    finding.set_steps_affected(steps);
+    finding.set_time_lost_ms(lag_ms);
+    finding.set_share_of_step_time(share(lag_ms, step_ms_per_replica));
+    finding.set_severity(severity_by_share(finding.share_of_step_time()));
+    finding.set_title(format("replica %d is a straggler: its steps compute %s longer than the others' median, "
+                             "and the others wait for it in collectives",
+                             slowest->first, duration(lag_ms / static_cast<double>(steps)).c_str()));
+    std::string detail = format("over %lld steps, time outside collectives per replica:", steps);
+    for (const auto& [replica, t] : totals) {
+      detail += format(" %d: %.1f ms (waited %.1f ms)", replica, ms(t.busy_ns()), ms(t.collective_ns));
+    }
+    finding.set_detail(detail);
+    finding.set_fix("give every replica the same work: the same per-replica batch (DistributedSampler, drop_last=True), "
+                    "no work only the master does inside the step (logging, evaluation, checkpoints: after the "
+                    "step or in a step closure), and no other load on the slow replica's cores");
+    findings.push_back(std::move(finding));
+  }
+
+  const double collective_share = share(ms(all.collective_ns), ms(all.step_ns));
+  if (ms(all.collective_ns) / replicas >= kMinCollectiveMs && collective_share > kCollectiveShareThreshold) {
+    pb::Finding finding;
+    finding.set_rule("replicas");
+    finding.set_first_step(*common.begin());
+    finding.set_last_step(*common.rbegin());
+    finding.set_count(steps);
+    finding.set_steps_affected(steps);
+    finding.set_time_lost_ms(ms(all.collective_ns) / replicas);
+    finding.set_share_of_step_time(collective_share);
+    finding.set_severity(severity_by_share(collective_share));
+    finding.set_title(format("collectives take %.0f%% of step time (%s per step and replica)", 100.0 * collective_share,
+                             duration(ms(all.collective_ns) / replicas / static_cast<double>(steps)).c_str()));
+    std::string detail = format("%.0f replicas contributed %.2f MB per step; time in collectives per replica:",
+                                replicas, static_cast<double>(all.bytes) / 1e6 / static_cast<double>(steps));
+    for (const auto& [replica, t] : totals) detail += format(" %d: %.1f ms", replica, ms(t.collective_ns));
+    finding.set_detail(detail);
+    finding.set_fix("exchange less per unit of work: a larger per-replica batch (more compute per all_reduce), "
+                    "gradient accumulation (reduce every k steps), fewer replicas than cores on one machine");
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
 constexpr std::array kRules = {
     DiagnosisRule{"recompilation", "uncached compiles after the first, by reason and source line",
                   find_recompilations},
@@ -547,6 +651,8 @@ constexpr std::array kRules = {
     DiagnosisRule{"growing-graph", "graphs that grow step after step: a missing barrier", find_growing_graphs},
     DiagnosisRule{"blocking-transfer", "uploads to the device that take a large share of step time",
                   find_blocking_transfers},
+    DiagnosisRule{"replicas", "a straggler replica the others wait for, and collectives that dominate the step",
+                  find_collective_problems},
 };
 
 }  // namespace

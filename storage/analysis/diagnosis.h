@@ -33,6 +33,14 @@ inline constexpr double kTransferShareThreshold = 0.10;
 // that failed early) would otherwise report a few bytes' upload as "367% of
 // step time", when overlapping it could save nothing measurable.
 inline constexpr double kMinTransferMs = 1.0;
+// Replicas (threads or worker processes): a rank whose steps compute this
+// much longer than the median of the others (outside collectives) and lose at
+// least kMinStragglerMs in all is a straggler; collectives taking this share
+// of the replicas' step time (and kMinCollectiveMs) dominate the step.
+inline constexpr double kStragglerRatio = 1.2;
+inline constexpr double kMinStragglerMs = 5.0;
+inline constexpr double kCollectiveShareThreshold = 0.30;
+inline constexpr double kMinCollectiveMs = 10.0;
 // A graph whose node count rises over this many successive compiles at one
 // site is growing, not just changing.
 inline constexpr int kGrowingCompiles = 3;

@@ -212,10 +212,18 @@ CREATE TABLE machine_peaks (
 );
 )sql";
 
+// Version 4: time in collectives and bytes contributed, per replica and step
+// (multi-process and thread replicas). Older rows: 0, no collectives seen.
+constexpr const char* kVersion4 = R"sql(
+ALTER TABLE steps ADD COLUMN collective_ns    INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN collective_bytes INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, kVersion1},
     Migration{2, kVersion2},
     Migration{3, kVersion3},
+    Migration{4, kVersion4},
 };
 
 constexpr bool versions_are_contiguous_up_to_current() {

@@ -22,7 +22,9 @@ int read_step_row(const Statement& row, int c, pb::StepEvent* step) {
   step->set_execute_ns(row.int64_at(c + 5));
   step->set_transfer_ns(row.int64_at(c + 6));
   step->set_host_wait_ns(row.int64_at(c + 7));
-  return c + 8;
+  step->set_collective_ns(row.int64_at(c + 8));
+  step->set_collective_bytes(row.int64_at(c + 9));
+  return c + 10;
 }
 
 int read_compile_row(const Statement& row, int c, pb::CompileEvent* compile) {

@@ -15,7 +15,8 @@ namespace lazyscope::storage {
 class Statement;
 
 inline const std::string kStepColumns =
-    "step, start_ns, end_ns, trace_ns, compile_ns, execute_ns, transfer_ns, host_wait_ns";
+    "step, start_ns, end_ns, trace_ns, compile_ns, execute_ns, transfer_ns, host_wait_ns, collective_ns, "
+    "collective_bytes";
 inline const std::string kCompileColumns =
     "step, graph_hash, start_ns, duration_ns, reason_kind, reason, compared_with, "
     "source_file, source_line, source_function";

@@ -127,6 +127,21 @@ std::vector<pb::StepEvent> HistoryReader::steps(int64_t run_id) const {
   return steps;
 }
 
+std::vector<pb::Event> HistoryReader::replica_steps(int64_t run_id) const {
+  std::lock_guard lock(mutex_);
+  Statement rows(*file_, "SELECT replica, " + kStepColumns + R"sql( FROM steps
+    WHERE run_id = ?1
+    ORDER BY replica, step, start_ns)sql");
+  rows.bind_int64(1, run_id);
+  std::vector<pb::Event> steps;
+  while (rows.next_row()) {
+    pb::Event& e = steps.emplace_back();
+    e.set_replica(static_cast<int32_t>(rows.int64_at(0)));
+    read_step_row(rows, 1, e.mutable_step());
+  }
+  return steps;
+}
+
 pb::StepSeries HistoryReader::step_series(int64_t run_id) const {
   std::lock_guard lock(mutex_);
   return read_step_series(*file_, run_id);

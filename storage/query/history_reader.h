@@ -44,6 +44,8 @@ class HistoryReader {
   std::vector<pb::CompileEvent> compilations(int64_t run_id, bool with_ir = true) const;
   // Per-step timings of a run (replica 0), in step order.
   std::vector<pb::StepEvent> steps(int64_t run_id) const;
+  // Every replica's steps (Event.replica and Event.step), by replica then step.
+  std::vector<pb::Event> replica_steps(int64_t run_id) const;
   // The same as columns in milliseconds, for charts.
   pb::StepSeries step_series(int64_t run_id) const;
   // Names of the logged scalars (replica 0), sorted; and one scalar's series.

@@ -13,8 +13,8 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
       run_id_(run_id),
       insert_step_(file, R"sql(
         INSERT INTO steps (run_id, replica, step, start_ns, end_ns, trace_ns, compile_ns,
-                           execute_ns, transfer_ns, host_wait_ns)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+                           execute_ns, transfer_ns, host_wait_ns, collective_ns, collective_bytes)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
       // A graph recompiled after eviction is already stored: keep the first copy.
       insert_graph_(file, R"sql(
         INSERT OR IGNORE INTO graphs (run_id, hash, node_count, ir, program_text)
@@ -120,6 +120,8 @@ void BatchWriter::write_step(int replica, const pb::StepEvent& step) {
       .bind_int64(8, step.execute_ns())
       .bind_int64(9, step.transfer_ns())
       .bind_int64(10, step.host_wait_ns())
+      .bind_int64(11, step.collective_ns())
+      .bind_int64(12, step.collective_bytes())
       .execute();
 }
 

@@ -1,5 +1,7 @@
 #include "recorder/run_import.h"
 
+#include <algorithm>
+#include <set>
 #include <vector>
 
 #include "db/history_file.h"
@@ -93,6 +95,81 @@ ImportedRun import_run_bundle(const std::string& history_path, const pb::RunBund
   BatchWriter(file, imported.run_id).write_records(records);
   transaction.commit();
   return imported;
+}
+
+void merge_run_bundle(const std::string& history_path, int64_t run_id, const pb::RunBundle& bundle) {
+  const pb::RunInfo& info = bundle.run();
+  if (info.status() == pb::RUN_STATUS_RUNNING || info.status() == pb::RUN_STATUS_UNSPECIFIED) {
+    throw HistoryError(history_path + ": cannot merge run '" + info.name() +
+                       "': the bundle holds a run that had not ended");
+  }
+  HistoryFile file(history_path, OpenMode::kReadWrite);
+  Transaction transaction(file, Transaction::Kind::kWrite);
+  Statement run(file, "SELECT status, ended_unix_ms, device_count FROM runs WHERE id = ?1");
+  run.bind_int64(1, run_id);
+  if (!run.next_row()) throw HistoryError(history_path + ": there is no run " + std::to_string(run_id) + " to merge into");
+  const int64_t status = run.int64_at(0);
+  const int64_t ended = run.int64_at(1);
+  const int64_t device_count = run.int64_at(2);
+  run.reset();
+
+  std::set<int32_t> replicas;
+  for (const pb::Event& event : bundle.events()) replicas.insert(event.replica());
+  Statement present(file, "SELECT 1 FROM steps WHERE run_id = ?1 AND replica = ?2 LIMIT 1");
+  for (int32_t replica : replicas) {
+    present.bind_int64(1, run_id).bind_int64(2, replica);
+    const bool taken = present.next_row();
+    present.reset();
+    if (taken) {
+      throw HistoryError(history_path + ": run " + std::to_string(run_id) + " already has steps of replica " +
+                         std::to_string(replica) + "; a bundle merges the ranks of another node, once");
+    }
+  }
+
+  Statement insert_graph(file, R"sql(
+    INSERT OR IGNORE INTO graphs (run_id, hash, node_count, ir, program_text)
+    VALUES (?1, ?2, ?3, ?4, ?5))sql");
+  for (const pb::StoredGraph& graph : bundle.graphs()) {
+    insert_graph.bind_int64(1, run_id)
+        .bind_hash(2, graph.hash())
+        .bind_int64(3, graph.node_count())
+        .bind_blob(4, graph.ir())
+        .bind_text(5, graph.program_text())
+        .execute();
+  }
+  // Output goes after the run's own, in the bundle's order.
+  Statement last_seq(file, "SELECT COALESCE(MAX(seq) + 1, 0) FROM output WHERE run_id = ?1");
+  last_seq.bind_int64(1, run_id);
+  last_seq.next_row();
+  const int64_t first_seq = last_seq.int64_at(0);
+  last_seq.reset();
+  std::vector<PendingRecord> records;
+  records.reserve(static_cast<size_t>(bundle.events_size() + bundle.output_size()));
+  for (const pb::Event& event : bundle.events()) records.emplace_back(event);
+  for (const pb::OutputChunk& chunk : bundle.output()) {
+    records.emplace_back(OutputChunk{first_seq + chunk.seq(), chunk.stream(), chunk.text()});
+  }
+  BatchWriter(file, run_id).write_records(records);
+
+  const bool bundle_failed = info.status() != pb::RUN_STATUS_SUCCEEDED;
+  const bool run_failed = status != pb::RUN_STATUS_SUCCEEDED;
+  Statement update(file, R"sql(
+    UPDATE runs SET ended_unix_ms = ?2, device_count = ?3,
+      status = CASE WHEN ?4 THEN ?5 ELSE status END,
+      exit_code = CASE WHEN ?4 THEN ?6 ELSE exit_code END,
+      error = CASE WHEN ?4 THEN ?7 ELSE error END
+    WHERE id = ?1)sql");
+  int32_t max_replica = 0;
+  for (int32_t replica : replicas) max_replica = std::max(max_replica, replica);
+  update.bind_int64(1, run_id)
+      .bind_int64(2, std::max<int64_t>(ended, info.ended_unix_ms()))
+      .bind_int64(3, std::max<int64_t>(device_count, std::max<int64_t>(info.device_count(), max_replica + 1)))
+      .bind_int64(4, bundle_failed && !run_failed ? 1 : 0)
+      .bind_int64(5, info.status())
+      .bind_int64(6, info.exit_code())
+      .bind_text(7, info.error())
+      .execute();
+  transaction.commit();
 }
 
 }  // namespace lazyscope::storage

@@ -21,4 +21,14 @@ struct ImportedRun {
 // HistoryError.
 ImportedRun import_run_bundle(const std::string& history_path, const pb::RunBundle& bundle);
 
+// Adds the bundle's events (each keeps its replica: a worker's global rank),
+// graphs and output to the existing run `run_id`, in one transaction: the
+// nodes of a multi-host job each record their own ranks, and their bundles
+// merge into one run. The run keeps its name and start; it takes the
+// bundle's status when that one failed (or was interrupted, or crashed) and
+// the run did not, and the later end. Throws HistoryError (no such run, a
+// bundle whose run had not ended, or one holding replicas the run has
+// already: the same node merged twice).
+void merge_run_bundle(const std::string& history_path, int64_t run_id, const pb::RunBundle& bundle);
+
 }  // namespace lazyscope::storage

@@ -59,7 +59,7 @@ TEST(Diagnosis, RuleTableHasEveryRuleOnce) {
   std::vector<std::string> ids;
   for (const DiagnosisRule& rule : diagnosis_rules()) ids.emplace_back(rule.id);
   EXPECT_THAT(ids, ::testing::ElementsAre("recompilation", "host-sync", "cpu-fallback", "growing-graph",
-                                          "blocking-transfer"));
+                                          "blocking-transfer", "replicas"));
 }
 
 TEST(Diagnosis, ACleanRunHasNoFindings) {
@@ -292,6 +292,61 @@ TEST(Diagnosis, UploadsAboveTheThresholdShareOfStepTime) {
   EXPECT_EQ(findings_of("blocking-transfer", record_and_load(uploads(1 * kMs))).size(), 0u);
   // A large share of tiny steps, but under a millisecond in all: nothing to gain.
   EXPECT_EQ(findings_of("blocking-transfer", record_and_load(uploads(kMs / 5 - 1))).size(), 0u);
+}
+
+// Replicas 0..n-1, four 10 ms steps each; replica r spends waits[r] ms of
+// each step in collectives and contributes 1 MB per step.
+RunData replicas_run(const std::vector<int64_t>& waits_ms) {
+  test_support::ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t run_id = 0;
+  {
+    Recorder recorder(path, test_support::sample_run_info("replicated"));
+    run_id = recorder.run_id();
+    for (int replica = 0; replica < static_cast<int>(waits_ms.size()); ++replica) {
+      for (int step = 0; step < kSteps; ++step) {
+        pb::Event e = test_support::step_event(step, step * 10 * kMs, (step + 1) * 10 * kMs, 0, replica);
+        e.mutable_step()->set_collective_ns(waits_ms[static_cast<size_t>(replica)] * kMs);
+        e.mutable_step()->set_collective_bytes(1'000'000);
+        recorder.record(e);
+      }
+    }
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  }
+  std::optional<RunData> data = load_run_data(HistoryReader(path), run_id);
+  EXPECT_TRUE(data.has_value());
+  return data ? *data : RunData{};
+}
+
+TEST(Diagnosis, AStragglerIsTheReplicaTheOthersWaitFor) {
+  // Replicas 0 and 2 wait 6 ms a step for replica 1, which computes 9 ms of
+  // each 10 ms step against their 4: 5 ms a step, 20 ms in all.
+  const auto findings = findings_of("replicas", replicas_run({6, 1, 6}));
+  ASSERT_EQ(findings.size(), 2u);
+  const pb::Finding& straggler = findings[0];
+  EXPECT_EQ(straggler.title(),
+            "replica 1 is a straggler: its steps compute 5.0 ms longer than the others' median, and the others "
+            "wait for it in collectives");
+  EXPECT_DOUBLE_EQ(straggler.time_lost_ms(), 20.0);
+  EXPECT_DOUBLE_EQ(straggler.share_of_step_time(), 0.5);
+  EXPECT_EQ(straggler.first_step(), 0);
+  EXPECT_EQ(straggler.last_step(), 3);
+  EXPECT_THAT(straggler.detail(), HasSubstr("1: 36.0 ms (waited 4.0 ms)"));
+  EXPECT_THAT(straggler.fix(), HasSubstr("DistributedSampler"));
+  // 13 of every 30 ms of the three replicas' steps are in collectives.
+  const pb::Finding& dominating = findings[1];
+  EXPECT_EQ(dominating.title(), "collectives take 43% of step time (4.3 ms per step and replica)");
+  EXPECT_THAT(dominating.detail(), HasSubstr("3 replicas contributed 3.00 MB per step"));
+}
+
+TEST(Diagnosis, BalancedReplicasWithLittleExchangeHaveNoReplicaFindings) {
+  EXPECT_EQ(findings_of("replicas", replicas_run({1, 1})).size(), 0u);
+  // Balanced, but exchanging takes most of the step: only that is reported.
+  const auto findings = findings_of("replicas", replicas_run({7, 7}));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].title(), "collectives take 70% of step time (7.0 ms per step and replica)");
+  // One replica: nothing to compare.
+  EXPECT_EQ(findings_of("replicas", replicas_run({9})).size(), 0u);
 }
 
 TEST(Diagnosis, FindingsAreOrderedBySeverityThenTimeLost) {

@@ -84,7 +84,7 @@ TEST(SchemaMigration, Version1FileMigratesToVersion2KeepingEveryRow) {
     EXPECT_THAT(e.what(), HasSubstr("schema 1"));
   }
   HistoryReader reader(path);
-  // Migrated to the current version (3 since the kernel profiles).
+  // Migrated to the current version.
   EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
 
   const auto summary = reader.run_summary(7);
@@ -102,6 +102,10 @@ TEST(SchemaMigration, Version1FileMigratesToVersion2KeepingEveryRow) {
   EXPECT_EQ(fallback.reason(), pb::FALLBACK_REASON_UNSPECIFIED);
   EXPECT_EQ(fallback.graph_cut_nodes(), 0);
   EXPECT_EQ(fallback.dtype(), "");
+  // Steps recorded before schema 3 spent no time in collectives that we know of.
+  ASSERT_EQ(reader.replica_steps(7).size(), 1u);
+  EXPECT_EQ(reader.replica_steps(7)[0].step().collective_ns(), 0);
+  EXPECT_EQ(reader.replica_steps(7)[0].step().collective_bytes(), 0);
   EXPECT_EQ(reader.transfers(7).size(), 1u);
   EXPECT_EQ(reader.scalar_series(7, "loss").values(0), 0.5);
   ASSERT_EQ(reader.output(7).chunks_size(), 1);

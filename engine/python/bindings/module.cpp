@@ -12,6 +12,7 @@
 #include "bindings/source_provider.h"
 #include "bindings/tensor_bindings.h"
 #include "backend/collective.h"
+#include "distributed/process_group.h"
 #include "core/error.h"
 #include "core/settings.h"
 #include "executor/compile_cache.h"
@@ -110,6 +111,56 @@ PYBIND11_MODULE(_C, m) {
   m.def("abort_replica_group", &collective::abort_group, py::arg("group"), py::arg("reason"),
         "Releases the group's waiting collectives with `reason` (a replica failed).");
   m.def("replica_group_count", &collective::group_count);
+  // The process group (distributed/process_group.h): replicas that are
+  // worker processes of `lazyscope run --nproc-per-node N`. Every call that
+  // may wait for other processes releases the GIL.
+  m.def(
+      "init_process_group",
+      [](int rank, int world_size, const std::string& store_dir, const std::string& prefix,
+         const std::string& hostname, double timeout_s) {
+        py::gil_scoped_release unlocked;
+        distributed::init({rank, world_size, store_dir, prefix, hostname, timeout_s});
+      },
+      py::arg("rank"), py::arg("world_size"), py::arg("store_dir"), py::arg("prefix"), py::arg("hostname"),
+      py::arg("timeout_s"));
+  m.def("destroy_process_group", &distributed::destroy);
+  m.def("process_group_initialized", &distributed::initialized);
+  m.def("process_group_key", [] { return distributed::kProcessGroupKey; },
+        "The group key all_reduce names for replicas that are processes.");
+  m.def("process_group_rank", &distributed::rank);
+  m.def("process_group_world_size", &distributed::world_size);
+  m.def("process_group_totals", [] {
+    const auto t = distributed::totals();
+    return py::dict(py::arg("collectives") = t.collectives, py::arg("bytes_sent") = t.bytes_sent,
+                    py::arg("wait_ns") = t.wait_ns);
+  });
+  m.def("process_barrier", [] {
+    py::gil_scoped_release unlocked;
+    distributed::barrier("barrier");
+  });
+  m.def(
+      "process_broadcast_bytes",
+      [](const py::bytes& data, int root) {
+        std::string buf = data;
+        {
+          py::gil_scoped_release unlocked;
+          distributed::broadcast("broadcast", buf.data(), buf.size(), root);
+        }
+        return py::bytes(buf);
+      },
+      py::arg("data"), py::arg("root"), "Host bytes from `root` to every rank (all ranks pass the same size).");
+  m.def(
+      "process_all_gather_bytes",
+      [](const py::bytes& data) {
+        const std::string in = data;
+        std::string out(in.size() * static_cast<size_t>(distributed::world_size()), '\0');
+        {
+          py::gil_scoped_release unlocked;
+          distributed::all_gather("all_gather", in.data(), in.size(), out.data());
+        }
+        return py::bytes(out);
+      },
+      py::arg("data"), "Every rank's bytes (the same size on every rank), concatenated in rank order.");
   m.def("collective_timeout", &settings::collective_timeout_s);
   m.def("set_collective_timeout", &settings::set_collective_timeout_s, py::arg("seconds"));
   m.def("current_step", [](const Device& d) { return executor::current_step(d); }, py::arg("device"));

@@ -25,10 +25,13 @@ REDUCE_SUM, REDUCE_MUL, REDUCE_AND, REDUCE_OR, REDUCE_MIN, REDUCE_MAX = "sum", "
 _REDUCE_TYPES = (REDUCE_SUM, REDUCE_MUL, REDUCE_MIN, REDUCE_MAX, REDUCE_AND, REDUCE_OR)
 
 _local = threading.local()
+# Replicas that are processes (lazyscope.distributed.init_process_group):
+# the whole process is one replica, for every thread of it.
+_process_replica = None
 
 
 def _replica():
-    return getattr(_local, "replica", None)
+    return getattr(_local, "replica", None) or _process_replica
 
 
 class _ReplicationGroup:
@@ -147,6 +150,9 @@ def get_local_ordinal(defval=0):
 
 
 def is_master_ordinal(local=True):
+    replica = _replica()
+    if local and replica is not None and hasattr(replica.group, "local_rank"):
+        return replica.group.local_rank == 0  # a worker process: the first of its node
     return get_ordinal() == 0
 
 
@@ -266,6 +272,11 @@ def rendezvous(tag="", payload=b"", replicas=()):
     replica = _replica()
     if replica is None or len(replica.group.devices) == 1:
         return [payload]
+    if replica is _process_replica:  # ranks are processes: exchange through the process group
+        import numpy as np
+        from lazyscope.distributed import process_group
+        payloads = process_group.mesh_reduce(tag, np.frombuffer(bytes(payload), dtype=np.uint8), list)
+        return [np.asarray(p, dtype=np.uint8).tobytes() for p in payloads]
     if replicas and sorted(replicas) != list(range(len(replica.group.devices))):
         raise ValueError(f"rendezvous({tag!r}): only all replicas can meet, got replicas={list(replicas)}")
     return _exchange(replica, tag, payload)
@@ -297,6 +308,9 @@ def mesh_reduce(tag, data, reduce_fn):
     replica = _replica()
     if replica is None or len(replica.group.devices) == 1:
         return reduce_fn([host])
+    if replica is _process_replica:
+        from lazyscope.distributed import process_group
+        return process_group.mesh_reduce(tag, host, reduce_fn)
     return reduce_fn(_exchange(replica, tag, host))
 
 

@@ -7,6 +7,11 @@ Each replica is a thread of this process driving its own lazy device
 all-reduce in ``optimizer_step`` behave as in torch_xla's process-based
 replication. Global state is shared (unlike spawned processes): a script that
 relies on per-process globals must pass its state through ``args``.
+
+In a worker process that ``lazyscope run --nproc-per-node N`` started, the
+processes are the replicas: spawn joins the launcher's process group and
+calls fn(local rank, *args) once, in this process, as torch_xla's spawn
+does in each of its processes.
 """
 import threading
 
@@ -25,6 +30,12 @@ class _Result:
 def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
     """Calls fn(index, *args) once per device; returns the per-replica return values
     (as a list; with join=False an object whose join() waits)."""
+    from lazyscope.distributed import process_group
+    if process_group.launched():
+        group = process_group._ensure_from_env()
+        result = fn(group.local_rank, *args)
+        lm.mark_step("lazy:0")
+        return _Result([result]) if not join else [result]
     count = _C.device_count()
     if nprocs is None:
         nprocs = count

@@ -1,0 +1,210 @@
+#include "distributed/process_group.h"
+
+#include <gloo/allgather.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "events/event_bus.h"
+#include "metrics/metrics.h"
+
+namespace lazyscope::distributed {
+namespace {
+
+struct State {
+  std::mutex mu;  // one collective at a time: Gloo matches them by issue order
+  InitOptions options;
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  Totals totals;
+};
+
+State& state() {
+  static auto* s = new State();  // leaked: a worker may exit with the group still up
+  return *s;
+}
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+std::string where(const InitOptions& o) {
+  return "rank " + std::to_string(o.rank) + " of " + std::to_string(o.world_size);
+}
+
+// Every rank announces itself (its world size) in the store and waits for
+// the others, so that a rank that never arrives is named and a rank started
+// with another world size is refused — connectFullMesh alone would only time
+// out on an unnamed key.
+void await_ranks(gloo::rendezvous::Store& store, const InitOptions& o) {
+  const std::string mine = std::to_string(o.world_size);
+  store.set("arrived_" + std::to_string(o.rank), std::vector<char>(mine.begin(), mine.end()));
+  std::vector<bool> seen(static_cast<size_t>(o.world_size), false);
+  const auto deadline = std::chrono::steady_clock::now() + millis(o.timeout_s);
+  while (true) {
+    std::string missing;
+    for (int r = 0; r < o.world_size; ++r) {
+      if (seen[static_cast<size_t>(r)]) continue;
+      const std::string key = "arrived_" + std::to_string(r);
+      try {
+        store.wait({key}, std::chrono::milliseconds(1));
+      } catch (const gloo::Exception&) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        continue;
+      }
+      const std::vector<char> value = store.get(key);
+      const std::string theirs(value.begin(), value.end());
+      if (theirs != mine) {
+        throw EngineError("init_process_group: rank " + std::to_string(r) + " was started with world size " + theirs +
+                          " and " + where(o) + " with " + mine +
+                          ": every process of a job needs the same world size (the same --nnodes and "
+                          "--nproc-per-node on every node)");
+      }
+      seen[static_cast<size_t>(r)] = true;
+    }
+    if (missing.empty()) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw EngineError("init_process_group: rank(s) " + missing + " never arrived within " +
+                        seconds_text(o.timeout_s) + " s (LAZYSCOPE_COLLECTIVE_TIMEOUT_S); " + where(o) +
+                        " waited in the rendezvous at " + o.store_dir + "/" + o.prefix);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+State& active(const std::string& what) {
+  State& s = state();
+  if (!s.context) {
+    throw EngineError(what + ": the process group is not initialized (lazyscope.distributed.init_process_group(), "
+                             "in a worker that `lazyscope run --nproc-per-node N` started)");
+  }
+  return s;
+}
+
+// Runs one Gloo collective under the group's lock, timing the wait and
+// turning Gloo's errors (a peer that died, a timeout) into EngineErrors that
+// name the collective and this rank.
+template <typename F> void run_collective(const std::string& what, size_t bytes, F&& body) {
+  State& s = active(what);
+  std::lock_guard lock(s.mu);
+  if (!s.context) throw EngineError(what + ": the process group was destroyed");
+  const int64_t start = events::now_ns();
+  try {
+    body(s);
+  } catch (const gloo::Exception& e) {
+    throw EngineError(what + " failed on " + where(s.options) + ": " + e.what() +
+                      " (another rank died, or did not reach this collective within "
+                      "LAZYSCOPE_COLLECTIVE_TIMEOUT_S)");
+  }
+  const int64_t waited = events::now_ns() - start;
+  s.totals.collectives += 1;
+  s.totals.bytes_sent += static_cast<int64_t>(bytes);
+  s.totals.wait_ns += waited;
+  LAZYSCOPE_COUNTER("CollectiveBytes")->add(static_cast<int64_t>(bytes));
+  LAZYSCOPE_METRIC("CollectiveWaitTime")->add(static_cast<double>(waited) / 1e6);
+}
+
+}  // namespace
+
+void init(const InitOptions& o) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.context) throw EngineError("init_process_group: the process group is already initialized (" + where(s.options) + ")");
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
+    throw EngineError("init_process_group: rank " + std::to_string(o.rank) + " is not in 0 .. world size " +
+                      std::to_string(o.world_size) + " - 1");
+  }
+  if (o.store_dir.empty() || o.prefix.empty()) {
+    throw EngineError("init_process_group: no rendezvous directory (LAZYSCOPE_RDZV_DIR) or job id "
+                      "(LAZYSCOPE_RDZV_ID); start the script with `lazyscope run --nproc-per-node N`");
+  }
+  const std::filesystem::path dir = std::filesystem::path(o.store_dir) / o.prefix;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw EngineError("init_process_group: cannot create the rendezvous directory " + dir.string() + ": " + ec.message());
+  try {
+    gloo::rendezvous::FileStore store(dir.string());
+    await_ranks(store, o);
+    gloo::transport::tcp::attr attr;
+    attr.hostname = o.hostname.empty() ? "127.0.0.1" : o.hostname;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world_size);
+    context->setTimeout(millis(o.timeout_s));
+    context->connectFullMesh(store, device);
+    s.context = std::move(context);
+    s.options = o;
+    s.totals = {};
+  } catch (const gloo::Exception& e) {
+    throw EngineError("init_process_group: " + where(o) + " could not connect to the others through Gloo (store " +
+                      dir.string() + ", TCP on " + (o.hostname.empty() ? "127.0.0.1" : o.hostname) + "): " + e.what());
+  }
+}
+
+void destroy() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.context.reset();
+}
+
+bool initialized() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.context != nullptr;
+}
+
+int rank() { return active("get_rank").options.rank; }
+int world_size() { return active("get_world_size").options.world_size; }
+
+Totals totals() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.totals;
+}
+
+void all_gather(const std::string& what, const void* in, size_t bytes, void* out) {
+  run_collective(what, bytes, [&](State& s) {
+    gloo::AllgatherOptions opts(s.context);
+    opts.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes);
+    opts.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(s.options.world_size));
+    opts.setTimeout(millis(s.options.timeout_s));
+    gloo::allgather(opts);
+  });
+}
+
+void broadcast(const std::string& what, void* data, size_t bytes, int root) {
+  run_collective(what, bytes, [&](State& s) {
+    if (root < 0 || root >= s.options.world_size) {
+      throw EngineError(what + ": root " + std::to_string(root) + " is not a rank (world size " +
+                        std::to_string(s.options.world_size) + ")");
+    }
+    gloo::BroadcastOptions opts(s.context);
+    opts.setOutput(static_cast<char*>(data), bytes);
+    opts.setRoot(root);
+    opts.setTimeout(millis(s.options.timeout_s));
+    gloo::broadcast(opts);
+  });
+}
+
+void barrier(const std::string& what) {
+  run_collective(what, 0, [&](State& s) {
+    gloo::BarrierOptions opts(s.context);
+    opts.setTimeout(millis(s.options.timeout_s));
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace lazyscope::distributed

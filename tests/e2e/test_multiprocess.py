@@ -1,0 +1,422 @@
+"""End to end: `lazyscope run --nproc-per-node N` (and --nnodes over
+loopback) trains with worker processes whose all_reduce goes through Gloo,
+records every rank into one run, and fails clearly (a rank killed, a rank
+that never arrives, a port in use, mismatched world sizes), keeping in the
+history what was recorded. Parameters are checked against a NumPy oracle of
+data-parallel SGD, and for bitwise equality across ranks and with thread
+replicas on the same data. Every launch is bounded by a timeout."""
+import hashlib
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+FAILED, INTERRUPTED = 3, 4
+
+MLP_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import lazyscope
+    from lazyscope import nn, optim
+    from lazyscope.core import lazy_model as lm
+    from lazyscope.distributed import lazy_multiprocessing as xmp
+
+    out_dir, steps = sys.argv[1], int(sys.argv[2])
+
+    def data(rank, step):
+        rng = np.random.default_rng(1000 * step + rank)
+        return rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
+
+    def initial():
+        rng = np.random.default_rng(7)
+        return [rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((16, 6), (16,), (3, 16), (3,))]
+
+    def train(index):
+        device = lm.lazy_device()
+        rank = lm.get_ordinal()
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)).to(device)
+        with lazyscope.no_grad():
+            for p, v in zip(model.parameters(), initial()):
+                p.copy_(lazyscope.from_numpy(v).to(device))
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        for step in range(steps):
+            x, y = data(rank, step)
+            opt.zero_grad()
+            out = model(lazyscope.from_numpy(x).to(device))
+            loss = nn.functional.mse_loss(out, lazyscope.from_numpy(y).to(device))
+            loss.backward()
+            lm.optimizer_step(opt)
+            lm.mark_step()
+        np.savez(f"{out_dir}/rank{rank}.npz", *[p.detach().cpu().numpy() for p in model.parameters()])
+        lm.master_print(f"trained {steps} steps on {lm.xrt_world_size()} replicas")
+
+    xmp.spawn(train, nprocs=None)
+""")
+
+# Rank 1 dies (SIGKILL, no goodbye) at step 3; rank 0 would train forever.
+DYING_SCRIPT = textwrap.dedent("""
+    import os, signal
+    import lazyscope
+    from lazyscope import nn, optim
+    from lazyscope.core import lazy_model as lm
+    import lazyscope.distributed as dist
+
+    dist.init_process_group()
+    device = lm.lazy_device()
+    model = nn.Linear(4, 2).to(device)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    step = 0
+    while True:
+        if dist.get_rank() == 1 and step == 3:
+            print(f"rank 1 dies at step {step}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        opt.zero_grad()
+        model(lazyscope.ones(2, 4, device=device)).sum().backward()
+        lm.optimizer_step(opt)
+        lm.mark_step()
+        step += 1
+""")
+
+ABSENT_SCRIPT = textwrap.dedent("""
+    import os, sys
+    import lazyscope.distributed as dist
+    if os.environ["LAZYSCOPE_RANK"] == "1":
+        print("rank 1 leaves without joining")
+        sys.exit(0)
+    dist.init_process_group()
+""")
+
+LOOPING_SCRIPT = textwrap.dedent("""
+    import time
+    import lazyscope.distributed as dist
+    dist.init_process_group()
+    print(f"rank {dist.get_rank()} looping", flush=True)
+    while True:
+        time.sleep(0.05)
+""")
+
+API_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import lazyscope
+    from lazyscope.core import lazy_model as lm
+    import lazyscope.distributed as dist
+
+    dist.init_process_group()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = lm.lazy_device()
+    mine = np.arange(6, dtype=np.float32).reshape(2, 3) * (rank + 1) + rank / 7
+    t = lazyscope.from_numpy(mine).to(device)
+    dist.all_reduce(t)
+    b = lazyscope.from_numpy(mine).to(device)
+    dist.broadcast(b, src=world - 1)
+    gathered = [lazyscope.zeros(2, 3, device=device) for _ in range(world)]
+    dist.all_gather(gathered, lazyscope.from_numpy(mine).to(device))
+    scattered = lazyscope.zeros(3, device=device)
+    dist.reduce_scatter(scattered, [lazyscope.from_numpy(mine[0] + r).to(device) for r in range(world)])
+    mx = lazyscope.from_numpy(mine).to(device)
+    dist.all_reduce(mx, op=dist.ReduceOp.MAX)
+    lm.mark_step()
+    dist.barrier()
+    mesh = lm.mesh_reduce("total", float(rank + 1), sum)
+    np.savez(f"{sys.argv[1]}/api{rank}.npz", all_reduce=t.cpu().numpy(), broadcast=b.cpu().numpy(),
+             all_gather=np.stack([g.cpu().numpy() for g in gathered]), reduce_scatter=scattered.cpu().numpy(),
+             max=mx.cpu().numpy(), mesh=np.array(mesh), ordinal=np.array(lm.get_ordinal()),
+             world=np.array(lm.xrt_world_size()))
+""")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lazyscope(build_dir, *args, env=None, timeout=120):
+    return subprocess.run([str(build_dir / "bin" / "lazyscope"), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, **(env or {})))
+
+
+def query(history, sql, *params):
+    with sqlite3.connect(history) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def oracle(world, steps):
+    """Data-parallel SGD on the MLP in float64 NumPy: each rank's gradient of
+    its own batch's MSE, averaged over ranks, then p -= 0.1 * grad."""
+    rng = np.random.default_rng(7)
+    w1, b1, w2, b2 = [rng.standard_normal(s).astype(np.float32).astype(np.float64) * 0.5
+                      for s in ((16, 6), (16,), (3, 16), (3,))]
+    for step in range(steps):
+        grads = []
+        for rank in range(world):
+            r = np.random.default_rng(1000 * step + rank)
+            x = r.standard_normal((8, 6)).astype(np.float32).astype(np.float64)
+            y = r.standard_normal((8, 3)).astype(np.float32).astype(np.float64)
+            h_pre = x @ w1.T + b1
+            h = np.maximum(h_pre, 0)
+            out = h @ w2.T + b2
+            d_out = 2 * (out - y) / out.size
+            gw2, gb2 = d_out.T @ h, d_out.sum(0)
+            d_h = (d_out @ w2) * (h_pre > 0)
+            gw1, gb1 = d_h.T @ x, d_h.sum(0)
+            grads.append((gw1, gb1, gw2, gb2))
+        mean = [sum(g[i] for g in grads) / world for i in range(4)]
+        w1, b1, w2, b2 = [p - 0.1 * g for p, g in zip((w1, b1, w2, b2), mean)]
+    return [w1, b1, w2, b2]
+
+
+def load(path):
+    with np.load(path) as f:
+        return [f[f"arr_{i}"] for i in range(4)]
+
+
+def train_both_ways(build_dir, tmp_path, world, steps=5):
+    script = tmp_path / "mlp.py"
+    script.write_text(MLP_SCRIPT)
+    procs, threads = tmp_path / "procs", tmp_path / "threads"
+    procs.mkdir()
+    threads.mkdir()
+    history = tmp_path / "h.sqlite"
+    result = lazyscope(build_dir, "run", "--nproc-per-node", world, "--history", history, script, procs, steps)
+    assert result.returncode == 0, result.stderr
+    assert f"[rank 0] trained {steps} steps on {world} replicas" in result.stdout
+    result = lazyscope(build_dir, "run", "--devices", world, "--quiet", "--history", history, script, threads, steps)
+    assert result.returncode == 0, result.stderr
+    return history, [load(procs / f"rank{r}.npz") for r in range(world)], \
+        [load(threads / f"rank{r}.npz") for r in range(world)]
+
+
+def check_parameters(by_process, by_thread, world, steps):
+    expected = oracle(world, steps)
+    for rank in range(world):
+        for got, thread, want in zip(by_process[rank], by_thread[rank], expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+            assert np.array_equal(got.view(np.uint32), thread.view(np.uint32)), "processes and threads differ"
+    for rank in range(1, world):
+        for a, b in zip(by_process[0], by_process[rank]):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"rank {rank} differs from rank 0"
+
+
+def test_two_processes_train_the_mlp_like_thread_replicas_and_record_one_run(build_dir, tmp_path):
+    history, by_process, by_thread = train_both_ways(build_dir, tmp_path, 2)
+    check_parameters(by_process, by_thread, 2, 5)
+    # One run (the first) with both ranks' steps and executions.
+    run_id, status, device_count = query(history, "SELECT id, status, device_count FROM runs ORDER BY id")[0]
+    assert device_count == 2
+    (sha,), = query(history, "SELECT script_sha256 FROM runs WHERE id = ?", run_id)
+    assert sha == hashlib.sha256(MLP_SCRIPT.encode()).hexdigest()
+    steps = dict(query(history, "SELECT replica, COUNT(*) FROM steps WHERE run_id = ? GROUP BY replica", run_id))
+    assert set(steps) == {0, 1} and steps[0] == steps[1] >= 5
+    executed = query(history, "SELECT DISTINCT replica FROM executions WHERE run_id = ?", run_id)
+    assert sorted(r for (r,) in executed) == [0, 1]
+    output = "".join(t for (t,) in query(history, "SELECT text FROM output WHERE run_id = ?", run_id))
+    assert "[rank 0] trained 5 steps on 2 replicas" in output
+    # Each training step all-reduces the MLP's 16*6 + 16 + 3*16 + 3 float32 gradients.
+    sent = query(history, "SELECT replica, step, collective_bytes, collective_ns FROM steps WHERE run_id = ? "
+                          "AND step < 5 ORDER BY replica, step", run_id)
+    assert [(r, s, b) for r, s, b, _ in sent] == [(r, s, 163 * 4) for r in (0, 1) for s in range(5)]
+    assert all(ns > 0 for *_, ns in sent)
+    shown = lazyscope(build_dir, "show", run_id, "--history", history)
+    assert shown.returncode == 0, shown.stderr
+    assert "\nreplicas:\n  0 " in shown.stdout and "\n  1 " in shown.stdout and "sent 0.00 MB" in shown.stdout
+
+
+def test_four_processes_train_the_mlp_like_thread_replicas(build_dir, tmp_path):
+    _, by_process, by_thread = train_both_ways(build_dir, tmp_path, 4, steps=3)
+    check_parameters(by_process, by_thread, 4, 3)
+
+
+def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
+    script = tmp_path / "mlp.py"
+    script.write_text(MLP_SCRIPT)
+    out = tmp_path / "out"
+    out.mkdir()
+    port = free_port()
+    common = ["--nnodes", 2, "--nproc-per-node", 1, "--master-addr", "127.0.0.1", "--master-port", port]
+    node1 = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", *map(str, common), "--node-rank", "1",
+                              "--history", str(tmp_path / "h1.sqlite"), str(script), str(out), "4"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        node0 = lazyscope(build_dir, "run", *common, "--node-rank", 0, "--history", tmp_path / "h0.sqlite", script,
+                          out, 4)
+        out1, err1 = node1.communicate(timeout=120)
+    finally:
+        node1.kill()
+    assert node0.returncode == 0, node0.stderr
+    assert node1.returncode == 0, err1
+    expected = oracle(2, 4)
+    ranks = [load(out / f"rank{r}.npz") for r in range(2)]
+    for a, b, want in zip(ranks[0], ranks[1], expected):
+        assert np.array_equal(a, b)
+        np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
+    # Each node records its own ranks; node 1's bundle merges into node 0's run.
+    assert query(tmp_path / "h0.sqlite", "SELECT DISTINCT replica FROM steps") == [(0,)]
+    assert query(tmp_path / "h1.sqlite", "SELECT DISTINCT replica FROM steps") == [(1,)]
+    bundle = tmp_path / "node1.bundle"
+    assert lazyscope(build_dir, "export", "last", "--bundle", bundle, "--history", tmp_path / "h1.sqlite").returncode == 0
+    merged = lazyscope(build_dir, "import", bundle, "--into", "last", "--history", tmp_path / "h0.sqlite")
+    assert merged.returncode == 0, merged.stderr
+    assert query(tmp_path / "h0.sqlite", "SELECT replica, COUNT(*) FROM steps GROUP BY replica") == [(0, 5), (1, 5)]
+    assert query(tmp_path / "h0.sqlite", "SELECT COUNT(*), MAX(status) FROM runs") == [(1, 2)]
+    output = "".join(t for (t,) in query(tmp_path / "h0.sqlite", "SELECT text FROM output ORDER BY seq"))
+    assert "[rank 0] trained 4 steps" in output
+    again = lazyscope(build_dir, "import", bundle, "--into", "last", "--history", tmp_path / "h0.sqlite")
+    assert again.returncode == 1 and "already has steps of replica 1" in again.stderr
+
+
+def test_the_process_group_api_matches_numpy(build_dir, tmp_path):
+    script = tmp_path / "api.py"
+    script.write_text(API_SCRIPT)
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 3, "--history", tmp_path / "h.sqlite", script, tmp_path)
+    assert result.returncode == 0, result.stderr
+    world = 3
+    mine = [np.arange(6, dtype=np.float32).reshape(2, 3) * (r + 1) + np.float32(r / 7) for r in range(world)]
+    for rank in range(world):
+        with np.load(tmp_path / f"api{rank}.npz") as got:
+            np.testing.assert_allclose(got["all_reduce"], mine[0].astype(np.float64) + mine[1] + mine[2], rtol=1e-6)
+            np.testing.assert_array_equal(got["broadcast"], mine[world - 1])
+            np.testing.assert_array_equal(got["all_gather"], np.stack(mine))
+            np.testing.assert_allclose(got["reduce_scatter"], sum(mine[r][0] + rank for r in range(world)), rtol=1e-6)
+            np.testing.assert_array_equal(got["max"], np.maximum.reduce(mine))
+            assert float(got["mesh"]) == 6.0
+            assert int(got["ordinal"]) == rank and int(got["world"]) == world
+
+
+def test_a_killed_rank_takes_the_job_down_naming_it_and_the_history_keeps_its_steps(build_dir, tmp_path):
+    script = tmp_path / "dying.py"
+    script.write_text(DYING_SCRIPT)
+    history = tmp_path / "h.sqlite"
+    started = time.monotonic()
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", history, script,
+                       env={"LAZYSCOPE_WORKER_TIMEOUT_S": "5"})
+    assert time.monotonic() - started < 60
+    assert result.returncode == 128 + signal.SIGKILL
+    assert "rank 1" in result.stderr and "killed by signal 9" in result.stderr
+    assert "its last line: rank 1 dies at step 3" in result.stderr
+    (status, error), = query(history, "SELECT status, error FROM runs")
+    assert status == FAILED and "rank 1" in error and "rank 1 dies at step 3" in error
+    steps = dict(query(history, "SELECT replica, COUNT(*) FROM steps GROUP BY replica"))
+    assert steps.get(1, 0) >= 3 and steps.get(0, 0) >= 3
+
+
+def test_a_rank_that_never_arrives_is_named(build_dir, tmp_path):
+    script = tmp_path / "absent.py"
+    script.write_text(ABSENT_SCRIPT)
+    history = tmp_path / "h.sqlite"
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", history, script,
+                       env={"LAZYSCOPE_COLLECTIVE_TIMEOUT_S": "2"})
+    assert result.returncode == 1
+    assert "rank(s) 1 never arrived within 2 s" in result.stderr
+    (status, error), = query(history, "SELECT status, error FROM runs")
+    assert status == FAILED and "rank 0" in error and "never arrived" in error
+    output = "".join(t for (t,) in query(history, "SELECT text FROM output"))
+    assert "[rank 1] rank 1 leaves without joining" in output
+
+
+def test_a_node_that_never_arrives_is_named_and_recorded(build_dir, tmp_path):
+    history = tmp_path / "h.sqlite"
+    script = tmp_path / "absent.py"
+    script.write_text(ABSENT_SCRIPT)
+    result = lazyscope(build_dir, "run", "--nnodes", 2, "--nproc-per-node", 1, "--master-port", free_port(),
+                       "--history", history, script, env={"LAZYSCOPE_COLLECTIVE_TIMEOUT_S": "2"})
+    assert result.returncode == 2
+    assert "node(s) 1 never arrived within 2 s" in result.stderr
+    (status, error), = query(history, "SELECT status, error FROM runs")
+    assert status == FAILED and "node(s) 1 never arrived" in error
+
+
+MISMATCH_SCRIPT = textwrap.dedent("""
+    import lazyscope
+    from lazyscope.core import lazy_model as lm
+    import lazyscope.distributed as dist
+    dist.init_process_group()
+    t = lazyscope.ones(2 + dist.get_rank(), device=lm.lazy_device())
+    dist.all_reduce(t)
+    lm.mark_step()
+""")
+
+
+def test_ranks_that_trace_different_collectives_get_an_error_naming_both(build_dir, tmp_path):
+    script = tmp_path / "mismatch.py"
+    script.write_text(MISMATCH_SCRIPT)
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", tmp_path / "h.sqlite", script)
+    assert result.returncode == 1
+    assert "the ranks disagree at collective #0" in result.stderr
+    assert "brought float32[2]" in result.stderr and "a float32 tensor of 3 elements" in result.stderr
+
+
+def test_a_port_in_use_is_a_clear_error(build_dir, tmp_path):
+    script = tmp_path / "absent.py"
+    script.write_text(ABSENT_SCRIPT)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = lazyscope(build_dir, "run", "--nproc-per-node", 1, "--master-port", port,
+                           "--history", tmp_path / "h.sqlite", script)
+    assert result.returncode == 2
+    assert f"--master-port {port} on 127.0.0.1 is not free" in result.stderr
+
+
+def test_mismatched_world_sizes_are_refused_on_both_nodes(build_dir, tmp_path):
+    script = tmp_path / "absent.py"
+    script.write_text(ABSENT_SCRIPT)
+    port = free_port()
+    node1 = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", "--nnodes", "2", "--node-rank", "1",
+                              "--nproc-per-node", "1", "--master-port", str(port), "--history",
+                              str(tmp_path / "h1.sqlite"), str(script)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        node0 = lazyscope(build_dir, "run", "--nnodes", 2, "--nproc-per-node", 2, "--master-port", port,
+                          "--history", tmp_path / "h0.sqlite", script, env={"LAZYSCOPE_COLLECTIVE_TIMEOUT_S": "20"})
+        _, err1 = node1.communicate(timeout=60)
+    finally:
+        node1.kill()
+    message = "mismatched world sizes: node 1 was started with --nnodes 2 --nproc-per-node 1, node 0 with " \
+              "--nnodes 2 --nproc-per-node 2"
+    assert node0.returncode == 2 and message in node0.stderr
+    assert node1.returncode == 2 and message in err1
+    (status, error), = query(tmp_path / "h1.sqlite", "SELECT status, error FROM runs")
+    assert status == FAILED and "mismatched world sizes" in error
+
+
+@pytest.mark.parametrize("whole_group", [False, True], ids=["launcher-only", "terminal-group"])
+def test_ctrl_c_stops_every_worker_and_records_the_run_as_interrupted(build_dir, tmp_path, whole_group):
+    """SIGINT to the launcher alone, or to its whole process group as a
+    terminal's Ctrl-C does (the workers get it too)."""
+    script = tmp_path / "looping.py"
+    script.write_text(LOOPING_SCRIPT)
+    history = tmp_path / "h.sqlite"
+    launcher = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", "--nproc-per-node", "2", "--history",
+                                 str(history), str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    try:
+        seen = set()
+        deadline = time.monotonic() + 60
+        while len(seen) < 2 and time.monotonic() < deadline:
+            line = launcher.stdout.readline()
+            for rank in (0, 1):
+                if f"[rank {rank}] rank {rank} looping" in line:
+                    seen.add(rank)
+        assert seen == {0, 1}
+        if whole_group:
+            os.killpg(launcher.pid, signal.SIGINT)
+        else:
+            launcher.send_signal(signal.SIGINT)
+        _, err = launcher.communicate(timeout=60)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 130
+    assert "stopping every worker" in err
+    (status,), = query(history, "SELECT status FROM runs")
+    assert status == INTERRUPTED
+    output = "".join(t for (t,) in query(history, "SELECT text FROM output"))
+    assert "[rank 1] rank 1 looping" in output
