@@ -179,7 +179,7 @@ TEST(KernelProfiles, AVersion2FileMigratesToVersion3KeepingItsRuns) {
       VALUES (3, 0, 0, 10, 'CompileCount', 1, 1, 0, 0, 0, 0, 0);
   )sql");
   HistoryReader reader(path);
-  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), 3);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   ASSERT_TRUE(reader.run_summary(3).has_value());
   EXPECT_EQ(reader.run_summary(3)->steps(), 1);
   EXPECT_EQ(reader.final_metrics(3).metrics_size(), 1);

@@ -102,7 +102,7 @@ TEST(SchemaMigration, Version1FileMigratesToVersion2KeepingEveryRow) {
   EXPECT_EQ(fallback.reason(), pb::FALLBACK_REASON_UNSPECIFIED);
   EXPECT_EQ(fallback.graph_cut_nodes(), 0);
   EXPECT_EQ(fallback.dtype(), "");
-  // Steps recorded before schema 3 spent no time in collectives that we know of.
+  // Steps recorded before schema 4 spent no time in collectives that we know of.
   ASSERT_EQ(reader.replica_steps(7).size(), 1u);
   EXPECT_EQ(reader.replica_steps(7)[0].step().collective_ns(), 0);
   EXPECT_EQ(reader.replica_steps(7)[0].step().collective_bytes(), 0);
