@@ -111,6 +111,11 @@ class OutputGuard {
  public:
   OutputGuard(Progress& progress, const std::string& stream, bool ends_line)
       : progress_(progress), stream_(stream), ends_line_(ends_line) {
+    // Wait for the screen without the GIL: the replica thread holding the
+    // screen is inside stream.write(), which releases the GIL and needs it
+    // back to finish; waiting with the GIL held deadlocked two printing
+    // replicas.
+    py::gil_scoped_release release;
     progress_.begin_output();
   }
   ~OutputGuard() { progress_.end_output(stream_, ends_line_); }

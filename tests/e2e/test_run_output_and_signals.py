@@ -141,3 +141,34 @@ def test_sigkill_leaves_a_crashed_run_in_an_intact_file(build_dir, tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "crashed in" in shown.stdout and "(exit code unknown)" in shown.stdout, shown.stdout
     assert "exit code 0" not in shown.stdout
+
+
+THREADS_PRINTING_SCRIPT = textwrap.dedent("""
+    import sys, threading
+    def chatter(name):
+        for i in range(3000):
+            print(f"{name} line {i}")
+            sys.stderr.write(f"{name} err {i}\\n")
+    threads = [threading.Thread(target=chatter, args=(f"t{k}",)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("all done")
+""")
+
+
+def test_two_threads_printing_at_once_do_not_deadlock_the_runner(build_dir, tmp_path):
+    # Replica threads print step closures at the same time. A writer used to
+    # wait for the progress line's screen lock while holding the GIL, and the
+    # writer holding the lock needed the GIL back to finish its write.
+    history = tmp_path / "history.sqlite"
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_PRINTING_SCRIPT)
+    result = subprocess.run(command(build_dir, "run", script, "--progress-every", "0.001"), env=environment(history),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "all done" in result.stdout
+    assert result.stdout.count(" line ") == 6000
+    recorded = "".join(text for (text,) in query(history, "SELECT text FROM output ORDER BY run_id, seq"))
+    assert recorded.count(" line ") == 6000 and recorded.count(" err ") == 6000
