@@ -68,6 +68,21 @@ def test_mesh_reduce_sees_every_replicas_data_in_ordinal_order(devices):
         assert mean == 1.0 and again == [0, 2, 4]
 
 
+@pytest.mark.parametrize("devices", [4], indirect=True)
+def test_mesh_reduce_with_one_tag_used_many_times_in_a_row(devices):
+    def fn(index):
+        import time
+        out = []
+        for i in range(30):
+            if index == 3 and i % 7 == 0:
+                time.sleep(0.002)  # a slow replica must not lose or mix up a later use of the tag
+            out.append(xm.mesh_reduce("same", (index, i), list))
+        return out
+
+    for results in xmp.spawn(fn, args=()):
+        assert results == [[(o, i) for o in range(4)] for i in range(30)]
+
+
 def test_mesh_reduce_outside_a_replication_reduces_one_item():
     assert xm.mesh_reduce("x", 3.0, lambda items: items) == [3.0]
 
