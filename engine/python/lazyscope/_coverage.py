@@ -35,6 +35,13 @@ TORCH.update({
     "empty": (DIFFERS, "zero-filled (PyTorch leaves memory uninitialized)"),
     "inference_mode": (DIFFERS, "the same as no_grad (tensors made inside are ordinary tensors)"),
     "fix": (SUPPORTED, ""),
+    "bincount": (DIFFERS, "reads the data (a sync on a lazy device): its length depends on the values"),
+    "multinomial": (DIFFERS, "samples on the host from the weights it reads (a sync on a lazy device)"),
+    "repeat_interleave": (DIFFERS, "tensor repeats are read on the host (a sync on a lazy device); int repeats "
+                                   "are not"),
+    "nonzero": (DIFFERS, "reads the data (a counted fallback on a lazy device)"),
+    "unique": (DIFFERS, "reads the data (a counted fallback on a lazy device)"),
+    "masked_select": (DIFFERS, "reads the mask (a counted fallback on a lazy device)"),
     "einsum": (DIFFERS, "explicit subscripts only: '...' and subscripts repeated within one operand are refused"),
     "device": (DIFFERS, "'cpu' and 'lazy:N' devices; 'cuda' is refused"),
     "dtype": (DIFFERS, "no int16, int8, complex or float8 dtypes"),
@@ -73,6 +80,9 @@ TENSOR.update({
     "nonzero": (DIFFERS, "reads the data (a counted fallback on a lazy device)"),
     "unique": (DIFFERS, "reads the data (a counted fallback on a lazy device)"),
     "cuda": (REFUSED, "t.to(xm.xla_device()) or t.to('lazy:0'); LazyScope has no CUDA backend"),
+    "multinomial": (DIFFERS, "samples on the host from the weights it reads (a sync on a lazy device)"),
+    "repeat_interleave": (DIFFERS, "tensor repeats are read on the host (a sync on a lazy device)"),
+    "item": (DIFFERS, "a sync on a lazy device (counted, with the line), as PyTorch/XLA"),
 })
 
 # torch.nn.X

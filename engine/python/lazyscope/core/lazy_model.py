@@ -283,16 +283,24 @@ def rendezvous(tag="", payload=b"", replicas=()):
 
 
 def _exchange(replica, tag, value):
-    """Every replica's ``value`` (ordinal order), through the group's host barrier."""
+    """Every replica's ``value`` (ordinal order), through the group's host barrier.
+    Each use of a tag is its own slot (replicas count their uses, and make them
+    in the same order), so a tag used again at once cannot meet a slow replica
+    still reading the previous use; the last reader frees the slot."""
     group = replica.group
+    uses = replica.__dict__.setdefault("exchanges", {})
+    uses[tag] = uses.get(tag, 0) + 1
+    key = (tag, uses[tag])
     with _exchange_lock:
         slots = group.__dict__.setdefault("_exchange", {})
-        slots.setdefault(tag, [None] * len(group.devices))[replica.ordinal] = value
+        slot = slots.setdefault(key, {"values": [None] * len(group.devices), "readers": 0})
+        slot["values"][replica.ordinal] = value
     group.wait()  # every value is in
-    values = list(slots[tag])
-    group.wait()  # every replica has read them: the tag can be used again
     with _exchange_lock:
-        slots.pop(tag, None)
+        values = list(slot["values"])
+        slot["readers"] += 1
+        if slot["readers"] == len(group.devices):
+            del slots[key]
     return values
 
 

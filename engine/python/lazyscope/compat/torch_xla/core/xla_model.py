@@ -76,6 +76,47 @@ def broadcast_master_param(model):
     mark_step()
 
 
+def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
+    """Every replica's ``value`` concatenated along ``dim`` (ordinal order), as PyTorch/XLA's
+    all-reduce based all_gather: each replica places its value at its slot of zeros, and the
+    replicas sum. Exact, except that -0.0 gathers as 0.0."""
+    import lazyscope
+    if groups:
+        _refused("all_gather(groups=...)", "all_gather over all replicas")
+    if output is not None or not isinstance(value, lazyscope.Tensor):
+        _refused("all_gather(output=... or a list of tensors)", "all_gather of one tensor, using its result")
+    world, ordinal = xrt_world_size(), get_ordinal()
+    if world == 1:
+        return value
+    dim = dim % value.dim()
+    pieces = []
+    for i in range(world):
+        if i == ordinal:
+            pieces.append(value)
+        else:
+            pieces.append(lazyscope.zeros(*value.shape, dtype=value.dtype, device=value.device))
+    return all_reduce(REDUCE_SUM, lazyscope.cat(pieces, dim))
+
+
+def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,  # noqa: A002
+                   pin_layout=True):
+    """``input`` reduced across replicas (times ``scale``), each replica keeping its shard
+    (ordinal order) of ``scatter_dim`` split into ``shard_count`` pieces."""
+    import lazyscope
+    if groups or output is not None or not isinstance(input, lazyscope.Tensor):
+        _refused("reduce_scatter(groups=, output= or a list of tensors)", "reduce_scatter of one tensor over all "
+                 "replicas, using its result")
+    if shard_count != xrt_world_size():
+        raise ValueError(f"reduce_scatter: shard_count ({shard_count}) must equal the number of replicas "
+                         f"({xrt_world_size()})")
+    size = input.shape[scatter_dim]
+    if size % shard_count:
+        raise ValueError(f"reduce_scatter: dim {scatter_dim} of size {size} does not split into {shard_count} shards")
+    reduced = all_reduce(reduce_type, input, scale=scale)
+    shard = size // shard_count
+    return reduced.narrow(scatter_dim, get_ordinal() * shard, shard)
+
+
 def _refused(name, instead):
     raise NotImplementedError(f"torch_xla.core.xla_model.{name} is not supported by LazyScope; use {instead}")
 
@@ -91,13 +132,10 @@ def _refusal(name, instead):
 
 # Functions LazyScope does not provide, each with what to use instead.
 _REFUSED = {
-    "all_gather": "all_reduce(REDUCE_SUM, x) of each replica's slice written into zeros (LazyScope's only "
-                  "collective is all_reduce)",
-    "all_gather_bucketized": "all_reduce (LazyScope's only collective)",
+    "all_gather_bucketized": "all_gather of each tensor",
     "all_to_all": "all_reduce (LazyScope's only collective)",
     "collective_permute": "all_reduce (LazyScope's only collective)",
-    "reduce_scatter": "all_reduce, then each replica's slice of the result",
-    "reduce_scatter_bucketized": "all_reduce, then each replica's slice of the result",
+    "reduce_scatter_bucketized": "reduce_scatter of each tensor",
     "send": "all_reduce or mesh_reduce (replicas are threads; there are no point-to-point channels)",
     "recv": "all_reduce or mesh_reduce (replicas are threads; there are no point-to-point channels)",
     "get_stablehlo": "lazyscope's graph dumps (LAZYSCOPE_GRAPH_DUMP) or `lazyscope graph RUN` (no StableHLO: "
@@ -120,6 +158,9 @@ STATUS.update({name: ("supported", "") for name in (
     "optimizer_step", "save", "rendezvous", "xla_rendezvous", "mesh_reduce", "do_on_ordinals", "RateTracker",
     "is_xla_tensor", "parse_xla_device", "send_cpu_data_to_device", "collective_broadcast",
     "broadcast_master_param", "fork_rng")})
+STATUS["all_gather"] = ("differs", "one tensor over all replicas (no groups, output= or lists); -0.0 gathers as 0.0 "
+                                   "(an all_reduce of zeros, as PyTorch/XLA's pinned-layout all_gather)")
+STATUS["reduce_scatter"] = ("differs", "one tensor over all replicas (no groups, output= or lists)")
 STATUS.update({
     "wait_device_ops": ("differs", "a no-op: a barrier returns when its graph has run"),
     "unlazy": ("differs", "a barrier (mark_step) on the tensors' device"),
