@@ -158,7 +158,9 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
           return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
         };
         if (p.scalar) {
-          std::fill(dst, dst + len, load(0));
+          // Its register is its own for the whole call: filled once, not per
+          // tile (an optimizer update reads several scalars per element).
+          if (t == begin) std::fill(dst, dst + kTile, load(0));
         } else if (inputs_[j].shape == shape_) {
           for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
         } else {
