@@ -344,3 +344,21 @@ except Exception as e:
     env = dict(os.environ, LAZYSCOPE_CPU_ISA="sse9", PYTHONPATH=str(build_dir / "python"))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert "refused:" in out.stdout and "LAZYSCOPE_CPU_ISA" in out.stdout and "sse9" in out.stdout, (out.stdout, out.stderr)
+
+
+def test_reductions_split_across_threads_match_numpy(build_dir):
+    # Big enough to be split across the pool (and the same with one thread).
+    script = r"""
+import numpy as np, lazyscope
+rng = np.random.default_rng(12)
+a = rng.standard_normal((3000, 70)).astype(np.float32)
+x = lazyscope.tensor(a, device="lazy:0")
+np.testing.assert_allclose(x.sum(dim=0).numpy(), a.astype(np.float64).sum(0), rtol=1e-5, atol=1e-4)
+np.testing.assert_allclose(x.amax(dim=1).numpy(), a.max(1))
+np.testing.assert_array_equal(x.argmin(dim=1).numpy(), a.argmin(1))
+print("ok")
+"""
+    for threads in ("1", "2"):
+        env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, PYTHONPATH=str(build_dir / "python"))
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stderr
