@@ -174,6 +174,11 @@ int64_t num_threads() {
   return n;
 }
 
+std::string cpu_isa_limit() {
+  const char* env = std::getenv("LAZYSCOPE_CPU_ISA");
+  return env ? std::string(env) : std::string();
+}
+
 bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }
 void set_bf16_mode(bool on) { bf16().store(on); }
 

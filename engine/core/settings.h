@@ -46,6 +46,12 @@ void set_bf16_mode(bool on);
 // process may run on. Read once, when the pool starts.
 int64_t num_threads();
 
+// LAZYSCOPE_CPU_ISA: the widest vector instruction set the CPU backend's
+// fused kernels may use: "avx512f", "avx2" or "x86-64" (baseline). Default
+// (unset or empty): the widest the CPU supports, found at run time. Lower it
+// to test or rule out a code path; one the CPU lacks is never used.
+std::string cpu_isa_limit();
+
 // LAZYSCOPE_COLLECTIVE_TIMEOUT_S: how long (seconds, fractions allowed) a
 // replica waits in a collective (all_reduce) for the other replicas of its
 // group. A replica that failed or took another path would otherwise hang the

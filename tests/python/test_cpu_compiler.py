@@ -297,3 +297,68 @@ print("ok")
     env = dict(os.environ, LAZYSCOPE_NUM_THREADS="2", PYTHONPATH=str(build_dir / "python"))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("isa", ["x86-64", "avx2", "avx512f"])
+def test_every_instruction_set_of_the_fused_kernels_matches_numpy(isa, build_dir):
+    script = r"""
+import sys, numpy as np, lazyscope
+sys.path.insert(0, sys.argv[1])
+from runtime_util import capture_events
+from lazyscope.core import lazy_model as lm
+rng = np.random.default_rng(11)
+a = rng.standard_normal((33, 517)).astype(np.float32)   # tiles end mid-row
+b = rng.standard_normal(517).astype(np.float32)
+with capture_events() as events:
+    x, y = lazyscope.tensor(a, device="lazy:0"), lazyscope.tensor(b, device="lazy:0")
+    z = (lazyscope.maximum(x * y - 0.25, -x).exp() / (x.abs() + 1.0)).sigmoid()
+    lm.mark_step()
+got = z.numpy()
+want = 1 / (1 + np.exp(-(np.exp(np.maximum(a * b - np.float32(0.25), -a)) / (np.abs(a) + 1))))
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+print(events.of("compile")[-1]["program_text"])
+"""
+    env = dict(os.environ, LAZYSCOPE_CPU_ISA=isa, PYTHONPATH=str(build_dir / "python"))
+    here = os.path.dirname(__file__)
+    out = subprocess.run([sys.executable, "-c", script, here], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    used = re.search(r"ops, ([\w-]+) tiles", out.stdout)
+    assert used, out.stdout
+    # The setting is a limit: the CPU may lack what it allows.
+    order = ["x86-64", "avx2", "avx512f"]
+    assert order.index(used.group(1)) <= order.index(isa), out.stdout
+    if isa == "x86-64":
+        assert used.group(1) == "x86-64"
+
+
+def test_an_unknown_instruction_set_is_refused_naming_the_setting(build_dir):
+    script = r"""
+import numpy as np, lazyscope
+from lazyscope.core import lazy_model as lm
+x = lazyscope.tensor(np.ones(8, np.float32), device="lazy:0")
+try:
+    ((x * 2.0) + 1.0).numpy()
+except Exception as e:
+    print("refused:", e)
+"""
+    env = dict(os.environ, LAZYSCOPE_CPU_ISA="sse9", PYTHONPATH=str(build_dir / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert "refused:" in out.stdout and "LAZYSCOPE_CPU_ISA" in out.stdout and "sse9" in out.stdout, (out.stdout, out.stderr)
+
+
+def test_reductions_split_across_threads_match_numpy(build_dir):
+    # Big enough to be split across the pool (and the same with one thread).
+    script = r"""
+import numpy as np, lazyscope
+rng = np.random.default_rng(12)
+a = rng.standard_normal((3000, 70)).astype(np.float32)
+x = lazyscope.tensor(a, device="lazy:0")
+np.testing.assert_allclose(x.sum(dim=0).numpy(), a.astype(np.float64).sum(0), rtol=1e-5, atol=1e-4)
+np.testing.assert_allclose(x.amax(dim=1).numpy(), a.max(1))
+np.testing.assert_array_equal(x.argmin(dim=1).numpy(), a.argmin(1))
+print("ok")
+"""
+    for threads in ("1", "2"):
+        env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, PYTHONPATH=str(build_dir / "python"))
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stderr

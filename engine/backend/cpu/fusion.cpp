@@ -3,10 +3,13 @@
 #include <math.h>
 
 #include <algorithm>
+#include <string>
 
 #include "backend/cpu/fusion_rows.inc"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "core/error.h"
+#include "core/settings.h"
 
 namespace lazyscope::cpu {
 
@@ -59,8 +62,15 @@ struct Isa {
 const Isa& isa() {
   static const Isa chosen = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), "avx512f"};
-    if (__builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), "avx2"};
+    const std::string limit = settings::cpu_isa_limit();
+    if (!limit.empty() && limit != "avx512f" && limit != "avx2" && limit != "x86-64") {
+      throw EngineError("LAZYSCOPE_CPU_ISA: unknown instruction set '" + limit +
+                        "' (expected avx512f, avx2 or x86-64)");
+    }
+    const bool allow512 = limit.empty() || limit == "avx512f";
+    const bool allow2 = allow512 || limit == "avx2";
+    if (allow512 && __builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), "avx512f"};
+    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), "avx2"};
     return Isa{tile_functions_scalar(), "x86-64"};
   }();
   return chosen;
@@ -158,7 +168,9 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
           return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
         };
         if (p.scalar) {
-          std::fill(dst, dst + len, load(0));
+          // Its register is its own for the whole call: filled once, not per
+          // tile (an optimizer update reads several scalars per element).
+          if (t == begin) std::fill(dst, dst + kTile, load(0));
         } else if (inputs_[j].shape == shape_) {
           for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
         } else {

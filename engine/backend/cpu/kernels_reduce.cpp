@@ -2,10 +2,12 @@
 // that share one base offset (from the kept dims) and differ by one list of
 // inner offsets (from the reduced dims), computed once per call: O(n) work
 // for any choice of dims. Floating accumulations run in double.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace lazyscope::cpu {
@@ -56,12 +58,18 @@ void reduce(const KernelArgs& k, A init, Step step, Finish finish) {
   const Reduction r = plan(*k.inputs[0], k.attrs);
   const T* src = k.inputs[0]->as<T>();
   Out* out = k.out.as<Out>();
-  for (size_t o = 0; o < r.bases.size(); ++o) {
-    const T* base = src + r.bases[o];
-    A acc = init;
-    for (size_t j = 0; j < r.inner.size(); ++j) acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
-    out[o] = finish(acc, static_cast<int64_t>(r.inner.size()));
-  }
+  // Output elements are independent and each is folded by one thread in
+  // the same order: threading does not change a result.
+  const auto per_output = static_cast<int64_t>(std::max<size_t>(1, r.inner.size()));
+  parallel_for(static_cast<int64_t>(r.bases.size()), std::max<int64_t>(1, 16384 / per_output),
+               [&](int64_t begin, int64_t end) {
+                 for (auto o = static_cast<size_t>(begin); o < static_cast<size_t>(end); ++o) {
+                   const T* base = src + r.bases[o];
+                   A acc = init;
+                   for (size_t j = 0; j < r.inner.size(); ++j) acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
+                   out[o] = finish(acc, static_cast<int64_t>(r.inner.size()));
+                 }
+               });
 }
 
 template <typename T> void sum_kernel(const KernelArgs& k) {
