@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -293,6 +294,8 @@ pid_t start_worker(const std::string& exe, const std::vector<std::string>& args,
   // Child: only async-signal-safe calls until exec, plus setenv (single-threaded copy).
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  // A launcher killed outright (SIGKILL) takes its workers down too.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   ::dup2(out_w, STDOUT_FILENO);
   ::dup2(err_w, STDERR_FILENO);
   for (int fd : close_in_child) ::close(fd);

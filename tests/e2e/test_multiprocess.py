@@ -420,3 +420,29 @@ def test_ctrl_c_stops_every_worker_and_records_the_run_as_interrupted(build_dir,
     assert status == INTERRUPTED
     output = "".join(t for (t,) in query(history, "SELECT text FROM output"))
     assert "[rank 1] rank 1 looping" in output
+
+
+def test_a_killed_launcher_takes_its_workers_down(build_dir, tmp_path):
+    script = tmp_path / "looping.py"
+    script.write_text(LOOPING_SCRIPT)
+    launcher = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", "--nproc-per-node", "2", "--history",
+                                 str(tmp_path / "h.sqlite"), str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < 2 and time.monotonic() < deadline:
+            seen += "looping" in launcher.stdout.readline()
+        workers = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True, text=True).stdout.split()
+        assert len(workers) == 2
+        launcher.kill()
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in workers):
+            time.sleep(0.1)
+        # Reaped by init once they exit; a zombie's /proc entry has state Z.
+        alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}")
+                 and " Z " not in open(f"/proc/{pid}/stat").read()]
+        assert alive == []
+    finally:
+        launcher.kill()
