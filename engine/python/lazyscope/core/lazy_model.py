@@ -146,6 +146,10 @@ def get_ordinal(defval=0):
 
 
 def get_local_ordinal(defval=0):
+    """This replica's ordinal on its machine: a worker process's local rank."""
+    replica = _replica()
+    if replica is not None and hasattr(replica.group, "local_rank"):
+        return replica.group.local_rank
     return get_ordinal(defval)
 
 
