@@ -361,6 +361,27 @@ def test_ranks_that_trace_different_collectives_get_an_error_naming_both(build_d
     assert "brought float32[2]" in result.stderr and "a float32 tensor of 3 elements" in result.stderr
 
 
+SIZES_SCRIPT = textwrap.dedent("""
+    import lazyscope.distributed as dist
+    from lazyscope import _C
+    dist.init_process_group()
+    try:
+        _C.process_all_gather_bytes(b"x" * (1024 + 8 * dist.get_rank()))
+    except Exception as e:
+        print(f"refused: {e}")
+""")
+
+
+def test_host_exchanges_of_different_sizes_are_refused_not_aborted(build_dir, tmp_path):
+    # Gloo itself aborts the process on a size mismatch; the sizes are compared first.
+    script = tmp_path / "sizes.py"
+    script.write_text(SIZES_SCRIPT)
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", tmp_path / "h.sqlite", script)
+    assert result.returncode == 0, result.stderr
+    assert "[rank 0] refused: all_gather: rank 0 brought 1024 bytes and rank 1 1032" in result.stdout
+    assert "[rank 1] refused: all_gather: rank 1 brought 1032 bytes and rank 0 1024" in result.stdout
+
+
 def test_a_port_in_use_is_a_clear_error(build_dir, tmp_path):
     script = tmp_path / "absent.py"
     script.write_text(ABSENT_SCRIPT)
