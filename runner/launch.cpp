@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -127,8 +128,18 @@ int listen_on(const std::string& addr, int port, std::string& error) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, addr == "localhost" ? "127.0.0.1" : addr.c_str(), &sa.sin_addr) != 1) {
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
+    // A host name: the address it resolves to here (the one the other nodes reach).
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(addr.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+      error = "--master-addr " + addr + " does not resolve to an IPv4 address on this machine";
+      ::close(fd);
+      return -1;
+    }
+    sa.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+    ::freeaddrinfo(found);
   }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 64) != 0) {
     error = "--master-port " + std::to_string(port) + " on " + addr + " is not free (" + std::strerror(errno) +
@@ -293,6 +304,8 @@ pid_t start_worker(const std::string& exe, const std::vector<std::string>& args,
   // Child: only async-signal-safe calls until exec, plus setenv (single-threaded copy).
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  // A launcher killed outright (SIGKILL) takes its workers down too.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   ::dup2(out_w, STDOUT_FILENO);
   ::dup2(err_w, STDERR_FILENO);
   for (int fd : close_in_child) ::close(fd);
@@ -479,6 +492,18 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
   const char* rdzv_env = std::getenv("LAZYSCOPE_RDZV_DIR");
   const std::string rdzv_dir = rdzv_env && *rdzv_env ? rdzv_env : "/tmp/lazyscope-rdzv";
 
+  // The address the workers' Gloo transport binds: loopback for one node (or
+  // a job whose node 0 is this machine's loopback), else
+  // LAZYSCOPE_GLOO_HOST, else this machine's host name, which the other
+  // nodes must be able to resolve.
+  std::string gloo_host = "127.0.0.1";
+  if (o.nnodes > 1 && master_addr != "localhost" && !master_addr.starts_with("127.")) {
+    const char* configured = std::getenv("LAZYSCOPE_GLOO_HOST");
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    gloo_host = configured && *configured ? configured : name;
+  }
+
   // Start the workers.
   const std::string exe = self_exe();
   const std::vector<std::string> args = worker_args(run_args);
@@ -499,7 +524,7 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
         {"LAZYSCOPE_WORLD_SIZE", std::to_string(world)},
         {"LAZYSCOPE_RDZV_DIR", rdzv_dir},
         {"LAZYSCOPE_RDZV_ID", job_id},
-        {"LAZYSCOPE_GLOO_HOST", master_addr == "localhost" ? "127.0.0.1" : (o.nnodes > 1 ? master_addr : "127.0.0.1")},
+        {"LAZYSCOPE_GLOO_HOST", gloo_host},
         {"LAZYSCOPE_DEVICE_COUNT", "1"},
         {"RANK", std::to_string(w.rank)},
         {"LOCAL_RANK", std::to_string(local)},

@@ -2,7 +2,6 @@
 
 #include <gloo/allgather.h>
 #include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -182,20 +181,6 @@ void all_gather(const std::string& what, const void* in, size_t bytes, void* out
     opts.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(s.options.world_size));
     opts.setTimeout(millis(s.options.timeout_s));
     gloo::allgather(opts);
-  });
-}
-
-void broadcast(const std::string& what, void* data, size_t bytes, int root) {
-  run_collective(what, bytes, [&](State& s) {
-    if (root < 0 || root >= s.options.world_size) {
-      throw EngineError(what + ": root " + std::to_string(root) + " is not a rank (world size " +
-                        std::to_string(s.options.world_size) + ")");
-    }
-    gloo::BroadcastOptions opts(s.context);
-    opts.setOutput(static_cast<char*>(data), bytes);
-    opts.setRoot(root);
-    opts.setTimeout(millis(s.options.timeout_s));
-    gloo::broadcast(opts);
   });
 }
 

@@ -63,8 +63,8 @@ Totals totals();
 // Every rank's `bytes` bytes at `in`, concatenated in rank order into `out`
 // (world_size * bytes). `what` names the collective in errors.
 void all_gather(const std::string& what, const void* in, size_t bytes, void* out);
-// `bytes` at `data` from `root` to every rank.
-void broadcast(const std::string& what, void* data, size_t bytes, int root);
+// (broadcast, all_gather and reduce_scatter of tensors are all_reduce ops:
+// lazyscope.distributed writes them so, and they stay in the step's graph.)
 void barrier(const std::string& what);
 
 }  // namespace lazyscope::distributed

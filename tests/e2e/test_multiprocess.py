@@ -55,6 +55,9 @@ MLP_SCRIPT = textwrap.dedent("""
             lm.mark_step()
         np.savez(f"{out_dir}/rank{rank}.npz", *[p.detach().cpu().numpy() for p in model.parameters()])
         lm.master_print(f"trained {steps} steps on {lm.xrt_world_size()} replicas")
+        if len(sys.argv) > 3:
+            print(f"node {sys.argv[3]}: local ordinal {lm.get_local_ordinal()}, local master "
+                  f"{lm.is_master_ordinal()}, global master {lm.is_master_ordinal(local=False)}")
 
     xmp.spawn(train, nprocs=None)
 """)
@@ -128,6 +131,7 @@ API_SCRIPT = textwrap.dedent("""
     np.savez(f"{sys.argv[1]}/api{rank}.npz", all_reduce=t.cpu().numpy(), broadcast=b.cpu().numpy(),
              all_gather=np.stack([g.cpu().numpy() for g in gathered]), reduce_scatter=scattered.cpu().numpy(),
              max=mx.cpu().numpy(), mesh=np.array(mesh), ordinal=np.array(lm.get_ordinal()),
+             local=np.array(lm.get_local_ordinal()), master=np.array(lm.is_master_ordinal()),
              world=np.array(lm.xrt_world_size()))
 """)
 
@@ -242,11 +246,11 @@ def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
     port = free_port()
     common = ["--nnodes", 2, "--nproc-per-node", 1, "--master-addr", "127.0.0.1", "--master-port", port]
     node1 = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", *map(str, common), "--node-rank", "1",
-                              "--history", str(tmp_path / "h1.sqlite"), str(script), str(out), "4"],
+                              "--history", str(tmp_path / "h1.sqlite"), str(script), str(out), "4", "1"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         node0 = lazyscope(build_dir, "run", *common, "--node-rank", 0, "--history", tmp_path / "h0.sqlite", script,
-                          out, 4)
+                          out, 4, 0)
         out1, err1 = node1.communicate(timeout=120)
     finally:
         node1.kill()
@@ -257,6 +261,9 @@ def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
     for a, b, want in zip(ranks[0], ranks[1], expected):
         assert np.array_equal(a, b)
         np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
+    # Node 1's only worker is rank 1 and local rank 0: the master of its node.
+    assert "[rank 1] node 1: local ordinal 0, local master True, global master False" in out1
+    assert "[rank 0] node 0: local ordinal 0, local master True, global master True" in node0.stdout
     # Each node records its own ranks; node 1's bundle merges into node 0's run.
     assert query(tmp_path / "h0.sqlite", "SELECT DISTINCT replica FROM steps") == [(0,)]
     assert query(tmp_path / "h1.sqlite", "SELECT DISTINCT replica FROM steps") == [(1,)]
@@ -288,6 +295,7 @@ def test_the_process_group_api_matches_numpy(build_dir, tmp_path):
             np.testing.assert_array_equal(got["max"], np.maximum.reduce(mine))
             assert float(got["mesh"]) == 6.0
             assert int(got["ordinal"]) == rank and int(got["world"]) == world
+            assert int(got["local"]) == rank and bool(got["master"]) == (rank == 0)
 
 
 def test_a_killed_rank_takes_the_job_down_naming_it_and_the_history_keeps_its_steps(build_dir, tmp_path):
@@ -351,6 +359,27 @@ def test_ranks_that_trace_different_collectives_get_an_error_naming_both(build_d
     assert result.returncode == 1
     assert "the ranks disagree at collective #0" in result.stderr
     assert "brought float32[2]" in result.stderr and "a float32 tensor of 3 elements" in result.stderr
+
+
+SIZES_SCRIPT = textwrap.dedent("""
+    import lazyscope.distributed as dist
+    from lazyscope import _C
+    dist.init_process_group()
+    try:
+        _C.process_all_gather_bytes(b"x" * (1024 + 8 * dist.get_rank()))
+    except Exception as e:
+        print(f"refused: {e}")
+""")
+
+
+def test_host_exchanges_of_different_sizes_are_refused_not_aborted(build_dir, tmp_path):
+    # Gloo itself aborts the process on a size mismatch; the sizes are compared first.
+    script = tmp_path / "sizes.py"
+    script.write_text(SIZES_SCRIPT)
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", tmp_path / "h.sqlite", script)
+    assert result.returncode == 0, result.stderr
+    assert "[rank 0] refused: all_gather: rank 0 brought 1024 bytes and rank 1 1032" in result.stdout
+    assert "[rank 1] refused: all_gather: rank 1 brought 1032 bytes and rank 0 1024" in result.stdout
 
 
 def test_a_port_in_use_is_a_clear_error(build_dir, tmp_path):
@@ -420,3 +449,29 @@ def test_ctrl_c_stops_every_worker_and_records_the_run_as_interrupted(build_dir,
     assert status == INTERRUPTED
     output = "".join(t for (t,) in query(history, "SELECT text FROM output"))
     assert "[rank 1] rank 1 looping" in output
+
+
+def test_a_killed_launcher_takes_its_workers_down(build_dir, tmp_path):
+    script = tmp_path / "looping.py"
+    script.write_text(LOOPING_SCRIPT)
+    launcher = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", "--nproc-per-node", "2", "--history",
+                                 str(tmp_path / "h.sqlite"), str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < 2 and time.monotonic() < deadline:
+            seen += "looping" in launcher.stdout.readline()
+        workers = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True, text=True).stdout.split()
+        assert len(workers) == 2
+        launcher.kill()
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in workers):
+            time.sleep(0.1)
+        # Reaped by init once they exit; a zombie's /proc entry has state Z.
+        alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}")
+                 and " Z " not in open(f"/proc/{pid}/stat").read()]
+        assert alive == []
+    finally:
+        launcher.kill()

@@ -120,3 +120,4 @@ def test_mesh_reduce_and_master_print_with_thread_replicas(capsys):
         _C.set_device_count(before)
     assert results == [(6, [2.0, 2.0])] * 3
     assert capsys.readouterr().out == "replica 0 sees 6\n"
+

@@ -138,24 +138,29 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release unlocked;
     distributed::barrier("barrier");
   });
-  m.def(
-      "process_broadcast_bytes",
-      [](const py::bytes& data, int root) {
-        std::string buf = data;
-        {
-          py::gil_scoped_release unlocked;
-          distributed::broadcast("broadcast", buf.data(), buf.size(), root);
-        }
-        return py::bytes(buf);
-      },
-      py::arg("data"), py::arg("root"), "Host bytes from `root` to every rank (all ranks pass the same size).");
+  // Gloo aborts the process (an enforce in its I/O thread) when ranks
+  // exchange different sizes, so the sizes are compared first.
+  const auto same_size_everywhere = [](const std::string& what, size_t size) {
+    const int world = distributed::world_size();
+    std::vector<uint64_t> sizes(static_cast<size_t>(world));
+    const uint64_t mine = size;
+    distributed::all_gather(what + " (sizes)", &mine, sizeof mine, sizes.data());
+    for (int r = 0; r < world; ++r) {
+      if (sizes[static_cast<size_t>(r)] != mine) {
+        throw EngineError(what + ": rank " + std::to_string(distributed::rank()) + " brought " + std::to_string(mine) +
+                          " bytes and rank " + std::to_string(r) + " " + std::to_string(sizes[static_cast<size_t>(r)]) +
+                          "; every rank must bring the same size");
+      }
+    }
+  };
   m.def(
       "process_all_gather_bytes",
-      [](const py::bytes& data) {
+      [same_size_everywhere](const py::bytes& data) {
         const std::string in = data;
         std::string out(in.size() * static_cast<size_t>(distributed::world_size()), '\0');
         {
           py::gil_scoped_release unlocked;
+          same_size_everywhere("all_gather", in.size());
           distributed::all_gather("all_gather", in.data(), in.size(), out.data());
         }
         return py::bytes(out);

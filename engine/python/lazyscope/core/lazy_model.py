@@ -146,6 +146,10 @@ def get_ordinal(defval=0):
 
 
 def get_local_ordinal(defval=0):
+    """This replica's ordinal on its machine: a worker process's local rank."""
+    replica = _replica()
+    if replica is not None and hasattr(replica.group, "local_rank"):
+        return replica.group.local_rank
     return get_ordinal(defval)
 
 
@@ -230,6 +234,20 @@ def reduce_gradients(optimizer):
     if count <= 1:
         return
     params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    if _process_replica is not None and _replica() is _process_replica and len(params) > 1 \
+            and len({p.grad.dtype for p in params}) == 1:
+        # Worker processes: one all_reduce over every gradient, flattened
+        # (one exchange between processes instead of one per tensor). Each
+        # element is reduced alone, in rank order, so the bits are the same
+        # as one all_reduce per tensor, and as thread replicas'.
+        from lazyscope import cat
+        flat = all_reduce(REDUCE_SUM, cat([p.grad.reshape(-1) for p in params]), scale=1.0 / count)
+        offset = 0
+        for p in params:
+            n = p.grad.numel()
+            p.grad = flat[offset:offset + n].reshape(p.grad.shape)
+            offset += n
+        return
     grads = all_reduce(REDUCE_SUM, [p.grad for p in params], scale=1.0 / count)
     for p, g in zip(params, grads):
         p.grad = g
