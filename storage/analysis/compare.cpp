@@ -91,7 +91,15 @@ Spread spread_of(const RunData& run, Noise noise) {
       break;
     case Noise::None: break;
   }
-  return {mad(values), static_cast<double>(values.size())};
+  // Fewer than three samples say nothing about their spread: then a change
+  // the size of a typical sample cannot be told from noise.
+  const double samples = static_cast<double>(values.size());
+  if (values.size() < 3) {
+    double typical = 0.0;
+    for (double v : values) typical = std::max(typical, v);
+    return {typical, samples};
+  }
+  return {mad(std::move(values)), samples};
 }
 
 // How large a change is still noise: for one step, the larger of the runs'

@@ -4,7 +4,8 @@
 // Each summary delta carries its verdict (better, worse, or neither: steps and
 // executions are work, not cost) and the noise below which a change of a time
 // is no verdict: the median absolute deviation of the runs' own step,
-// compile or execution times (times sqrt(n) for a sum of n of them).
+// compile or execution times (times sqrt(n) for a sum of n of them); with
+// fewer than three of them, the largest one stands for the spread.
 #pragma once
 
 #include "analysis/run_data.h"

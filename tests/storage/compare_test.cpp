@@ -97,11 +97,15 @@ TEST(Compare, VerdictsKnowWhichWayIsBetterAndIgnoreNoise) {
   EXPECT_FALSE(metrics["compile_ms"].is_count());
   EXPECT_EQ(metrics["fallbacks"].verdict(), 1);       // one fewer
   EXPECT_EQ(metrics["cache_hit_rate"].verdict(), 1);  // higher
-  // Compiles of A took 4 and 3 ms, of B 5 and 3 ms: their median absolute
-  // deviations are 0.5 and 1 ms, so a sum of two is noisy by 1 ms * sqrt(2);
-  // B's extra 1 ms is within it.
-  EXPECT_DOUBLE_EQ(metrics["compile_ms"].noise(), std::sqrt(2.0));
+  // Compiles of A took 4 and 3 ms, of B 5 and 3 ms: two samples tell no
+  // spread, so the larger (5 ms) stands for it, times sqrt(2) for a sum of
+  // two; B's extra 1 ms is within it.
+  EXPECT_DOUBLE_EQ(metrics["compile_ms"].noise(), 5.0 * std::sqrt(2.0));
   EXPECT_EQ(metrics["compile_ms"].verdict(), 0);
+  // Five executions of 1 ms in B, three of 1, 2, 1 ms in A: a MAD of 0 ms;
+  // B's extra 2 ms of executing is a real change.
+  EXPECT_DOUBLE_EQ(metrics["execute_ms"].noise(), 0.0);
+  EXPECT_EQ(metrics["execute_ms"].verdict(), -1);
   // Every step took 10 ms in both: no spread, and no change.
   EXPECT_DOUBLE_EQ(metrics["median_step_ms"].noise(), 0.0);
   EXPECT_EQ(metrics["median_step_ms"].verdict(), 0);
