@@ -61,7 +61,20 @@ std::string format_comparison(const pb::RunComparison& c) {
   out += headline(c);
   out += printf_str("  %-16s %14s %14s %14s\n", "", "A", "B", "B - A");
   for (const auto& metric : c.metrics()) {
-    out += printf_str("  %-16s %14.3f %14.3f %+14.3f\n", metric.metric().c_str(), metric.a(), metric.b(), metric.delta());
+    // Counts as integers; the verdict in words (no colour in a pipe), and a
+    // change of a time within the runs' own noise said to be so.
+    const std::string verdict = metric.verdict() > 0   ? "  better"
+                                : metric.verdict() < 0 ? "  worse"
+                                : metric.delta() != 0 && metric.noise() > 0 && std::abs(metric.delta()) <= metric.noise()
+                                    ? printf_str("  within noise (+/-%.3f)", metric.noise())
+                                    : std::string();
+    if (metric.is_count()) {
+      out += printf_str("  %-16s %14lld %14lld %+14lld%s\n", metric.metric().c_str(), std::llround(metric.a()),
+                        std::llround(metric.b()), std::llround(metric.delta()), verdict.c_str());
+    } else {
+      out += printf_str("  %-16s %14.3f %14.3f %+14.3f%s\n", metric.metric().c_str(), metric.a(), metric.b(),
+                        metric.delta(), verdict.c_str());
+    }
   }
   const auto section = [&](const char* title, const auto& matches) {
     out += printf_str("\ngraphs %s: %d\n", title, matches.size());

@@ -50,7 +50,10 @@ std::string format_progress(const ProgressCounts& c, size_t width) {
   char clock[32];
   std::snprintf(clock, sizeof clock, "%lld:%02lld", static_cast<long long>(elapsed / 60),
                 static_cast<long long>(elapsed % 60));
-  std::string line = std::string("lazyscope: step ") + std::to_string(c.steps) + "  " + rate + " steps/s";
+  // The last finished step's own number (the script's, counted from 0), not
+  // how many finished: after step 0 the line says "step 0".
+  std::string line = std::string("lazyscope: step ") + (c.last_step < 0 ? std::string("-") : std::to_string(c.last_step)) +
+                     "  " + rate + " steps/s";
   if (!c.scalar_name.empty()) line += "  " + c.scalar_name + " " + number(c.scalar_value);
   line += "  compiles " + std::to_string(c.compiles) + "  fallbacks " + std::to_string(c.fallbacks) + "  " + clock;
   if (width > 0 && line.size() > width) line.resize(width);
@@ -69,7 +72,10 @@ void Progress::on_event(const pb::Event& event) {
   switch (event.kind_case()) {
     // One device's steps: with N replicas every step is published N times.
     case pb::Event::kStep:
-      if (event.replica() == 0) steps_.fetch_add(1, std::memory_order_relaxed);
+      if (event.replica() == 0) {
+        steps_.fetch_add(1, std::memory_order_relaxed);
+        last_step_.store(event.step().step(), std::memory_order_relaxed);
+      }
       break;
     case pb::Event::kCompile: compiles_.fetch_add(1, std::memory_order_relaxed); break;
     case pb::Event::kFallback: fallbacks_.fetch_add(1, std::memory_order_relaxed); break;
@@ -91,6 +97,7 @@ ProgressCounts Progress::counts_now() {
   const auto now = std::chrono::steady_clock::now();
   ProgressCounts c;
   c.steps = steps_.load(std::memory_order_relaxed);
+  c.last_step = last_step_.load(std::memory_order_relaxed);
   if (now - window_start_ >= kRateWindow) {
     const double seconds = std::chrono::duration<double>(now - window_start_).count();
     rate_ = static_cast<double>(c.steps - window_steps_) / seconds;

@@ -17,7 +17,8 @@
 namespace lazyscope::runner {
 
 struct ProgressCounts {
-  int64_t steps = 0;
+  int64_t steps = 0;       // steps finished (replica 0)
+  int64_t last_step = -1;  // the number of the last one, as the script counts (from 0); -1: none yet
   double steps_per_s = 0;
   std::string scalar_name;  // empty: nothing logged yet
   double scalar_value = 0;
@@ -65,6 +66,7 @@ class Progress {
   const std::chrono::steady_clock::time_point started_;
 
   std::atomic<int64_t> steps_{0};
+  std::atomic<int64_t> last_step_{-1};
   std::atomic<int64_t> compiles_{0};
   std::atomic<int64_t> fallbacks_{0};
   std::mutex scalar_mutex_;

@@ -54,13 +54,6 @@ QColor verdictColor(int verdict, const QPalette &palette) {
   return palette.color(QPalette::Text);
 }
 
-int MetricDeltaModel::verdict(const std::string &metric, double delta) {
-  if (delta == 0 || metric == "steps" || metric == "executions")
-    return 0;
-  const bool higherIsBetter = metric == "cache_hit_rate";
-  return (delta > 0) == higherIsBetter ? 1 : -1;
-}
-
 MetricDeltaModel::MetricDeltaModel(QObject *parent)
     : QAbstractTableModel(parent) {}
 
@@ -87,10 +80,10 @@ QVariant MetricDeltaModel::data(const QModelIndex &index, int role) const {
   const double change = hasChange ? m.delta() / std::abs(m.a()) * 100 : 0;
   switch (role) {
   case VerdictRole:
-    return verdict(m.metric(), m.delta());
+    return m.verdict();
   case Qt::ForegroundRole:
     if (index.column() == Delta || index.column() == Change) {
-      return verdictColor(verdict(m.metric(), m.delta()), palette_);
+      return verdictColor(m.verdict(), palette_);
     }
     return {};
   case Qt::TextAlignmentRole:

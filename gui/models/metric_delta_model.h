@@ -27,8 +27,6 @@ public:
   void setMetrics(std::vector<pb::MetricDelta> metrics);
   // Colours are picked for this palette's Base (light or dark).
   void setPalette(const QPalette &palette) { palette_ = palette; }
-  // +1, -1 or 0 for `metric` changing by `delta`.
-  static int verdict(const std::string &metric, double delta);
 
   int rowCount(const QModelIndex &parent = {}) const override;
   int columnCount(const QModelIndex &parent = {}) const override;

@@ -159,5 +159,8 @@ def test_compare_recompile_demo_with_its_fix(build_dir, history):
     headline = next(line for line in text.splitlines() if line.startswith("B vs A:"))
     assert "1 fewer compile," in headline and "median step" in headline
     assert re.search(r"(faster|slower) by [0-9.]+ (ms|us), [+-]\d+%\)", headline), headline
-    assert re.search(r"^\s+compiles\s+2\.000\s+1\.000\s+-1\.000$", text, re.M), text
+    # Counts as integers; one compile fewer is better (the noise threshold of
+    # times is checked in tests/storage/compare_test.cpp, without timing).
+    assert re.search(r"^\s+compiles\s+2\s+1\s+-1  better$", text, re.M), text
+    assert re.search(r"^\s+steps\s+16\s+14\s+-2$", text, re.M), text
     assert re.search(r"^\s+median_step_ms\s", text, re.M)

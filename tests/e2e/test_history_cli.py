@@ -141,6 +141,36 @@ def test_compare_matches_graphs_by_structure(build_dir, history):
 
     text = ok(lazyscope(build_dir, history, "compare", "1", "2"))
     assert "graphs in both: 1" in text and "B - A" in text
+    # Counts are integers, and fewer steps is not "better": it is less work.
+    [steps_line] = [line for line in text.splitlines() if line.split()[:1] == ["steps"]]
+    assert steps_line.split() == ["steps", "10", "5", "-5"]
+    assert metrics["steps"]["verdict"] == 0 and metrics["steps"]["is_count"]
+    assert metrics["cache_hit_rate"]["verdict"] == -1  # 0.9 -> 0.8
+
+
+def test_history_commands_name_columns_and_hashes_alike(build_dir, history):
+    runs = ok(lazyscope(build_dir, history, "runs")).splitlines()
+    assert runs[0].split() == ["id", "name", "status", "started", "steps", "compiles", "duration"]
+    # graphs without RUN is the last run, as show is.
+    last = json.loads(ok(lazyscope(build_dir, history, "show", "--json")))["summary"]["run"]["id"]
+    assert ok(lazyscope(build_dir, history, "graphs")) == ok(lazyscope(build_dir, history, "graphs", str(last)))
+    # Hashes are the same 16 hex digits in the text, in --json and in `graph`.
+    report = json.loads(ok(lazyscope(build_dir, history, "show", "shapes", "--json")))
+    hashes = {c["graph_hash"] for c in report["compiles"]}
+    assert all(len(h) == 16 and int(h, 16) >= 0 for h in hashes)
+    text = ok(lazyscope(build_dir, history, "show", "shapes"))
+    assert all(h in text for h in hashes)
+    # A prefix shorter than 4 digits is refused, saying why.
+    short = lazyscope(build_dir, history, "graph", "shapes", sorted(hashes)[0][:3])
+    assert short.returncode == 1 and "too short: give at least 4 hex digits" in short.stderr
+
+
+def test_an_eager_run_has_no_cache_hit_rate(build_dir, repo_root, tmp_path):
+    path = tmp_path / "eager.sqlite"
+    example = repo_root / "scripts/examples/linear_regression.py"
+    ok(lazyscope(build_dir, path, "run", "--device", "cpu", "--quiet", example, "--", "--steps", 3))
+    text = ok(lazyscope(build_dir, path, "show"))
+    assert "executions   0 (no graph ran: no cache to hit)" in text and "hit rate" not in text
 
 
 def test_graphs_and_one_graph_in_every_format(build_dir, history):

@@ -202,9 +202,6 @@ private slots:
   }
 
   void metricVerdicts() {
-    QCOMPARE(MetricDeltaModel::verdict("median_step_ms", -2.0), 1);
-    QCOMPARE(MetricDeltaModel::verdict("cache_hit_rate", -0.1), -1);
-    QCOMPARE(MetricDeltaModel::verdict("steps", 10), 0);
     DeltaTableModel model(
         {QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
         {{QStringLiteral("Count"), false, true}});

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -81,6 +83,32 @@ TEST(Compare, SummaryDeltasAreBMinusA) {
   EXPECT_DOUBLE_EQ(metrics["cache_hit_rate"].b(), 3.0 / 5.0);
   EXPECT_EQ(metrics["fallbacks"].delta(), -1);
   EXPECT_EQ(comparison.a().run().id() + 1, comparison.b().run().id());
+}
+
+TEST(Compare, VerdictsKnowWhichWayIsBetterAndIgnoreNoise) {
+  test_support::ScratchFolder scratch;
+  const pb::RunComparison comparison = compare_two(scratch);
+  std::map<std::string, pb::MetricDelta> metrics;
+  for (const auto& metric : comparison.metrics()) metrics[metric.metric()] = metric;
+  // Work done, not a cost: more steps or executions is neither better nor worse.
+  EXPECT_EQ(metrics["steps"].verdict(), 0);
+  EXPECT_EQ(metrics["executions"].verdict(), 0);
+  EXPECT_TRUE(metrics["steps"].is_count());
+  EXPECT_FALSE(metrics["compile_ms"].is_count());
+  EXPECT_EQ(metrics["fallbacks"].verdict(), 1);       // one fewer
+  EXPECT_EQ(metrics["cache_hit_rate"].verdict(), 1);  // higher
+  // Compiles of A took 4 and 3 ms, of B 5 and 3 ms: two samples tell no
+  // spread, so the larger (5 ms) stands for it, times sqrt(2) for a sum of
+  // two; B's extra 1 ms is within it.
+  EXPECT_DOUBLE_EQ(metrics["compile_ms"].noise(), 5.0 * std::sqrt(2.0));
+  EXPECT_EQ(metrics["compile_ms"].verdict(), 0);
+  // Five executions of 1 ms in B, three of 1, 2, 1 ms in A: a MAD of 0 ms;
+  // B's extra 2 ms of executing is a real change.
+  EXPECT_DOUBLE_EQ(metrics["execute_ms"].noise(), 0.0);
+  EXPECT_EQ(metrics["execute_ms"].verdict(), -1);
+  // Every step took 10 ms in both: no spread, and no change.
+  EXPECT_DOUBLE_EQ(metrics["median_step_ms"].noise(), 0.0);
+  EXPECT_EQ(metrics["median_step_ms"].verdict(), 0);
 }
 
 TEST(Compare, GraphsMatchedByTheirHash) {
