@@ -78,7 +78,17 @@ def test_clearing_counters_keeps_metrics_and_vice_versa():
     assert met.metric_data("ExecuteTime")[0] == 0
 
 
-def test_each_step_end_publishes_a_snapshot_of_what_changed():
+@pytest.fixture
+def snapshot_at_every_barrier():
+    # Barrier snapshots are throttled (LAZYSCOPE_METRIC_SNAPSHOT_MS, 100 ms by
+    # default); 0 publishes one at every step end.
+    before = _C.metric_snapshot_ms()
+    _C.set_metric_snapshot_ms(0)
+    yield
+    _C.set_metric_snapshot_ms(before)
+
+
+def test_each_step_end_publishes_a_snapshot_of_what_changed(snapshot_at_every_barrier):
     with capture_events() as events:
         run_two_steps()
         _C.publish_metric_snapshot()

@@ -188,6 +188,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("compile_cache_size", [] { return executor::compile_cache().size(); });
   m.def("set_compile_cache_limit", &settings::set_compile_cache_size, py::arg("graphs"));
   m.def("set_graph_node_limit", &settings::set_graph_node_limit, py::arg("nodes"));
+  m.def("metric_snapshot_ms", &settings::metric_snapshot_ms);
+  m.def("set_metric_snapshot_ms", &settings::set_metric_snapshot_ms, py::arg("ms"));
   // Every IR op's name, in op-table order: tests/python/test_op_coverage.py
   // checks each has an oracle test, so a new op cannot land untested.
   m.def("_op_names", [] {

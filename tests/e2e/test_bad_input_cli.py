@@ -1,4 +1,5 @@
-"""End to end: bad input met by a new user (issue 15) is answered with a
+"""End to end (the Python API's own bad input is tests/python/test_bad_input.py):
+bad input met by a new user (issue 15) is answered with a
 clear error naming the problem and where it came from, and changes nothing:
 a damaged bundle, a history in a folder that cannot be written, a folder
 where a file belongs, another application's database, empty names and tags."""
