@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "analysis/run_metrics.h"
+
 namespace lazyscope::runner {
 namespace {
 
@@ -128,6 +130,7 @@ std::string format_metrics(const pb::MetricsReport& report) {
   if (report.metrics().empty()) return "";
   std::string out = printf_str("\nmetrics (last snapshot, step %lld):\n", static_cast<long long>(report.step()));
   for (const pb::MetricValue& m : report.metrics()) {
+    if (storage::is_unused_cause_counter(m)) continue;
     if (m.is_counter()) {
       out += printf_str("  %-32s %lld\n", m.name().c_str(), static_cast<long long>(m.value()));
     } else {
