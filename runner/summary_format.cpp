@@ -43,7 +43,7 @@ std::string format_duration_ms(double ms) {
   return printf_str("%.1f min", ms / 60000);
 }
 
-std::string format_summary(const pb::RunSummary& s) {
+std::string format_summary(const pb::RunSummary& s, TracebackAt traceback_at) {
   const pb::RunInfo& r = s.run();
   std::string out = printf_str("run #%lld \"%s\" %s in %s (exit code %d)\n", static_cast<long long>(r.id()),
                                r.name().c_str(), status_name(r.status()).c_str(),
@@ -61,7 +61,9 @@ std::string format_summary(const pb::RunSummary& s) {
   if (ended != nullptr) {
     out += printf_str("  ended        %s after %lld recorded step%s; below is what was recorded until then%s\n", ended,
                       steps, steps == 1 ? "" : "s",
-                      r.traceback().empty() ? "" : ", the traceback last");
+                      r.traceback().empty()                   ? ""
+                      : traceback_at == TracebackAt::kAbove ? ", the traceback above"
+                                                              : ", the traceback last");
   }
   out += steps == 0 ? std::string("  steps        0\n")
                     : printf_str("  steps        %lld, median %s per step after warm-up\n", steps,
