@@ -341,7 +341,8 @@ int run_script(const RunOptions& options) {
   try {
     storage::HistoryReader reader(history);
     if (auto data = storage::load_run_data(reader, run_id, storage::CompileIr::kForDiagnosis)) {
-      std::cout << "\nlazyscope: " << format_summary(data->summary) << "  history      " << history << "\n";
+      std::cout << "\nlazyscope: " << format_summary(data->summary, TracebackAt::kAbove) << "  history      " << history
+                << "\n";
       google::protobuf::RepeatedPtrField<pb::Finding> findings;
       for (auto& finding : storage::diagnose(*data)) *findings.Add() = std::move(finding);
       std::cout << format_findings(findings, data->summary.run().status());

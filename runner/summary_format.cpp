@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "analysis/run_metrics.h"
 #include "cli_args.h"
 
 namespace lazyscope::runner {
@@ -43,7 +44,7 @@ std::string format_duration_ms(double ms) {
   return printf_str("%.1f min", ms / 60000);
 }
 
-std::string format_summary(const pb::RunSummary& s) {
+std::string format_summary(const pb::RunSummary& s, TracebackAt traceback_at) {
   const pb::RunInfo& r = s.run();
   const std::string exit_code = r.has_exit_code() ? "exit code " + std::to_string(r.exit_code())
                                                   : std::string("exit code unknown");
@@ -63,7 +64,9 @@ std::string format_summary(const pb::RunSummary& s) {
   if (ended != nullptr) {
     out += printf_str("  ended        %s after %lld recorded step%s; below is what was recorded until then%s\n", ended,
                       steps, steps == 1 ? "" : "s",
-                      r.traceback().empty() ? "" : ", the traceback last");
+                      r.traceback().empty()                   ? ""
+                      : traceback_at == TracebackAt::kAbove ? ", the traceback above"
+                                                              : ", the traceback last");
   }
   out += steps == 0 ? std::string("  steps        0\n")
                     : printf_str("  steps        %lld, median %s per step after warm-up\n", steps,
@@ -132,6 +135,7 @@ std::string format_metrics(const pb::MetricsReport& report) {
   if (report.metrics().empty()) return "";
   std::string out = printf_str("\nmetrics (last snapshot, step %lld):\n", static_cast<long long>(report.step()));
   for (const pb::MetricValue& m : report.metrics()) {
+    if (storage::is_unused_cause_counter(m)) continue;
     if (m.is_counter()) {
       out += printf_str("  %-32s %lld\n", m.name().c_str(), static_cast<long long>(m.value()));
     } else {

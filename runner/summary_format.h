@@ -11,7 +11,11 @@
 namespace lazyscope::runner {
 
 std::string status_name(pb::RunStatus status);
-std::string format_summary(const pb::RunSummary& summary);
+// Where the failed run's traceback is, for the summary to point at it:
+// `show` prints it after the summary; `run` has printed it (the script's
+// stderr) before.
+enum class TracebackAt { kLast, kAbove };
+std::string format_summary(const pb::RunSummary& summary, TracebackAt traceback_at = TracebackAt::kLast);
 std::string format_run_line(const pb::RunSummary& summary);
 // The header of format_run_line's columns.
 std::string format_run_header();

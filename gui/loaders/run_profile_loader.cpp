@@ -77,8 +77,9 @@ RunProfile RunProfileLoader::read(const storage::HistoryReader& reader, int64_t 
   if (profile.metricsDerived) {
     profile.metrics = storage::derive_metrics(*timeline);
   } else {
-    profile.metrics.assign(std::make_move_iterator(report.mutable_metrics()->begin()),
-                           std::make_move_iterator(report.mutable_metrics()->end()));
+    for (pb::MetricValue& metric : *report.mutable_metrics()) {
+      if (!storage::is_unused_cause_counter(metric)) profile.metrics.push_back(std::move(metric));
+    }
     profile.metricsStep = report.step();
   }
   return profile;

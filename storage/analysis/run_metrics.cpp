@@ -64,6 +64,10 @@ std::string source_text(const pb::SourceLocation& source) {
   return std::filesystem::path(source.file()).filename().string() + ":" + std::to_string(source.line());
 }
 
+bool is_unused_cause_counter(const pb::MetricValue& metric) {
+  return metric.is_counter() && metric.value() == 0 && metric.name().starts_with("SyncCause.");
+}
+
 std::vector<pb::MetricValue> derive_metrics(const pb::RunTimeline& timeline) {
   int64_t markSteps = 0, uncached = 0, cached = 0, executions = 0, toBytes = 0, fromBytes = 0;
   std::map<std::string, int64_t> syncs;

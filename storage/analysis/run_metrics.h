@@ -19,6 +19,10 @@ namespace lazyscope::storage {
 // StepTime covers the steps (barriers that ran a graph) of replica 0.
 std::vector<pb::MetricValue> derive_metrics(const pb::RunTimeline& timeline);
 
+// A per-cause sync counter that never counted ("SyncCause.save" = 0): the
+// engine reports every cause, but a zero row only pads a report.
+bool is_unused_cause_counter(const pb::MetricValue& metric);
+
 // Something that happened in a step, drawn above the step's bar: every
 // uncached compile, every fallback, and every sync the script forced by
 // reading a value or that cut the graph (anything but a barrier).

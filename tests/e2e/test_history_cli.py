@@ -160,6 +160,8 @@ def test_history_commands_name_columns_and_hashes_alike(build_dir, history):
     assert all(len(h) == 16 and int(h, 16) >= 0 for h in hashes)
     text = ok(lazyscope(build_dir, history, "show", "shapes"))
     assert all(h in text for h in hashes)
+    # The metrics list the causes that synced, not a zero row for every cause.
+    assert "SyncCause.item " in text and "SyncCause.save" not in text
     # A prefix shorter than 4 digits is refused, saying why.
     short = lazyscope(build_dir, history, "graph", "shapes", sorted(hashes)[0][:3])
     assert short.returncode == 1 and "too short: give at least 4 hex digits" in short.stderr

@@ -117,6 +117,12 @@ def test_mixing_devices_names_the_op_and_the_line(build_dir, tmp_path):
     assert run["error"].endswith("(at mixed.py:6)")
     assert "error        DeviceMismatchError: matmul:" in text
     assert 'mixed.py", line 6, in <module>' in text
+    # The summary points at the traceback where it is: above, after `run`
+    # (the script printed it); last, in `show`.
+    assert "the traceback above" in result.stdout
+    assert "Traceback (most recent call last)" in result.stderr
+    shown_at = text.index("the traceback last")
+    assert text.index("traceback (where the script failed)") > shown_at
     # One tiny upload before the failure is not a "blocking transfer".
     assert "diagnosis: the run did not finish (failed); nothing in the part that was recorded slows it down" in text
     assert "nothing slows this run down" not in text

@@ -156,6 +156,18 @@ TEST(StepTimes, DerivedMetricsUseTheEnginesNamesAndListNoZeroCauses) {
   EXPECT_EQ(find("StepTime")->count(), 2);              // steps that ran a graph, replica 0
 }
 
+TEST(StepTimes, UnusedCauseCountersAreNotListed) {
+  pb::MetricValue metric;
+  metric.set_is_counter(true);
+  metric.set_name("SyncCause.save");
+  EXPECT_TRUE(is_unused_cause_counter(metric));
+  metric.set_value(3);
+  EXPECT_FALSE(is_unused_cause_counter(metric));
+  metric.set_value(0);
+  metric.set_name("Fallbacks");  // a zero that says something: no fallbacks
+  EXPECT_FALSE(is_unused_cause_counter(metric));
+}
+
 TEST(StepTimes, MarkersNameCausesAndReasonsAsTheSharedHelperDoes) {
   Recorded run;
   record(run, two_steps());
