@@ -196,7 +196,7 @@ class TestRunDetail : public QObject {
 
   void tabNamesAreTheNamesShowTabTakes() {
     const QStringList names = window_->runDetail()->tabNames();
-    QCOMPARE(names, (QStringList{"overview", "recompilations", "graphs", "timeline", "charts", "fallbacks", "metrics",
+    QCOMPARE(names, (QStringList{"overview", "recompilations", "graphs", "kernels", "timeline", "charts", "fallbacks", "metrics",
                                  "output"}));
     for (const QString& name : names) QVERIFY(window_->runDetail()->showTab(name));
     QVERIFY(!window_->runDetail()->showTab(QStringLiteral("bogus")));
