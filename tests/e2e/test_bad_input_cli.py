@@ -50,7 +50,7 @@ def bundle(build_dir, tmp_path):
     result = lazyscope(build_dir, history, "export", "last", "--bundle", path)
     assert result.returncode == 0, result.stderr
     graphs = json.loads(lazyscope(build_dir, history, "graphs", "last", "--json").stdout)["graphs"]
-    return path, [int(graph["hash"]) for graph in graphs]
+    return path, [int(graph["hash"], 16) for graph in graphs]  # hex in --json
 
 
 def test_a_bundle_with_one_graph_hash_changed_is_refused_whole(build_dir, tmp_path, bundle):

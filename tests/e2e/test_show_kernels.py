@@ -35,10 +35,10 @@ def profiled(build_dir, repo_root, tmp_path):
     ok(lazyscope(build_dir, history, "run", "--name", "lr", example, "--", "--steps", 6))
     ok(lazyscope(build_dir, history, "run", "--name", "eager", "--device", "cpu", example, "--", "--steps", 2))
     [graph] = json.loads(ok(lazyscope(build_dir, history, "graphs", "lr", "--json")))["graphs"]
-    ir = json.loads(ok(lazyscope(build_dir, history, "graph", "lr", f"{int(graph['hash']):016x}", "--json")))
+    ir = json.loads(ok(lazyscope(build_dir, history, "graph", "lr", graph["hash"], "--json")))
     nodes = {n["op"]: n for n in ir["nodes"]}
     matmul, mul = nodes["matmul"], nodes["mul"]
-    h = signed(int(graph["hash"]))
+    h = signed(int(graph["hash"], 16))
     with sqlite3.connect(history) as db:
         # Whatever the engine recorded is replaced by figures whose results are known.
         db.execute("DELETE FROM kernel_profile_kernels WHERE run_id = 1")
