@@ -192,6 +192,15 @@ LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes)
   return g;
 }
 
+static_assert(static_cast<int>(OpCategory::kElementwise) == pb::OP_CATEGORY_ELEMENTWISE &&
+                  static_cast<int>(OpCategory::kMatmulConv) == pb::OP_CATEGORY_MATMUL_CONV &&
+                  static_cast<int>(OpCategory::kReduction) == pb::OP_CATEGORY_REDUCTION &&
+                  static_cast<int>(OpCategory::kLayout) == pb::OP_CATEGORY_LAYOUT &&
+                  static_cast<int>(OpCategory::kData) == pb::OP_CATEGORY_DATA &&
+                  static_cast<int>(OpCategory::kIndexing) == pb::OP_CATEGORY_INDEXING &&
+                  static_cast<int>(OpCategory::kCollective) == pb::OP_CATEGORY_COLLECTIVE,
+              "engine and proto op categories agree");
+
 pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
   pb::IrGraph graph;
   graph.set_hash(hash);
@@ -203,6 +212,9 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
     pb::IrNode* out = graph.add_nodes();
     out->set_id(static_cast<int32_t>(i));
     out->set_op(std::string(op_name(n->op())));
+    // OpCategory's values are pb::OpCategory's, except kOther, which the
+    // proto leaves unspecified.
+    out->set_category(static_cast<pb::OpCategory>(op_category(n->op())));
     for (int p : view.operands[i]) out->add_operands(p);
     for (int64_t d : n->shape()) out->add_shape(d);
     out->set_dtype(std::string(dtype_name(n->dtype())));

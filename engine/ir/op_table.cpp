@@ -703,4 +703,111 @@ std::string reduce_names() {
   return out;
 }
 
+OpCategory op_category(OpKind op) {
+  // No default: a new op that is not placed here fails the build (-Wswitch),
+  // so the GUI's colours can never go stale again.
+  switch (op) {
+    case OpKind::kDeviceData:
+    case OpKind::kDropoutMask:
+    case OpKind::kOneHot:
+      return OpCategory::kData;
+    case OpKind::kCast:
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kPow:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
+    case OpKind::kEq:
+    case OpKind::kNe:
+    case OpKind::kLt:
+    case OpKind::kLe:
+    case OpKind::kGt:
+    case OpKind::kGe:
+    case OpKind::kLogicalAnd:
+    case OpKind::kLogicalOr:
+    case OpKind::kLogicalNot:
+    case OpKind::kWhere:
+    case OpKind::kNeg:
+    case OpKind::kAbs:
+    case OpKind::kExp:
+    case OpKind::kLog:
+    case OpKind::kLog1p:
+    case OpKind::kSqrt:
+    case OpKind::kRsqrt:
+    case OpKind::kSin:
+    case OpKind::kCos:
+    case OpKind::kTanh:
+    case OpKind::kErf:
+    case OpKind::kSigmoid:
+    case OpKind::kRelu:
+    case OpKind::kLeakyRelu:
+    case OpKind::kGelu:
+    case OpKind::kSilu:
+    case OpKind::kSoftplus:
+    case OpKind::kClamp:
+    case OpKind::kSign:
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+    case OpKind::kTrunc:
+    case OpKind::kFloorDivide:
+    case OpKind::kRemainder:
+    case OpKind::kFmod:
+    case OpKind::kTril:
+    case OpKind::kTriu:
+      return OpCategory::kElementwise;
+    case OpKind::kMatmul:
+    case OpKind::kConv2d:
+    case OpKind::kConv2dBackwardInput:
+    case OpKind::kConv2dBackwardWeight:
+    case OpKind::kMaxPool2d:
+    case OpKind::kMaxPool2dBackward:
+    case OpKind::kAvgPool2d:
+    case OpKind::kAvgPool2dBackward:
+    case OpKind::kAdaptiveAvgPool2d:
+    case OpKind::kAdaptiveAvgPool2dBackward:
+      return OpCategory::kMatmulConv;
+    case OpKind::kSum:
+    case OpKind::kMean:
+    case OpKind::kProd:
+    case OpKind::kAmax:
+    case OpKind::kAmin:
+    case OpKind::kArgmax:
+    case OpKind::kArgmin:
+    case OpKind::kVar:
+    case OpKind::kLogsumexp:
+    case OpKind::kAny:
+    case OpKind::kAll:
+    case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
+    case OpKind::kNllLoss:
+    case OpKind::kCumsum:
+    case OpKind::kCumprod:
+      return OpCategory::kReduction;
+    case OpKind::kReshape:
+    case OpKind::kPermute:
+    case OpKind::kExpand:
+    case OpKind::kCat:
+    case OpKind::kSlice:
+    case OpKind::kSliceBackward:
+    case OpKind::kSliceScatter:
+      return OpCategory::kLayout;
+    case OpKind::kIndexSelect:
+    case OpKind::kIndexAdd:
+    case OpKind::kGather:
+    case OpKind::kScatter:
+    case OpKind::kScatterAdd:
+    case OpKind::kIndex:
+    case OpKind::kIndexPut:
+    case OpKind::kArgsort:
+      return OpCategory::kIndexing;
+    case OpKind::kAllReduce:
+      return OpCategory::kCollective;
+    case OpKind::kNumOps: break;
+  }
+  return OpCategory::kOther;
+}
+
 }  // namespace lazyscope

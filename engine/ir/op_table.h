@@ -185,6 +185,20 @@ struct OpInfo {
   Promote promote;
 };
 
+// What kind of work an op does, for the workbench (the graph viewer's
+// colours and legend). Values are pb::OpCategory's (proto/lazyscope/ir.proto).
+enum class OpCategory : uint8_t {
+  kOther = 0,
+  kElementwise = 1,
+  kMatmulConv = 2,  // matrix products, convolutions and pooling
+  kReduction = 3,   // reductions, softmax, losses, scans
+  kLayout = 4,      // reshapes, permutes, broadcasts, joins and slices
+  kData = 5,        // graph inputs and generated data (RNG masks, one-hot)
+  kIndexing = 6,    // gathers, scatters, advanced indexing, sorting
+  kCollective = 7,  // all_reduce between replicas
+};
+OpCategory op_category(OpKind op);
+
 const OpInfo& op_info(OpKind op);
 inline std::string_view op_name(OpKind op) { return op_info(op).name; }
 inline TensorSpec infer_spec(OpKind op, std::span<const TensorSpec> inputs, const Attrs& attrs) {

@@ -123,7 +123,7 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
       item.node = v;
       item.scope = scope;
       item.members = {v};
-      item.kind = opKind(node.op());
+      item.kind = opKind(node);
       item.title = QString::fromStdString(node.op());
       item.subtitle = nodeShapeText(node);
       out.itemOfNode[v] = static_cast<int>(out.items.size());
@@ -142,7 +142,7 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
       kindCounts.back().fill(0);
     }
     out.items[found.value()].members.push_back(v);
-    ++kindCounts[found.value()][static_cast<int>(opKind(node.op()))];
+    ++kindCounts[found.value()][static_cast<int>(opKind(node))];
     out.itemOfNode[v] = found.value();
   }
   for (size_t i = 0; i < out.items.size(); ++i) {

@@ -51,6 +51,22 @@ TEST(DTypeOpTable, EveryOpHasARow) {
   EXPECT_EQ(op_name(OpKind::kAll), "all");
 }
 
+TEST(DTypeOpTable, EveryOpHasACategoryForTheWorkbench) {
+  for (int i = 0; i < static_cast<int>(OpKind::kNumOps); ++i) {
+    const auto op = static_cast<OpKind>(i);
+    EXPECT_NE(op_category(op), OpCategory::kOther) << op_name(op) << " has no category";
+  }
+  EXPECT_EQ(op_category(OpKind::kAdd), OpCategory::kElementwise);
+  EXPECT_EQ(op_category(OpKind::kFloorDivide), OpCategory::kElementwise);
+  EXPECT_EQ(op_category(OpKind::kConv2dBackwardWeight), OpCategory::kMatmulConv);
+  EXPECT_EQ(op_category(OpKind::kMaxPool2d), OpCategory::kMatmulConv);
+  EXPECT_EQ(op_category(OpKind::kLogSoftmax), OpCategory::kReduction);
+  EXPECT_EQ(op_category(OpKind::kPermute), OpCategory::kLayout);
+  EXPECT_EQ(op_category(OpKind::kDeviceData), OpCategory::kData);
+  EXPECT_EQ(op_category(OpKind::kScatterAdd), OpCategory::kIndexing);
+  EXPECT_EQ(op_category(OpKind::kAllReduce), OpCategory::kCollective);
+}
+
 TEST(Device, ParsesNamesAndRefusesUnknownOnes) {
   EXPECT_EQ(parse_device("cpu"), (Device{DeviceKind::kCpu, 0}));
   EXPECT_EQ(parse_device("lazy:0"), (Device{DeviceKind::kLazy, 0}));
