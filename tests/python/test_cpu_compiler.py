@@ -362,3 +362,27 @@ print("ok")
         env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, PYTHONPATH=str(build_dir / "python"))
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_convolution_kernels_report_their_multiply_adds():
+    # FLOPs written out here, independently of the engine: 2 per (output
+    # position, weight element of one output channel), for the forward pass
+    # and for each of its two backward ops (the same products).
+    import lazyscope.nn.functional as F
+    rng = np.random.default_rng(11)
+    n, c, h, w, o, k = 2, 3, 10, 9, 4, 3
+    x = lazyscope.tensor(rng.standard_normal((n, c, h, w)).astype(np.float32), device=DEV, requires_grad=True)
+    wt = lazyscope.tensor(rng.standard_normal((o, c, k, k)).astype(np.float32), device=DEV, requires_grad=True)
+    lm.mark_step()
+    with capture_events() as events:
+        loss = F.conv2d(x, wt).sum()  # kept alive, so the forward conv is in the step's graph
+        loss.backward()
+        lm.mark_step()
+        profiles = events.of("kernel_profile")
+    expected = 2 * n * o * (h - k + 1) * (w - k + 1) * c * k * k
+    flops = {}
+    for kernel in profiles[-1]["kernels"]:
+        if kernel["name"].startswith("conv2d"):
+            flops.setdefault(kernel["name"], set()).add(int(kernel["flops"]))
+    assert flops == {"conv2d": {expected}, "conv2d_backward_input": {expected},
+                     "conv2d_backward_weight": {expected}}, flops

@@ -61,7 +61,7 @@ struct MemoryPlan {
 // operations and bytes read plus written. Rows by cost shape; an op with no
 // row (a newly added one) counts one operation per output element, the
 // elementwise estimate — a lower bound for anything heavier.
-enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul };
+enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv };
 struct CostRow {
   OpKind op;
   Cost cost;
@@ -73,6 +73,8 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kCat, Cost::kFree, 0},        {OpKind::kSlice, Cost::kFree, 0},
     {OpKind::kSliceBackward, Cost::kFree, 0}, {OpKind::kIndexSelect, Cost::kFree, 0},
     {OpKind::kOneHot, Cost::kFree, 0},     {OpKind::kMatmul, Cost::kMatmul, 2},
+    {OpKind::kConv2d, Cost::kConv, 2},     {OpKind::kConv2dBackwardInput, Cost::kConv, 2},
+    {OpKind::kConv2dBackwardWeight, Cost::kConv, 2},
     {OpKind::kSum, Cost::kPerInput, 1},    {OpKind::kMean, Cost::kPerInput, 1},
     {OpKind::kProd, Cost::kPerInput, 1},   {OpKind::kAmax, Cost::kPerInput, 1},
     {OpKind::kAmin, Cost::kPerInput, 1},   {OpKind::kArgmax, Cost::kPerInput, 1},
@@ -110,6 +112,20 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
     case Cost::kMatmul:  // a multiply and an add per (output element, k)
       c.flops = inputs.empty() || inputs[0]->shape.empty() ? 0 : per * numel(out.shape) * inputs[0]->shape.back();
       break;
+    case Cost::kConv: {  // a multiply and an add per (output position, weight element of one output channel)
+      if (inputs.size() < 2) break;
+      const auto tail = [](const Shape& s) { return s.empty() ? int64_t{0} : numel(s) / s[0]; };
+      // forward (input, weight) -> out; backward_input (grad, weight) -> input;
+      // backward_weight (input, grad) -> weight: the same products each time.
+      if (op == OpKind::kConv2dBackwardWeight) {
+        c.flops = per * numel(inputs[1]->shape) * tail(out.shape);
+      } else if (op == OpKind::kConv2dBackwardInput) {
+        c.flops = per * numel(inputs[0]->shape) * tail(inputs[1]->shape);
+      } else {
+        c.flops = per * numel(out.shape) * tail(inputs[1]->shape);
+      }
+      break;
+    }
   }
   return c;
 }
