@@ -386,3 +386,20 @@ def test_convolution_kernels_report_their_multiply_adds():
             flops.setdefault(kernel["name"], set()).add(int(kernel["flops"]))
     assert flops == {"conv2d": {expected}, "conv2d_backward_input": {expected},
                      "conv2d_backward_weight": {expected}}, flops
+
+
+def test_a_matmul_reading_transposed_operands_reports_its_multiply_adds():
+    # x.t() @ y and x @ y.t() become BLAS transpose flags; their FLOPs are
+    # still 2 m n k, written out here.
+    rng = np.random.default_rng(12)
+    m, k, n = 24, 40, 8
+    a = lazyscope.tensor(rng.standard_normal((k, m)).astype(np.float32), device=DEV)
+    b = lazyscope.tensor(rng.standard_normal((n, k)).astype(np.float32), device=DEV)
+    lm.mark_step()
+    with capture_events() as events:
+        out = a.t() @ b.t()
+        lm.mark_step()
+        profiles = events.of("kernel_profile")
+    np.testing.assert_allclose(out.numpy(), a.numpy().T @ b.numpy().T, rtol=1e-5, atol=1e-5)
+    gemms = [int(kern["flops"]) for kern in profiles[-1]["kernels"] if kern["name"] == "gemm"]
+    assert gemms == [2 * m * n * k], gemms

@@ -335,6 +335,14 @@ class CpuExecutable final : public Executable {
   KernelCost cost(const Instruction& ins) const {
     std::vector<const TensorSpec*> inputs;
     for (int slot : ins.inputs) inputs.push_back(&slot_specs_[static_cast<size_t>(slot)]);
+    // A matmul reading its left operand through the transpose flag holds the
+    // untransposed spec: the cost rule wants [..., m, k].
+    TensorSpec transposed_a;
+    if (ins.transpose_a && !inputs.empty() && inputs[0]->shape.size() >= 2) {
+      transposed_a = *inputs[0];
+      std::swap(transposed_a.shape[transposed_a.shape.size() - 1], transposed_a.shape[transposed_a.shape.size() - 2]);
+      inputs[0] = &transposed_a;
+    }
     if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
     // Reads each input once, writes each materialized value once.
     KernelCost c;
