@@ -1,4 +1,5 @@
 #include "launch.h"
+#include "run_info.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -102,11 +103,6 @@ std::string random_id() {
   std::ostringstream s;
   s << std::hex << rd() << rd();
   return s.str();
-}
-
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 std::atomic<int> g_stop_signal{0};
@@ -433,32 +429,15 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
   // The run first, so that a job that cannot start is recorded with why.
   const std::string history = o.history_path.empty() ? storage::default_history_path() : o.history_path;
   pb::RunInfo info;
-  info.set_name(o.name.empty() ? fs::path(o.script).stem().string() : o.name);
-  info.set_script_path(fs::absolute(o.script).string());
   {
-    std::ifstream in(o.script, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    info.set_script_text(s.str());
-    // As `run` records it (hashlib, the one SHA-256 at hand); the interpreter
-    // ends before any worker is forked.
+    // The interpreter (for hashlib's SHA-256) ends before any worker is forked.
     py::scoped_interpreter interpreter;
-    info.set_script_sha256(py::module_::import("hashlib")
-                               .attr("sha256")(py::bytes(info.script_text()))
-                               .attr("hexdigest")()
-                               .cast<std::string>());
+    info = new_run_info(o, read_file(o.script), engine_settings(o), world);
   }
-  for (const auto& a : o.script_args) info.add_args(a);
-  for (const auto& t : o.tags) info.add_tags(t);
-  for (const auto& [name, value] : engine_settings(o)) (*info.mutable_settings())[name] = value;
   (*info.mutable_settings())["LAZYSCOPE_WORLD_SIZE"] = std::to_string(world);
   (*info.mutable_settings())["LAZYSCOPE_NPROC_PER_NODE"] = std::to_string(o.nproc_per_node);
   (*info.mutable_settings())["LAZYSCOPE_NNODES"] = std::to_string(o.nnodes);
   (*info.mutable_settings())["LAZYSCOPE_NODE_RANK"] = std::to_string(o.node_rank);
-  info.set_backend("cpu");
-  info.set_device_count(world);
-  info.set_pid(getpid());
-  info.set_started_unix_ms(unix_ms());
   std::unique_ptr<storage::Recorder> recorder;
   try {
     recorder = std::make_unique<storage::Recorder>(history, info);

@@ -1,4 +1,5 @@
 #include "run_command.h"
+#include "run_info.h"
 
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -40,24 +41,6 @@ fs::path python_package_root() {
   if (n <= 0) throw std::runtime_error("cannot locate the lazyscope executable");
   buf[n] = '\0';
   return fs::path(buf).parent_path().parent_path() / "python";
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
 }
 
 struct ScriptOutcome {
@@ -301,20 +284,7 @@ int run_script(const RunOptions& options) {
     std::fflush(stdout);
     return outcome.exit_code;
   }
-  pb::RunInfo info;
-  info.set_name(options.name.empty() ? fs::path(options.script).stem().string() : options.name);
-  info.set_script_path(fs::absolute(options.script).string());
-  info.set_script_text(script_text);
-  info.set_script_sha256(
-      py::module_::import("hashlib").attr("sha256")(py::bytes(script_text)).attr("hexdigest")().cast<std::string>());
-  for (const auto& a : options.script_args) info.add_args(a);
-  for (const auto& t : options.tags) info.add_tags(t);
-  for (const auto& [name, value] : settings) (*info.mutable_settings())[name] = value;
-  info.set_backend("cpu");
-  info.set_device_count(lazy_device_count());
-  info.set_host(host_name());
-  info.set_pid(getpid());
-  info.set_started_unix_ms(unix_ms());
+  const pb::RunInfo info = new_run_info(options, script_text, settings, lazy_device_count());
 
   std::unique_ptr<storage::Recorder> recorder;
   try {
