@@ -126,6 +126,14 @@ def test_a_history_in_a_folder_that_cannot_be_written_is_read(build_dir, tmp_pat
         folder.chmod(folder.stat().st_mode | stat.S_IXOTH | stat.S_IROTH)
     copy.chmod(0o644)
     shared.chmod(0o555)
+    # nobody must also reach the binaries: a clone in a `mktemp -d` folder
+    # (mode 0700, as CI makes it) is closed to other users.
+    opened = []
+    for folder in [build_dir.resolve(), *build_dir.resolve().parents]:
+        mode = folder.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            opened.append((folder, mode))
+            folder.chmod(mode | stat.S_IXOTH)
     try:
         runs = run_as_nobody(build_dir, copy, "runs", "--json")
         assert runs.returncode == 0, runs.stderr
@@ -135,6 +143,8 @@ def test_a_history_in_a_folder_that_cannot_be_written_is_read(build_dir, tmp_pat
         assert sorted(p.name for p in shared.iterdir()) == ["history.sqlite"]
     finally:
         shared.chmod(0o755)
+        for folder, mode in opened:
+            folder.chmod(stat.S_IMODE(mode))
 
 
 def test_a_folder_where_a_file_belongs_is_named_as_a_folder(build_dir, tmp_path):
