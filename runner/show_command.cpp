@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <stdexcept>
 
 #include "analysis/diagnosis.h"
@@ -17,36 +16,25 @@ namespace lazyscope::runner {
 namespace {
 
 // Per replica (rank) when there are several: steps, median step, time in
-// collectives and bytes contributed.
-std::string format_replicas(const std::vector<pb::Event>& replica_steps) {
-  std::map<int32_t, std::vector<const pb::StepEvent*>> by_replica;
-  for (const pb::Event& e : replica_steps) by_replica[e.replica()].push_back(&e.step());
-  if (by_replica.size() < 2) return "";
+// collectives and bytes contributed (storage::replica_stats).
+std::string format_replicas(const pb::RunReport& report) {
+  if (report.replicas_size() < 2) return "";
   std::string out = "\nreplicas:\n";
-  for (const auto& [replica, steps] : by_replica) {
-    std::vector<int64_t> durations;
-    int64_t collective_ns = 0, bytes = 0;
-    for (const pb::StepEvent* s : steps) {
-      durations.push_back(s->end_ns() - s->start_ns());
-      collective_ns += s->collective_ns();
-      bytes += s->collective_bytes();
-    }
-    std::nth_element(durations.begin(), durations.begin() + static_cast<long>(durations.size() / 2), durations.end());
-    const double median_ms = static_cast<double>(durations[durations.size() / 2]) / 1e6;
+  for (const pb::ReplicaStats& r : report.replicas()) {
+    const double per_step = r.steps() == 0 ? 0.0 : r.collective_ms() / static_cast<double>(r.steps());
     char line[256];
-    std::snprintf(line, sizeof line, "  %-4d %6zu steps  median %s  in collectives %s (%s per step)  sent %.2f MB\n",
-                  replica, steps.size(), format_duration_ms(median_ms).c_str(),
-                  format_duration_ms(static_cast<double>(collective_ns) / 1e6).c_str(),
-                  format_duration_ms(static_cast<double>(collective_ns) / 1e6 / static_cast<double>(steps.size())).c_str(),
-                  static_cast<double>(bytes) / 1e6);
+    std::snprintf(line, sizeof line, "  %-4d %6lld steps  median %s  in collectives %s (%s per step)  sent %.2f MB\n",
+                  r.replica(), static_cast<long long>(r.steps()), format_duration_ms(r.step_p50_ms()).c_str(),
+                  format_duration_ms(r.collective_ms()).c_str(), format_duration_ms(per_step).c_str(),
+                  static_cast<double>(r.collective_bytes()) / 1e6);
     out += line;
   }
   return out;
 }
 
-std::string format_report(const pb::RunReport& report, const std::vector<pb::Event>& replica_steps) {
+std::string format_report(const pb::RunReport& report) {
   std::string out = format_summary(report.summary());
-  out += format_replicas(replica_steps);
+  out += format_replicas(report);
   out += format_findings(report.findings(), report.summary().run().status());
   if (report.compiles_size() > 0) out += "\ncompiles:\n";
   for (const auto& compile : report.compiles()) {
@@ -87,13 +75,14 @@ int show_command(const std::vector<std::string>& raw) {
   pb::RunReport report;
   *report.mutable_summary() = data->summary;
   for (auto& finding : storage::diagnose(*data)) *report.add_findings() = std::move(finding);
+  for (auto& replica : storage::replica_stats(data->step_times)) *report.add_replicas() = std::move(replica);
   for (const auto& compile : data->compiles) {
     pb::CompileEvent& listed = *report.add_compiles() = compile;
     listed.clear_graph();  // `graph RUN GRAPH` shows one
     listed.clear_program_text();
   }
   *report.mutable_metrics() = reader.final_metrics(run_id);
-  std::cout << (args.has("--json") ? to_json(report) + "\n" : format_report(report, data->replica_steps));
+  std::cout << (args.has("--json") ? to_json(report) + "\n" : format_report(report));
   return 0;
 }
 

@@ -541,61 +541,49 @@ std::vector<pb::Finding> find_blocking_transfers(const RunData& run) {
 
 // --- (f) replicas: a straggler, and collectives that dominate the step ----
 
-// Per replica over the steps every replica recorded: step time, time in
-// collectives, bytes contributed.
+// Per replica over the steps every replica ran (replica_stats, step_times.h):
+// step time, time in collectives, bytes contributed.
 struct ReplicaTotals {
-  int64_t step_ns = 0;
-  int64_t collective_ns = 0;
+  double step_ms = 0.0;
+  double collective_ms = 0.0;
   int64_t bytes = 0;
-  int64_t steps = 0;
-  int64_t busy_ns() const { return step_ns - collective_ns; }
+  double busy_ms() const { return step_ms - collective_ms; }
 };
 
 std::vector<pb::Finding> find_collective_problems(const RunData& run) {
-  std::map<int32_t, std::map<int64_t, const pb::StepEvent*>> by_replica;
-  for (const pb::Event& e : run.replica_steps) by_replica[e.replica()][e.step().step()] = &e.step();
-  if (by_replica.size() < 2) return {};
-  std::set<int64_t> common;
-  for (const auto& [step, event] : by_replica.begin()->second) common.insert(step);
-  for (const auto& [replica, steps] : by_replica) {
-    std::erase_if(common, [&steps](int64_t s) { return !steps.contains(s); });
-  }
+  if (steps_per_replica(run.step_times).size() < 2) return {};
+  const std::set<int64_t> common = common_steps(run.step_times);
   if (common.empty()) return {};
   std::map<int32_t, ReplicaTotals> totals;
   ReplicaTotals all;
-  for (const auto& [replica, steps] : by_replica) {
-    ReplicaTotals& t = totals[replica];
-    for (int64_t s : common) {
-      const pb::StepEvent& step = *steps.at(s);
-      t.step_ns += step.end_ns() - step.start_ns();
-      t.collective_ns += step.collective_ns();
-      t.bytes += step.collective_bytes();
-      ++t.steps;
-    }
-    all.step_ns += t.step_ns;
-    all.collective_ns += t.collective_ns;
+  for (const pb::ReplicaStats& stats : replica_stats(run.step_times, &common)) {
+    ReplicaTotals& t = totals[stats.replica()];
+    t.step_ms = stats.step_ms();
+    t.collective_ms = stats.collective_ms();
+    t.bytes = stats.collective_bytes();
+    all.step_ms += t.step_ms;
+    all.collective_ms += t.collective_ms;
     all.bytes += t.bytes;
   }
-  if (all.collective_ns == 0 && all.bytes == 0) return {};  // replicas that never exchanged anything
+  if (all.collective_ms == 0.0 && all.bytes == 0) return {};  // replicas that never exchanged anything
   const auto replicas = static_cast<double>(totals.size());
   const auto steps = static_cast<long long>(common.size());
-  const double step_ms_per_replica = ms(all.step_ns) / replicas;
+  const double step_ms_per_replica = all.step_ms / replicas;
   std::vector<pb::Finding> findings;
 
   // The straggler computes longest outside collectives; the others wait for
   // it inside them, so every replica's step takes as long as its.
   const auto slowest = std::max_element(totals.begin(), totals.end(), [](const auto& a, const auto& b) {
-    return a.second.busy_ns() < b.second.busy_ns();
+    return a.second.busy_ms() < b.second.busy_ms();
   });
-  std::vector<int64_t> others;
+  std::vector<double> others;
   for (const auto& [replica, t] : totals) {
-    if (replica != slowest->first) others.push_back(t.busy_ns());
+    if (replica != slowest->first) others.push_back(t.busy_ms());
   }
   std::sort(others.begin(), others.end());
-  const int64_t median_others = others[others.size() / 2];
-  const double lag_ms = ms(slowest->second.busy_ns() - median_others);
-  if (lag_ms >= kMinStragglerMs && static_cast<double>(slowest->second.busy_ns()) >=
-                                       kStragglerRatio * static_cast<double>(std::max<int64_t>(median_others, 1))) {
+  const double median_others = others[others.size() / 2];
+  const double lag_ms = slowest->second.busy_ms() - median_others;
+  if (lag_ms >= kMinStragglerMs && slowest->second.busy_ms() >= kStragglerRatio * std::max(median_others, 1e-6)) {
     pb::Finding finding;
     finding.set_rule("replicas");
     finding.set_first_step(*common.begin());
@@ -610,7 +598,7 @@ std::vector<pb::Finding> find_collective_problems(const RunData& run) {
                              slowest->first, duration(lag_ms / static_cast<double>(steps)).c_str()));
     std::string detail = format("over %lld steps, time outside collectives per replica:", steps);
     for (const auto& [replica, t] : totals) {
-      detail += format(" %d: %.1f ms (waited %.1f ms)", replica, ms(t.busy_ns()), ms(t.collective_ns));
+      detail += format(" %d: %.1f ms (waited %.1f ms)", replica, t.busy_ms(), t.collective_ms);
     }
     finding.set_detail(detail);
     finding.set_fix("give every replica the same work: the same per-replica batch (DistributedSampler, drop_last=True), "
@@ -619,22 +607,22 @@ std::vector<pb::Finding> find_collective_problems(const RunData& run) {
     findings.push_back(std::move(finding));
   }
 
-  const double collective_share = share(ms(all.collective_ns), ms(all.step_ns));
-  if (ms(all.collective_ns) / replicas >= kMinCollectiveMs && collective_share > kCollectiveShareThreshold) {
+  const double collective_share = share(all.collective_ms, all.step_ms);
+  if (all.collective_ms / replicas >= kMinCollectiveMs && collective_share > kCollectiveShareThreshold) {
     pb::Finding finding;
     finding.set_rule("replicas");
     finding.set_first_step(*common.begin());
     finding.set_last_step(*common.rbegin());
     finding.set_count(steps);
     finding.set_steps_affected(steps);
-    finding.set_time_lost_ms(ms(all.collective_ns) / replicas);
+    finding.set_time_lost_ms(all.collective_ms / replicas);
     finding.set_share_of_step_time(collective_share);
     finding.set_severity(severity_by_share(collective_share));
     finding.set_title(format("collectives take %.0f%% of step time (%s per step and replica)", 100.0 * collective_share,
-                             duration(ms(all.collective_ns) / replicas / static_cast<double>(steps)).c_str()));
+                             duration(all.collective_ms / replicas / static_cast<double>(steps)).c_str()));
     std::string detail = format("%.0f replicas contributed %.2f MB per step; time in collectives per replica:",
                                 replicas, static_cast<double>(all.bytes) / 1e6 / static_cast<double>(steps));
-    for (const auto& [replica, t] : totals) detail += format(" %d: %.1f ms", replica, ms(t.collective_ns));
+    for (const auto& [replica, t] : totals) detail += format(" %d: %.1f ms", replica, t.collective_ms);
     finding.set_detail(detail);
     finding.set_fix("exchange less per unit of work: a larger per-replica batch (more compute per all_reduce), "
                     "gradient accumulation (reduce every k steps), fewer replicas than cores on one machine");

@@ -31,7 +31,6 @@ std::optional<RunData> load_run_data(const HistoryReader& reader, int64_t run_id
   RunData data;
   data.summary = std::move(*summary);
   data.steps = reader.steps(run_id);
-  data.replica_steps = reader.replica_steps(run_id);
   data.compiles = reader.compilations(run_id, ir == CompileIr::kAll);
   if (ir == CompileIr::kForDiagnosis) attach_diagnosis_ir(reader, run_id, data.compiles);
   data.executions = reader.executions(run_id);

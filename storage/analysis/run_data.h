@@ -18,7 +18,6 @@ class HistoryReader;
 struct RunData {
   pb::RunSummary summary;
   std::vector<pb::StepEvent> steps;         // replica 0, in step order
-  std::vector<pb::Event> replica_steps;     // every replica's steps (Event.step), by replica and step
   std::vector<pb::CompileEvent> compiles;   // with their IR, in start order
   std::vector<pb::ExecuteEvent> executions;
   std::vector<pb::FallbackEvent> fallbacks;

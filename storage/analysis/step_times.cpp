@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "lazyscope/event_text.h"
+#include "query/step_median.h"
 
 namespace lazyscope::storage {
 namespace {
@@ -82,6 +83,8 @@ std::vector<StepTimes> step_times(const pb::RunTimeline& timeline) {
     times.step = s.step();
     times.start_ns = s.start_ns();
     times.end_ns = s.end_ns();
+    times.collective_ns = s.collective_ns();
+    times.collective_bytes = s.collective_bytes();
   }
   const auto at = [&](int32_t replica, int64_t step) -> StepTimes* {
     auto found = steps.find({replica, step});
@@ -143,6 +146,7 @@ pb::StepSeries step_series(const std::vector<StepTimes>& steps, int32_t replica)
     series.add_transfer_ms(ms(t.transfer_ns));
     series.add_host_wait_ms(ms(t.host_wait_ns));
     series.add_fallback_ms(ms(t.fallback_ns));
+    series.add_collective_ms(ms(t.collective_ns));
   }
   return series;
 }
@@ -153,6 +157,42 @@ std::map<int32_t, int64_t> steps_per_replica(const std::vector<StepTimes>& steps
     if (times.ran_graph) ++counts[times.replica];
   }
   return counts;
+}
+
+std::set<int64_t> common_steps(const std::vector<StepTimes>& steps) {
+  std::map<int32_t, std::set<int64_t>> by_replica;
+  for (const StepTimes& t : steps) {
+    if (t.ran_graph) by_replica[t.replica].insert(t.step);
+  }
+  if (by_replica.empty()) return {};
+  std::set<int64_t> common = by_replica.begin()->second;
+  for (const auto& [replica, ran] : by_replica) {
+    std::erase_if(common, [&ran](int64_t s) { return !ran.contains(s); });
+  }
+  return common;
+}
+
+std::vector<pb::ReplicaStats> replica_stats(const std::vector<StepTimes>& steps, const std::set<int64_t>* only) {
+  constexpr double kNsPerMs = 1e6;
+  std::map<int32_t, pb::ReplicaStats> stats;
+  std::map<int32_t, std::vector<int64_t>> durations;
+  for (const StepTimes& t : steps) {
+    if (!t.ran_graph || (only != nullptr && !only->contains(t.step))) continue;
+    pb::ReplicaStats& s = stats[t.replica];
+    s.set_replica(t.replica);
+    s.set_steps(s.steps() + 1);
+    s.set_step_ms(s.step_ms() + static_cast<double>(t.duration_ns()) / kNsPerMs);
+    s.set_collective_ms(s.collective_ms() + static_cast<double>(t.collective_ns) / kNsPerMs);
+    s.set_collective_bytes(s.collective_bytes() + t.collective_bytes);
+    durations[t.replica].push_back(t.duration_ns());
+  }
+  std::vector<pb::ReplicaStats> out;
+  out.reserve(stats.size());
+  for (auto& [replica, s] : stats) {
+    s.set_step_p50_ms(median_ms(std::move(durations[replica])));
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace lazyscope::storage

@@ -14,10 +14,14 @@
 //    operands and their transfers; it is not counted again elsewhere.
 //  - Compile and execute are those of barriers (and node-limit cuts).
 //  - Trace is the rest of the step: Python and the engine's own overhead.
+//  - Collective time is the part of the step's executions spent in
+//    collectives (waiting for the other replicas, exchanging); it is inside
+//    execute (or host wait), not added to it.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -36,6 +40,8 @@ struct StepTimes {
   int64_t transfer_ns = 0;
   int64_t host_wait_ns = 0;
   int64_t fallback_ns = 0;
+  int64_t collective_ns = 0;     // inside execute_ns, see above
+  int64_t collective_bytes = 0;  // this replica's contribution
   bool ran_graph = false;  // false: an empty barrier, not a step
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
@@ -64,5 +70,14 @@ pb::StepSeries step_series(const std::vector<StepTimes>& steps, int32_t replica)
 
 // The steps (barriers that ran a graph) of each replica: replica -> count.
 std::map<int32_t, int64_t> steps_per_replica(const std::vector<StepTimes>& steps);
+
+// The step numbers every replica ran a graph in: where replicas compare.
+std::set<int64_t> common_steps(const std::vector<StepTimes>& steps);
+
+// Per replica, by replica: its steps (barriers that ran a graph; only those
+// in `only` when given), median and total step time, time in collectives and
+// bytes contributed. What `show`, the diagnosis and the GUI say per rank.
+std::vector<pb::ReplicaStats> replica_stats(const std::vector<StepTimes>& steps,
+                                            const std::set<int64_t>* only = nullptr);
 
 }  // namespace lazyscope::storage

@@ -294,8 +294,10 @@ TEST(Diagnosis, UploadsAboveTheThresholdShareOfStepTime) {
   EXPECT_EQ(findings_of("blocking-transfer", record_and_load(uploads(kMs / 5 - 1))).size(), 0u);
 }
 
-// Replicas 0..n-1, four 10 ms steps each; replica r spends waits[r] ms of
-// each step in collectives and contributes 1 MB per step.
+// Replicas 0..n-1, four 10 ms steps each (each runs a graph); replica r
+// spends waits[r] ms of each step in collectives and contributes 1 MB per
+// step. Then every replica's data loader ends with an empty 30 ms barrier,
+// which is no step: it must not count in any total.
 RunData replicas_run(const std::vector<int64_t>& waits_ms) {
   test_support::ScratchFolder scratch;
   const std::string path = scratch.file("h.sqlite");
@@ -309,7 +311,12 @@ RunData replicas_run(const std::vector<int64_t>& waits_ms) {
         e.mutable_step()->set_collective_ns(waits_ms[static_cast<size_t>(replica)] * kMs);
         e.mutable_step()->set_collective_bytes(1'000'000);
         recorder.record(e);
+        pb::Event x = execute_at(step, 0xa, step * 10 * kMs + kMs, 9 * kMs, pb::SYNC_CAUSE_MARK_STEP,
+                                 source_at("x.py", 9), step > 0);
+        x.set_replica(replica);
+        recorder.record(x);
       }
+      recorder.record(test_support::step_event(kSteps, kSteps * 10 * kMs, (kSteps + 3) * 10 * kMs, 0, replica));
     }
     recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,51 @@ TEST(StepTimes, HostWaitIsEachValueReadsCompileAndExecutionAndFallbackIsItsOwnSe
   EXPECT_DOUBLE_EQ(series.host_wait_ms(0), 3.0);
   EXPECT_DOUBLE_EQ(series.fallback_ms(1), 3.0);
   EXPECT_EQ(step_series(steps, 1).steps_size(), 1);
+}
+
+TEST(StepTimes, PerReplicaStatsCountStepsThatRanAGraphAndTheirCollectives) {
+  // Replica 0: steps 0 (10 ms, 4 ms in collectives, 1000 bytes) and 1
+  // (20 ms, 6 ms, 1000 bytes), then an empty barrier with collective time
+  // recorded (it must not count). Replica 1: step 0 only (30 ms, 1 ms).
+  const pb::SourceLocation barrier = source_at("/w/x.py", 9);
+  const auto step = [](int replica, int64_t n, int64_t start_ms, int64_t end_ms, int64_t collective_ms) {
+    pb::Event e = on_replica(test_support::step_event(n, start_ms * kMs, end_ms * kMs, 0), replica);
+    e.mutable_step()->set_collective_ns(collective_ms * kMs);
+    e.mutable_step()->set_collective_bytes(1000);
+    return e;
+  };
+  Recorded run;
+  record(run, {
+                  step(0, 0, 0, 10, 4),
+                  execute_at(0, 0xa, 1 * kMs, 8 * kMs, pb::SYNC_CAUSE_MARK_STEP, barrier, false),
+                  step(0, 1, 10, 30, 6),
+                  execute_at(1, 0xa, 11 * kMs, 8 * kMs, pb::SYNC_CAUSE_MARK_STEP, barrier, true),
+                  step(0, 2, 30, 90, 50),
+                  step(1, 0, 0, 30, 1),
+                  on_replica(execute_at(0, 0xa, 1 * kMs, 8 * kMs, pb::SYNC_CAUSE_MARK_STEP, barrier, false), 1),
+              });
+  const std::vector<StepTimes> steps = step_times(*HistoryReader(run.path).timeline(run.run_id));
+  EXPECT_EQ(steps[0].collective_ns, 4 * kMs);
+  const std::vector<pb::ReplicaStats> stats = replica_stats(steps);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].replica(), 0);
+  EXPECT_EQ(stats[0].steps(), 2);
+  EXPECT_DOUBLE_EQ(stats[0].step_ms(), 30.0);
+  EXPECT_DOUBLE_EQ(stats[0].step_p50_ms(), 15.0);  // the mean of the two middle values
+  EXPECT_DOUBLE_EQ(stats[0].collective_ms(), 10.0);
+  EXPECT_EQ(stats[0].collective_bytes(), 2000);
+  EXPECT_EQ(stats[1].steps(), 1);
+  EXPECT_DOUBLE_EQ(stats[1].collective_ms(), 1.0);
+  // Where replicas compare: only step 0 ran on both.
+  const std::set<int64_t> common = common_steps(steps);
+  EXPECT_EQ(common, (std::set<int64_t>{0}));
+  const std::vector<pb::ReplicaStats> on_common = replica_stats(steps, &common);
+  EXPECT_EQ(on_common[0].steps(), 1);
+  EXPECT_DOUBLE_EQ(on_common[0].collective_ms(), 4.0);
+  // The timeline's series carries the collective part of each step.
+  const pb::StepSeries series = step_series(steps, 0);
+  ASSERT_EQ(series.collective_ms_size(), 2);
+  EXPECT_DOUBLE_EQ(series.collective_ms(1), 6.0);
 }
 
 TEST(StepTimes, TheSummaryCountsOnlyBarriersThatRanAGraph) {
