@@ -6,6 +6,7 @@ history what was recorded. Parameters are checked against a NumPy oracle of
 data-parallel SGD, and for bitwise equality across ranks and with thread
 replicas on the same data. Every launch is bounded by a timeout."""
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -231,6 +232,65 @@ def test_two_processes_train_the_mlp_like_thread_replicas_and_record_one_run(bui
     shown = lazyscope(build_dir, "show", run_id, "--history", history)
     assert shown.returncode == 0, shown.stderr
     assert "\nreplicas:\n  0 " in shown.stdout and "\n  1 " in shown.stdout and "sent 0.00 MB" in shown.stdout
+
+
+# Rank 1 computes 40 ms more in each of 6 steps (host work inside the step,
+# before its barrier), so rank 0 waits for it in the all_reduce; after the
+# loop both ranks end with two empty barriers (a loader's last), which are no
+# steps. A step is a barrier that ran a graph: 6 steps per rank, wherever
+# they are counted.
+STRAGGLER_SCRIPT = textwrap.dedent("""
+    import time
+    import lazyscope
+    from lazyscope import nn, optim
+    from lazyscope.core import lazy_model as lm
+    import lazyscope.distributed as dist
+
+    dist.init_process_group()
+    device = lm.lazy_device()
+    model = nn.Linear(64, 64).to(device)
+    opt = optim.SGD(model.parameters(), lr=0.01)
+    for step in range(6):
+        opt.zero_grad()
+        model(lazyscope.ones(8, 64, device=device)).sum().backward()
+        if dist.get_rank() == 1:
+            time.sleep(0.04)
+        lm.optimizer_step(opt)
+        lm.mark_step()
+    lm.mark_step()
+    lm.mark_step()
+""")
+
+
+def test_steps_per_rank_agree_in_the_summary_the_per_rank_block_and_the_straggler_finding(build_dir, tmp_path):
+    script = tmp_path / "straggler.py"
+    script.write_text(STRAGGLER_SCRIPT)
+    history = tmp_path / "h.sqlite"
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--quiet", "--history", history, script)
+    assert result.returncode == 0, result.stderr
+    # 8 barriers were recorded per rank: the two empty ones are in the history.
+    barriers = dict(query(history, "SELECT replica, COUNT(*) FROM steps GROUP BY replica"))
+    assert barriers == {0: 8, 1: 8}
+    shown = lazyscope(build_dir, "show", "last", "--json", "--history", history)
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert int(report["summary"]["steps"]) == 6
+    replicas = report["replicas"]
+    assert [r["replica"] for r in replicas] == [0, 1]
+    assert [int(r["steps"]) for r in replicas] == [6, 6]
+    # Each step all-reduces the 64*64 + 64 float32 gradients.
+    assert [int(r["collective_bytes"]) for r in replicas] == [6 * (64 * 64 + 64) * 4] * 2
+    # Rank 0 waits for rank 1 in the collectives: at least most of 6 * 40 ms.
+    assert replicas[0]["collective_ms"] > 0.5 * 6 * 40 > replicas[1]["collective_ms"]
+    assert replicas[0]["step_p50_ms"] >= 40 and replicas[1]["step_p50_ms"] >= 40
+    straggler = [f for f in report["findings"] if f["rule"] == "replicas" and "straggler" in f["title"]]
+    assert len(straggler) == 1, report["findings"]
+    assert straggler[0]["title"].startswith("replica 1 is a straggler")
+    assert int(straggler[0]["count"]) == 6 and int(straggler[0]["steps_affected"]) == 6
+    assert "over 6 steps" in straggler[0]["detail"]
+    text = lazyscope(build_dir, "show", "last", "--history", history).stdout
+    assert "\nreplicas:\n  0         6 steps  median " in text and "\n  1         6 steps  median " in text
+    assert "sent 0.10 MB" in text  # 6 * 16640 bytes
 
 
 def test_four_processes_train_the_mlp_like_thread_replicas(build_dir, tmp_path):
