@@ -1,6 +1,5 @@
 #include "views/timeline_view.h"
 
-#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMessageBox>
@@ -30,13 +29,9 @@ QToolButton* toolButton(const QString& text, const QString& tip, const QString& 
 TimelineView::TimelineView(QWidget* parent)
     : QWidget(parent),
       timeline_(new TimelineWidget(this)),
-      replica_(new QComboBox(this)),
       range_(new QLabel(this)),
       selection_(new QLabel(this)) {
   setObjectName(QStringLiteral("timelineView"));
-  replica_->setObjectName(QStringLiteral("timelineReplica"));
-  replica_->setToolTip(tr("The replica (thread or process rank) whose steps are shown"));
-  connect(replica_, &QComboBox::activated, this, [this](int index) { showReplica(index); });
   range_->setObjectName(QStringLiteral("timelineRange"));
   range_->setForegroundRole(QPalette::PlaceholderText);
   selection_->setObjectName(QStringLiteral("timelineSelection"));
@@ -64,8 +59,6 @@ TimelineView::TimelineView(QWidget* parent)
   bar->addWidget(zoomOut);
   bar->addWidget(zoomIn);
   bar->addWidget(exportButton);
-  bar->addSpacing(12);
-  bar->addWidget(replica_);
   bar->addStretch(1);
   bar->addWidget(range_);
 
@@ -85,35 +78,20 @@ TimelineView::TimelineView(QWidget* parent)
 TimelineView::~TimelineView() = default;
 
 void TimelineView::setProfile(const RunProfile& profile) {
-  replicaSteps_ = profile.replicaSteps;
-  replicaMarkers_ = profile.replicaMarkers;
-  if (replicaSteps_.empty()) {  // a profile made without replicas: replica 0's
-    replicaSteps_.push_back(profile.steps);
-    replicaMarkers_.push_back(profile.markers);
+  std::vector<TimelineLane> lanes;
+  if (profile.replicaSteps.size() <= 1) {  // one replica (or a profile made without replicas): no lane names
+    lanes.push_back({QString(), profile.steps, profile.markers});
+  } else {
+    for (size_t r = 0; r < profile.replicaSteps.size(); ++r) {
+      lanes.push_back({tr("rank %1").arg(profile.replicaSteps[r].replica()), profile.replicaSteps[r],
+                       r < profile.replicaMarkers.size() ? profile.replicaMarkers[r] : std::vector<StepMarker>{}});
+    }
   }
-  replica_->clear();
-  for (size_t r = 0; r < replicaSteps_.size(); ++r) {
-    replica_->addItem(tr("replica %1 (%2 steps)").arg(r).arg(replicaSteps_[r].steps_size()));
-  }
-  replica_->setVisible(replicaSteps_.size() > 1);
-  showReplica(0);
-}
-
-bool TimelineView::showReplica(int replica) {
-  if (replica < 0 || static_cast<size_t>(replica) >= replicaSteps_.size()) return false;
-  replica_->setCurrentIndex(replica);
-  timeline_->setData(replicaSteps_[static_cast<size_t>(replica)],
-                     static_cast<size_t>(replica) < replicaMarkers_.size() ? replicaMarkers_[static_cast<size_t>(replica)]
-                                                                           : std::vector<StepMarker>{});
+  timeline_->setLanes(std::move(lanes));
   showSelection(-1);
-  return true;
 }
 
 void TimelineView::clear() {
-  replicaSteps_.clear();
-  replicaMarkers_.clear();
-  replica_->clear();
-  replica_->hide();
   timeline_->clear();
   showSelection(-1);
 }
@@ -128,7 +106,7 @@ void TimelineView::showRange(qint64 first, qint64 last) {
 void TimelineView::showSelection(qint64 step) {
   selection_->setText(step < 0 ? tr("Click a step for its breakdown; drag or use the arrow keys to pan, "
                                     "the wheel or +/− to zoom, F to fit.")
-                               : timeline_->describeStep(step).replace(QStringLiteral("<br>"), QStringLiteral(" · ")));
+                               : timeline_->describeStep(step, timeline_->selectedLane()).replace(QStringLiteral("<br>"), QStringLiteral(" · ")));
 }
 
 }  // namespace lazyscope::gui

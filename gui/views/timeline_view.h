@@ -3,16 +3,12 @@
 // and export as PNG or SVG. Selecting a step is re-emitted for other views
 // (the run detail view selects that step's compile in Recompilations).
 // A run of several replicas (threads or process ranks, each its own steps)
-// shows one replica at a time, chosen beside the buttons.
+// shows a lane per replica, side by side on one step axis.
 #pragma once
 
 #include <QWidget>
-#include <cstdint>
-#include <vector>
-
 #include "loaders/run_profile_loader.h"
 
-class QComboBox;
 class QLabel;
 
 namespace lazyscope::gui {
@@ -31,10 +27,6 @@ class TimelineView : public QWidget {
   void clear();
 
   TimelineWidget* timeline() const { return timeline_; }
-  // The replica chooser (hidden for a run of one replica).
-  QComboBox* replicaChooser() const { return replica_; }
-  // Shows replica `replica`'s steps; false when the run has no such replica.
-  bool showReplica(int replica);
   // Saves the timeline as .png or .svg; returns an error message or "".
   QString exportImage(const QString& path);
 
@@ -46,11 +38,8 @@ class TimelineView : public QWidget {
   void showSelection(qint64 step);
 
   TimelineWidget* timeline_;
-  QComboBox* replica_;
   QLabel* range_;
   QLabel* selection_;
-  std::vector<pb::StepSeries> replicaSteps_;
-  std::vector<std::vector<StepMarker>> replicaMarkers_;
 };
 
 }  // namespace lazyscope::gui

@@ -16,14 +16,16 @@ namespace lazyscope::gui {
 
 namespace {
 
-constexpr int kLaneHeight = 9;  // one lane of markers per kind
-constexpr int kLanes = 3;
+constexpr int kMarkerRowHeight = 9;  // one row of markers per kind
+constexpr int kMarkerRows = 3;
 constexpr int kRightMargin = 8;
 constexpr double kZoomStep = 1.25;     // one wheel notch or key press
 constexpr double kKeyPanShare = 0.1;   // an arrow key pans a tenth of the view
 constexpr int kDragThreshold = 4;      // pixels before a press becomes a pan
+constexpr int kLaneGap = 6;            // between the lanes of several replicas
+constexpr int kMinLaneHeight = 28;     // a lane still shows its bars' parts
 
-int laneOf(StepMarker::Kind kind) { return static_cast<int>(kind); }
+int rowOf(StepMarker::Kind kind) { return static_cast<int>(kind); }
 
 }  // namespace
 
@@ -37,15 +39,22 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
 
 TimelineWidget::~TimelineWidget() = default;
 
-QSize TimelineWidget::sizeHint() const { return {800, 260}; }
+QSize TimelineWidget::sizeHint() const {
+  const int lanes = std::max(laneCount(), 1);
+  return {800, lanes == 1 ? 260 : 140 + lanes * (2 * kMinLaneHeight + kLaneGap)};
+}
 
-QSize TimelineWidget::minimumSizeHint() const { return {240, 140}; }
+QSize TimelineWidget::minimumSizeHint() const {
+  const int lanes = std::max(laneCount(), 1);
+  return {240, lanes == 1 ? 140 : 100 + lanes * (kMinLaneHeight + kLaneGap)};
+}
 
 QString TimelineWidget::partName(Part part) {
   switch (part) {
     case Trace: return tr("trace");
     case Compile: return tr("compile");
     case Execute: return tr("execute");
+    case Collective: return tr("collective wait");
     case Transfer: return tr("transfer");
     case HostWait: return tr("host wait");
     case Fallback: return tr("CPU fallback");
@@ -59,6 +68,7 @@ QColor TimelineWidget::partColor(Part part, const QPalette& palette) {
     case Trace: return dark ? QColor(0x77, 0x8c, 0xa8) : QColor(0x9a, 0xad, 0xc6);
     case Compile: return dark ? QColor(0xff, 0x6b, 0x6b) : QColor(0xd0, 0x2a, 0x2a);
     case Execute: return dark ? QColor(0x57, 0xd3, 0x8c) : QColor(0x26, 0xa2, 0x69);
+    case Collective: return dark ? QColor(0x5b, 0xc8, 0xe8) : QColor(0x0e, 0x7c, 0x9e);
     case Transfer: return dark ? QColor(0xc0, 0x80, 0xe0) : QColor(0x91, 0x41, 0xac);
     case HostWait: return dark ? QColor(0xf6, 0xc1, 0x43) : QColor(0xe5, 0xa5, 0x0a);
     case Fallback: return markerColor(StepMarker::Kind::Fallback, palette);
@@ -77,124 +87,190 @@ QColor TimelineWidget::markerColor(StepMarker::Kind kind, const QPalette& palett
 }
 
 void TimelineWidget::setData(pb::StepSeries steps, std::vector<StepMarker> markers) {
-  steps_ = std::move(steps);
-  markers_ = std::move(markers);
+  std::vector<TimelineLane> lanes(1);
+  lanes[0].steps = std::move(steps);
+  lanes[0].markers = std::move(markers);
+  setLanes(std::move(lanes));
+}
+
+void TimelineWidget::setLanes(std::vector<TimelineLane> lanes) {
+  lanes_ = std::move(lanes);
+  // Columns are the union of the lanes' step numbers, so that step n of
+  // every lane lines up; a lane without step n leaves its column empty.
+  positions_.clear();
+  for (const TimelineLane& lane : lanes_) positions_.insert(positions_.end(), lane.steps.steps().begin(), lane.steps.steps().end());
+  std::sort(positions_.begin(), positions_.end());
+  positions_.erase(std::unique(positions_.begin(), positions_.end()), positions_.end());
+  laneIndexes_.assign(lanes_.size(), std::vector<int>(positions_.size(), -1));
+  markers_.clear();
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    const auto& steps = lanes_[l].steps.steps();
+    size_t column = 0;
+    for (int i = 0; i < steps.size(); ++i) {  // both ascending: one merge pass
+      while (column < positions_.size() && positions_[column] < steps[i]) ++column;
+      if (column < positions_.size() && positions_[column] == steps[i]) laneIndexes_[l][column] = i;
+    }
+    for (const StepMarker& marker : lanes_[l].markers) markers_.push_back(&marker);
+  }
   selected_ = -1;
+  selectedLane_ = 0;
+  updateGeometry();  // the minimum height follows the number of lanes
   geometry_.setWidth(plotRect().width());
-  geometry_.setCount(steps_.steps_size());
+  geometry_.setCount(stepCount());
   afterViewChange();
 }
 
-void TimelineWidget::clear() { setData({}, {}); }
+void TimelineWidget::clear() { setLanes({}); }
+
+int64_t TimelineWidget::laneStepCount(int lane) const {
+  return lane >= 0 && lane < laneCount() ? lanes_[static_cast<size_t>(lane)].steps.steps_size() : 0;
+}
+
+QString TimelineWidget::laneName(int lane) const {
+  return lane >= 0 && lane < laneCount() ? lanes_[static_cast<size_t>(lane)].name : QString();
+}
 
 int64_t TimelineWidget::firstVisibleStep() const {
-  if (steps_.steps_size() == 0) return -1;
-  const auto index = std::clamp<int64_t>(static_cast<int64_t>(std::floor(geometry_.first())), 0,
-                                         steps_.steps_size() - 1);
-  return steps_.steps(static_cast<int>(index));
+  if (positions_.empty()) return -1;
+  const auto column = std::clamp<int64_t>(static_cast<int64_t>(std::floor(geometry_.first())), 0, stepCount() - 1);
+  return positions_[static_cast<size_t>(column)];
 }
 
 int64_t TimelineWidget::lastVisibleStep() const {
-  if (steps_.steps_size() == 0) return -1;
-  const auto index = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(geometry_.last())) - 1, 0,
-                                         steps_.steps_size() - 1);
-  return steps_.steps(static_cast<int>(index));
+  if (positions_.empty()) return -1;
+  const auto column = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(geometry_.last())) - 1, 0, stepCount() - 1);
+  return positions_[static_cast<size_t>(column)];
 }
 
-int64_t TimelineWidget::selectedStep() const {
-  return selected_ < 0 ? -1 : steps_.steps(static_cast<int>(selected_));
+int64_t TimelineWidget::selectedStep() const { return selected_ < 0 ? -1 : positions_[static_cast<size_t>(selected_)]; }
+
+int64_t TimelineWidget::columnOfStep(int64_t step) const {
+  const auto found = std::lower_bound(positions_.begin(), positions_.end(), step);
+  return found != positions_.end() && *found == step ? found - positions_.begin() : -1;
 }
 
-int64_t TimelineWidget::indexOfStep(int64_t step) const {
-  // Steps are stored in step order: binary search.
-  const auto begin = steps_.steps().begin();
-  const auto end = steps_.steps().end();
-  const auto found = std::lower_bound(begin, end, step);
-  return found != end && *found == step ? found - begin : -1;
+int TimelineWidget::indexIn(int lane, int64_t column) const {
+  if (lane < 0 || lane >= laneCount() || column < 0 || column >= stepCount()) return -1;
+  return laneIndexes_[static_cast<size_t>(lane)][static_cast<size_t>(column)];
 }
 
-bool TimelineWidget::selectStep(int64_t step) {
-  const int64_t index = indexOfStep(step);
-  if (index < 0) return false;
-  geometry_.ensureVisible(static_cast<double>(index));
-  setSelectedIndex(index);
+bool TimelineWidget::selectStep(int64_t step, int lane) {
+  const int64_t column = columnOfStep(step);
+  if (column < 0) return false;
+  geometry_.ensureVisible(static_cast<double>(column));
+  setSelected(column, std::clamp(lane, 0, std::max(laneCount() - 1, 0)));
   afterViewChange();
   return true;
 }
 
-void TimelineWidget::setSelectedIndex(int64_t index) {
-  if (index == selected_) return;
-  selected_ = index;
+void TimelineWidget::setSelected(int64_t column, int lane) {
+  if (column == selected_ && lane == selectedLane_) return;
+  selected_ = column;
+  selectedLane_ = lane;
   update();
   emit stepSelected(selectedStep());
 }
 
-double TimelineWidget::partMs(Part part, int64_t index) const {
-  const int i = static_cast<int>(index);
+double TimelineWidget::partMs(Part part, int lane, int64_t column) const {
+  const int i = indexIn(lane, column);
+  if (i < 0) return 0.0;
+  const pb::StepSeries& s = lanes_[static_cast<size_t>(lane)].steps;
+  const auto at = [i](const google::protobuf::RepeatedField<double>& values) {
+    return i < values.size() ? values[i] : 0.0;
+  };
   switch (part) {
-    case Trace: return i < steps_.trace_ms_size() ? steps_.trace_ms(i) : 0.0;
-    case Compile: return i < steps_.compile_ms_size() ? steps_.compile_ms(i) : 0.0;
-    case Execute: return i < steps_.execute_ms_size() ? steps_.execute_ms(i) : 0.0;
-    case Transfer: return i < steps_.transfer_ms_size() ? steps_.transfer_ms(i) : 0.0;
-    case HostWait: return i < steps_.host_wait_ms_size() ? steps_.host_wait_ms(i) : 0.0;
-    case Fallback: return i < steps_.fallback_ms_size() ? steps_.fallback_ms(i) : 0.0;
+    case Trace: return at(s.trace_ms());
+    case Compile: return at(s.compile_ms());
+    // Collective time is inside execute: drawn as its own segment, so the
+    // rest of execute is what is left.
+    case Execute: return std::max(0.0, at(s.execute_ms()) - at(s.collective_ms()));
+    case Collective: return at(s.collective_ms());
+    case Transfer: return at(s.transfer_ms());
+    case HostWait: return at(s.host_wait_ms());
+    case Fallback: return at(s.fallback_ms());
     default: return 0.0;
   }
 }
 
-double TimelineWidget::totalMs(int64_t index) const {
+double TimelineWidget::totalMs(int lane, int64_t column) const {
+  const int i = indexIn(lane, column);
+  if (i < 0) return 0.0;
   double parts = 0.0;
-  for (int part = 0; part < NUM_PARTS; ++part) parts += partMs(static_cast<Part>(part), index);
-  const int i = static_cast<int>(index);
-  return std::max(parts, i < steps_.step_ms_size() ? steps_.step_ms(i) : 0.0);
+  for (int part = 0; part < NUM_PARTS; ++part) parts += partMs(static_cast<Part>(part), lane, column);
+  const pb::StepSeries& s = lanes_[static_cast<size_t>(lane)].steps;
+  return std::max(parts, i < s.step_ms_size() ? s.step_ms(i) : 0.0);
 }
 
 QRect TimelineWidget::markerRect() const {
   const int legend = fontMetrics().height() + 8;
-  return {plotRect().left(), legend, plotRect().width(), kLanes * kLaneHeight + 2};
+  return {plotRect().left(), legend, plotRect().width(), kMarkerRows * kMarkerRowHeight + 2};
 }
 
 QRect TimelineWidget::plotRect() const {
   const QFontMetrics metrics = fontMetrics();
   const int left = metrics.horizontalAdvance(QStringLiteral("000.0 ms")) + 10;
-  const int top = metrics.height() + 8 + kLanes * kLaneHeight + 6;
+  const int top = metrics.height() + 8 + kMarkerRows * kMarkerRowHeight + 6;
   const int bottom = metrics.height() + 6;
   return {left, top, std::max(width() - left - kRightMargin, 1), std::max(height() - top - bottom, 1)};
 }
 
-int64_t TimelineWidget::indexAt(double plotX) const {
-  const int64_t count = steps_.steps_size();
-  if (count == 0 || plotX < 0.0 || plotX >= geometry_.width()) return -1;
+QRect TimelineWidget::laneRect(int lane) const {
+  const QRect plot = plotRect();
+  const int lanes = std::max(laneCount(), 1);
+  if (lanes == 1) return plot;
+  const int height = std::max((plot.height() - (lanes - 1) * kLaneGap) / lanes, 1);
+  return {plot.left(), plot.top() + lane * (height + kLaneGap), plot.width(), height};
+}
+
+int TimelineWidget::laneAt(double y) const {
+  if (lanes_.empty()) return -1;
+  for (int lane = 0; lane < laneCount(); ++lane) {
+    if (y < laneRect(lane).bottom() + kLaneGap / 2 + 1) return lane;
+  }
+  return laneCount() - 1;
+}
+
+int64_t TimelineWidget::columnAt(double plotX, int lane) const {
+  const int64_t count = stepCount();
+  if (count == 0 || lane < 0 || lane >= laneCount() || plotX < 0.0 || plotX >= geometry_.width()) return -1;
   const auto from = static_cast<int64_t>(std::floor(geometry_.toPosition(plotX)));
-  if (geometry_.stepsPerPixel() <= 1.0) return from >= 0 && from < count ? from : -1;
-  // Zoomed out: the bar at this pixel is the slowest step of its column.
+  if (geometry_.stepsPerPixel() <= 1.0) return from >= 0 && from < count && indexIn(lane, from) >= 0 ? from : -1;
+  // Zoomed out: the bar at this pixel is the lane's slowest step of its column.
   const auto to = std::min(count, std::max(from + 1, static_cast<int64_t>(std::floor(geometry_.toPosition(
                                                           std::floor(plotX) + 1.0)))));
   int64_t best = -1;
-  for (int64_t i = std::max<int64_t>(from, 0); i < to; ++i) {
-    if (best < 0 || totalMs(i) > totalMs(best)) best = i;
+  for (int64_t c = std::max<int64_t>(from, 0); c < to; ++c) {
+    if (indexIn(lane, c) >= 0 && (best < 0 || totalMs(lane, c) > totalMs(lane, best))) best = c;
   }
   return best;
 }
 
-int64_t TimelineWidget::stepAt(double x) const {
-  const int64_t index = indexAt(x - plotRect().left());
-  return index < 0 ? -1 : steps_.steps(static_cast<int>(index));
+int64_t TimelineWidget::stepAt(double x, int lane) const {
+  const int64_t column = columnAt(x - plotRect().left(), lane);
+  return column < 0 ? -1 : positions_[static_cast<size_t>(column)];
 }
 
-QString TimelineWidget::describeStep(int64_t step) const {
-  const int64_t index = indexOfStep(step);
-  if (index < 0) return {};
-  const int i = static_cast<int>(index);
+QString TimelineWidget::describeStep(int64_t step, int lane) const {
+  const int64_t column = columnOfStep(step);
+  const int i = indexIn(lane, column);
+  if (i < 0) return {};
+  const TimelineLane& row = lanes_[static_cast<size_t>(lane)];
   QStringList lines;
-  lines << tr("<b>Step %1</b>: %2").arg(step).arg(formatStepTime(i < steps_.step_ms_size() ? steps_.step_ms(i) : 0.0));
+  const QString title = row.name.isEmpty() ? tr("Step %1").arg(step) : tr("%1, step %2").arg(row.name).arg(step);
+  lines << QStringLiteral("<b>%1</b>: %2")
+               .arg(title.toHtmlEscaped(), formatStepTime(i < row.steps.step_ms_size() ? row.steps.step_ms(i) : 0.0));
   for (int part = 0; part < NUM_PARTS; ++part) {
-    const double value = partMs(static_cast<Part>(part), index);
+    // A run without collectives has no collective part to explain.
+    if (part == Collective && std::none_of(row.steps.collective_ms().begin(), row.steps.collective_ms().end(),
+                                           [](double ms) { return ms > 0.0; })) {
+      continue;
+    }
+    const double value = partMs(static_cast<Part>(part), lane, column);
     lines << QStringLiteral("<span style='color:%1'>■</span> %2: %3")
                  .arg(partColor(static_cast<Part>(part), palette()).name(), partName(static_cast<Part>(part)),
                       formatStepTime(value));
   }
-  const auto range = std::equal_range(markers_.begin(), markers_.end(), StepMarker{step, {}, {}},
+  const auto range = std::equal_range(row.markers.begin(), row.markers.end(), StepMarker{step, {}, {}},
                                       [](const StepMarker& a, const StepMarker& b) { return a.step < b.step; });
   constexpr int kMaxMarkerLines = 8;  // a step with hundreds of syncs must not fill the screen
   int shown = 0;
@@ -274,8 +350,8 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* event) {
     dragging_ = false;
     return;
   }
-  const int64_t index = indexAt(event->position().x() - plotRect().left());
-  setSelectedIndex(index);
+  const int lane = std::max(laneAt(event->position().y()), 0);
+  setSelected(columnAt(event->position().x() - plotRect().left(), lane), lane);
 }
 
 void TimelineWidget::keyPressEvent(QKeyEvent* event) {
@@ -305,7 +381,7 @@ void TimelineWidget::keyPressEvent(QKeyEvent* event) {
       break;
     case Qt::Key_F:
     case Qt::Key_0: fit(); break;
-    case Qt::Key_Escape: setSelectedIndex(-1); break;
+    case Qt::Key_Escape: setSelected(-1, selectedLane_); break;
     default: QWidget::keyPressEvent(event); return;
   }
   event->accept();
@@ -314,9 +390,10 @@ void TimelineWidget::keyPressEvent(QKeyEvent* event) {
 bool TimelineWidget::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
     auto* help = static_cast<QHelpEvent*>(event);
-    const int64_t step = stepAt(help->pos().x());
+    const int lane = laneAt(help->pos().y());
+    const int64_t step = stepAt(help->pos().x(), lane);
     if (step >= 0) {
-      QToolTip::showText(help->globalPos(), describeStep(step), this);
+      QToolTip::showText(help->globalPos(), describeStep(step, lane), this);
     } else {
       QToolTip::hideText();
       event->ignore();
@@ -329,27 +406,31 @@ bool TimelineWidget::event(QEvent* event) {
 void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
   QPainter painter(this);
   painter.fillRect(rect(), palette().color(QPalette::Base));
-  const QRect plot = plotRect();
-  if (steps_.steps_size() == 0) {
+  if (positions_.empty()) {
     painter.setPen(palette().color(QPalette::PlaceholderText));
     painter.drawText(rect(), Qt::AlignCenter, tr("No steps recorded for this run."));
     return;
   }
   // The vertical scale follows the steps in view, so that zooming into a
-  // calm stretch after a slow first step shows its detail.
+  // calm stretch after a slow first step shows its detail; one scale for
+  // every lane, so that lanes compare by height.
   double maxMs = 0.0;
   const auto from = std::max<int64_t>(static_cast<int64_t>(std::floor(geometry_.first())), 0);
-  const auto to = std::min<int64_t>(static_cast<int64_t>(std::ceil(geometry_.last())), steps_.steps_size());
-  for (int64_t i = from; i < to; ++i) maxMs = std::max(maxMs, totalMs(i));
+  const auto to = std::min<int64_t>(static_cast<int64_t>(std::ceil(geometry_.last())), stepCount());
+  for (int lane = 0; lane < laneCount(); ++lane) {
+    for (int64_t c = from; c < to; ++c) maxMs = std::max(maxMs, totalMs(lane, c));
+  }
   // A round top, so that the time axis's labels are round numbers.
   maxMs = niceAxis(maxMs, 3).top;
 
   paintLegend(painter);
-  paintAxes(painter, plot, maxMs);
-  painter.save();
-  painter.setClipRect(plot.adjusted(0, -1, 1, 1));
-  paintBars(painter, plot, maxMs);
-  painter.restore();
+  paintAxes(painter, maxMs);
+  for (int lane = 0; lane < laneCount(); ++lane) {
+    painter.save();
+    painter.setClipRect(laneRect(lane).adjusted(0, -1, 1, 1));
+    paintBars(painter, lane, maxMs);
+    painter.restore();
+  }
   paintMarkers(painter);
   if (hasFocus()) {
     QPen pen(palette().color(QPalette::Highlight));
@@ -387,102 +468,126 @@ void TimelineWidget::paintLegend(QPainter& painter) const {
   entry(markerColor(StepMarker::Kind::Sync, palette()), tr("sync"), true);
 }
 
-void TimelineWidget::paintAxes(QPainter& painter, const QRect& plot, double maxMs) const {
+void TimelineWidget::paintAxes(QPainter& painter, double maxMs) const {
   const QFontMetrics metrics = fontMetrics();
   QColor grid = palette().color(QPalette::Text);
   grid.setAlphaF(0.12f);
   const QColor text = palette().color(QPalette::PlaceholderText);
-  // Time axis: round values from 0 to the top of the scale (a round number).
+  const QRect plot = plotRect();
+  // Time axis of each lane: round values from 0 to the top of the scale (a
+  // round number). Several lanes label only their top, where it fits beside
+  // the lane's name.
+  const bool several = laneCount() > 1;
   const double interval = niceAxis(maxMs, 3).interval;
-  for (double value = 0.0; value <= maxMs * (1 + 1e-9); value += interval) {
-    const int y = plot.bottom() - static_cast<int>(std::lround(value / maxMs * plot.height()));
-    painter.setPen(grid);
-    painter.drawLine(plot.left(), y, plot.right(), y);
-    painter.setPen(text);
-    const QRect label(0, y - metrics.height() / 2, plot.left() - 6, metrics.height());
-    painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-                     value == 0.0 ? QStringLiteral("0") : formatStepTime(value));
+  for (int lane = 0; lane < std::max(laneCount(), 1); ++lane) {
+    const QRect area = laneRect(lane);
+    const bool roomForTop = area.height() >= 2 * metrics.height() + 2;
+    for (double value = 0.0; value <= maxMs * (1 + 1e-9); value += interval) {
+      const int y = area.bottom() - static_cast<int>(std::lround(value / maxMs * area.height()));
+      painter.setPen(grid);
+      painter.drawLine(area.left(), y, area.right(), y);
+      const bool top = value + interval > maxMs * (1 + 1e-9);
+      if (several && !(top && roomForTop)) continue;
+      painter.setPen(text);
+      const int labelY = several ? y : y - metrics.height() / 2;
+      const QRect label(0, labelY, area.left() - 6, metrics.height());
+      painter.drawText(label, Qt::AlignRight | (several ? Qt::AlignTop : Qt::AlignVCenter),
+                       value == 0.0 ? QStringLiteral("0") : formatStepTime(value));
+    }
+    if (several) {
+      QFont bold = painter.font();
+      bold.setBold(true);
+      painter.save();
+      painter.setFont(bold);
+      painter.setPen(palette().color(QPalette::Text));
+      const QRect name(0, area.bottom() - metrics.height() + 1, area.left() - 6, metrics.height());
+      painter.drawText(name, Qt::AlignRight | Qt::AlignBottom, lanes_[static_cast<size_t>(lane)].name);
+      painter.restore();
+    }
   }
   // Step axis: round step numbers, about one label per 90 pixels.
   const double stepInterval = std::max(1.0, niceInterval(geometry_.span(), std::max(1, plot.width() / 90)));
   const double start = std::ceil(geometry_.first() / stepInterval) * stepInterval;
   painter.setPen(text);
   for (double position = start; position <= geometry_.last(); position += stepInterval) {
-    const auto index = static_cast<int>(position);
-    if (index >= steps_.steps_size()) break;
+    const auto column = static_cast<int64_t>(position);
+    if (column >= stepCount()) break;
     const int x = plot.left() + static_cast<int>(std::lround(geometry_.toX(position + 0.5)));
     painter.drawLine(x, plot.bottom() + 1, x, plot.bottom() + 4);
-    const QString label = QString::number(steps_.steps(index));
+    const QString label = QString::number(positions_[static_cast<size_t>(column)]);
     const int w = metrics.horizontalAdvance(label);
     painter.drawText(std::clamp(x - w / 2, plot.left() - w / 2, width() - w - 2),
                      plot.bottom() + 4 + metrics.ascent(), label);
   }
 }
 
-void TimelineWidget::paintBar(QPainter& painter, const QRect& plot, int64_t index, double x0, double x1,
+void TimelineWidget::paintBar(QPainter& painter, const QRect& area, int lane, int64_t column, double x0, double x1,
                               double maxMs) const {
-  double bottom = plot.bottom() + 1;
-  const double scale = plot.height() / maxMs;
+  double bottom = area.bottom() + 1;
+  const double scale = area.height() / maxMs;
   for (int part = 0; part < NUM_PARTS; ++part) {
-    const double h = partMs(static_cast<Part>(part), index) * scale;
+    const double h = partMs(static_cast<Part>(part), lane, column) * scale;
     if (h <= 0.0) continue;
-    painter.fillRect(QRectF(plot.left() + x0, bottom - h, x1 - x0, h), partColor(static_cast<Part>(part), palette()));
+    painter.fillRect(QRectF(area.left() + x0, bottom - h, x1 - x0, h), partColor(static_cast<Part>(part), palette()));
     bottom -= h;
   }
 }
 
-void TimelineWidget::paintBars(QPainter& painter, const QRect& plot, double maxMs) const {
-  const int64_t count = steps_.steps_size();
+void TimelineWidget::paintBars(QPainter& painter, int lane, double maxMs) const {
+  const QRect area = laneRect(lane);
+  const int64_t count = stepCount();
   if (geometry_.stepsPerPixel() <= 1.0) {
     const auto from = std::max<int64_t>(static_cast<int64_t>(std::floor(geometry_.first())), 0);
     const auto to = std::min<int64_t>(static_cast<int64_t>(std::ceil(geometry_.last())), count);
-    for (int64_t i = from; i < to; ++i) {
-      const double x0 = geometry_.toX(static_cast<double>(i));
-      const double x1 = geometry_.toX(static_cast<double>(i + 1));
+    for (int64_t c = from; c < to; ++c) {
+      const double x0 = geometry_.toX(static_cast<double>(c));
+      const double x1 = geometry_.toX(static_cast<double>(c + 1));
       // A gap between bars once they are wide enough to show one.
       const double gap = x1 - x0 >= 6.0 ? 1.0 : 0.0;
-      paintBar(painter, plot, i, x0 + gap, x1 - gap, maxMs);
+      paintBar(painter, area, lane, c, x0 + gap, x1 - gap, maxMs);
     }
   } else {
-    for (int px = 0; px < plot.width(); ++px) {
-      const int64_t index = indexAt(px);
-      if (index >= 0) paintBar(painter, plot, index, px, px + 1, maxMs);
+    for (int px = 0; px < area.width(); ++px) {
+      const int64_t column = columnAt(px, lane);
+      if (column >= 0) paintBar(painter, area, lane, column, px, px + 1, maxMs);
     }
   }
   if (selected_ >= 0) {
     // Around and above the selected bar, never over it: its breakdown stays
-    // readable however narrow it is.
-    const double x0 = plot.left() + geometry_.toX(static_cast<double>(selected_));
-    const double x1 = std::max(plot.left() + geometry_.toX(static_cast<double>(selected_ + 1)), x0 + 1.0);
-    const double barTop = plot.bottom() + 1 - totalMs(selected_) * plot.height() / maxMs;
+    // readable however narrow it is. The lane it was selected in is marked
+    // more strongly.
+    const double x0 = area.left() + geometry_.toX(static_cast<double>(selected_));
+    const double x1 = std::max(area.left() + geometry_.toX(static_cast<double>(selected_ + 1)), x0 + 1.0);
+    const double barTop = area.bottom() + 1 - totalMs(lane, selected_) * area.height() / maxMs;
     QColor band = palette().color(QPalette::Highlight);
-    band.setAlphaF(0.25f);
-    painter.fillRect(QRectF(x0, plot.top(), x1 - x0, std::max(0.0, barTop - plot.top())), band);
-    painter.setPen(QPen(palette().color(QPalette::Highlight), 1.5));
-    painter.drawLine(QPointF(x0 - 2, plot.top()), QPointF(x0 - 2, plot.bottom()));
-    painter.drawLine(QPointF(x1 + 2, plot.top()), QPointF(x1 + 2, plot.bottom()));
-    painter.drawLine(QPointF(x0 - 2, plot.top()), QPointF(x1 + 2, plot.top()));
+    band.setAlphaF(lane == selectedLane_ ? 0.25f : 0.12f);
+    painter.fillRect(QRectF(x0, area.top(), x1 - x0, std::max(0.0, barTop - area.top())), band);
+    painter.setPen(QPen(palette().color(QPalette::Highlight), lane == selectedLane_ ? 1.5 : 0.75));
+    painter.drawLine(QPointF(x0 - 2, area.top()), QPointF(x0 - 2, area.bottom()));
+    painter.drawLine(QPointF(x1 + 2, area.top()), QPointF(x1 + 2, area.bottom()));
+    painter.drawLine(QPointF(x0 - 2, area.top()), QPointF(x1 + 2, area.top()));
   }
 }
 
 void TimelineWidget::paintMarkers(QPainter& painter) const {
-  const QRect lanes = markerRect();
+  const QRect rows = markerRect();
   painter.setPen(Qt::NoPen);
-  // Several markers in one pixel column of a lane draw once.
-  std::array<int, kLanes> lastX;
+  // Several markers in one pixel column of a row draw once (several lanes'
+  // markers of one step among them).
+  std::array<int, kMarkerRows> lastX;
   lastX.fill(-1);
-  for (const StepMarker& marker : markers_) {
-    const int64_t index = indexOfStep(marker.step);
-    if (index < 0) continue;
-    const double center = geometry_.toX(static_cast<double>(index) + 0.5);
+  for (const StepMarker* marker : markers_) {
+    const int64_t column = columnOfStep(marker->step);
+    if (column < 0) continue;
+    const double center = geometry_.toX(static_cast<double>(column) + 0.5);
     if (center < 0.0 || center >= geometry_.width()) continue;
-    const int x = lanes.left() + static_cast<int>(center);
-    const int lane = laneOf(marker.kind);
-    if (x == lastX[static_cast<size_t>(lane)]) continue;
-    lastX[static_cast<size_t>(lane)] = x;
-    const int top = lanes.top() + lane * kLaneHeight;
-    painter.setBrush(markerColor(marker.kind, palette()));
-    const QPolygon triangle({QPoint(x - 4, top), QPoint(x + 4, top), QPoint(x, top + kLaneHeight - 2)});
+    const int x = rows.left() + static_cast<int>(center);
+    const int row = rowOf(marker->kind);
+    if (x == lastX[static_cast<size_t>(row)]) continue;
+    lastX[static_cast<size_t>(row)] = x;
+    const int top = rows.top() + row * kMarkerRowHeight;
+    painter.setBrush(markerColor(marker->kind, palette()));
+    const QPolygon triangle({QPoint(x - 4, top), QPoint(x + 4, top), QPoint(x, top + kMarkerRowHeight - 2)});
     painter.drawPolygon(triangle);
   }
 }

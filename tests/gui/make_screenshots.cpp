@@ -7,7 +7,8 @@
 //       HISTORY OUTDIR VIEW=RUN...
 //
 // VIEW is runs, overview, recompilations, timeline, charts, graphs,
-// fallbacks, metrics, output, kernels (RUN: the run to show), compare (RUN: A,B) or
+// fallbacks, metrics, output, kernels (RUN: the run to show), timeline-ranks
+// (the timeline of a multi-process run), compare (RUN: A,B) or
 // run-script (RUN: the script the dialog is filled in with). Each writes
 // VIEW.png and VIEW-dark.png into OUTDIR.
 #include <QApplication>
@@ -97,7 +98,7 @@ bool shoot(const QString& history, const QString& view, const QString& run, cons
   if (view == QLatin1String("runs")) {
     // The run list is the subject: give it the room for every run.
     if (auto* splitter = window.findChild<QSplitter*>(QStringLiteral("mainSplitter"))) splitter->setSizes({420, 360});
-  } else if (!detail->showTab(view)) {
+  } else if (!detail->showTab(view == QLatin1String("timeline-ranks") ? QStringLiteral("timeline") : view)) {
     std::fprintf(stderr, "no tab named %s\n", qPrintable(view));
     return false;
   }

@@ -66,6 +66,40 @@ const pb::MetricValue* findMetric(const std::vector<pb::MetricValue>& metrics, c
   return nullptr;
 }
 
+// A recording of `replicas` ranks: rank r has 3 + r steps of 10 ms, each
+// running a 8 ms graph of which rank 0 spends 6 ms waiting in collectives
+// (it waits for the others) and the other ranks 1 ms; rank 0's loader ends
+// with an empty barrier, which is no step.
+int64_t recordRanks(const QString& path, int replicas) {
+  storage::Recorder recorder(path.toStdString(), pb::RunInfo());
+  for (int replica = 0; replica < replicas; ++replica) {
+    for (int step = 0; step < 3 + replica; ++step) {
+      pb::Event event;
+      event.set_replica(replica);
+      event.mutable_step()->set_step(step);
+      event.mutable_step()->set_start_ns(step * 10'000'000);
+      event.mutable_step()->set_end_ns((step + 1) * 10'000'000);
+      event.mutable_step()->set_collective_ns(replica == 0 ? 6'000'000 : 1'000'000);
+      event.mutable_step()->set_collective_bytes(4096);
+      recorder.record(event);
+      pb::Event execute;
+      execute.set_replica(replica);
+      execute.mutable_execute()->set_step(step);
+      execute.mutable_execute()->set_start_ns(step * 10'000'000 + 1'000'000);
+      execute.mutable_execute()->set_duration_ns(8'000'000);
+      execute.mutable_execute()->set_cause(pb::SYNC_CAUSE_MARK_STEP);
+      recorder.record(execute);
+    }
+  }
+  pb::Event empty;  // the loader's last barrier on rank 0: nothing ran
+  empty.mutable_step()->set_step(3);
+  empty.mutable_step()->set_start_ns(30'000'000);
+  empty.mutable_step()->set_end_ns(31'000'000);
+  recorder.record(empty);
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  return recorder.run_id();
+}
+
 }  // namespace
 
 class TestRunViews : public QObject {
@@ -470,50 +504,63 @@ class TestRunViews : public QObject {
     QCOMPARE(again.count(QString::fromStdString(error)), 1);
   }
 
-  void timelineShowsEachReplica() {
-    // Two replicas recorded: replica 1 has one step more, and an empty last
-    // barrier on replica 0 is not a step.
-    const QString path = dir_.filePath(QStringLiteral("replicas.sqlite"));
-    int64_t runId = 0;
-    {
-      storage::Recorder recorder(path.toStdString(), pb::RunInfo());
-      runId = recorder.run_id();
-      for (int replica = 0; replica < 2; ++replica) {
-        for (int step = 0; step < 3 + replica; ++step) {
-          pb::Event event;
-          event.set_replica(replica);
-          event.mutable_step()->set_step(step);
-          event.mutable_step()->set_start_ns(step * 10'000'000);
-          event.mutable_step()->set_end_ns((step + 1) * 10'000'000);
-          recorder.record(event);
-          pb::Event execute;
-          execute.set_replica(replica);
-          execute.mutable_execute()->set_step(step);
-          execute.mutable_execute()->set_start_ns(step * 10'000'000 + 1'000'000);
-          execute.mutable_execute()->set_duration_ns(2'000'000);
-          execute.mutable_execute()->set_cause(pb::SYNC_CAUSE_MARK_STEP);
-          recorder.record(execute);
-        }
+  void timelineShowsALanePerRank() {
+    for (const int ranks : {2, 4}) {
+      const QString path = dir_.filePath(QStringLiteral("ranks%1.sqlite").arg(ranks));
+      const int64_t runId = recordRanks(path, ranks);
+      const gui::RunProfile profile = gui::RunProfileLoader::read(storage::HistoryReader(path.toStdString()), runId);
+      QCOMPARE(profile.replicaSteps.size(), size_t(ranks));
+      gui::TimelineView view;
+      view.resize(1000, 700);
+      view.setProfile(profile);
+      view.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&view));
+      gui::TimelineWidget* timeline = view.timeline();
+      QCOMPARE(timeline->laneCount(), ranks);
+      QCOMPARE(timeline->stepCount(), 3 + ranks - 1);  // the columns: every rank's steps together
+      for (int lane = 0; lane < ranks; ++lane) {
+        QCOMPARE(timeline->laneName(lane), QStringLiteral("rank %1").arg(lane));
+        QCOMPARE(timeline->laneStepCount(lane), 3 + lane);  // not rank 0's empty barrier
+        // Lanes are stacked apart, each taller than a line of text.
+        const QRect area = timeline->laneRect(lane);
+        QVERIFY2(area.height() > timeline->fontMetrics().height() * 2, qPrintable(QString::number(area.height())));
+        if (lane > 0) QVERIFY(area.top() > timeline->laneRect(lane - 1).bottom());
+        QCOMPARE(timeline->laneAt(area.center().y()), lane);
       }
-      pb::Event empty;  // the loader's last barrier on replica 0: nothing ran
-      empty.mutable_step()->set_step(3);
-      empty.mutable_step()->set_start_ns(30'000'000);
-      empty.mutable_step()->set_end_ns(31'000'000);
-      recorder.record(empty);
-      recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+      // Step 2 sits in the same column of every lane; the last rank's last
+      // step only in its own.
+      const auto& g = timeline->geometryModel();
+      const int plotLeft = timeline->laneRect(0).left();
+      const int x2 = plotLeft + static_cast<int>(g.toX(2.5));
+      for (int lane = 0; lane < ranks; ++lane) QCOMPARE(timeline->stepAt(x2, lane), 2);
+      const int xLast = plotLeft + static_cast<int>(g.toX(ranks + 1.5));
+      QCOMPARE(timeline->stepAt(xLast, ranks - 1), ranks + 1);
+      QCOMPARE(timeline->stepAt(xLast, 0), -1);
+      // Each lane's tooltip is its own: rank 0 waited 6 ms in collectives.
+      const QString tip0 = timeline->describeStep(2, 0);
+      QVERIFY2(tip0.contains(QStringLiteral("rank 0, step 2")), qPrintable(tip0));
+      QVERIFY2(tip0.contains(QStringLiteral("collective wait: 6.00 ms")), qPrintable(tip0));
+      QVERIFY2(tip0.contains(QStringLiteral("execute: 2.00 ms")), qPrintable(tip0));
+      const QString tip1 = timeline->describeStep(2, 1);
+      QVERIFY2(tip1.contains(QStringLiteral("collective wait: 1.00 ms")), qPrintable(tip1));
+      QCOMPARE(timeline->describeStep(3, 0), QString());  // rank 0's step 3 ran nothing
+      // The collective wait is drawn: a pixel near the top of rank 0's bar
+      // (execute 2 ms, then 6 ms of collective wait, of 10 ms) has its colour.
+      const QRect lane0 = timeline->laneRect(0);
+      const QImage image = timeline->grab().toImage();
+      const QColor collective = gui::TimelineWidget::partColor(gui::TimelineWidget::Collective, timeline->palette());
+      bool found = false;
+      for (int y = lane0.top(); y <= lane0.bottom() && !found; ++y) found = image.pixelColor(x2, y) == collective;
+      QVERIFY(found);
+      // A click in lane 1 selects its step, and the breakdown below is rank 1's.
+      QSignalSpy selected(&view, &gui::TimelineView::stepSelected);
+      QTest::mouseClick(timeline, Qt::LeftButton, {}, QPoint(x2, timeline->laneRect(1).center().y()));
+      QCOMPARE(selected.count(), 1);
+      QCOMPARE(timeline->selectedStep(), 2);
+      QCOMPARE(timeline->selectedLane(), 1);
+      const QString shown = view.findChild<QLabel*>(QStringLiteral("timelineSelection"))->text();
+      QVERIFY2(shown.contains(QStringLiteral("rank 1, step 2")), qPrintable(shown));
     }
-    const gui::RunProfile profile = gui::RunProfileLoader::read(storage::HistoryReader(path.toStdString()), runId);
-    QCOMPARE(profile.replicaSteps.size(), size_t{2});
-    QCOMPARE(profile.replicaSteps[0].steps_size(), 3);
-    QCOMPARE(profile.replicaSteps[1].steps_size(), 4);
-    gui::TimelineView view;
-    view.setProfile(profile);
-    QVERIFY(!view.replicaChooser()->isHidden());
-    QCOMPARE(view.replicaChooser()->count(), 2);
-    QCOMPARE(view.timeline()->stepCount(), 3);
-    QVERIFY(view.showReplica(1));
-    QCOMPARE(view.timeline()->stepCount(), 4);
-    QVERIFY(!view.showReplica(2));
   }
 
   void exportWritesPngAndSvg() {
