@@ -293,6 +293,21 @@ def test_steps_per_rank_agree_in_the_summary_the_per_rank_block_and_the_straggle
     assert "sent 0.10 MB" in text  # 6 * 16640 bytes
 
 
+def test_the_distributed_example_shows_its_straggler(build_dir, repo_root, tmp_path):
+    # scripts/examples/distributed_mlp.py: rank 0 evaluates inside every
+    # fourth step; rank 1 waits for it in the all_reduce.
+    history = tmp_path / "h.sqlite"
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--quiet", "--history", history,
+                       repo_root / "scripts/examples/distributed_mlp.py")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(lazyscope(build_dir, "show", "last", "--json", "--history", history).stdout)
+    steps = int(report["summary"]["steps"])
+    assert steps == 32 and [int(r["steps"]) for r in report["replicas"]] == [steps, steps]
+    assert report["replicas"][1]["collective_ms"] > report["replicas"][0]["collective_ms"]
+    titles = [f["title"] for f in report["findings"] if f["rule"] == "replicas"]
+    assert any(t.startswith("replica 0 is a straggler") for t in titles), titles
+
+
 def test_four_processes_train_the_mlp_like_thread_replicas(build_dir, tmp_path):
     _, by_process, by_thread = train_both_ways(build_dir, tmp_path, 4, steps=3)
     check_parameters(by_process, by_thread, 4, 3)
