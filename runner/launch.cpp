@@ -32,6 +32,7 @@
 #include <pybind11/embed.h>
 
 #include "db/history_file.h"
+#include "distributed/tcp_store.h"
 #include "recorder/recorder.h"
 
 namespace fs = std::filesystem;
@@ -47,8 +48,10 @@ const char* const kLaunchHelp = R"(multi-process and multi-host runs (like torch
   --nnodes M            nodes taking part (default 1); ranks are node-rank * N + local
   --node-rank R         this node's index, 0 .. M-1 (default 0)
   --master-addr HOST    node 0's address (default 127.0.0.1)
-  --master-port PORT    where node 0's launcher waits for the other nodes (needed
-                        with --nnodes above 1)
+  --master-port PORT    where node 0's launcher waits for the other nodes and
+                        serves the workers' rendezvous store (needed with --nnodes
+                        above 1; without it one node's workers meet in a file
+                        store under LAZYSCOPE_RDZV_DIR)
   A worker that fails stops the job: the others get SIGTERM, and SIGKILL after
   LAZYSCOPE_WORKER_TIMEOUT_S (default 30) seconds.
 )";
@@ -468,8 +471,16 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
     }
     job_id = job.job_id;
   }
+  // Where the workers meet: with --master-port, the store node 0's launcher
+  // serves on that port (no shared folder across machines); else a Gloo
+  // file store under LAZYSCOPE_RDZV_DIR.
   const char* rdzv_env = std::getenv("LAZYSCOPE_RDZV_DIR");
-  const std::string rdzv_dir = rdzv_env && *rdzv_env ? rdzv_env : "/tmp/lazyscope-rdzv";
+  const bool tcp_store = o.master_port != 0;
+  const std::string rdzv_dir = tcp_store                ? distributed::tcp_rendezvous(master_addr, o.master_port)
+                               : rdzv_env && *rdzv_env ? rdzv_env
+                                                       : "/tmp/lazyscope-rdzv";
+  std::unique_ptr<distributed::StoreServer> store_server;
+  if (listen_fd >= 0) store_server = std::make_unique<distributed::StoreServer>(listen_fd);
 
   // The address the workers' Gloo transport binds: loopback for one node (or
   // a job whose node 0 is this machine's loopback), else
@@ -677,8 +688,9 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
       kill_at = std::chrono::steady_clock::now() + std::chrono::hours(1);
     }
   }
+  if (store_server) store_server->stop();
   if (listen_fd >= 0) ::close(listen_fd);
-  if (o.node_rank == 0) {
+  if (o.node_rank == 0 && !tcp_store) {
     // The job's keys in the store; nobody reads them once every worker ended.
     std::error_code ignored;
     fs::remove_all(fs::path(rdzv_dir) / job_id, ignored);

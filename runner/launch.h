@@ -15,10 +15,12 @@
 //
 // Several nodes: node 0's launcher listens on --master-port and hands every
 // other node's launcher the job's id after checking that they agree on
-// --nnodes and --nproc-per-node; the workers meet in a Gloo file store under
-// LAZYSCOPE_RDZV_DIR (default /tmp/lazyscope-rdzv; across machines it must be
-// a directory they share). Each node records its own ranks; `lazyscope
-// import BUNDLE --into RUN` merges the nodes' bundles into one run.
+// --nnodes and --nproc-per-node, then serves the workers' rendezvous store on
+// that port (engine/distributed/tcp_store.h), so machines need no shared
+// folder. A job without --master-port (one node) meets in a Gloo file store
+// under LAZYSCOPE_RDZV_DIR (default /tmp/lazyscope-rdzv). Each node records
+// its own ranks; `lazyscope import BUNDLE --into RUN` merges the nodes'
+// bundles into one run.
 #pragma once
 
 #include <string>

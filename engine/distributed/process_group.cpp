@@ -4,15 +4,19 @@
 #include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "core/error.h"
+#include "distributed/tcp_store.h"
+#include "distributed/tcp_store_client.h"
 #include "events/event_bus.h"
 #include "metrics/metrics.h"
 
@@ -49,7 +53,7 @@ std::string where(const InitOptions& o) {
 // the others, so that a rank that never arrives is named and a rank started
 // with another world size is refused — connectFullMesh alone would only time
 // out on an unnamed key.
-void await_ranks(gloo::rendezvous::Store& store, const InitOptions& o) {
+void await_ranks(gloo::rendezvous::Store& store, const InitOptions& o, const std::string& at) {
   const std::string mine = std::to_string(o.world_size);
   store.set("arrived_" + std::to_string(o.rank), std::vector<char>(mine.begin(), mine.end()));
   std::vector<bool> seen(static_cast<size_t>(o.world_size), false);
@@ -79,7 +83,7 @@ void await_ranks(gloo::rendezvous::Store& store, const InitOptions& o) {
     if (std::chrono::steady_clock::now() > deadline) {
       throw EngineError("init_process_group: rank(s) " + missing + " never arrived within " +
                         seconds_text(o.timeout_s) + " s (LAZYSCOPE_COLLECTIVE_TIMEOUT_S); " + where(o) +
-                        " waited in the rendezvous at " + o.store_dir + "/" + o.prefix);
+                        " waited in the rendezvous at " + at);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -131,13 +135,32 @@ void init(const InitOptions& o) {
     throw EngineError("init_process_group: no rendezvous directory (LAZYSCOPE_RDZV_DIR) or job id "
                       "(LAZYSCOPE_RDZV_ID); start the script with `lazyscope run --nproc-per-node N`");
   }
-  const std::filesystem::path dir = std::filesystem::path(o.store_dir) / o.prefix;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw EngineError("init_process_group: cannot create the rendezvous directory " + dir.string() + ": " + ec.message());
+  // The store: node 0's launcher over TCP ("tcp://HOST:PORT", so that
+  // machines need no shared folder), or a Gloo file store in a folder.
+  const std::optional<TcpAddress> tcp = parse_tcp_rendezvous(o.store_dir);
+  const std::string at = tcp ? o.store_dir + " (prefix " + o.prefix + ")" : o.store_dir + "/" + o.prefix;
+  std::unique_ptr<gloo::rendezvous::Store> base;
+  if (tcp) {
+    try {
+      base = std::make_unique<TcpStore>(tcp->host, tcp->port, millis(o.timeout_s));
+    } catch (const EngineError& e) {
+      throw EngineError("init_process_group: " + where(o) + " " + e.what() + " within " + seconds_text(o.timeout_s) +
+                        " s (LAZYSCOPE_COLLECTIVE_TIMEOUT_S): is node 0's `lazyscope run` started with this "
+                        "--master-addr and --master-port, and reachable from this machine?");
+    }
+  } else {
+    const std::filesystem::path dir = std::filesystem::path(o.store_dir) / o.prefix;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw EngineError("init_process_group: cannot create the rendezvous directory " + dir.string() + ": " + ec.message());
+    base = std::make_unique<gloo::rendezvous::FileStore>(dir.string());
+  }
   try {
-    gloo::rendezvous::FileStore store(dir.string());
-    await_ranks(store, o);
+    // The job's keys apart from another job's on the same store.
+    std::unique_ptr<gloo::rendezvous::PrefixStore> prefixed;
+    if (tcp) prefixed = std::make_unique<gloo::rendezvous::PrefixStore>(o.prefix, *base);
+    gloo::rendezvous::Store& store = prefixed ? static_cast<gloo::rendezvous::Store&>(*prefixed) : *base;
+    await_ranks(store, o, at);
     gloo::transport::tcp::attr attr;
     attr.hostname = o.hostname.empty() ? "127.0.0.1" : o.hostname;
     auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -148,8 +171,8 @@ void init(const InitOptions& o) {
     s.options = o;
     s.totals = {};
   } catch (const gloo::Exception& e) {
-    throw EngineError("init_process_group: " + where(o) + " could not connect to the others through Gloo (store " +
-                      dir.string() + ", TCP on " + (o.hostname.empty() ? "127.0.0.1" : o.hostname) + "): " + e.what());
+    throw EngineError("init_process_group: " + where(o) + " could not connect to the others through Gloo (store " + at +
+                      ", TCP on " + (o.hostname.empty() ? "127.0.0.1" : o.hostname) + "): " + e.what());
   }
 }
 

@@ -8,10 +8,12 @@
 // kProcessGroupKey names this group (the same key in every rank, so every
 // rank traces the same graph hash).
 //
-// Rendezvous: Gloo's FileStore in a directory every rank can reach (the
-// launcher makes one per job; across machines it must be shared), with a
-// per-job prefix, and Gloo's TCP transport for the data. Gloo in Debian 12
-// ships a file store and a Redis store, no TCP store.
+// Rendezvous: when the launcher was given --master-addr/--master-port, the
+// store node 0's launcher serves over TCP (tcp_store.h; store_dir is then
+// "tcp://HOST:PORT"), so machines need no shared folder; else Gloo's
+// FileStore in a directory (the launcher makes one per job) — Gloo in Debian
+// 12 ships a file store and a Redis store, no TCP store. Either way with a
+// per-job prefix, and Gloo's TCP transport for the data.
 //
 // Determinism: all_reduce is an all-gather of every rank's contribution
 // followed by a reduction in rank order on every rank — the same code and
@@ -35,7 +37,7 @@ constexpr int64_t kProcessGroupKey = int64_t{1} << 50;
 struct InitOptions {
   int rank = -1;
   int world_size = 0;
-  std::string store_dir;  // Gloo FileStore directory
+  std::string store_dir;  // Gloo FileStore directory, or "tcp://HOST:PORT" (tcp_store.h)
   std::string prefix;     // the job's key prefix in the store
   std::string hostname;   // the address this rank's TCP transport binds to
   double timeout_s = 60;  // rendezvous and each collective

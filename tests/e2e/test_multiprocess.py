@@ -320,22 +320,37 @@ def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
     out.mkdir()
     port = free_port()
     common = ["--nnodes", 2, "--nproc-per-node", 1, "--master-addr", "127.0.0.1", "--master-port", port]
+    # Two "machines" that share no folder: each launcher has its own
+    # rendezvous directory (an empty one, which only a file store would use),
+    # so the workers can only meet in node 0's launcher's store over TCP.
+    rdzv0, rdzv1 = tmp_path / "rdzv0", tmp_path / "rdzv1"
     node1 = subprocess.Popen([str(build_dir / "bin" / "lazyscope"), "run", *map(str, common), "--node-rank", "1",
                               "--history", str(tmp_path / "h1.sqlite"), str(script), str(out), "4", "1"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, LAZYSCOPE_RDZV_DIR=str(rdzv1)))
     try:
         node0 = lazyscope(build_dir, "run", *common, "--node-rank", 0, "--history", tmp_path / "h0.sqlite", script,
-                          out, 4, 0)
+                          out, 4, 0, env={"LAZYSCOPE_RDZV_DIR": str(rdzv0)})
         out1, err1 = node1.communicate(timeout=120)
     finally:
         node1.kill()
     assert node0.returncode == 0, node0.stderr
     assert node1.returncode == 0, err1
+    assert not rdzv0.exists() and not rdzv1.exists()  # no file store was used
     expected = oracle(2, 4)
     ranks = [load(out / f"rank{r}.npz") for r in range(2)]
     for a, b, want in zip(ranks[0], ranks[1], expected):
         assert np.array_equal(a, b)
         np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
+    # The same job from one launcher (a file store) ends with the same bits.
+    single = tmp_path / "single"
+    single.mkdir()
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--quiet", "--history", tmp_path / "h2.sqlite",
+                       script, single, 4)
+    assert result.returncode == 0, result.stderr
+    for rank in range(2):
+        for a, b in zip(ranks[rank], load(single / f"rank{rank}.npz")):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), "two launchers and one differ"
     # Node 1's only worker is rank 1 and local rank 0: the master of its node.
     assert "[rank 1] node 1: local ordinal 0, local master True, global master False" in out1
     assert "[rank 0] node 0: local ordinal 0, local master True, global master True" in node0.stdout
@@ -352,6 +367,24 @@ def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
     assert "[rank 0] trained 4 steps" in output
     again = lazyscope(build_dir, "import", bundle, "--into", "last", "--history", tmp_path / "h0.sqlite")
     assert again.returncode == 1 and "already has steps of replica 1" in again.stderr
+
+
+def test_a_worker_that_cannot_reach_node_0s_store_says_where_within_the_timeout(build_dir, tmp_path):
+    # A worker told to meet at node 0's store (as the launcher tells it with
+    # --master-addr/--master-port) where nobody listens.
+    script = tmp_path / "join.py"
+    script.write_text("import lazyscope.distributed as dist\ndist.init_process_group()\n")
+    port = free_port()
+    env = {"LAZYSCOPE_RANK": "1", "LAZYSCOPE_WORLD_SIZE": "2", "LAZYSCOPE_RDZV_DIR": f"tcp://127.0.0.1:{port}",
+           "LAZYSCOPE_RDZV_ID": "job", "LAZYSCOPE_COLLECTIVE_TIMEOUT_S": "2"}
+    started = time.monotonic()
+    result = lazyscope(build_dir, "run", "--quiet", "--history", tmp_path / "h.sqlite", script, env=env, timeout=60)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1
+    assert (f"rank 1 of 2 cannot reach the rendezvous store of node 0's launcher at 127.0.0.1:{port} "
+            f"(Connection refused) within 2 s") in result.stderr, result.stderr
+    assert "--master-addr and --master-port" in result.stderr
+    assert elapsed < 30
 
 
 def test_the_process_group_api_matches_numpy(build_dir, tmp_path):
