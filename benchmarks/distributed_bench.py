@@ -5,6 +5,12 @@
     --nproc-per-node 2`) for 1 KiB ... 64 MiB of float32: one all_reduce op
     per step graph through Gloo, against a plain memcpy (numpy.copyto) of
     the same bytes in the same worker; ratio = all_reduce time / memcpy time;
+  - the same all-reduces as they ran before the small-message tuning
+    (LAZYSCOPE_GLOO_TUNING=0: Nagle's algorithm left on Gloo's sockets, a
+    header exchange before the data) against now (TCP_NODELAY, a small
+    all_reduce in one exchange), launches alternated, the median of each;
+    with the process wake-ups (context switches, every thread) per
+    all_reduce, which on a loaded machine is what a small one costs;
   - the data-parallel MLP's steps per second with 2 processes against 1
     process at the same per-rank batch (weak scaling: ideal is 1.0; on a
     2-core machine the ranks share the cores).
@@ -15,13 +21,14 @@ import argparse
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 
 ALLREDUCE_WORKER = textwrap.dedent("""
-    import json, sys, time
+    import json, os, sys, time
     import numpy as np
     import lazyscope
     from lazyscope.core import lazy_model as lm
@@ -30,6 +37,14 @@ ALLREDUCE_WORKER = textwrap.dedent("""
     dist.init_process_group()
     out, quick = sys.argv[1], sys.argv[2] == "1"
     results = []
+
+    def switches():
+        total = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/status") as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+        return total
+
     for kib in [1, 16, 256, 4096, 16384, 65536]:
         n = kib * 1024 // 4
         host = np.random.default_rng(dist.get_rank()).standard_normal(n).astype(np.float32)
@@ -40,17 +55,18 @@ ALLREDUCE_WORKER = textwrap.dedent("""
             y = lm.all_reduce(lm.REDUCE_SUM, x)
             lm.mark_step()
         dist.barrier()
-        start = time.perf_counter()
+        start, woken = time.perf_counter(), switches()
         for _ in range(reps):
             y = lm.all_reduce(lm.REDUCE_SUM, x)
             lm.mark_step()
         reduce_s = (time.perf_counter() - start) / reps
+        wakeups = (switches() - woken) / reps
         dst = np.empty_like(host)
         start = time.perf_counter()
         for _ in range(reps):
             np.copyto(dst, host)
         copy_s = (time.perf_counter() - start) / reps
-        results.append({"bytes": n * 4, "all_reduce_s": reduce_s, "memcpy_s": copy_s})
+        results.append({"bytes": n * 4, "all_reduce_s": reduce_s, "memcpy_s": copy_s, "wakeups": wakeups})
     if dist.get_rank() == 0:
         with open(out, "w") as f:
             json.dump(results, f)
@@ -93,11 +109,11 @@ MLP_WORKER = textwrap.dedent("""
 """)
 
 
-def launch(build, nproc, script, *args):
+def launch(build, nproc, script, *args, env=None):
     history = pathlib.Path(tempfile.mkdtemp()) / "bench.sqlite"
     cmd = [str(build / "bin" / "lazyscope"), "run", "--nproc-per-node", str(nproc), "--quiet", "--history",
            str(history), str(script), *map(str, args)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ, **(env or {})))
     if result.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}")
 
@@ -112,13 +128,26 @@ def main():
     (work / "allreduce.py").write_text(ALLREDUCE_WORKER)
     (work / "mlp.py").write_text(MLP_WORKER)
 
-    launch(build, 2, work / "allreduce.py", work / "allreduce.json", int(args.quick))
-    print("all_reduce(sum) of float32 between 2 processes (Gloo, loopback) vs memcpy of the same bytes")
-    print(f"{'bytes':>10} {'all_reduce':>12} {'memcpy':>12} {'GB/s':>8} {'ratio':>8}")
-    for r in json.loads((work / "allreduce.json").read_text()):
-        gbps = r["bytes"] / r["all_reduce_s"] / 1e9
-        print(f"{r['bytes']:>10} {r['all_reduce_s'] * 1e6:>10.1f}us {r['memcpy_s'] * 1e6:>10.1f}us {gbps:>8.3f} "
-              f"{r['all_reduce_s'] / r['memcpy_s']:>8.1f}")
+    # Alternate the two socket settings so that both see the same load.
+    runs = {"0": [], "1": []}
+    for _ in range(1 if args.quick else 3):
+        for tuning in ("0", "1"):
+            out = work / f"allreduce{tuning}.json"
+            launch(build, 2, work / "allreduce.py", out, int(args.quick), env={"LAZYSCOPE_GLOO_TUNING": tuning})
+            runs[tuning].append(json.loads(out.read_text()))
+
+    def median(tuning, i, key):
+        return statistics.median(run[i][key] for run in runs[tuning])
+
+    print("all_reduce(sum) of float32 between 2 processes (Gloo, loopback) vs memcpy of the same bytes;")
+    print("before: LAZYSCOPE_GLOO_TUNING=0 (Nagle on, header exchange apart), launches alternated; medians")
+    print(f"{'bytes':>10} {'all_reduce':>12} {'memcpy':>12} {'GB/s':>8} {'ratio':>9} {'wakeups':>8} | "
+          f"{'before':>12} {'wakeups':>8} {'speed-up':>9}")
+    for i, r in enumerate(runs["1"][0]):
+        now, before, copy = median("1", i, "all_reduce_s"), median("0", i, "all_reduce_s"), median("1", i, "memcpy_s")
+        print(f"{r['bytes']:>10} {now * 1e6:>10.1f}us {copy * 1e6:>10.1f}us {r['bytes'] / now / 1e9:>8.3f} "
+              f"{now / copy:>9.1f} {median('1', i, 'wakeups'):>8.1f} | {before * 1e6:>10.1f}us "
+              f"{median('0', i, 'wakeups'):>8.1f} {before / now:>8.2f}x")
 
     steps = 20 if args.quick else 200
     rates = {}

@@ -127,6 +127,15 @@ int64_t shape_hash(const Shape& shape) {
   return static_cast<int64_t>(h >> 1);
 }
 
+// The first exchange of a cross-process collective has the same size on
+// every rank whatever it brings (Gloo aborts the process on a size
+// mismatch): the header and the first kFirstExchangeBytes of the data,
+// padded. A small all_reduce is then one Gloo all-gather, not two (a
+// header, then the data): on a loaded machine each exchange costs several
+// process wake-ups, which dominated small all_reduces. Larger data sends
+// its rest in a second exchange, once the headers agree.
+constexpr size_t kFirstExchangeBytes = 16 * 1024;
+
 // Replicas that are processes: every rank gathers every rank's contribution
 // (Gloo all-gather), then reduces them in rank order with the same reduce_fn
 // as thread replicas, so every rank gets the same bits as the thread
@@ -136,12 +145,21 @@ void process_rendezvous(const std::string& name, int64_t reduce, const Buffer& i
   static std::atomic<int64_t> next_number{0};
   const int world = distributed::world_size();
   const int rank = distributed::rank();
+  const auto ranks = static_cast<size_t>(world);
   const ContributionHeader mine{next_number++, tls_step, static_cast<int64_t>(input.dtype()), input.numel(),
                                 shape_hash(input.shape()), reduce};
-  std::vector<ContributionHeader> headers(static_cast<size_t>(world));
-  distributed::all_gather(name + " (header)", &mine, sizeof mine, headers.data());
+  const size_t bytes = input.bytes();
+  const size_t first_limit = distributed::small_message_tuning() ? kFirstExchangeBytes : 0;
+  const size_t first = std::min(bytes, first_limit);
+  const size_t slot_bytes = sizeof(ContributionHeader) + first_limit;
+  std::vector<char> slot(slot_bytes, 0);
+  std::memcpy(slot.data(), &mine, sizeof mine);
+  std::memcpy(slot.data() + sizeof mine, input.data(), first);
+  std::vector<char> slots(slot_bytes * ranks);
+  distributed::all_gather(name, slot.data(), slot_bytes, slots.data(), static_cast<int64_t>(first));
   for (int r = 0; r < world; ++r) {
-    const ContributionHeader& h = headers[static_cast<size_t>(r)];
+    ContributionHeader h{};
+    std::memcpy(&h, slots.data() + slot_bytes * static_cast<size_t>(r), sizeof h);
     if (h.dtype != mine.dtype || h.numel != mine.numel || h.shape_hash != mine.shape_hash || h.reduce != mine.reduce ||
         h.number != mine.number) {
       throw EngineError(name + ": the ranks disagree at collective #" + std::to_string(mine.number) + ": rank " +
@@ -152,18 +170,21 @@ void process_rendezvous(const std::string& name, int64_t reduce, const Buffer& i
                         " elements — every rank must trace the same collectives in the same order");
     }
   }
+  // Every rank brings the same size (the headers agree): the rest in one
+  // more exchange.
+  std::vector<char> rest;
+  if (bytes > first) {
+    rest.resize((bytes - first) * ranks);
+    distributed::all_gather(name, static_cast<const char*>(input.data()) + first, bytes - first, rest.data());
+  }
   std::vector<std::shared_ptr<Buffer>> held;
   std::vector<const Buffer*> inputs;
-  if (world == 1) {
-    inputs.push_back(&input);
-  } else {
-    std::vector<char> gathered(input.bytes() * static_cast<size_t>(world));
-    distributed::all_gather(name, input.data(), input.bytes(), gathered.data());
-    for (int r = 0; r < world; ++r) {
-      held.push_back(Buffer::allocate(input.dtype(), input.shape()));
-      std::memcpy(held.back()->data(), gathered.data() + input.bytes() * static_cast<size_t>(r), input.bytes());
-      inputs.push_back(held.back().get());
-    }
+  for (int r = 0; r < world; ++r) {
+    held.push_back(Buffer::allocate(input.dtype(), input.shape()));
+    char* data = static_cast<char*>(held.back()->data());
+    std::memcpy(data, slots.data() + slot_bytes * static_cast<size_t>(r) + sizeof(ContributionHeader), first);
+    if (bytes > first) std::memcpy(data + first, rest.data() + (bytes - first) * static_cast<size_t>(r), bytes - first);
+    inputs.push_back(held.back().get());
   }
   Buffer* outputs[] = {&output};
   reduce_fn(inputs, outputs);

@@ -53,6 +53,12 @@ bool initialized();
 int rank();        // throws when not initialized
 int world_size();  // throws when not initialized
 
+// Whether small exchanges are tuned: TCP_NODELAY on Gloo's sockets, and a
+// small all_reduce in one exchange (backend/collective.cpp). On unless
+// LAZYSCOPE_GLOO_TUNING=0, which runs collectives as they ran before, for
+// benchmarks/distributed_bench.py to measure both side by side.
+bool small_message_tuning();
+
 // Cumulative totals of this process's collectives, for the metrics report
 // and the benchmark.
 struct Totals {
@@ -63,8 +69,11 @@ struct Totals {
 Totals totals();
 
 // Every rank's `bytes` bytes at `in`, concatenated in rank order into `out`
-// (world_size * bytes). `what` names the collective in errors.
-void all_gather(const std::string& what, const void* in, size_t bytes, void* out);
+// (world_size * bytes). `what` names the collective in errors. `counted`:
+// the bytes that count as this rank's contribution in the totals and the
+// CollectiveBytes counter (-1: all of them; less when some are a header or
+// padding).
+void all_gather(const std::string& what, const void* in, size_t bytes, void* out, int64_t counted = -1);
 // (broadcast, all_gather and reduce_scatter of tensors are all_reduce ops:
 // lazyscope.distributed writes them so, and they stay in the step's graph.)
 void barrier(const std::string& what);
