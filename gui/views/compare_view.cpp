@@ -127,18 +127,21 @@ CompareView::CompareView(QWidget *parent)
     : QWidget(parent, Qt::Window), loader_(new CompareLoader(this)),
       metrics_(new MetricDeltaModel(this)),
       graphs_(new DeltaTableModel({tr("In"), tr("Graph"), tr("Size")},
-                                  {{tr("Compiles"), false, true},
-                                   {tr("Compile time"), true, true},
-                                   {tr("Executions"), false, false},
-                                   {tr("Execute time"), true, true}},
+                                  {{tr("Compiles"), QStringLiteral("compiles")},
+                                   {tr("Compile time"), QStringLiteral("compile_ms")},
+                                   {tr("Executions"), QStringLiteral("executions")},
+                                   {tr("Execute time"), QStringLiteral("execute_ms")}},
                                   this)),
       reasons_(new DeltaTableModel(
           {tr("In"), tr("Reason"), tr("Source")},
-          {{tr("Compiles"), false, true}, {tr("Compile time"), true, true}},
+          {{tr("Compiles"), QStringLiteral("compiles")},
+           {tr("Compile time"), QStringLiteral("compile_ms")}},
           this)),
       fallbacks_(new DeltaTableModel(
           {tr("In"), tr("Op"), tr("Source")},
-          {{tr("Fallbacks"), false, true}, {tr("Time"), true, true}}, this)) {
+          {{tr("Fallbacks"), QStringLiteral("fallbacks")},
+           {tr("Time"), QStringLiteral("fallback_ms")}},
+          this)) {
   setObjectName(QStringLiteral("compareView"));
   setWindowTitle(tr("Compare runs"));
   resize(1000, 700);

@@ -12,6 +12,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <map>
 
 #include "dialogs/run_script_dialog.h"
 #include "export/run_bundle.h"
@@ -204,7 +205,7 @@ private slots:
   void metricVerdicts() {
     DeltaTableModel model(
         {QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
-        {{QStringLiteral("Count"), false, true}});
+        {{QStringLiteral("Count"), QStringLiteral("fallbacks")}});
     QAbstractItemModelTester tester(
         &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setRows({{QStringLiteral("both"),
@@ -219,6 +220,46 @@ private slots:
              QStringLiteral("3 → 1  (−2)"));
     QCOMPARE(model.index(1, DeltaTableModel::FIRST_VALUE).data().toString(),
              QStringLiteral("— → 2"));
+  }
+
+  // Each column is coloured by what it measures: more compiles, time or
+  // fallbacks are worse, more steps/s or cache hits better, more executions
+  // neither; a row in one run only is not coloured at all.
+  void deltaColoursFollowTheMetricsMeaning() {
+    const QStringList metrics = {"compiles", "compile_ms", "fallbacks", "executions",
+                                 "steps", "steps_per_s", "cache_hit_rate"};
+    std::vector<DeltaColumn> columns;
+    for (const QString &metric : metrics) columns.push_back({metric, metric});
+    DeltaTableModel model({QStringLiteral("In"), QStringLiteral("Item"), QStringLiteral("Where")},
+                          columns);
+    QPalette palette;
+    model.setPalette(palette);
+    // Every figure went up from A to B in row 0 and down in row 1.
+    std::vector<std::pair<std::optional<double>, std::optional<double>>> up, down, onlyB;
+    for (int i = 0; i < metrics.size(); ++i) {
+      up.push_back({0.5, 0.75});
+      down.push_back({0.75, 0.5});
+      onlyB.push_back({std::nullopt, 0.75});
+    }
+    model.setRows({{"both", "g1", "", up}, {"both", "g2", "", down}, {"only in B", "g3", "", onlyB}});
+    const std::map<QString, int> upVerdict = {{"compiles", -1}, {"compile_ms", -1}, {"fallbacks", -1},
+                                              {"executions", 0}, {"steps", 0}, {"steps_per_s", 1},
+                                              {"cache_hit_rate", 1}};
+    for (int c = 0; c < metrics.size(); ++c) {
+      const int column = DeltaTableModel::FIRST_VALUE + c;
+      const int expected = upVerdict.at(metrics[c]);
+      QCOMPARE(model.index(0, column).data(DeltaTableModel::VerdictRole).toInt(), expected);
+      QCOMPARE(model.index(1, column).data(DeltaTableModel::VerdictRole).toInt(), -expected);
+      QCOMPARE(model.index(2, column).data(DeltaTableModel::VerdictRole).toInt(), 0);
+      QVERIFY(!model.index(2, column).data(Qt::ForegroundRole).isValid());
+      const QVariant colour = model.index(0, column).data(Qt::ForegroundRole);
+      if (expected == 0) {
+        QVERIFY(!colour.isValid());
+      } else {
+        QCOMPARE(colour.value<QColor>(), verdictColor(expected, palette));
+      }
+    }
+    QCOMPARE(betterDirection(QStringLiteral("no_such_metric")), Better::Neither);
   }
 
   void commandLineComesFromTheFlagTable() {
