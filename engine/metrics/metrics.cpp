@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "lazyscope/event_text.h"
 #include "lazyscope/percentile.h"
 
 namespace lazyscope::metrics {
@@ -21,7 +22,7 @@ Registry& registry() {
 }
 
 // Gauges describe current state, not history; reset() leaves them alone.
-bool is_gauge(const std::string& name) { return name.rfind("Live", 0) == 0; }
+bool is_gauge(const std::string& name) { return event_text::is_gauge_metric(name); }
 
 // Selection, not a full sort: three quantiles of a 1024-sample window cost a
 // few microseconds, which keeps the per-step snapshot cheap. Quantiles are
