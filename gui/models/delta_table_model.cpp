@@ -58,6 +58,12 @@ void DeltaTableModel::setRows(std::vector<DeltaRow> rows) {
   endResetModel();
 }
 
+void DeltaTableModel::setNoise(const QString &metric, double noise) {
+  beginResetModel();
+  noise_.insert(metric, noise);
+  endResetModel();
+}
+
 int DeltaTableModel::rowCount(const QModelIndex &parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -87,8 +93,9 @@ QVariant DeltaTableModel::data(const QModelIndex &index, int role) const {
   const bool isTime = spec.metric.endsWith(QLatin1String("_ms"));
   const double delta = b.value_or(0) - a.value_or(0);
   // A row in one run only is a difference of kind, not better or worse.
-  const int verdict =
-      a && b ? deltaVerdict(betterDirection(spec.metric), delta) : 0;
+  const int verdict = a && b && std::abs(delta) > noise_.value(spec.metric, 0.0)
+                          ? deltaVerdict(betterDirection(spec.metric), delta)
+                          : 0;
   switch (role) {
   case SortRole:
   case DeltaRole:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QHash>
 #include <QPalette>
 #include <QStringList>
 #include <optional>
@@ -51,6 +52,11 @@ public:
                   QObject *parent = nullptr);
 
   void setRows(std::vector<DeltaRow> rows);
+  // A change of `metric` no larger than `noise` (in its unit) is no verdict:
+  // the runs' own spread (storage's comparison estimates it per run-level
+  // metric; a graph's share of it is smaller, so this errs towards "no
+  // verdict").
+  void setNoise(const QString &metric, double noise);
   void setPalette(const QPalette &palette) { palette_ = palette; }
 
   int rowCount(const QModelIndex &parent = {}) const override;
@@ -64,6 +70,7 @@ private:
   QStringList fixedTitles_;
   std::vector<DeltaColumn> columns_;
   std::vector<DeltaRow> rows_;
+  QHash<QString, double> noise_;
   QPalette palette_;
 };
 

@@ -246,6 +246,13 @@ void CompareView::showComparison(const Comparison &comparison) {
       tr("Deltas are B − A: green where B is better, red where it is worse. "
          "Graphs are matched by their structural hash."));
   metrics_->setMetrics({runs.metrics().begin(), runs.metrics().end()});
+  // The summary's noise of compile and execute time bounds what a graph's
+  // own change of them may be before it is coloured.
+  for (const pb::MetricDelta &metric : runs.metrics()) {
+    const QString name = QString::fromStdString(metric.metric());
+    for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_})
+      model->setNoise(name, metric.noise());
+  }
   graphs_->setRows(graphRows(runs));
   reasons_->setRows(reasonRows(runs));
   fallbacks_->setRows(

@@ -202,6 +202,36 @@ private slots:
     view->close();
   }
 
+  // The Compare view's chart at its default size (1000 px window, the chart
+  // beside the table): two runs with long names drew their legend in one
+  // row, the second entry cut off at the right edge.
+  void stepChartLegendWrapsInsteadOfClipping() {
+    StepChart chart;
+    chart.resize(380, 240);
+    const auto series = [](const QString &name, QColor color) {
+      return StepChart::Series{name, color, {0, 1, 2}, {5.0, 1.0, 1.2}};
+    };
+    chart.setSeries({series(QStringLiteral("A #12 recompile_demo_with_a_long_name"), Qt::blue),
+                     series(QStringLiteral("B #13 recompile_fixed_with_a_long_name"), Qt::red)});
+    const std::vector<StepChart::LegendEntry> legend = chart.legend();
+    QCOMPARE(legend.size(), size_t{2});
+    for (const StepChart::LegendEntry &entry : legend) {
+      QVERIFY2(QRectF(chart.rect()).contains(entry.label), qPrintable(entry.text));
+      QVERIFY(entry.text.endsWith(QStringLiteral("(3 steps)")));  // nothing elided: it fits in a row
+      QVERIFY(entry.label.bottom() < chart.plotRect().top());  // the plot starts below the legend
+    }
+    QVERIFY(legend[1].label.top() > legend[0].label.top());  // a second row
+    // Narrower than one label: elided, still inside.
+    chart.resize(200, 200);
+    for (const StepChart::LegendEntry &entry : chart.legend()) {
+      QVERIFY2(QRectF(chart.rect()).contains(entry.label), qPrintable(entry.text));
+      QVERIFY(entry.text.contains(QStringLiteral("…")));
+    }
+    // Wide enough: one row, as before.
+    chart.resize(1200, 240);
+    QCOMPARE(chart.legend()[1].label.top(), chart.legend()[0].label.top());
+  }
+
   void metricVerdicts() {
     DeltaTableModel model(
         {QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
@@ -260,6 +290,14 @@ private slots:
       }
     }
     QCOMPARE(betterDirection(QStringLiteral("no_such_metric")), Better::Neither);
+    // A change within the runs' noise is no verdict: 0.25 ms more compile
+    // time when compiles vary by 0.5 ms.
+    model.setNoise(QStringLiteral("compile_ms"), 0.5);
+    const int compileMs = DeltaTableModel::FIRST_VALUE + static_cast<int>(metrics.indexOf("compile_ms"));
+    QCOMPARE(model.index(0, compileMs).data(DeltaTableModel::VerdictRole).toInt(), 0);
+    QVERIFY(!model.index(0, compileMs).data(Qt::ForegroundRole).isValid());
+    model.setNoise(QStringLiteral("compile_ms"), 0.1);
+    QCOMPARE(model.index(0, compileMs).data(DeltaTableModel::VerdictRole).toInt(), -1);
   }
 
   void commandLineComesFromTheFlagTable() {
