@@ -389,7 +389,12 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::readSettings() {
   const QSettings settings;
   if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(defaultSize(screen()->availableGeometry()));
-  splitter_->restoreState(settings.value(kSplitterKey).toByteArray());
+  if (!splitter_->restoreState(settings.value(kSplitterKey).toByteArray())) {
+    // First open: the split by size hints gave the run list about 130 px
+    // (four rows); two fifths of the window lists a dozen runs.
+    const int height = size().height();
+    splitter_->setSizes({height * 2 / 5, height * 3 / 5});
+  }
   runs_->restoreHeaderState(settings.value(kHeaderKey).toByteArray());
 }
 
