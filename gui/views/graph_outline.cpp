@@ -102,13 +102,18 @@ std::vector<QString> groupPaths(const pb::IrGraph& graph) {
   // Else where its value goes (users come later, so walk backwards): a
   // weight's gradient and the optimizer's moments of it end in the update
   // of that weight.
-  for (int v = n - 1; v >= 0; --v) {
-    if (module[v].isEmpty()) continue;
-    for (int u : operands[v]) {
-      if (!leaf[u] && module[u].isEmpty() && graph.nodes(u).scope().empty()) module[u] = module[v];
+  const auto fromUsers = [&] {
+    for (int v = n - 1; v >= 0; --v) {
+      if (module[v].isEmpty()) continue;
+      for (int u : operands[v]) {
+        if (!leaf[u] && module[u].isEmpty() && graph.nodes(u).scope().empty()) module[u] = module[v];
+      }
     }
-  }
-  // Else where it comes from: its earliest operand attributed to a module.
+  };
+  fromUsers();
+  // Else where it comes from: its earliest operand attributed to a module;
+  // then what that settled passes on to its operands (an update that is an
+  // output, with no user, settles only here: its moments follow it).
   for (int v = 0; v < n; ++v) {
     if (leaf[v] || !module[v].isEmpty()) continue;
     for (int u : operands[v]) {
@@ -118,6 +123,7 @@ std::vector<QString> groupPaths(const pb::IrGraph& graph) {
       }
     }
   }
+  fromUsers();
   for (int v = 0; v < n; ++v) {
     const pb::IrNode& node = graph.nodes(v);
     if (leaf[v] || !node.scope().empty()) continue;
