@@ -127,12 +127,15 @@ pb::IrGraph syntheticTrainingStep(int nodes) {
   std::vector<int> outputs = {loss};
   for (int w : weights) {
     const int g = gradOf[w] >= 0 ? gradOf[w] : b.add("mul", {grad, grad}, "", 41);
-    const int m = b.add("add", {b.add("mul", {b.add("device_data", {}, "", 43, true), g}, "", 43),
-                                b.add("mul", {g, g}, "", 43)}, "", 43);
-    const int v = b.add("add", {b.add("mul", {b.add("device_data", {}, "", 43, true), g}, "", 43),
+    // Each moment times its beta (state and beta both graph inputs), plus
+    // the gradient's share; the update decays the weight (AdamW) and adds
+    // the step, an output nothing reads.
+    const auto beta = [&b] { return b.add("device_data", {}, "", 43, true); };
+    const int m = b.add("add", {b.add("mul", {beta(), beta()}, "", 43), b.add("mul", {g, g}, "", 43)}, "", 43);
+    const int v = b.add("add", {b.add("mul", {beta(), beta()}, "", 43),
                                 b.add("mul", {g, b.add("mul", {g, g}, "", 43)}, "", 43)}, "", 43);
     const int step = b.add("div", {m, b.add("add", {b.add("sqrt", {v}, "", 43), g}, "", 43)}, "", 43);
-    outputs.push_back(b.add("sub", {w, b.add("mul", {step, m}, "", 43)}, "", 43));
+    outputs.push_back(b.add("add", {b.add("mul", {w, beta()}, "", 43), b.add("mul", {step, m}, "", 43)}, "", 43));
     outputs.push_back(m);
     outputs.push_back(v);
   }
