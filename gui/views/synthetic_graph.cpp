@@ -82,9 +82,9 @@ pb::IrGraph syntheticTrainingStep(int nodes) {
   std::vector<int> weights;
   std::vector<std::vector<Use>> layers;
   int x = b.add("device_data", {}, "", 12, true);
-  // Each layer costs about 168 nodes: 34 forward (7 parameters), 36
-  // backward, 98 update.
-  const int layerCount = std::max(1, (nodes + 84) / 168);
+  // Each layer costs about 196 nodes: 34 forward (7 parameters), 36
+  // backward, 126 update.
+  const int layerCount = std::max(1, (nodes + 98) / 196);
   for (int layer = 0; layer < layerCount; ++layer) {
     const std::string attn = "Model.layers." + std::to_string(layer) + ".attn";
     const std::string mlp = "Model.layers." + std::to_string(layer) + ".mlp";
