@@ -213,7 +213,7 @@ void GraphViewer::setGraph(std::shared_ptr<const pb::IrGraph> graph) {
     clear();
     return;
   }
-  state_ = initialOutlineState(*graph_, kCollapseLimit);
+  state_ = initialOutlineState(*graph_, kCollapseLimit, kOpenBudget);
   relayout();
 }
 
