@@ -350,6 +350,27 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
     }
   }
 
+  // Items in order of their last node, not their first: a group holds graph
+  // inputs that come early in post-order (a parameter, a clip threshold)
+  // but everything it reads comes before its last node, so edges between
+  // groups run forward in this order and the layout draws them downwards.
+  std::vector<int> order(out.items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&out](int a, int b) {
+    return out.items[a].members.back() < out.items[b].members.back();
+  });
+  std::vector<int> position(order.size());
+  std::vector<OutlineItem> sorted;
+  sorted.reserve(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    position[order[i]] = static_cast<int>(i);
+    sorted.push_back(std::move(out.items[order[i]]));
+  }
+  out.items = std::move(sorted);
+  for (int& item : out.itemOfNode) {
+    if (item >= 0) item = position[item];
+  }
+
   const std::vector<std::vector<int>> operands = operandIndices(graph);
   std::unordered_set<long long> seen;
   for (int v = 0; v < n; ++v) {

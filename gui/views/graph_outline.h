@@ -44,7 +44,7 @@ struct OutlineItem {
 };
 
 struct GraphOutline {
-  std::vector<OutlineItem> items;          // in order of their first node
+  std::vector<OutlineItem> items;          // in order of their last node
   std::vector<std::pair<int, int>> edges;  // item indices, deduplicated
   std::vector<int> itemOfNode;             // -1: hidden by the hop filter
 };

@@ -81,6 +81,9 @@ pb::IrGraph syntheticTrainingStep(int nodes) {
   };
   std::vector<int> weights;
   std::vector<std::vector<Use>> layers;
+  // The loss scale: a graph input early in post-order that only the loss
+  // (line 40), after the whole forward pass, reads.
+  const int lossScale = b.add("device_data", {}, "", 40, true);
   int x = b.add("device_data", {}, "", 12, true);
   // Each layer costs about 196 nodes: 34 forward (7 parameters), 36
   // backward, 126 update.
@@ -113,7 +116,7 @@ pb::IrGraph syntheticTrainingStep(int nodes) {
   }
   // The loss, in the script (no module), then backward: every op traced by
   // loss.backward() at line 41, none in a module.
-  int grad = b.add("mul", {x, b.add("device_data", {}, "", 40, true)}, "", 40);
+  int grad = b.add("mul", {x, lossScale}, "", 40);
   const int loss = b.add("sum", {b.add("mul", {x, x}, "", 40)}, "", 40);
   std::vector<int> gradOf(static_cast<size_t>(graph.nodes_size()), -1);
   for (auto layer = layers.rbegin(); layer != layers.rend(); ++layer) {

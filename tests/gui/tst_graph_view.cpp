@@ -251,6 +251,14 @@ class TestGraphView : public QObject {
       QVERIFY2(boxOf(forward) >= 1, qPrintable(forward));
       QVERIFY2(boxOf(backward) >= 1, qPrintable(backward));
     }
+    // Edges out of the forward pass run down the drawing: every group comes
+    // after what it reads, the loss (whose scale is an early graph input,
+    // its first node) included. (Groups of the backward pass may form
+    // cycles; the layout turns those edges round.)
+    for (auto [from, to] : outline.edges) {
+      if (!outline.items[from].scope.startsWith(QStringLiteral("Model."))) continue;
+      QVERIFY2(from < to, qPrintable(outline.items[from].scope + QStringLiteral(" -> ") + outline.items[to].scope));
+    }
     // Every parameter sits in a box with its layer, none drawn alone.
     for (const OutlineItem& item : outline.items) {
       if (item.node >= 0) QVERIFY(graph.nodes(item.node).op() != "device_data");
