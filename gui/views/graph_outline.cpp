@@ -337,13 +337,15 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
       // title alone would read as the forward module itself).
       const QString module = item.scope.section(QLatin1Char('.'), 1);
       item.title = module.isEmpty() ? first : module;
-      item.subtitle += QStringLiteral(" · ") + first;
+      // "line 81" fits beside the count; the file is in the tooltip.
+      const qsizetype colon = first.lastIndexOf(QLatin1Char(':'));
+      item.subtitle += QStringLiteral(" · ") + (colon < 0 ? first : QObject::tr("line %1").arg(first.mid(colon + 1)));
       item.tooltip = QObject::tr("%1 traced at %2 outside any module call (a backward pass, an optimizer "
                                  "update, a loss)%3")
                          .arg(item.subtitle.section(QStringLiteral(" · "), 0, 0), first,
                               module.isEmpty() ? QString()
-                                               : QObject::tr(", grouped by the module whose values they "
-                                                             "read: %1")
+                                               : QObject::tr(", grouped by the module whose parameters, "
+                                                             "activations or updates they work on: %1")
                                                      .arg(module));
     } else {
       item.tooltip = QObject::tr("Scope %1: %2").arg(item.scope, item.subtitle);

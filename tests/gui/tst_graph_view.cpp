@@ -240,6 +240,7 @@ class TestGraphView : public QObject {
     }
     const int layers = static_cast<int>(layerScopes.size());
     QVERIFY(layers >= 8);
+    int backwardBoxes = 0;
     for (int layer = 0; layer < layers; ++layer) {
       const QString forward = QStringLiteral("Model.layers.%1").arg(layer);
       const QString backward = QStringLiteral("train_big:41.Model.layers.%1").arg(layer);
@@ -249,6 +250,15 @@ class TestGraphView : public QObject {
         });
       };
       QVERIFY2(boxOf(forward) >= 1, qPrintable(forward));
+      for (const OutlineItem& item : outline.items) {
+        // A backward box reads as its module and the line: "Model.layers.2.attn", "12 nodes · line 41".
+        if (item.node < 0 && item.scope == backward + QStringLiteral(".attn")) {
+          ++backwardBoxes;
+          QCOMPARE(item.title, forward + QStringLiteral(".attn"));
+          QVERIFY2(item.subtitle.endsWith(QStringLiteral("nodes · line 41")), qPrintable(item.subtitle));
+          QVERIFY2(item.tooltip.contains(QStringLiteral("traced at train_big:41")), qPrintable(item.tooltip));
+        }
+      }
       QVERIFY2(boxOf(backward) >= 1, qPrintable(backward));
     }
     // Edges out of the forward pass run down the drawing: every group comes
@@ -259,6 +269,7 @@ class TestGraphView : public QObject {
       if (!outline.items[from].scope.startsWith(QStringLiteral("Model."))) continue;
       QVERIFY2(from < to, qPrintable(outline.items[from].scope + QStringLiteral(" -> ") + outline.items[to].scope));
     }
+    QVERIFY(backwardBoxes >= layers - 1);
     // Every parameter sits in a box with its layer, none drawn alone.
     for (const OutlineItem& item : outline.items) {
       if (item.node >= 0) QVERIFY(graph.nodes(item.node).op() != "device_data");
