@@ -74,6 +74,36 @@ void BM_OpenCollapsed5000(benchmark::State& state) {
 }
 BENCHMARK(BM_OpenCollapsed5000)->Name("open_collapsed_5000_nodes")->Unit(benchmark::kMillisecond);
 
+// A training step as the engine records it (only the forward pass scoped):
+// choosing what opens (initialOutlineState, on the GUI thread) and then the
+// outline and its layout (on a pool thread), at 1,500 and 5,000 nodes.
+void BM_InitialStateTrainingStep(benchmark::State& state) {
+  const lazyscope::pb::IrGraph g = syntheticTrainingStep(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    OutlineState initial = initialOutlineState(g, 500);
+    benchmark::DoNotOptimize(initial.expanded.size());
+  }
+  state.counters["nodes"] = g.nodes_size();
+}
+BENCHMARK(BM_InitialStateTrainingStep)->Name("training_step_initial_state")->Arg(1500)->Arg(5000)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_OpenTrainingStep(benchmark::State& state) {
+  const lazyscope::pb::IrGraph g = syntheticTrainingStep(static_cast<int>(state.range(0)));
+  const OutlineState initial = initialOutlineState(g, 500);
+  size_t boxes = 0;
+  for (auto _ : state) {
+    const GraphOutline outline = buildOutline(g, initial);
+    LayoutResult result = layoutLayered(layoutInputFor(outline));
+    benchmark::DoNotOptimize(result.x.data());
+    boxes = outline.items.size();
+  }
+  state.counters["nodes"] = g.nodes_size();
+  state.counters["boxes"] = static_cast<double>(boxes);
+}
+BENCHMARK(BM_OpenTrainingStep)->Name("training_step_outline_and_layout")->Arg(1500)->Arg(5000)
+    ->Unit(benchmark::kMillisecond);
+
 // Expanded, from IR to a built scene: the whole wait for the worst case.
 void BM_ExpandedToScene5000(benchmark::State& state) {
   static int argc = 1;

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <memory>
 
+#include "lazyscope/event_text.h"
+#include "lazyscope/percentile.h"
+
 namespace lazyscope::metrics {
 namespace {
 
@@ -19,18 +22,23 @@ Registry& registry() {
 }
 
 // Gauges describe current state, not history; reset() leaves them alone.
-bool is_gauge(const std::string& name) { return name.rfind("Live", 0) == 0; }
+bool is_gauge(const std::string& name) { return event_text::is_gauge_metric(name); }
 
 // Selection, not a full sort: three quantiles of a 1024-sample window cost a
 // few microseconds, which keeps the per-step snapshot cheap. Quantiles are
-// asked for in increasing order, so each selection only scans the tail.
+// asked for in increasing order, so each selection only scans the tail. The
+// definition (linear interpolation, as NumPy's) is stats::percentile's.
 double percentile(std::vector<double>& values, size_t& from, double q) {
   if (values.empty()) return 0;
-  const size_t i = std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())));
+  const stats::Rank rank = stats::percentile_rank(values.size(), q);
+  const size_t i = rank.lower;
   std::nth_element(values.begin() + static_cast<std::ptrdiff_t>(std::min(from, i)),
                    values.begin() + static_cast<std::ptrdiff_t>(i), values.end());
   from = i;
-  return values[i];
+  if (rank.fraction == 0.0 || i + 1 >= values.size()) return values[i];
+  // Everything after i is at least values[i]; the next rank is their least.
+  const double next = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(i + 1), values.end());
+  return values[i] + rank.fraction * (next - values[i]);
 }
 
 // What the last snapshot returned, to tell what changed since.

@@ -5,6 +5,9 @@
 #include <QIcon>
 #include <QTabWidget>
 #include <cstdio>
+#include <exception>
+
+#include "db/history_file.h"
 
 #include "util/color_scheme.h"
 #include "windows/main_window.h"
@@ -63,20 +66,39 @@ int main(int argc, char* argv[]) {
   }
   if (scheme != lazyscope::gui::ColorScheme::System) lazyscope::gui::applyColorScheme(scheme);
 
+  // Checked before the window shows: a mistyped --run or --tab is said on
+  // stderr with what there is, and nothing opens (as the CLI does).
   lazyscope::gui::MainWindow window;
-  window.show();
-  if (parser.isSet(runOption)) {
-    if (parser.value(runOption).trimmed().isEmpty()) {
-      std::fputs("lazyscope-gui: --run needs a run id, a run name or \"last\"\n", stderr);
-      return 2;
-    }
-    window.selectRunWhenLoaded(parser.value(runOption));
-  }
   if (parser.isSet(tabOption) && !window.runDetail()->showTab(parser.value(tabOption))) {
     std::fprintf(stderr, "lazyscope-gui: no tab named \"%s\"; the tabs are: %s\n", qPrintable(parser.value(tabOption)),
                  qPrintable(window.runDetail()->tabNames().join(QStringLiteral(", "))));
     return 2;
   }
+  if (parser.isSet(runOption)) {
+    const QString ref = parser.value(runOption).trimmed();
+    if (ref.isEmpty()) {
+      std::fputs("lazyscope-gui: --run needs a run id, a run name or \"last\"\n", stderr);
+      return 2;
+    }
+    QString history = args.isEmpty() ? QString() : args.first();
+    if (history.isEmpty()) {
+      try {
+        history = QString::fromStdString(lazyscope::storage::default_history_path());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "lazyscope-gui: --run %s: no default history: %s\n", qPrintable(ref), e.what());
+        return 2;
+      }
+    }
+    QString problem;
+    const int64_t runId = lazyscope::gui::MainWindow::resolveRun(history, ref, &problem);
+    if (runId == 0) {
+      std::fprintf(stderr, "lazyscope-gui: %s\n", qPrintable(problem));
+      return 2;
+    }
+    // The id, not the text: the window selects the run the CLI would.
+    window.selectRunWhenLoaded(static_cast<qint64>(runId));
+  }
+  window.show();
   if (args.isEmpty()) {
     window.openDefaultHistory();
   } else {

@@ -14,7 +14,37 @@ QString valueText(std::optional<double> value, bool isTime) {
   return isTime ? formatStepTime(*value) : QString::number(*value, 'f', 0);
 }
 
+struct Meaning {
+  const char *metric;
+  Better better;
+};
+
+// Costs are better lower; throughput and cache hits higher; how much work a
+// run did (steps, executions) is neither.
+constexpr Meaning kMeanings[] = {
+    {"compiles", Better::Lower},    {"compile_ms", Better::Lower},
+    {"execute_ms", Better::Lower},  {"fallbacks", Better::Lower},
+    {"fallback_ms", Better::Lower}, {"wall_ms", Better::Lower},
+    {"median_step_ms", Better::Lower},
+    {"executions", Better::Neither}, {"steps", Better::Neither},
+    {"steps_per_s", Better::Higher}, {"cache_hit_rate", Better::Higher},
+};
+
 } // namespace
+
+Better betterDirection(const QString &metric) {
+  for (const Meaning &m : kMeanings) {
+    if (metric == QLatin1String(m.metric))
+      return m.better;
+  }
+  return Better::Neither;
+}
+
+int deltaVerdict(Better better, double delta) {
+  if (better == Better::Neither || delta == 0)
+    return 0;
+  return (delta < 0) == (better == Better::Lower) ? 1 : -1;
+}
 
 DeltaTableModel::DeltaTableModel(QStringList fixedTitles,
                                  std::vector<DeltaColumn> columns,
@@ -25,6 +55,12 @@ DeltaTableModel::DeltaTableModel(QStringList fixedTitles,
 void DeltaTableModel::setRows(std::vector<DeltaRow> rows) {
   beginResetModel();
   rows_ = std::move(rows);
+  endResetModel();
+}
+
+void DeltaTableModel::setNoise(const QString &metric, double noise) {
+  beginResetModel();
+  noise_.insert(metric, noise);
   endResetModel();
 }
 
@@ -54,24 +90,31 @@ QVariant DeltaTableModel::data(const QModelIndex &index, int role) const {
     return {};
   const auto [a, b] = row.values[v];
   const DeltaColumn &spec = columns_[v];
+  const bool isTime = spec.metric.endsWith(QLatin1String("_ms"));
   const double delta = b.value_or(0) - a.value_or(0);
+  // A row in one run only is a difference of kind, not better or worse.
+  const int verdict = a && b && std::abs(delta) > noise_.value(spec.metric, 0.0)
+                          ? deltaVerdict(betterDirection(spec.metric), delta)
+                          : 0;
   switch (role) {
   case SortRole:
   case DeltaRole:
     return delta;
+  case VerdictRole:
+    return verdict;
   case Qt::TextAlignmentRole:
     return QVariant(Qt::AlignRight | Qt::AlignVCenter);
   case Qt::ForegroundRole: {
-    if (!spec.lowerIsBetter || delta == 0)
+    if (verdict == 0)
       return {};
-    return verdictColor(delta < 0 ? 1 : -1, palette_);
+    return verdictColor(verdict, palette_);
   }
   case Qt::DisplayRole: {
-    QString text = QStringLiteral("%1 → %2").arg(valueText(a, spec.isTime),
-                                                 valueText(b, spec.isTime));
+    QString text = QStringLiteral("%1 → %2").arg(valueText(a, isTime),
+                                                 valueText(b, isTime));
     if (a && b && delta != 0) {
       text += QStringLiteral("  (%1%2)")
-                  .arg(signOf(delta), valueText(std::abs(delta), spec.isTime));
+                  .arg(signOf(delta), valueText(std::abs(delta), isTime));
     }
     return text;
   }

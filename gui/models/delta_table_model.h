@@ -1,10 +1,12 @@
 // Rows that exist in run A, run B or both, each with a few values measured in
 // both runs, shown as "A → B (Δ)" and sorted by the delta: the graph,
 // recompile-reason and fallback tables of the Compare view. A value column
-// may be "lower is better" (its delta coloured green when B is lower).
+// is coloured green where B is better, red where worse, by what the column
+// measures (betterDirection), and only where the row is in both runs.
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QHash>
 #include <QPalette>
 #include <QStringList>
 #include <optional>
@@ -21,10 +23,22 @@ struct DeltaRow {
   std::vector<std::pair<std::optional<double>, std::optional<double>>> values;
 };
 
+// Which way a change of a measured figure is good: one table
+// (betterDirection) by the figure's key, so that a column is coloured by what
+// it means, not by the sign of its delta.
+enum class Better { Neither, Lower, Higher };
+
+// "compiles", "compile_ms", "executions", "execute_ms", "fallbacks",
+// "fallback_ms", "steps", "steps_per_s", "cache_hit_rate"; an unknown key is
+// Neither (no colour rather than a wrong one).
+Better betterDirection(const QString &metric);
+
+// +1 when B is better than A, -1 when worse, 0 when equal or neither.
+int deltaVerdict(Better better, double delta);
+
 struct DeltaColumn {
   QString title;
-  bool isTime = false;       // milliseconds, else a count
-  bool lowerIsBetter = true; // false: neutral
+  QString metric;  // the key of betterDirection(); its unit: "_ms" is time
 };
 
 class DeltaTableModel : public QAbstractTableModel {
@@ -32,12 +46,17 @@ class DeltaTableModel : public QAbstractTableModel {
 
 public:
   enum FixedColumns { Presence, Item, Where, FIRST_VALUE };
-  enum Roles { SortRole = Qt::UserRole, DeltaRole };
+  enum Roles { SortRole = Qt::UserRole, DeltaRole, VerdictRole };
 
   DeltaTableModel(QStringList fixedTitles, std::vector<DeltaColumn> columns,
                   QObject *parent = nullptr);
 
   void setRows(std::vector<DeltaRow> rows);
+  // A change of `metric` no larger than `noise` (in its unit) is no verdict:
+  // the runs' own spread (storage's comparison estimates it per run-level
+  // metric; a graph's share of it is smaller, so this errs towards "no
+  // verdict").
+  void setNoise(const QString &metric, double noise);
   void setPalette(const QPalette &palette) { palette_ = palette; }
 
   int rowCount(const QModelIndex &parent = {}) const override;
@@ -51,6 +70,7 @@ private:
   QStringList fixedTitles_;
   std::vector<DeltaColumn> columns_;
   std::vector<DeltaRow> rows_;
+  QHash<QString, double> noise_;
   QPalette palette_;
 };
 

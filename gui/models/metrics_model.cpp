@@ -1,5 +1,6 @@
 #include "models/metrics_model.h"
 
+#include "lazyscope/event_text.h"
 #include "models/fallback_model.h"
 #include "util/format.h"
 
@@ -51,7 +52,7 @@ QVariant MetricsModel::displayData(const pb::MetricValue& metric, int column) co
   // zeros, where a column does not apply.
   switch (column) {
     case Name: return QString::fromStdString(metric.name());
-    case Kind: return metric.is_counter() ? tr("counter") : tr("timed");
+    case Kind: return QString::fromStdString(event_text::metric_kind_label(metric));
     case Value:
       if (!metric.is_counter()) return {};
       return isBytes(metric) ? formatBytes(metric.value()) : QString::number(metric.value());

@@ -1,4 +1,4 @@
-// A run's metrics report, one row per counter or timed metric, in the
+// A run's metrics report, one row per counter, gauge or timing, in the
 // engine's names. Filtering and sorting are left to a QSortFilterProxyModel
 // (filter on the Name column, sort on SortRole).
 #pragma once

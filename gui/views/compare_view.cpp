@@ -127,18 +127,21 @@ CompareView::CompareView(QWidget *parent)
     : QWidget(parent, Qt::Window), loader_(new CompareLoader(this)),
       metrics_(new MetricDeltaModel(this)),
       graphs_(new DeltaTableModel({tr("In"), tr("Graph"), tr("Size")},
-                                  {{tr("Compiles"), false, true},
-                                   {tr("Compile time"), true, true},
-                                   {tr("Executions"), false, false},
-                                   {tr("Execute time"), true, true}},
+                                  {{tr("Compiles"), QStringLiteral("compiles")},
+                                   {tr("Compile time"), QStringLiteral("compile_ms")},
+                                   {tr("Executions"), QStringLiteral("executions")},
+                                   {tr("Execute time"), QStringLiteral("execute_ms")}},
                                   this)),
       reasons_(new DeltaTableModel(
           {tr("In"), tr("Reason"), tr("Source")},
-          {{tr("Compiles"), false, true}, {tr("Compile time"), true, true}},
+          {{tr("Compiles"), QStringLiteral("compiles")},
+           {tr("Compile time"), QStringLiteral("compile_ms")}},
           this)),
       fallbacks_(new DeltaTableModel(
           {tr("In"), tr("Op"), tr("Source")},
-          {{tr("Fallbacks"), false, true}, {tr("Time"), true, true}}, this)) {
+          {{tr("Fallbacks"), QStringLiteral("fallbacks")},
+           {tr("Time"), QStringLiteral("fallback_ms")}},
+          this)) {
   setObjectName(QStringLiteral("compareView"));
   setWindowTitle(tr("Compare runs"));
   resize(1000, 700);
@@ -243,6 +246,13 @@ void CompareView::showComparison(const Comparison &comparison) {
       tr("Deltas are B − A: green where B is better, red where it is worse. "
          "Graphs are matched by their structural hash."));
   metrics_->setMetrics({runs.metrics().begin(), runs.metrics().end()});
+  // The summary's noise of compile and execute time bounds what a graph's
+  // own change of them may be before it is coloured.
+  for (const pb::MetricDelta &metric : runs.metrics()) {
+    const QString name = QString::fromStdString(metric.metric());
+    for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_})
+      model->setNoise(name, metric.noise());
+  }
   graphs_->setRows(graphRows(runs));
   reasons_->setRows(reasonRows(runs));
   fallbacks_->setRows(

@@ -41,15 +41,112 @@ std::vector<std::vector<int>> operandIndices(const pb::IrGraph& graph) {
   return operands;
 }
 
+// "train:81": where an op outside every module was traced, as one path
+// component (no dots: the file's extension and any other dot dropped).
+QString lineLabel(const pb::SourceLocation& source) {
+  if (source.file().empty()) return QStringLiteral("unscoped");
+  QString file = QString::fromStdString(source.file()).section(QLatin1Char('/'), -1);
+  const qsizetype dot = file.lastIndexOf(QLatin1Char('.'));
+  if (dot > 0) file.truncate(dot);
+  file.replace(QLatin1Char('.'), QLatin1Char('_'));
+  return QStringLiteral("%1:%2").arg(file).arg(source.line());
+}
+
+bool isLineLabel(const QString& component) { return component.contains(QLatin1Char(':')) || component == QLatin1String("unscoped"); }
+
+// The next component of `path` below `box` ("model.a.b" below "model" is
+// "model.a"); `path` itself when it is `box`.
+QString childOf(const QString& path, const QString& box) {
+  if (path.size() == box.size()) return path;
+  const qsizetype end = path.indexOf(QLatin1Char('.'), box.size() + 1);
+  return end < 0 ? path : path.left(end);
+}
+
 }  // namespace
+
+std::vector<QString> groupPaths(const pb::IrGraph& graph) {
+  const int n = graph.nodes_size();
+  const std::vector<std::vector<int>> operands = operandIndices(graph);
+  std::vector<QString> path(static_cast<size_t>(n));
+  std::vector<QString> module(static_cast<size_t>(n));  // the module a node's values belong to
+  std::vector<bool> leaf(static_cast<size_t>(n), false);
+  for (int v = 0; v < n; ++v) {
+    const pb::IrNode& node = graph.nodes(v);
+    if (!node.scope().empty()) {
+      path[v] = module[v] = QString::fromStdString(node.scope());
+      // A parameter belongs to the first module that reads it.
+      for (int u : operands[v]) {
+        if (operands[u].empty() && graph.nodes(u).scope().empty() && module[u].isEmpty()) module[u] = module[v];
+      }
+      continue;
+    }
+    if (operands[v].empty()) {
+      leaf[v] = true;
+      continue;
+    }
+    // Anchored by a parameter it reads (an optimizer's update of it, the
+    // gradient through a layer's weight), else by the nearest operand a
+    // module computed (a saved activation: what a backward op
+    // differentiates).
+    int best = -1;
+    for (int u : operands[v]) {
+      if (leaf[u] && !module[u].isEmpty() && (best < 0 || u < best)) best = u;
+    }
+    if (best < 0) {
+      for (int u : operands[v]) {
+        if (!graph.nodes(u).scope().empty() && u > best) best = u;
+      }
+    }
+    if (best >= 0) module[v] = module[best];
+  }
+  // Else where its value goes (users come later, so walk backwards): a
+  // weight's gradient and the optimizer's moments of it end in the update
+  // of that weight.
+  const auto fromUsers = [&] {
+    for (int v = n - 1; v >= 0; --v) {
+      if (module[v].isEmpty()) continue;
+      for (int u : operands[v]) {
+        if (!leaf[u] && module[u].isEmpty() && graph.nodes(u).scope().empty()) module[u] = module[v];
+      }
+    }
+  };
+  fromUsers();
+  // Else where it comes from: its earliest operand attributed to a module;
+  // then what that settled passes on to its operands (an update that is an
+  // output, with no user, settles only here: its moments follow it).
+  for (int v = 0; v < n; ++v) {
+    if (leaf[v] || !module[v].isEmpty()) continue;
+    for (int u : operands[v]) {
+      if (!module[u].isEmpty()) {
+        module[v] = module[u];
+        break;
+      }
+    }
+  }
+  fromUsers();
+  for (int v = 0; v < n; ++v) {
+    const pb::IrNode& node = graph.nodes(v);
+    if (leaf[v] || !node.scope().empty()) continue;
+    const QString label = lineLabel(node.source());
+    path[v] = module[v].isEmpty() ? label : label + QLatin1Char('.') + module[v];
+  }
+  // A graph input joins its first user: a weight sits in its layer.
+  for (int v = 0; v < n; ++v) {
+    for (int u : operands[v]) {
+      if (leaf[u] && path[u].isEmpty()) path[u] = path[v];
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    if (leaf[v] && path[v].isEmpty()) path[v] = QStringLiteral("inputs");
+  }
+  return path;
+}
 
 QSet<QString> allScopes(const pb::IrGraph& graph) {
   QSet<QString> scopes;
   QString last;
-  for (const pb::IrNode& node : graph.nodes()) {
-    if (node.scope().empty()) continue;
-    const QString scope = QString::fromStdString(node.scope());
-    if (scope == last) continue;  // neighbours mostly share a scope
+  for (const QString& scope : groupPaths(graph)) {
+    if (scope.isEmpty() || scope == last) continue;  // neighbours mostly share a scope
     last = scope;
     for (qsizetype end = scope.indexOf(QLatin1Char('.')); end >= 0;
          end = scope.indexOf(QLatin1Char('.'), end + 1)) {
@@ -60,9 +157,81 @@ QSet<QString> allScopes(const pb::IrGraph& graph) {
   return scopes;
 }
 
-OutlineState initialOutlineState(const pb::IrGraph& graph, int limit) {
+OutlineState initialOutlineState(const pb::IrGraph& graph, int limit, int budget) {
   OutlineState state;
-  if (graph.nodes_size() <= limit) state.expanded = allScopes(graph);
+  if (graph.nodes_size() <= limit) {
+    state.expanded = allScopes(graph);
+    return state;
+  }
+  const std::vector<QString> paths = groupPaths(graph);
+  while (true) {
+    // What each box would become expanded: its child groups and its own
+    // nodes, each one item.
+    QHash<QString, QSet<QString>> children;
+    QHash<QString, int> members;
+    QHash<QString, int> direct;  // its own nodes, drawn one by one once expanded
+    int items = 0;
+    for (const QString& path : paths) {
+      const QString box = foldingScope(path, state.expanded);
+      if (box.isEmpty()) {
+        ++items;
+        continue;
+      }
+      if (path.size() == box.size()) {
+        ++direct[box];
+      } else {
+        children[box].insert(childOf(path, box));
+      }
+      ++members[box];
+    }
+    items += static_cast<int>(members.size());
+    const auto gainOf = [&](const QString& box) {
+      return static_cast<int>(children.value(box).size()) + direct.value(box) - 1;
+    };
+    // Opened at start: a box of groups (a model into its layers) with few
+    // nodes of its own, or of at most two nodes. A box of its own nodes is
+    // where a layer's internals would spill out: it opens when asked.
+    std::vector<std::pair<int, QString>> boxes;
+    int grown = items;
+    for (auto it = members.cbegin(); it != members.cend(); ++it) {
+      if (it.value() > 2 && (!children.contains(it.key()) || direct.value(it.key()) > 4)) continue;
+      grown += gainOf(it.key());
+      boxes.emplace_back(it.value(), it.key());
+    }
+    if (boxes.empty()) break;
+    if (grown <= budget) {
+      for (const auto& [count, box] : boxes) state.expanded.insert(box);
+      continue;
+    }
+    // Not the whole level: its largest groups first, while they fit; boxes
+    // the size of the first that does not fit stay closed too, so that the
+    // layers of a model open all or none.
+    std::sort(boxes.begin(), boxes.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::vector<std::pair<int, QString>> opened;
+    QSet<int> closedSizes;
+    for (const auto& [count, box] : boxes) {
+      if (closedSizes.contains(count)) continue;
+      const int gain = gainOf(box);
+      if (items + gain <= budget) {
+        items += gain;
+        opened.emplace_back(count, box);
+        continue;
+      }
+      closedSizes.insert(count);
+      for (auto it = opened.begin(); it != opened.end();) {
+        if (it->first != count) {
+          ++it;
+          continue;
+        }
+        items -= gainOf(it->second);
+        it = opened.erase(it);
+      }
+    }
+    for (const auto& [count, box] : opened) state.expanded.insert(box);
+    break;
+  }
   return state;
 }
 
@@ -110,12 +279,13 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
     for (int v : nodesWithinHops(graph, state.focus, state.hops)) shown[v] = true;
   }
 
+  const std::vector<QString> paths = groupPaths(graph);
   QHash<QString, int> boxOfScope;
   std::vector<std::array<int, static_cast<int>(OpKind::NUM_KINDS)>> kindCounts;
   for (int v = 0; v < n; ++v) {
     if (!shown[v]) continue;
     const pb::IrNode& node = graph.nodes(v);
-    const QString scope = QString::fromStdString(node.scope());
+    const QString& scope = paths[v];
     // Around a selection every node is drawn: the hop filter keeps it small.
     const QString folded = state.focus.empty() ? foldingScope(scope, state.expanded) : QString();
     if (folded.isEmpty()) {
@@ -160,6 +330,47 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
     item.subtitle = item.members.size() == 1
                         ? QStringLiteral("1 node")
                         : QStringLiteral("%1 nodes").arg(item.members.size());
+    const QString first = item.scope.section(QLatin1Char('.'), 0, 0);
+    if (isLineLabel(first)) {
+      // A group of ops outside every module: named by the module they
+      // belong to, the line that traced them beside the node count (the
+      // title alone would read as the forward module itself).
+      const QString module = item.scope.section(QLatin1Char('.'), 1);
+      item.title = module.isEmpty() ? first : module;
+      // "line 81" fits beside the count; the file is in the tooltip.
+      const qsizetype colon = first.lastIndexOf(QLatin1Char(':'));
+      item.subtitle += QStringLiteral(" · ") + (colon < 0 ? first : QObject::tr("line %1").arg(first.mid(colon + 1)));
+      item.tooltip = QObject::tr("%1 traced at %2 outside any module call (a backward pass, an optimizer "
+                                 "update, a loss)%3")
+                         .arg(item.subtitle.section(QStringLiteral(" · "), 0, 0), first,
+                              module.isEmpty() ? QString()
+                                               : QObject::tr(", grouped by the module whose parameters, "
+                                                             "activations or updates they work on: %1")
+                                                     .arg(module));
+    } else {
+      item.tooltip = QObject::tr("Scope %1: %2").arg(item.scope, item.subtitle);
+    }
+  }
+
+  // Items in order of their last node, not their first: a group holds graph
+  // inputs that come early in post-order (a parameter, a clip threshold)
+  // but everything it reads comes before its last node, so edges between
+  // groups run forward in this order and the layout draws them downwards.
+  std::vector<int> order(out.items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&out](int a, int b) {
+    return out.items[a].members.back() < out.items[b].members.back();
+  });
+  std::vector<int> position(order.size());
+  std::vector<OutlineItem> sorted;
+  sorted.reserve(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    position[order[i]] = static_cast<int>(i);
+    sorted.push_back(std::move(out.items[order[i]]));
+  }
+  out.items = std::move(sorted);
+  for (int& item : out.itemOfNode) {
+    if (item >= 0) item = position[item];
   }
 
   const std::vector<std::vector<int>> operands = operandIndices(graph);

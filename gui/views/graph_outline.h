@@ -6,6 +6,15 @@
 // "model.fc1" that is not expanded; with both expanded it is drawn itself.
 // Expanding "model" thus shows its children scopes as boxes, one level at a
 // time, so that what is laid out at once stays small.
+//
+// Only the forward pass runs inside module calls: a training step's backward
+// pass and optimizer update (most of its nodes) and its parameters have no
+// scope. Drawn one by one they were a tangle around the one box of the
+// model. So every node gets a group path (groupPaths): its scope; else,
+// for an op, the line that traced it ("train:81", a dot-free label) and under
+// it the module whose values it reads ("train:81.Net.blocks.0.attn": the
+// backward of that block); for a graph input (a parameter), the group of its
+// first user. Folding works on these paths.
 #pragma once
 
 #include <QSet>
@@ -31,22 +40,28 @@ struct OutlineItem {
   OpKind kind = OpKind::Other;  // a box: the kind most of its members are
   QString title;              // op, or the box's scope path
   QString subtitle;           // "f32[8, 3]", or "24 nodes"
+  QString tooltip;            // a box: its whole group path and what it holds
 };
 
 struct GraphOutline {
-  std::vector<OutlineItem> items;          // in order of their first node
+  std::vector<OutlineItem> items;          // in order of their last node
   std::vector<std::pair<int, int>> edges;  // item indices, deduplicated
   std::vector<int> itemOfNode;             // -1: hidden by the hop filter
 };
 
 GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state);
 
-// Every scope path of the graph and its prefixes ("model", "model.fc1").
+// The group path of every node (see above), by node index.
+std::vector<QString> groupPaths(const pb::IrGraph& graph);
+
+// Every group path of the graph and its prefixes ("model", "model.fc1").
 QSet<QString> allScopes(const pb::IrGraph& graph);
 
 // The state a graph opens in: every scope expanded, unless the graph has more
-// than `limit` nodes, then every top-level scope collapsed.
-OutlineState initialOutlineState(const pb::IrGraph& graph, int limit);
+// than `limit` nodes; then its groups are expanded level by level (a whole
+// level at once, else the largest groups of it first) while at most `budget`
+// boxes are drawn: a model opens as one box per layer, not one box.
+OutlineState initialOutlineState(const pb::IrGraph& graph, int limit, int budget = 200);
 
 // Nodes within `hops` edges (either direction) of `focus`, sorted.
 std::vector<int> nodesWithinHops(const pb::IrGraph& graph, const std::vector<int>& focus, int hops);

@@ -40,7 +40,7 @@ GraphItemBox::GraphItemBox(int index, const OutlineItem& item, double width)
       subtitle_(item.subtitle) {
   setFlag(ItemIsSelectable);
   setAcceptHoverEvents(false);
-  QString tip = scope_ ? QObject::tr("Scope %1: %2\nDouble-click to expand").arg(title_, subtitle_)
+  QString tip = scope_ ? item.tooltip + QObject::tr("\nDouble-click to expand")
                        : QStringLiteral("%1  %2").arg(title_, subtitle_);
   if (!scope_ && !item.scope.isEmpty()) tip += QObject::tr("\nscope %1").arg(item.scope);
   setToolTip(tip);

@@ -213,7 +213,7 @@ void GraphViewer::setGraph(std::shared_ptr<const pb::IrGraph> graph) {
     clear();
     return;
   }
-  state_ = initialOutlineState(*graph_, kCollapseLimit);
+  state_ = initialOutlineState(*graph_, kCollapseLimit, kOpenBudget);
   relayout();
 }
 
@@ -319,8 +319,9 @@ void GraphViewer::collapseScope(const QString& scope) {
     it = (*it == scope || it->startsWith(inside)) ? state_.expanded.erase(it) : std::next(it);
   }
   int first = -1;
+  const std::vector<QString> paths = groupPaths(*graph_);
   for (int v = 0; v < graph_->nodes_size(); ++v) {
-    const QString nodeScope = QString::fromStdString(graph_->nodes(v).scope());
+    const QString& nodeScope = paths[v];
     if (nodeScope == scope || nodeScope.startsWith(inside)) {
       first = v;
       break;

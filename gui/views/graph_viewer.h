@@ -3,10 +3,12 @@
 // computed on a pool thread, cached by graph hash and outline state; while
 // one is computed the previous drawing stays and the status line says so.
 //
-// A graph with more than kCollapseLimit nodes opens collapsed by top-level
-// module scope. One that is still too large to draw (more than kDrawLimit
-// boxes, e.g. thousands of nodes with no scope) opens on the nodes around
-// its outputs, with a message saying so.
+// A graph with more than kCollapseLimit nodes opens folded into its groups
+// (module scopes; the backward pass and optimizer by line and module, see
+// graph_outline.h), opened level by level while at most kOpenBudget boxes
+// are drawn. A layout that is still too large to draw (more than kDrawLimit
+// boxes: everything expanded, or thousands of nodes with neither scope nor
+// source line) shows the nodes around the outputs, with a message saying so.
 #pragma once
 
 #include <QWidget>
@@ -34,6 +36,7 @@ class GraphViewer : public QWidget {
 
  public:
   static constexpr int kCollapseLimit = 500;
+  static constexpr int kOpenBudget = 200;
   static constexpr int kDrawLimit = 6000;
 
   explicit GraphViewer(QWidget* parent = nullptr);

@@ -37,6 +37,14 @@ bool onChart(const pb::KernelRow& k) { return k.flops() > 0 && k.gflops() > 0 &&
 
 }  // namespace
 
+int logAxisBase(double lo, double hi, int maxLabels) {
+  if (!(lo > 0) || !(hi > lo) || maxLabels < 2) return 10;
+  const double decades = std::log10(hi / lo);
+  int exponent = 1;
+  while (decades / exponent + 1 > maxLabels) ++exponent;
+  return static_cast<int>(std::lround(std::pow(10.0, exponent)));
+}
+
 KernelsView::KernelsView(QWidget* parent)
     : QWidget(parent),
       job_(new BackgroundJob(this)),
@@ -235,12 +243,12 @@ void KernelsView::plot() {
   auto* x = new QLogValueAxis(chart);
   x->setTitleText(tr("FLOP per byte"));
   x->setLabelFormat(QStringLiteral("%g"));
-  x->setBase(10);
+  x->setBase(logAxisBase(xmin / 2, xmax * 2, 5));  // the chart is narrow beside the table
   x->setRange(xmin / 2, xmax * 2);
   auto* y = new QLogValueAxis(chart);
   y->setTitleText(tr("GFLOP/s"));
   y->setLabelFormat(QStringLiteral("%g"));
-  y->setBase(10);
+  y->setBase(logAxisBase(ymin / 2, ymax * 2, 9));
   y->setRange(ymin / 2, ymax * 2);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);

@@ -24,6 +24,11 @@ namespace lazyscope::gui {
 class BackgroundJob;
 class KernelModel;
 
+// The base of a log axis over [lo, hi] with at most `maxLabels` labels (one
+// per power of the base): 10, else 100, 1000... A narrow roofline over six
+// decades drew "1e-…", "0.0…" at every power of 10, each label elided.
+int logAxisBase(double lo, double hi, int maxLabels);
+
 class KernelsView : public QWidget {
   Q_OBJECT
 

@@ -1,5 +1,6 @@
 #include "views/step_chart.h"
 
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -33,13 +34,53 @@ void StepChart::setSeries(std::vector<Series> series) {
   update();
 }
 
+std::vector<StepChart::LegendEntry> StepChart::legend() const {
+  const QFontMetricsF metrics(font());
+  const double left = 8;
+  const double right = width() - 8.0;
+  const double rowHeight = metrics.height() + 4;
+  std::vector<LegendEntry> entries;
+  double x = left;
+  double y = 4;
+  for (const Series &s : series_) {
+    if (s.ms.empty())
+      continue;
+    QString text = tr("%1 (%2 steps)").arg(s.name).arg(s.ms.size());
+    // A label alone wider than a row is elided; otherwise it starts a new
+    // row when it does not fit on this one.
+    const double room = std::max(0.0, right - left - 16);
+    if (metrics.horizontalAdvance(text) > room)
+      text = metrics.elidedText(text, Qt::ElideMiddle, room);
+    const double entryWidth = 16 + metrics.horizontalAdvance(text);
+    if (x > left && x + entryWidth > right) {
+      x = left;
+      y += rowHeight;
+    }
+    LegendEntry entry;
+    entry.swatch = QRectF(x, y + 1, 12, metrics.height() - 2);
+    entry.label = QRectF(x + 16, y, metrics.horizontalAdvance(text), metrics.height());
+    entry.text = text;
+    entries.push_back(entry);
+    x += entryWidth + 18;
+  }
+  return entries;
+}
+
+QRectF StepChart::plotRect() const {
+  const QFontMetrics metrics(font());
+  double top = metrics.height() + 10;
+  for (const LegendEntry &entry : legend())
+    top = std::max(top, entry.label.bottom() + 8);
+  return QRectF(rect()).adjusted(
+      metrics.horizontalAdvance(QStringLiteral("000.0 ms")) + 12, top, -12,
+      -metrics.height() - 12);
+}
+
 void StepChart::paintEvent(QPaintEvent *) {
   QPainter painter(this);
   painter.setRenderHint(QPainter::Antialiasing);
   const QFontMetrics metrics(font());
-  const QRectF plot = QRectF(rect()).adjusted(
-      metrics.horizontalAdvance(QStringLiteral("000.0 ms")) + 12,
-      metrics.height() + 10, -12, -metrics.height() - 12);
+  const QRectF plot = plotRect();
   const QColor text = palette().color(QPalette::Text);
   QColor grid = palette().color(QPalette::Mid);
   grid.setAlpha(120);
@@ -72,14 +113,16 @@ void StepChart::paintEvent(QPaintEvent *) {
     return;
   }
 
-  // Legend on top.
-  double x = plot.left();
+  // Legend on top, in as many rows as the width needs.
+  const std::vector<LegendEntry> entries = legend();
+  size_t entry = 0;
   for (const Series &s : series_) {
-    painter.fillRect(QRectF(x, 4, 12, metrics.height() - 2), s.color);
+    if (s.ms.empty())
+      continue;
+    const LegendEntry &e = entries[entry++];
+    painter.fillRect(e.swatch, s.color);
     painter.setPen(text);
-    const QString label = tr("%1 (%2 steps)").arg(s.name).arg(s.ms.size());
-    painter.drawText(QPointF(x + 16, 3 + metrics.ascent()), label);
-    x += 16 + metrics.horizontalAdvance(label) + 18;
+    painter.drawText(e.label, Qt::AlignLeft | Qt::AlignVCenter, e.text);
   }
 
   painter.setClipRect(plot.adjusted(-2, -2, 2, 2));

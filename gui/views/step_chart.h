@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QColor>
+#include <QRectF>
 #include <QString>
 #include <QWidget>
 #include <vector>
@@ -28,6 +29,18 @@ public:
   void setSeries(std::vector<Series> series);
   const std::vector<Series> &series() const { return series_; }
   double yMax() const { return yMax_; }
+
+  // Where each series' legend entry is drawn (its swatch and label), for
+  // the current width: entries wrap onto more rows rather than run off the
+  // right edge, and a label wider than the chart is elided.
+  struct LegendEntry {
+    QRectF swatch;
+    QRectF label;
+    QString text;
+  };
+  std::vector<LegendEntry> legend() const;
+  // The plotting area, below the legend's rows.
+  QRectF plotRect() const;
 
   QSize sizeHint() const override { return {480, 220}; }
   QSize minimumSizeHint() const override { return {200, 120}; }

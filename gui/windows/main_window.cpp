@@ -16,9 +16,11 @@
 #include <QStatusBar>
 #include <QVBoxLayout>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #include "db/history_file.h"
+#include "query/history_reader.h"
 #include "loaders/history_loader.h"
 #include "widgets/message_banner.h"
 #include "widgets/task_progress.h"
@@ -313,6 +315,32 @@ int64_t MainWindow::findRun(const std::vector<pb::RunSummary>& runs, const QStri
   return 0;
 }
 
+int64_t MainWindow::resolveRun(const QString& historyPath, const QString& ref, QString* problem) {
+  const QString where = QDir::toNativeSeparators(historyPath);
+  try {
+    if (!QFileInfo::exists(historyPath)) {
+      *problem = tr("no run “%1”: there is no history at %2").arg(ref, where);
+      return 0;
+    }
+    const storage::HistoryReader reader(historyPath.toStdString());
+    if (const std::optional<int64_t> id = reader.find_run(ref.toStdString())) return *id;
+    const std::vector<pb::RunSummary> runs = reader.list_runs();
+    if (runs.empty()) {
+      *problem = tr("no run “%1”: %2 has no runs yet").arg(ref, where);
+    } else {
+      *problem = tr("no run “%1” in %2: give a run id (%3 to %4), a run name (e.g. “%5”) or “last” "
+                    "(`lazyscope runs` lists them)")
+                     .arg(ref, where)
+                     .arg(runs.back().run().id())
+                     .arg(runs.front().run().id())
+                     .arg(QString::fromStdString(runs.front().run().name()));
+    }
+  } catch (const std::exception& e) {
+    *problem = tr("no run “%1”: cannot read %2: %3").arg(ref, where, QString::fromUtf8(e.what()));
+  }
+  return 0;
+}
+
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
   statusBar()->clearMessage();
   if (path != historyPath_) return;
@@ -361,7 +389,12 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::readSettings() {
   const QSettings settings;
   if (!restoreGeometry(settings.value(kGeometryKey).toByteArray())) resize(defaultSize(screen()->availableGeometry()));
-  splitter_->restoreState(settings.value(kSplitterKey).toByteArray());
+  if (!splitter_->restoreState(settings.value(kSplitterKey).toByteArray())) {
+    // First open: the split by size hints gave the run list about 130 px
+    // (four rows); two fifths of the window lists a dozen runs.
+    const int height = size().height();
+    splitter_->setSizes({height * 2 / 5, height * 3 / 5});
+  }
   runs_->restoreHeaderState(settings.value(kHeaderKey).toByteArray());
 }
 

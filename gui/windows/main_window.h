@@ -51,6 +51,11 @@ class MainWindow : public QMainWindow {
   static QSize defaultSize(const QRect& available);
   // The id of the run `ref` names among `runs` (newest first), or 0.
   static int64_t findRun(const std::vector<pb::RunSummary>& runs, const QString& ref);
+  // The id of the run `ref` names in the history at `historyPath`, as the
+  // command line resolves it (storage's find_run: an id, "last", or the
+  // newest run of a name); 0 with `problem` saying why (no such run, and
+  // which there are; no history there) when there is none. For --run.
+  static int64_t resolveRun(const QString& historyPath, const QString& ref, QString* problem);
   // Reads the current history again (F5).
   void reload();
 

@@ -84,4 +84,11 @@ bool is_recompile(pb::CompileReasonKind kind) {
   return kind != pb::COMPILE_REASON_FIRST_SIGHT && kind != pb::COMPILE_REASON_UNSPECIFIED;
 }
 
+bool is_gauge_metric(const std::string& name) { return name.starts_with("Live"); }
+
+std::string metric_kind_label(const pb::MetricValue& metric) {
+  if (!metric.is_counter()) return "timing";
+  return is_gauge_metric(metric.name()) ? "gauge" : "counter";
+}
+
 }  // namespace lazyscope::event_text

@@ -32,4 +32,12 @@ std::string compile_reason_label(pb::CompileReasonKind kind);
 // not a recompilation.
 bool is_recompile(pb::CompileReasonKind kind);
 
+// What a metric of the engine's report is: "counter" (a count that only
+// grows until reset), "gauge" (the current state, up and down: the Live*
+// buffer counts and bytes, which reset leaves alone) or "timing" (samples
+// with count, total and percentiles). The engine's reset and every view
+// that labels a metric ask here, so the two cannot disagree.
+bool is_gauge_metric(const std::string& name);
+std::string metric_kind_label(const pb::MetricValue& metric);
+
 }  // namespace lazyscope::event_text

@@ -8,6 +8,7 @@
 
 #include "analysis/step_times.h"
 #include "lazyscope/event_text.h"
+#include "lazyscope/percentile.h"
 
 namespace lazyscope::storage {
 namespace {
@@ -22,13 +23,6 @@ pb::MetricValue counter(const std::string& name, int64_t value) {
   return metric;
 }
 
-// Nearest-rank percentile of sorted `values`, as the engine's report does.
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0.0;
-  const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
 pb::MetricValue timed(const std::string& name, std::vector<double> values) {
   std::sort(values.begin(), values.end());
   pb::MetricValue metric;
@@ -37,9 +31,9 @@ pb::MetricValue timed(const std::string& name, std::vector<double> values) {
   double total = 0.0;
   for (double v : values) total += v;
   metric.set_total_ms(total);
-  metric.set_p50_ms(percentile(values, 0.50));
-  metric.set_p90_ms(percentile(values, 0.90));
-  metric.set_p99_ms(percentile(values, 0.99));
+  metric.set_p50_ms(stats::percentile(values, 0.50));
+  metric.set_p90_ms(stats::percentile(values, 0.90));
+  metric.set_p99_ms(stats::percentile(values, 0.99));
   return metric;
 }
 

@@ -13,7 +13,8 @@
 
 namespace lazyscope::storage {
 
-// Counters and timed metrics with nearest-rank percentiles, named as the
+// Counters and timed metrics with percentiles (stats::percentile: linear
+// interpolation, as NumPy and the engine's report), named as the
 // engine names them (ExecuteCount, UncachedCompile, SyncCause.item,
 // CompileTime, ...). Counters of causes that never occurred are not listed.
 // StepTime covers the steps (barriers that ran a graph) of replica 0.

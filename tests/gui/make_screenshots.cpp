@@ -10,7 +10,8 @@
 // fallbacks, metrics, output, kernels (RUN: the run to show), timeline-ranks
 // (the timeline of a multi-process run), compare (RUN: A,B) or
 // run-script (RUN: the script the dialog is filled in with). Each writes
-// VIEW.png and VIEW-dark.png into OUTDIR.
+// VIEW.png and VIEW-dark.png into OUTDIR; VIEW+NAME shows VIEW and writes
+// VIEW-NAME.png (a second image of one view: graphs+transformer=7).
 #include <QApplication>
 #include <QDir>
 #include <QSettings>
@@ -149,8 +150,11 @@ int main(int argc, char* argv[]) {
         std::fprintf(stderr, "expected VIEW=RUN, got %s\n", qPrintable(args[i]));
         return 2;
       }
-      const QString view = args[i].left(eq);
-      if (!shoot(history, view, args[i].mid(eq + 1), out.filePath(view + suffix))) ++failures;
+      const QString name = args[i].left(eq);
+      const QString view = name.section(QLatin1Char('+'), 0, 0);
+      QString file = name;
+      file.replace(QLatin1Char('+'), QLatin1Char('-'));
+      if (!shoot(history, view, args[i].mid(eq + 1), out.filePath(file + suffix))) ++failures;
     }
   }
   return failures == 0 ? 0 : 1;

@@ -30,6 +30,6 @@ PY
 run --name bad-shape "$work/bad_shape.py" || true  # it fails on purpose
 run --nproc-per-node 2 scripts/examples/distributed_mlp.py
 QT_QPA_PLATFORM=offscreen "$build/tests/gui/make_screenshots" "$history" resources/screenshots \
-  runs=2 overview=2 recompilations=2 timeline=4 charts=7 graphs=1 fallbacks=4 \
+  runs=2 overview=2 recompilations=2 timeline=4 charts=7 graphs=1 graphs+transformer=7 fallbacks=4 \
   metrics=7 output=9 kernels=6 compare=2,3 run-script=scripts/examples/mnist_mlp.py \
   timeline-ranks=10

@@ -30,6 +30,16 @@
 using namespace lazyscope;
 using namespace lazyscope::gui;
 
+// The most edges drawn at one box (in or out).
+int maxIncidentEdges(const GraphOutline& outline) {
+  std::vector<int> degree(outline.items.size(), 0);
+  for (auto [from, to] : outline.edges) {
+    ++degree[static_cast<size_t>(from)];
+    ++degree[static_cast<size_t>(to)];
+  }
+  return degree.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+}
+
 class TestGraphView : public QObject {
   Q_OBJECT
 
@@ -107,14 +117,16 @@ class TestGraphView : public QObject {
   void outlineFoldsScopesOneLevelAtATime() {
     const pb::IrGraph graph = syntheticGraph(5000);
     OutlineState state = initialOutlineState(graph, GraphViewer::kCollapseLimit);
-    QVERIFY(state.expanded.isEmpty());
+    // "data", "model", "loss": three top-level scopes; the model's 333
+    // layers are more boxes than the budget, so it stays one box; "data"
+    // and "loss" (one and two nodes) open.
+    QVERIFY(!state.expanded.contains(QStringLiteral("model")));
     GraphOutline outline = buildOutline(graph, state);
-    // "data", "model", "loss": three top-level scopes.
-    QCOMPARE(static_cast<int>(outline.items.size()), 3);
+    QCOMPARE(static_cast<int>(outline.items.size()), 4);
     int members = 0;
     for (const OutlineItem& item : outline.items) members += static_cast<int>(item.members.size());
     QCOMPARE(members, graph.nodes_size());
-    QCOMPARE(outline.edges.size(), size_t{2});  // data -> model -> loss
+    QCOMPARE(outline.edges.size(), size_t{3});  // data -> model -> mul -> sum
 
     state.expanded.insert(QStringLiteral("model"));
     outline = buildOutline(graph, state);
@@ -165,7 +177,7 @@ class TestGraphView : public QObject {
     viewer.setGraph(graph);
     QVERIFY(viewer.isLayingOut());
     QTRY_VERIFY(!viewer.isLayingOut());
-    QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 3);
+    QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 4);
     QVERIFY(viewer.message().isEmpty());
 
     QSignalSpy laidOut(&viewer, &GraphViewer::layoutFinished);
@@ -202,7 +214,96 @@ class TestGraphView : public QObject {
     QVERIFY(viewer.isLayingOut());
     QTRY_VERIFY(!viewer.isLayingOut());
     QCOMPARE(laidOut.count(), 4);
-    QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 3);
+    QCOMPARE(static_cast<int>(viewer.scene()->outline()->items.size()), 4);
+  }
+
+  // A training step as the engine records it: only the forward pass has
+  // module scopes. It opened as one box for the model and every backward,
+  // optimizer and parameter node drawn by itself around it (1,400 boxes, the
+  // model's box with hundreds of edges).
+  void viewerOpensATrainingStepOneBoxPerLayer() {
+    const pb::IrGraph graph = syntheticTrainingStep(1500);
+    QVERIFY(graph.nodes_size() >= 1400 && graph.nodes_size() <= 1800);
+    GraphViewer viewer;
+    viewer.resize(1200, 800);
+    viewer.show();
+    viewer.setGraph(std::make_shared<const pb::IrGraph>(graph));
+    QTRY_VERIFY(!viewer.isLayingOut());
+    const GraphOutline& outline = *viewer.scene()->outline();
+    const int visible = static_cast<int>(outline.items.size());
+    QVERIFY2(visible >= 20 && visible <= 200, qPrintable(QString::number(visible)));
+    QVERIFY2(maxIncidentEdges(outline) <= 45, qPrintable(QString::number(maxIncidentEdges(outline))));
+    // One box per layer of the forward pass, and one per layer of the backward pass.
+    std::set<std::string> layerScopes;
+    for (const pb::IrNode& node : graph.nodes()) {
+      if (node.scope().ends_with(".mlp")) layerScopes.insert(node.scope());
+    }
+    const int layers = static_cast<int>(layerScopes.size());
+    QVERIFY(layers >= 8);
+    int backwardBoxes = 0;
+    for (int layer = 0; layer < layers; ++layer) {
+      const QString forward = QStringLiteral("Model.layers.%1").arg(layer);
+      const QString backward = QStringLiteral("train_big:41.Model.layers.%1").arg(layer);
+      const auto boxOf = [&](const QString& scope) {
+        return std::count_if(outline.items.begin(), outline.items.end(), [&](const OutlineItem& item) {
+          return item.node < 0 && (item.scope == scope || item.scope.startsWith(scope + QLatin1Char('.')));
+        });
+      };
+      QVERIFY2(boxOf(forward) >= 1, qPrintable(forward));
+      for (const OutlineItem& item : outline.items) {
+        // A backward box reads as its module and the line: "Model.layers.2.attn", "12 nodes · line 41".
+        if (item.node < 0 && item.scope == backward + QStringLiteral(".attn")) {
+          ++backwardBoxes;
+          QCOMPARE(item.title, forward + QStringLiteral(".attn"));
+          QVERIFY2(item.subtitle.endsWith(QStringLiteral("nodes · line 41")), qPrintable(item.subtitle));
+          QVERIFY2(item.tooltip.contains(QStringLiteral("traced at train_big:41")), qPrintable(item.tooltip));
+        }
+      }
+      QVERIFY2(boxOf(backward) >= 1, qPrintable(backward));
+    }
+    // Edges out of the forward pass run down the drawing: every group comes
+    // after what it reads, the loss (whose scale is an early graph input,
+    // its first node) included. (Groups of the backward pass may form
+    // cycles; the layout turns those edges round.)
+    for (auto [from, to] : outline.edges) {
+      if (!outline.items[from].scope.startsWith(QStringLiteral("Model."))) continue;
+      QVERIFY2(from < to, qPrintable(outline.items[from].scope + QStringLiteral(" -> ") + outline.items[to].scope));
+    }
+    QVERIFY(backwardBoxes >= layers - 1);
+    // Every parameter sits in a box with its layer, none drawn alone.
+    for (const OutlineItem& item : outline.items) {
+      if (item.node >= 0) QVERIFY(graph.nodes(item.node).op() != "device_data");
+    }
+
+    // A layer expanded: its internals connect to their neighbours, not all
+    // to one box.
+    QSignalSpy laidOut(&viewer, &GraphViewer::layoutFinished);
+    viewer.expandScope(QStringLiteral("Model.layers.2.attn"));
+    QTRY_COMPARE(laidOut.count(), 1);
+    const GraphOutline& expanded = *viewer.scene()->outline();
+    QVERIFY(expanded.items.size() > outline.items.size());
+    QVERIFY2(maxIncidentEdges(expanded) <= 45, qPrintable(QString::number(maxIncidentEdges(expanded))));
+  }
+
+  void groupPathsPlaceUnscopedOpsByLineAndModule() {
+    const pb::IrGraph graph = syntheticTrainingStep(1500);
+    const std::vector<QString> paths = groupPaths(graph);
+    QCOMPARE(static_cast<int>(paths.size()), graph.nodes_size());
+    for (int v = 0; v < graph.nodes_size(); ++v) {
+      const pb::IrNode& node = graph.nodes(v);
+      if (!node.scope().empty()) {
+        QCOMPARE(paths[v], QString::fromStdString(node.scope()));
+      } else if (node.operands_size() > 0) {
+        // The line that traced it, then the module it belongs to: the
+        // backward and the update of a layer, even an Adam moment of graph
+        // inputs alone whose update is an output no op reads.
+        QVERIFY2(paths[v].startsWith(QStringLiteral("train_big:%1.Model.layers.").arg(node.source().line())) ||
+                     node.source().line() == 40,  // the loss: no layer's
+                 qPrintable(QStringLiteral("%%1 %2: %3").arg(v).arg(QString::fromStdString(node.op()), paths[v])));
+      } else {
+        QVERIFY(!paths[v].isEmpty());
+      }
+    }
   }
 
   void viewerExportsTheWholeGraph() {
@@ -244,6 +345,11 @@ class TestGraphView : public QObject {
     viewer.show();
     // 8,000 nodes and no scope to fold them into.
     viewer.setGraph(std::make_shared<const pb::IrGraph>(syntheticGraph(8000, false)));
+    QTRY_VERIFY(!viewer.isLayingOut());
+    // It opens folded by source line; everything expanded is too much.
+    QVERIFY(viewer.message().isEmpty());
+    QVERIFY(viewer.scene()->outline()->items.size() < 100);
+    viewer.expandAll();
     QTRY_VERIFY(!viewer.isLayingOut());
     QVERIFY2(viewer.message().contains(QStringLiteral("8")), qPrintable(viewer.message()));
     QVERIFY(!viewer.message().isEmpty());

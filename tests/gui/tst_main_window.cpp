@@ -13,6 +13,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QThreadPool>
+#include <QSplitter>
 #include <QtTest>
 
 #include "history_fixture.h"
@@ -361,6 +362,14 @@ void TestMainWindow::firstOpenSizeComesFromTheScreen() {
   QCOMPARE(MainWindow::defaultSize(QRect(0, 0, 1024, 600)), QSize(1000, 600));
   MainWindow w;  // no saved geometry (init() clears the settings)
   QCOMPARE(w.size(), MainWindow::defaultSize(w.screen()->availableGeometry()));
+  // The run list gets two fifths of the split, not the four rows its size
+  // hint left it.
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  auto* splitter = w.findChild<QSplitter*>(QStringLiteral("mainSplitter"));
+  QVERIFY(splitter != nullptr);
+  const QList<int> sizes = splitter->sizes();
+  QVERIFY2(sizes[0] >= (sizes[0] + sizes[1]) * 35 / 100, qPrintable(QStringLiteral("%1 of %2").arg(sizes[0]).arg(sizes[0] + sizes[1])));
 }
 
 QTEST_MAIN(TestMainWindow)

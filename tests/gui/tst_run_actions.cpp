@@ -12,6 +12,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <map>
 
 #include "dialogs/run_script_dialog.h"
 #include "export/run_bundle.h"
@@ -201,10 +202,40 @@ private slots:
     view->close();
   }
 
+  // The Compare view's chart at its default size (1000 px window, the chart
+  // beside the table): two runs with long names drew their legend in one
+  // row, the second entry cut off at the right edge.
+  void stepChartLegendWrapsInsteadOfClipping() {
+    StepChart chart;
+    chart.resize(380, 240);
+    const auto series = [](const QString &name, QColor color) {
+      return StepChart::Series{name, color, {0, 1, 2}, {5.0, 1.0, 1.2}};
+    };
+    chart.setSeries({series(QStringLiteral("A #12 recompile_demo_with_a_long_name"), Qt::blue),
+                     series(QStringLiteral("B #13 recompile_fixed_with_a_long_name"), Qt::red)});
+    const std::vector<StepChart::LegendEntry> legend = chart.legend();
+    QCOMPARE(legend.size(), size_t{2});
+    for (const StepChart::LegendEntry &entry : legend) {
+      QVERIFY2(QRectF(chart.rect()).contains(entry.label), qPrintable(entry.text));
+      QVERIFY(entry.text.endsWith(QStringLiteral("(3 steps)")));  // nothing elided: it fits in a row
+      QVERIFY(entry.label.bottom() < chart.plotRect().top());  // the plot starts below the legend
+    }
+    QVERIFY(legend[1].label.top() > legend[0].label.top());  // a second row
+    // Narrower than one label: elided, still inside.
+    chart.resize(200, 200);
+    for (const StepChart::LegendEntry &entry : chart.legend()) {
+      QVERIFY2(QRectF(chart.rect()).contains(entry.label), qPrintable(entry.text));
+      QVERIFY(entry.text.contains(QStringLiteral("…")));
+    }
+    // Wide enough: one row, as before.
+    chart.resize(1200, 240);
+    QCOMPARE(chart.legend()[1].label.top(), chart.legend()[0].label.top());
+  }
+
   void metricVerdicts() {
     DeltaTableModel model(
         {QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
-        {{QStringLiteral("Count"), false, true}});
+        {{QStringLiteral("Count"), QStringLiteral("fallbacks")}});
     QAbstractItemModelTester tester(
         &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setRows({{QStringLiteral("both"),
@@ -219,6 +250,54 @@ private slots:
              QStringLiteral("3 → 1  (−2)"));
     QCOMPARE(model.index(1, DeltaTableModel::FIRST_VALUE).data().toString(),
              QStringLiteral("— → 2"));
+  }
+
+  // Each column is coloured by what it measures: more compiles, time or
+  // fallbacks are worse, more steps/s or cache hits better, more executions
+  // neither; a row in one run only is not coloured at all.
+  void deltaColoursFollowTheMetricsMeaning() {
+    const QStringList metrics = {"compiles", "compile_ms", "fallbacks", "executions",
+                                 "steps", "steps_per_s", "cache_hit_rate"};
+    std::vector<DeltaColumn> columns;
+    for (const QString &metric : metrics) columns.push_back({metric, metric});
+    DeltaTableModel model({QStringLiteral("In"), QStringLiteral("Item"), QStringLiteral("Where")},
+                          columns);
+    QPalette palette;
+    model.setPalette(palette);
+    // Every figure went up from A to B in row 0 and down in row 1.
+    std::vector<std::pair<std::optional<double>, std::optional<double>>> up, down, onlyB;
+    for (int i = 0; i < metrics.size(); ++i) {
+      up.push_back({0.5, 0.75});
+      down.push_back({0.75, 0.5});
+      onlyB.push_back({std::nullopt, 0.75});
+    }
+    model.setRows({{"both", "g1", "", up}, {"both", "g2", "", down}, {"only in B", "g3", "", onlyB}});
+    const std::map<QString, int> upVerdict = {{"compiles", -1}, {"compile_ms", -1}, {"fallbacks", -1},
+                                              {"executions", 0}, {"steps", 0}, {"steps_per_s", 1},
+                                              {"cache_hit_rate", 1}};
+    for (int c = 0; c < metrics.size(); ++c) {
+      const int column = DeltaTableModel::FIRST_VALUE + c;
+      const int expected = upVerdict.at(metrics[c]);
+      QCOMPARE(model.index(0, column).data(DeltaTableModel::VerdictRole).toInt(), expected);
+      QCOMPARE(model.index(1, column).data(DeltaTableModel::VerdictRole).toInt(), -expected);
+      QCOMPARE(model.index(2, column).data(DeltaTableModel::VerdictRole).toInt(), 0);
+      QVERIFY(!model.index(2, column).data(Qt::ForegroundRole).isValid());
+      const QVariant colour = model.index(0, column).data(Qt::ForegroundRole);
+      if (expected == 0) {
+        QVERIFY(!colour.isValid());
+      } else {
+        QCOMPARE(colour.value<QColor>(), verdictColor(expected, palette));
+      }
+    }
+    QCOMPARE(betterDirection(QStringLiteral("no_such_metric")), Better::Neither);
+    // A change within the runs' noise is no verdict: 0.25 ms more compile
+    // time when compiles vary by 0.5 ms.
+    model.setNoise(QStringLiteral("compile_ms"), 0.5);
+    const int compileMs = DeltaTableModel::FIRST_VALUE + static_cast<int>(metrics.indexOf("compile_ms"));
+    QCOMPARE(model.index(0, compileMs).data(DeltaTableModel::VerdictRole).toInt(), 0);
+    QVERIFY(!model.index(0, compileMs).data(Qt::ForegroundRole).isValid());
+    model.setNoise(QStringLiteral("compile_ms"), 0.1);
+    QCOMPARE(model.index(0, compileMs).data(DeltaTableModel::VerdictRole).toInt(), -1);
   }
 
   void commandLineComesFromTheFlagTable() {

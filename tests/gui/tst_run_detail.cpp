@@ -187,6 +187,31 @@ class TestRunDetail : public QObject {
     }
   }
 
+  // --run, resolved before the window opens: the newest run of a name, as
+  // the CLI picks it; an unknown one is an error naming what there is.
+  void runOptionResolvesAsTheCommandLineDoes() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("names.sqlite"));
+    const int64_t first = gui::testing::recordFinishedRun(path, QStringLiteral("twice"), 2);
+    const int64_t other = gui::testing::recordFinishedRun(path, QStringLiteral("once"), 2);
+    const int64_t second = gui::testing::recordFinishedRun(path, QStringLiteral("twice"), 3);
+    QVERIFY(first < second);
+    QString problem;
+    QCOMPARE(MainWindow::resolveRun(path, QStringLiteral("twice"), &problem), second);
+    QCOMPARE(MainWindow::resolveRun(path, QString::number(first), &problem), first);
+    QCOMPARE(MainWindow::resolveRun(path, QStringLiteral("once"), &problem), other);
+    QCOMPARE(MainWindow::resolveRun(path, QStringLiteral("last"), &problem), second);
+    QVERIFY(problem.isEmpty());
+    for (const QString& ref : {QStringLiteral("999"), QStringLiteral("abc")}) {
+      QCOMPARE(MainWindow::resolveRun(path, ref, &problem), int64_t{0});
+      QVERIFY2(problem.contains(QStringLiteral("no run “%1” in").arg(ref)), qPrintable(problem));
+      QVERIFY2(problem.contains(QStringLiteral("(%1 to %2)").arg(first).arg(second)), qPrintable(problem));
+    }
+    QCOMPARE(MainWindow::resolveRun(dir.filePath(QStringLiteral("none.sqlite")), QStringLiteral("1"), &problem),
+             int64_t{0});
+    QVERIFY2(problem.contains(QStringLiteral("there is no history at")), qPrintable(problem));
+  }
+
   void noRunSelectedShowsNoDiagnosis() {
     window_->runDetail()->clear();
     const gui::OverviewTab* overview = window_->runDetail()->overview();

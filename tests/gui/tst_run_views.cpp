@@ -199,8 +199,9 @@ class TestRunViews : public QObject {
     QVERIFY(!compile->is_counter());
     QCOMPARE(compile->count(), int64_t{2});
     QCOMPARE(compile->total_ms(), 60.0);
-    QCOMPARE(compile->p50_ms(), 20.0);
-    QCOMPARE(compile->p99_ms(), 40.0);
+    // numpy.percentile([20, 40], [50, 99]): between the two, not either.
+    QCOMPARE(compile->p50_ms(), 30.0);
+    QCOMPARE(compile->p99_ms(), 39.8);
     QCOMPARE(findMetric(metrics, "StepTime")->count(), int64_t{kSteps});
   }
 
@@ -233,6 +234,28 @@ class TestRunViews : public QObject {
     QCOMPARE(model.index(0, gui::MetricsModel::Kind).data().toString(), QStringLiteral("counter"));
     // A counter has no percentiles: the cell is empty, not zero.
     QVERIFY(!model.index(0, gui::MetricsModel::P50).data().isValid());
+    // Each metric labelled by its kind: the live-buffer gauges are not
+    // counters, timed metrics are timings.
+    const auto kindOf = [&model](const QString& name) {
+      for (int row = 0; row < model.rowCount(); ++row) {
+        if (model.index(row, gui::MetricsModel::Name).data().toString() == name) {
+          return model.index(row, gui::MetricsModel::Kind).data().toString();
+        }
+      }
+      return QStringLiteral("(no row %1)").arg(name);
+    };
+    QCOMPARE(kindOf(QStringLiteral("CompileTime")), QStringLiteral("timing"));
+    QCOMPARE(kindOf(QStringLiteral("UncachedCompile")), QStringLiteral("counter"));
+    std::vector<pb::MetricValue> snapshot(2);
+    snapshot[0].set_name("LiveDeviceBufferBytes");
+    snapshot[0].set_is_counter(true);
+    snapshot[0].set_value(4096);
+    snapshot[1].set_name("TransferToDeviceBytes");
+    snapshot[1].set_is_counter(true);
+    snapshot[1].set_value(4096);
+    model.setMetrics(snapshot);
+    QCOMPARE(kindOf(QStringLiteral("LiveDeviceBufferBytes")), QStringLiteral("gauge"));
+    QCOMPARE(kindOf(QStringLiteral("TransferToDeviceBytes")), QStringLiteral("counter"));
     model.setMetrics({});
     QCOMPARE(model.rowCount(), 0);
   }

@@ -43,6 +43,18 @@ CASES = [
      IndexError, ["index", "index 7", "size 2"], True),
     ("index_one_hot", lambda d: lazyscope.nn.functional.one_hot(lazyscope.tensor([1, 4], device=d), 3),
      IndexError, ["one_hot", "4"], True),
+    # Shape checks written in Python (nn modules and functions) name the
+    # user's line too, not only the engine's ops.
+    ("shape_linear_module", lambda d: lazyscope.nn.Linear(3, 4).to(d)(lazyscope.ones(2, 5, device=d)),
+     lazyscope.ShapeError, ["linear", "(2, 5)", "(4, 3)"], False),
+    ("shape_linear_function", lambda d: lazyscope.nn.functional.linear(lazyscope.ones(2, 5, device=d), lazyscope.ones(4, 3, device=d)),
+     lazyscope.ShapeError, ["linear", "(2, 5)", "(4, 3)"], False),
+    ("shape_attention", lambda d: lazyscope.nn.MultiheadAttention(8, 2).to(d)(*[lazyscope.ones(4, 8, device=d)] * 3),
+     lazyscope.ShapeError, ["MultiheadAttention", "3-D", "(4, 8)"], False),
+    ("shape_lstm", lambda d: lazyscope.nn.LSTM(4, 3).to(d)(lazyscope.ones(2, 5, 6, device=d)),
+     lazyscope.ShapeError, ["LSTM", "input_size", "6"], False),
+    ("shape_batch_norm", lambda d: lazyscope.nn.BatchNorm1d(4).to(d)(lazyscope.ones(2, 5, device=d)),
+     lazyscope.ShapeError, ["BatchNorm1d", "4 channels", "(2, 5)"], False),
     ("alloc_matmul", lambda d: lazyscope.ones(HUGE, 1, device=d) @ lazyscope.ones(1, HUGE, device=d),
      MemoryError, ["matmul", f"[{HUGE}, {HUGE}]", "bytes"], True),
     ("alloc_overflow", lambda d: lazyscope.ones(1, 1, device=d).expand(2 ** 31, 2 ** 31) * 2.0,

@@ -188,6 +188,27 @@ def test_module_call_sets_the_scope_path_and_restores_it(monkeypatch):
     assert scopes[-1] is None
 
 
+def test_blocks_of_a_module_list_are_scoped_by_their_index(monkeypatch):
+    # A forward that iterates a ModuleList calls the blocks, not the list:
+    # each block is still named by its path ("Stack.blocks.1"), not by its
+    # class, which would fold every block into one scope.
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+            self.heads = nn.ModuleDict({"out": nn.Linear(4, 1)})
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return self.heads["out"](x)
+
+    scopes = []
+    monkeypatch.setattr(lazyscope._C, "set_scope", lambda s: scopes.append(s))
+    Stack()(lazyscope.randn(2, 4))
+    assert [s for s in scopes if s not in ("Stack", None)] == ["Stack.blocks.0", "Stack.blocks.1", "Stack.heads.out"]
+
+
 def test_repr_looks_like_pytorch():
     text = repr(nn.Sequential(nn.Linear(2, 3), nn.ReLU()))
     assert text == "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n  (1): ReLU()\n)"

@@ -76,7 +76,8 @@ def linear(input, weight, bias=None):  # noqa: A002
     if input.shape[-1] != weight.shape[-1]:
         raise lazyscope.ShapeError(
             f"linear: input has {input.shape[-1]} features in its last dimension (shape {tuple(input.shape)}) "
-            f"but the weight expects {weight.shape[-1]} (weight shape {tuple(weight.shape)})")
+            f"but the weight expects {weight.shape[-1]} (weight shape {tuple(weight.shape)})"
+                + lazyscope._C._at_user_line())
     out = input @ weight.t()
     return out if bias is None else out + bias
 
@@ -120,7 +121,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     if tuple(input.shape[len(input.shape) - len(normalized_shape):]) != normalized_shape:
         raise lazyscope.ShapeError(
             f"layer_norm: input of shape {tuple(input.shape)} does not end with normalized_shape "
-            f"{list(normalized_shape)}")
+            f"{list(normalized_shape)}" + lazyscope._C._at_user_line())
     op = getattr(lazyscope, "layer_norm", None)
     if op is not None:
         return op(input, list(normalized_shape), weight, bias, eps)
@@ -145,7 +146,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if op is not None:
         return op(input, running_mean, running_var, weight, bias, training, momentum, eps)
     if input.dim() < 2:
-        raise lazyscope.ShapeError(f"batch_norm: expected at least 2 dims (N, C, …), got shape {tuple(input.shape)}")
+        raise lazyscope.ShapeError(f"batch_norm: expected at least 2 dims (N, C, …), got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
     channels = input.shape[1]
     dims = [0] + list(range(2, input.dim()))
     view = [1, channels] + [1] * (input.dim() - 2)
@@ -199,7 +201,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     if op is not None:
         return op(input, p, training)
     if input.dim() not in (3, 4):
-        raise lazyscope.ShapeError(f"dropout2d: expected a 3-D or 4-D input, got shape {tuple(input.shape)}")
+        raise lazyscope.ShapeError(f"dropout2d: expected a 3-D or 4-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
     if p == 1.0:
         return input * 0.0
     # One mask value per (sample, channel), broadcast over the spatial dims.
@@ -255,9 +258,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stride, dilation, padding = one(stride, "stride"), one(dilation, "dilation"), one(padding, "padding")
     if weight.dim() != 3:
         raise lazyscope.ShapeError(f"conv1d: expected a 3-D weight [out_channels, in_channels/groups, kW], got "
-                                   f"shape {tuple(weight.shape)}")
+                                   f"shape {tuple(weight.shape)}" + lazyscope._C._at_user_line())
     if input.dim() not in (2, 3):
-        raise lazyscope.ShapeError(f"conv1d: expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
+        raise lazyscope.ShapeError(f"conv1d: expected a 2-D or 3-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
     x = input.unsqueeze(-2)  # [N, C, 1, L]
     pad = padding if isinstance(padding, str) else (0, padding)
     out = conv2d(x, weight.unsqueeze(-2), bias, (1, stride), pad, (1, dilation), groups)
@@ -268,7 +272,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     """Normalizes each sample over groups of channels (biased variance), then a per-channel affine."""
     if input.dim() < 2 or input.shape[1] % num_groups:
         raise lazyscope.ShapeError(f"group_norm: expected an input [N, C, ...] with C divisible by num_groups="
-                                   f"{num_groups}, got shape {tuple(input.shape)}")
+                                   f"{num_groups}, got shape {tuple(input.shape)}" + lazyscope._C._at_user_line())
     n, c = input.shape[0], input.shape[1]
     x = input.reshape(n, num_groups, -1)
     mean = x.mean(-1, keepdim=True)
@@ -341,7 +345,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     spatial = input.dim() - 2
     if spatial < 1:
         raise lazyscope.ShapeError(f"interpolate: expected an input [N, C, ...] with spatial dims, got shape "
-                                   f"{tuple(input.shape)}")
+                                   f"{tuple(input.shape)}" + lazyscope._C._at_user_line())
     expected = {"nearest": None, "linear": 1, "bilinear": 2, "trilinear": 3}
     if mode not in expected:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear, "

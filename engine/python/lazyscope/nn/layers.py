@@ -168,10 +168,10 @@ class _BatchNorm(Module):
     def _check(self, input):
         if input.dim() not in self._dims:
             raise lazyscope.ShapeError(f"{type(self).__name__}: expected a {' or '.join(f'{d}-D' for d in self._dims)} "
-                                       f"input, got shape {tuple(input.shape)}")
+                                       f"input, got shape {tuple(input.shape)}" + lazyscope._C._at_user_line())
         if input.shape[1] != self.num_features:
             raise lazyscope.ShapeError(f"{type(self).__name__}: expected {self.num_features} channels in dim 1, "
-                                       f"got shape {tuple(input.shape)}")
+                                       f"got shape {tuple(input.shape)}" + lazyscope._C._at_user_line())
 
     def forward(self, input):  # noqa: A002
         self._check(input)
@@ -394,13 +394,15 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         if query.dim() != 3:
-            raise lazyscope.ShapeError(f"MultiheadAttention: expected a 3-D query, got shape {tuple(query.shape)}")
+            raise lazyscope.ShapeError(f"MultiheadAttention: expected a 3-D query, got shape {tuple(query.shape)}"
+                                       + lazyscope._C._at_user_line())
         if not self.batch_first:  # (L, N, E) -> (N, L, E)
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         n, lq, e = query.shape
         lk = key.shape[1]
         if e != self.embed_dim:
-            raise lazyscope.ShapeError(f"MultiheadAttention: query has embedding size {e}, expected {self.embed_dim}")
+            raise lazyscope.ShapeError(f"MultiheadAttention: query has embedding size {e}, expected {self.embed_dim}"
+                                       + lazyscope._C._at_user_line())
         w_q, w_k, w_v = self.in_proj_weight.chunk(3, 0)
         b_q, b_k, b_v = self.in_proj_bias.chunk(3, 0) if self.in_proj_bias is not None else (None, None, None)
         h, d = self.num_heads, self.head_dim

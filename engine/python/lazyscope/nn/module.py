@@ -28,6 +28,22 @@ def _scope_stack():
     return stack
 
 
+
+def _child_path(parent, child):
+    """`child`'s attribute path under `parent` ("blocks.0"), looking through
+    the containers a forward iterates without calling (ModuleList,
+    ModuleDict); None when it is not below `parent`. Without this the blocks
+    of a ModuleList were all scoped by their class name, one scope for all."""
+    for name, module in parent._modules.items():
+        if module is child:
+            return name
+    for name, module in parent._modules.items():
+        if isinstance(module, (ModuleList, ModuleDict)):
+            inner = _child_path(module, child)
+            if inner is not None:
+                return f"{name}.{inner}"
+    return None
+
 class RemovableHandle:
     """Returned by register_*_hook; ``remove()`` unregisters the hook."""
     _ids = itertools.count()
@@ -349,10 +365,8 @@ class Module:
         if not stack:
             return type(self).__name__
         parent, parent_path = stack[-1]
-        for name, child in parent._modules.items():
-            if child is self:
-                return f"{parent_path}.{name}"
-        return f"{parent_path}.{type(self).__name__}"
+        name = _child_path(parent, self)
+        return f"{parent_path}.{name if name is not None else type(self).__name__}"
 
     def __call__(self, *args, **kwargs):
         stack = _scope_stack()

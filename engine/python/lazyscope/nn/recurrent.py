@@ -58,10 +58,10 @@ class _RNNBase(Module):
     def _check(self, input, hx):
         if input.dim() not in (2, 3):
             raise lazyscope.ShapeError(f"{self._name}: expected a 2-D (unbatched) or 3-D input, got shape "
-                                       f"{tuple(input.shape)}")
+                                       f"{tuple(input.shape)}" + lazyscope._C._at_user_line())
         if input.shape[-1] != self.input_size:
             raise lazyscope.ShapeError(f"{self._name}: input.size(-1) must be equal to input_size. Expected "
-                                       f"{self.input_size}, got {input.shape[-1]}")
+                                       f"{self.input_size}, got {input.shape[-1]}" + lazyscope._C._at_user_line())
 
     def forward(self, input, hx=None):  # noqa: A002
         self._check(input, hx)
@@ -114,7 +114,7 @@ class _RNNBase(Module):
             h = h.unsqueeze(1) if unbatched else h
             if tuple(h.shape) != (count, batch, self.hidden_size):
                 raise lazyscope.ShapeError(f"{self._name}: expected hidden size {(count, batch, self.hidden_size)}, "
-                                           f"got {tuple(h.shape)}")
+                                           f"got {tuple(h.shape)}" + lazyscope._C._at_user_line())
             out.append(h)
         return out
 

@@ -11,7 +11,7 @@ def parameters_to_vector(parameters):
     for p in params:
         if p.device != device:
             raise lazyscope.DeviceMismatchError(f"parameters_to_vector: found parameters on {device} and "
-                                                f"{p.device}; move them to one device")
+                                                f"{p.device}; move them to one device" + lazyscope._C._at_user_line())
     return lazyscope.cat([p.reshape(-1) for p in params])
 
 
@@ -23,7 +23,7 @@ def vector_to_parameters(vec, parameters):
     total = sum(p.numel() for p in params)
     if vec.numel() != total:
         raise lazyscope.ShapeError(f"vector_to_parameters: the vector has {vec.numel()} elements, the parameters "
-                                   f"{total}")
+                                   f"{total}" + lazyscope._C._at_user_line())
     offset = 0
     with lazyscope.no_grad():
         for p in params:
