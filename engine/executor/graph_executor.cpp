@@ -65,6 +65,9 @@ struct DeviceState {
   std::vector<std::pair<std::string, std::shared_ptr<TensorImpl>>> scalar_logs;
   // Last graph compiled at each call site, to explain the next recompile.
   std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
+  // The last sync's phases, and its graph (for its kernel time, read on demand).
+  SyncProfile last_profile;
+  std::shared_ptr<CompiledGraph> last_compiled;
 };
 
 DeviceState& state(const Device& device) {
@@ -358,6 +361,7 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 
 int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
                     pb::SyncCause cause) {
+  const int64_t collect_start = events::now_ns();
   if (targets.empty()) {
     targets = collect_pending(st);
   } else {
@@ -375,15 +379,20 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   }
   if (targets.empty()) return 0;
   const int64_t start = events::now_ns();
+  SyncProfile profile;
+  profile.collect_ns = start - collect_start;
   const SourceLocation sync_site = current_source_location();
 
   std::vector<const Node*> roots;
   roots.reserve(targets.size());
   for (const auto& t : targets) roots.push_back(t->ir.get());
   LoweredGraph graph = lower(roots, expected_nodes);
+  const int64_t lowered = events::now_ns();
+  profile.lower_ns = lowered - start;
 
   std::shared_ptr<CompiledGraph> compiled = compile_cache().get(graph.hash);
   const bool cache_hit = compiled != nullptr;
+  profile.lookup_ns = events::now_ns() - lowered;
   int64_t compile_ns = 0;
   if (cache_hit) {
     LAZYSCOPE_COUNTER("CachedCompile")->add(1);
@@ -424,10 +433,12 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     }
   }
 
+  const int64_t bind_start = events::now_ns();
   std::vector<BufferPtr> parameters;
   parameters.reserve(graph.view.parameters.size());
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const int64_t execute_start = events::now_ns();
+  profile.bind_inputs_ns = execute_start - bind_start;
   std::vector<BufferPtr> outputs;
   try {
     // The all_reduce kernel finds its replica rank from the executing device.
@@ -460,6 +471,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     targets[i]->buffer = outputs[i];
     targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
   }
+  const int64_t bound = events::now_ns();
 
   st.compile_ns += compile_ns;
   st.execute_ns += execute_ns;
@@ -483,7 +495,23 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     events::publish(e);
     publish_kernel_profile(device, st.step, *compiled);
   }
-  return static_cast<int64_t>(graph.view.nodes.size() - graph.view.parameters.size());
+  const int64_t end = events::now_ns();
+  profile.compile_ns = compile_ns;
+  profile.execute_ns = execute_ns;
+  profile.publish_ns = end - bound;
+  profile.nodes = static_cast<int64_t>(graph.view.nodes.size());
+  profile.cache_hit = cache_hit;
+  st.last_compiled = compiled;
+  // The roots' graph is released here at the latest (`graph.view` holds
+  // bare pointers; `targets` may hold the last references to the roots'
+  // old nodes until this function returns): counted with the output bind.
+  graph = LoweredGraph{};
+  targets.clear();
+  const int64_t released = events::now_ns();
+  profile.bind_outputs_ns = bound - (execute_start + execute_ns) + (released - end);
+  profile.total_ns = released - collect_start;
+  st.last_profile = profile;
+  return profile.nodes - static_cast<int64_t>(parameters.size());
 }
 
 void publish_snapshot(const Device& device, int64_t step, bool only_changed);
@@ -622,6 +650,18 @@ void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64
     t->set_bytes(bytes);
     events::publish(e);
   }
+}
+
+SyncProfile last_sync_profile(const Device& device) {
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.mu);
+  SyncProfile p = st.last_profile;
+  if (st.last_compiled) {
+    for (const KernelTiming& k : st.last_compiled->executable->kernel_profile()) {
+      if (k.samples > 0) p.kernel_ns += k.total_ns / k.samples;
+    }
+  }
+  return p;
 }
 
 pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets) {

@@ -44,6 +44,27 @@ void publish_scalar(const Device& device, const std::string& name, double value)
 // publishes a full one at exit. No-op without a subscriber.
 void publish_metric_snapshot(const Device& device, bool only_changed);
 
+// Where the last sync of `device` spent its time (benchmarks/step_overhead.py
+// and overhead_bench print it): everything a cached step costs outside its
+// kernels. kernel_ns is the graph's mean kernel time per execution from the
+// executable's sampled profile (0 before a sample); execute_ns - kernel_ns is
+// the program's own overhead (dispatch, arena, threads).
+struct SyncProfile {
+  int64_t collect_ns = 0;  // pending tensors gathered from the registry
+  int64_t lower_ns = 0;    // post-order walk and graph hash
+  int64_t lookup_ns = 0;   // compile cache lookup
+  int64_t compile_ns = 0;  // on a miss: compile, signature, CompileEvent
+  int64_t bind_inputs_ns = 0;
+  int64_t execute_ns = 0;
+  int64_t kernel_ns = 0;
+  int64_t bind_outputs_ns = 0;  // results bound to the tensors, traced graph released
+  int64_t publish_ns = 0;       // counters, ExecuteEvent, kernel profile
+  int64_t total_ns = 0;
+  int64_t nodes = 0;
+  bool cache_hit = false;
+};
+SyncProfile last_sync_profile(const Device& device);
+
 // Graph for `targets` as the next sync would build it (for dumps and tests).
 pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets);
 
