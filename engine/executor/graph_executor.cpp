@@ -6,8 +6,8 @@
 #include <cctype>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "backend/collective.h"
@@ -38,17 +38,27 @@ struct CallSiteHash {
   }
 };
 
+// Process-wide unique epochs for the marks nodes carry (Node::counted_epoch,
+// Node::visit_epoch): a new epoch forgets every mark at once, where a hash
+// set keyed by node address cost an allocation per node.
+uint64_t new_epoch() {
+  static std::atomic<uint64_t> epoch{0};
+  return epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct DeviceState {
   std::recursive_mutex mu;  // one sync at a time; recursive for sync-within-sync safety
-  std::vector<std::weak_ptr<TensorImpl>> live;
+  // Registered pending tensors with their registration numbers: an entry
+  // whose number is no longer the tensor's (TensorImpl::registration) was
+  // superseded by a later registration of the same tensor.
+  std::vector<std::pair<std::weak_ptr<TensorImpl>, uint64_t>> live;
+  uint64_t registrations = 0;
   size_t compacted_size = 0;
   int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit
-  // The nodes counted in pending_nodes: each op's result and the leaves it
-  // reads (a `x + 1e-6` adds two nodes, the sum and the scalar's leaf), each
-  // once however often it is used. By address: a freed node's address taken
-  // by a new one is not counted again, so the count stays at least the
-  // number of live traced nodes, the graph's size.
-  std::unordered_set<const Node*> counted_nodes;
+  // The nodes counted in pending_nodes are those marked with this epoch:
+  // each op's result and the leaves it reads (a `x + 1e-6` adds two nodes,
+  // the sum and the scalar's leaf), each once however often it is used.
+  uint64_t count_epoch = new_epoch();
   int64_t step = 0;
   int64_t step_start_ns = -1;
   int64_t last_snapshot_ns = INT64_MIN / 2;  // the first barrier publishes one
@@ -71,11 +81,19 @@ struct DeviceState {
 };
 
 DeviceState& state(const Device& device) {
+  // States live as long as the process, so a state once found is cached
+  // lock-free by ordinal: every traced op registers with its device's state.
+  static std::array<std::atomic<DeviceState*>, 64> found{};
+  const auto index = static_cast<size_t>(device.ordinal);
+  if (index < found.size()) {
+    if (DeviceState* s = found[index].load(std::memory_order_acquire)) return *s;
+  }
   static std::mutex mu;
   static auto* states = new std::unordered_map<int, std::unique_ptr<DeviceState>>();
   std::lock_guard lock(mu);
   auto& slot = (*states)[device.ordinal];
   if (!slot) slot = std::make_unique<DeviceState>();
+  if (index < found.size()) found[index].store(slot.get(), std::memory_order_release);
   return *slot;
 }
 
@@ -107,92 +125,62 @@ void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
 // hash and its operand positions, which covers structure, attributes, input
 // shapes and dtypes, and input aliasing — never input values.
 struct LoweredGraph {
-  GraphView view;
+  GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
   uint64_t hash = 0;
 };
 
-// Post-order positions of the nodes seen so far: open addressing over a
-// power-of-two table, one allocation per sync instead of one per node (the
-// node-based std::unordered_map was a tenth of a cached 1,000-node step).
-class PositionMap {
- public:
-  explicit PositionMap(size_t expected) {
-    size_t capacity = 64;
-    while (capacity < 2 * expected) capacity *= 2;
-    slots_.assign(capacity, {nullptr, -1});
-  }
-  int find(const Node* node) const {
-    for (size_t i = index(node);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].first == node) return slots_[i].second;
-      if (slots_[i].first == nullptr) return -1;
-    }
-  }
-  void insert(const Node* node, int position) {
-    if (2 * (++size_ + 1) > slots_.size()) grow();
-    place(node, position);
-  }
-
- private:
-  size_t index(const Node* node) const {
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(node) >> 4) * 0x9E3779B97F4A7C15ULL) & (slots_.size() - 1);
-  }
-  void place(const Node* node, int position) {
-    size_t i = index(node);
-    while (slots_[i].first != nullptr) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = {node, position};
-  }
-  void grow() {
-    std::vector<std::pair<const Node*, int>> old(slots_.size() * 2, {nullptr, -1});
-    old.swap(slots_);
-    for (const auto& [node, position] : old) {
-      if (node) place(node, position);
-    }
-  }
-  std::vector<std::pair<const Node*, int>> slots_;
-  size_t size_ = 0;
-};
-
+// Each node reached is marked with the walk's epoch and its position
+// (Node::visit_epoch/visit_position: no map from node to position, no
+// allocation per node); the graph's operand lists are built only when
+// needed, on a compile (fill_operands).
 LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
   LoweredGraph g;
-  PositionMap position(expected_nodes);
+  const uint64_t epoch = new_epoch();
+  const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
-  g.view.operands.reserve(expected_nodes);
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const Node* root : roots) {
-    if (position.find(root) >= 0) continue;
+    if (position(root) >= 0) continue;
     stack.emplace_back(root, 0);
     while (!stack.empty()) {
       auto& [node, next] = stack.back();
-      if (next < node->operands().size()) {
-        const Node* operand = node->operands()[next++].get();
-        if (position.find(operand) < 0) stack.emplace_back(operand, 0);
+      const std::span<const NodePtr> operands = node->operands();
+      if (next < operands.size()) {
+        const Node* operand = operands[next++].get();
+        if (position(operand) < 0) stack.emplace_back(operand, 0);
         continue;
       }
       const int pos = static_cast<int>(g.view.nodes.size());
-      position.insert(node, pos);
+      node->visit_epoch = epoch;
+      node->visit_position = pos;
       g.view.nodes.push_back(node);
-      std::vector<int> operand_positions;
-      operand_positions.reserve(node->operands().size());
       uint64_t h = node->local_hash();
-      for (const NodePtr& operand : node->operands()) {
-        const int p = position.find(operand.get());
-        operand_positions.push_back(p);
-        h = hash_combine(h, static_cast<uint64_t>(p));
-      }
+      for (const NodePtr& operand : operands) h = hash_combine(h, static_cast<uint64_t>(operand->visit_position));
       g.hash = hash_combine(g.hash, h);
-      g.view.operands.push_back(std::move(operand_positions));
       if (node->is_leaf()) g.view.parameters.push_back(pos);
       stack.pop_back();
     }
   }
   for (const Node* root : roots) {
-    const int p = position.find(root);
+    const int p = position(root);
     g.view.outputs.push_back(p);
     g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
   }
   // A program compiled in bf16 mode rounds differently: never share it.
   if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
   return g;
+}
+
+// The operand positions of every node of a graph just lowered (its marks
+// are still the walk's: nothing walks in between, under the device's lock).
+void fill_operands(GraphView& view) {
+  view.operands.resize(view.nodes.size());
+  for (size_t i = 0; i < view.nodes.size(); ++i) {
+    const std::span<const NodePtr> operands = view.nodes[i]->operands();
+    view.operands[i].clear();
+    view.operands[i].reserve(operands.size());
+    for (const NodePtr& operand : operands) view.operands[i].push_back(operand->visit_position);
+  }
 }
 
 static_assert(static_cast<int>(OpCategory::kElementwise) == pb::OP_CATEGORY_ELEMENTWISE &&
@@ -239,17 +227,14 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
 std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   std::vector<std::shared_ptr<TensorImpl>> pending;
   // A tensor rebound by an in-place op registers again while its old entry
-  // may still be here. Only its last entry counts: the graph lists it once
-  // among its outputs, at the place its latest value was traced, so a
-  // training loop that updates in place lists its outputs in the same order
-  // every step (the same hash, no recompile).
-  std::unordered_map<const TensorImpl*, size_t> last;
-  for (size_t i = 0; i < st.live.size(); ++i) {
-    if (auto t = st.live[i].lock()) last[t.get()] = i;
-  }
-  for (size_t i = 0; i < st.live.size(); ++i) {
-    auto t = st.live[i].lock();
-    if (!t || !t->pending() || last[t.get()] != i) continue;
+  // may still be here. Only its last entry counts (the one whose number is
+  // the tensor's): the graph lists it once among its outputs, at the place
+  // its latest value was traced, so a training loop that updates in place
+  // lists its outputs in the same order every step (the same hash, no
+  // recompile).
+  for (const auto& [weak, registration] : st.live) {
+    auto t = weak.lock();
+    if (!t || !t->pending() || t->registration != registration) continue;
     pending.push_back(std::move(t));
   }
   st.live.clear();
@@ -258,8 +243,8 @@ std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
 }
 
 void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImpl>>& failed) {
-  std::erase_if(st.live, [&](const std::weak_ptr<TensorImpl>& weak) {
-    const auto t = weak.lock();
+  std::erase_if(st.live, [&](const auto& entry) {
+    const auto t = entry.first.lock();
     return !t || std::find(failed.begin(), failed.end(), t) != failed.end();
   });
   st.compacted_size = st.live.size();
@@ -370,13 +355,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // Nodes traced since the last sync: the size to expect (parameters add a few).
   const auto expected_nodes = static_cast<size_t>(st.pending_nodes) + targets.size();
   st.pending_nodes = 0;
-  // A large table is dropped rather than cleared: clear() walks every bucket,
-  // which small cached steps after one huge step should not pay.
-  if (st.counted_nodes.bucket_count() > 4096) {
-    st.counted_nodes = {};
-  } else {
-    st.counted_nodes.clear();
-  }
+  st.count_epoch = new_epoch();
   if (targets.empty()) return 0;
   const int64_t start = events::now_ns();
   SyncProfile profile;
@@ -402,6 +381,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     compiled = std::make_shared<CompiledGraph>();
     compiled->hash = graph.hash;
     compiled->node_count = static_cast<int>(graph.view.nodes.size());
+    fill_operands(graph.view);
     compiled->executable = default_backend().compile(graph.view);
     compile_cache().put(compiled);
     compile_ns = events::now_ns() - compile_start;
@@ -469,7 +449,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // releases the traced graph it no longer needs.
   for (size_t i = 0; i < targets.size(); ++i) {
     targets[i]->buffer = outputs[i];
-    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
+    targets[i]->ir = make_leaf(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
   }
   const int64_t bound = events::now_ns();
 
@@ -524,19 +504,25 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
   {
     std::lock_guard lock(st.mu);
     if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
-    st.live.push_back(tensor);
+    tensor->registration = ++st.registrations;
+    st.live.emplace_back(tensor, st.registrations);
     // Compact dead entries once the registry doubles, so a long step of
     // temporaries does not grow it without bound.
     if (st.live.size() > 2 * st.compacted_size + 1024) {
-      std::erase_if(st.live, [](const auto& w) { return w.expired(); });
+      std::erase_if(st.live, [](const auto& entry) { return entry.first.expired(); });
       st.compacted_size = st.live.size();
     }
     // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
     // counted per op was cut into graphs twice the limit.
+    const auto count = [&st](const Node* node) {
+      if (node->counted_epoch == st.count_epoch) return;
+      node->counted_epoch = st.count_epoch;
+      ++st.pending_nodes;
+    };
     const Node* node = tensor->ir.get();
-    if (st.counted_nodes.insert(node).second) ++st.pending_nodes;
+    count(node);
     for (const NodePtr& operand : node->operands()) {
-      if (operand->is_leaf() && st.counted_nodes.insert(operand.get()).second) ++st.pending_nodes;
+      if (operand->is_leaf()) count(operand.get());
     }
     over_limit = st.pending_nodes > settings::graph_node_limit();
   }
@@ -673,6 +659,7 @@ pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_pt
     if (t->ir) roots.push_back(t->ir.get());
   }
   LoweredGraph graph = lower(roots, static_cast<size_t>(st.pending_nodes) + roots.size());
+  fill_operands(graph.view);
   return to_proto(graph.view, graph.hash);
 }
 
