@@ -233,6 +233,7 @@ std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   // lists its outputs in the same order every step (the same hash, no
   // recompile).
   for (const auto& [weak, registration] : st.live) {
+    if (weak.expired()) continue;  // most entries: temporaries; a load, where lock() is a compare-and-swap
     auto t = weak.lock();
     if (!t || !t->pending() || t->registration != registration) continue;
     pending.push_back(std::move(t));
@@ -643,9 +644,9 @@ SyncProfile last_sync_profile(const Device& device) {
   std::lock_guard lock(st.mu);
   SyncProfile p = st.last_profile;
   if (st.last_compiled) {
-    for (const KernelTiming& k : st.last_compiled->executable->kernel_profile()) {
-      if (k.samples > 0) p.kernel_ns += k.total_ns / k.samples;
-    }
+    const Executable& exe = *st.last_compiled->executable;
+    p.kernel_samples = exe.sampled_executions();
+    for (const KernelTiming& k : exe.kernel_profile()) p.kernel_total_ns += k.total_ns;
   }
   return p;
 }

@@ -46,9 +46,11 @@ void publish_metric_snapshot(const Device& device, bool only_changed);
 
 // Where the last sync of `device` spent its time (benchmarks/step_overhead.py
 // and overhead_bench print it): everything a cached step costs outside its
-// kernels. kernel_ns is the graph's mean kernel time per execution from the
-// executable's sampled profile (0 before a sample); execute_ns - kernel_ns is
-// the program's own overhead (dispatch, arena, threads).
+// kernels. The kernel times are the executable's sampled profile of the
+// graph run last (cumulative: kernel_total_ns over kernel_samples sampled
+// executions; a benchmark takes differences between two points to leave the
+// first executions out); execute_ns minus the kernels is the program's own
+// overhead (dispatch, arena, threads).
 struct SyncProfile {
   int64_t collect_ns = 0;  // pending tensors gathered from the registry
   int64_t lower_ns = 0;    // post-order walk and graph hash
@@ -56,7 +58,8 @@ struct SyncProfile {
   int64_t compile_ns = 0;  // on a miss: compile, signature, CompileEvent
   int64_t bind_inputs_ns = 0;
   int64_t execute_ns = 0;
-  int64_t kernel_ns = 0;
+  int64_t kernel_total_ns = 0;
+  int64_t kernel_samples = 0;
   int64_t bind_outputs_ns = 0;  // results bound to the tensors, traced graph released
   int64_t publish_ns = 0;       // counters, ExecuteEvent, kernel profile
   int64_t total_ns = 0;
