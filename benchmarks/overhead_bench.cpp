@@ -55,7 +55,7 @@ void BM_StepLazy(benchmark::State& state) {
     Tensor y = chain(x, nodes);
     trace_ns += events::now_ns() - t0;
     executor::mark_step(kLazy);
-    const executor::SyncProfile p = executor::last_sync_profile(kLazy);
+    const executor::SyncProfile p = executor::last_sync_profile(kLazy, /*with_kernels=*/false);
     sum.collect_ns += p.collect_ns;
     sum.lower_ns += p.lower_ns;
     sum.lookup_ns += p.lookup_ns;

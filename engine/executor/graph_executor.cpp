@@ -639,11 +639,11 @@ void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64
   }
 }
 
-SyncProfile last_sync_profile(const Device& device) {
+SyncProfile last_sync_profile(const Device& device, bool with_kernels) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
   SyncProfile p = st.last_profile;
-  if (st.last_compiled) {
+  if (with_kernels && st.last_compiled) {
     const Executable& exe = *st.last_compiled->executable;
     p.kernel_samples = exe.sampled_executions();
     for (const KernelTiming& k : exe.kernel_profile()) p.kernel_total_ns += k.total_ns;

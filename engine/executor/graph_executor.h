@@ -66,7 +66,9 @@ struct SyncProfile {
   int64_t nodes = 0;
   bool cache_hit = false;
 };
-SyncProfile last_sync_profile(const Device& device);
+// with_kernels: also read the kernel totals (builds the executable's
+// profile: a few microseconds, so a per-step caller leaves it out).
+SyncProfile last_sync_profile(const Device& device, bool with_kernels = true);
 
 // Graph for `targets` as the next sync would build it (for dumps and tests).
 pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets);

@@ -149,8 +149,8 @@ void bind_runtime(py::module_& m) {
   }, py::arg("name"));
 
   // Where the last sync of a lazy device spent its time (benchmarks/step_overhead.py).
-  m.def("_last_sync_profile", [](const Device& device) {
-    const executor::SyncProfile p = executor::last_sync_profile(device);
+  m.def("_last_sync_profile", [](const Device& device, bool with_kernels) {
+    const executor::SyncProfile p = executor::last_sync_profile(device, with_kernels);
     py::dict d;
     d["collect_ns"] = p.collect_ns;
     d["lower_ns"] = p.lower_ns;
@@ -166,7 +166,7 @@ void bind_runtime(py::module_& m) {
     d["nodes"] = p.nodes;
     d["cache_hit"] = p.cache_hit;
     return d;
-  }, py::arg("device"));
+  }, py::arg("device"), py::arg("with_kernels") = true);
 
   // Graph dumps: the graph the next sync of `tensors` would run.
   m.def("dump_graph", [](const std::vector<Tensor>& tensors, const std::string& format) -> py::object {
