@@ -46,6 +46,30 @@ uint64_t new_epoch() {
   return epoch.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
+// Post-order over the nodes the roots need; leaves become parameters in the
+// order they are first reached. The graph hash folds in each node's local
+// hash and its operand positions, which covers structure, attributes, input
+// shapes and dtypes, and input aliasing — never input values.
+struct LoweredGraph {
+  GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
+  uint64_t hash = 0;
+};
+
+// A lowered graph whose vectors keep their capacity from one sync to the
+// next on a device: taken by a sync (a nested sync finds none and makes its
+// own), emptied and given back at its end.
+struct SpareGraph {
+  LoweredGraph graph;
+  void give_back(LoweredGraph& g) {
+    g.view.nodes.clear();
+    g.view.operands.clear();
+    g.view.parameters.clear();
+    g.view.outputs.clear();
+    g.hash = 0;
+    graph = std::move(g);
+  }
+};
+
 struct DeviceState {
   std::recursive_mutex mu;  // one sync at a time; recursive for sync-within-sync safety
   // Registered pending tensors with their registration numbers: an entry
@@ -75,6 +99,7 @@ struct DeviceState {
   std::vector<std::pair<std::string, std::shared_ptr<TensorImpl>>> scalar_logs;
   // Last graph compiled at each call site, to explain the next recompile.
   std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
+  SpareGraph spare;  // the lowered graph's vectors, kept across syncs
   // The last sync's phases, and its graph (for its kernel time, read on demand).
   SyncProfile last_profile;
   std::shared_ptr<CompiledGraph> last_compiled;
@@ -120,25 +145,23 @@ void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
   if (loc.function) out->set_function(*loc.function);
 }
 
-// Post-order over the nodes the roots need; leaves become parameters in the
-// order they are first reached. The graph hash folds in each node's local
-// hash and its operand positions, which covers structure, attributes, input
-// shapes and dtypes, and input aliasing — never input values.
-struct LoweredGraph {
-  GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
-  uint64_t hash = 0;
-};
 
 // Each node reached is marked with the walk's epoch and its position
 // (Node::visit_epoch/visit_position: no map from node to position, no
 // allocation per node); the graph's operand lists are built only when
 // needed, on a compile (fill_operands).
-LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
-  LoweredGraph g;
+//
+// `g` arrives empty, possibly with capacity kept from an earlier sync (see
+// SpareGraph): a 1,000-node step's vectors are large allocations, each of
+// which made glibc consolidate the small blocks the trace had freed.
+void lower(const std::vector<const Node*>& roots, size_t expected_nodes, LoweredGraph& g) {
   const uint64_t epoch = new_epoch();
   const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
-  std::vector<std::pair<const Node*, size_t>> stack;
+  // Taken while in use (a sync inside a sync gets its own), kept across syncs.
+  static thread_local std::vector<std::pair<const Node*, size_t>> t_stack;
+  std::vector<std::pair<const Node*, size_t>> stack = std::move(t_stack);
+  stack.clear();
   for (const Node* root : roots) {
     if (position(root) >= 0) continue;
     stack.emplace_back(root, 0);
@@ -168,8 +191,15 @@ LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes)
   }
   // A program compiled in bf16 mode rounds differently: never share it.
   if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
+  t_stack = std::move(stack);
+}
+
+LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
+  LoweredGraph g;
+  lower(roots, expected_nodes, g);
   return g;
 }
+
 
 // The operand positions of every node of a graph just lowered (its marks
 // are still the walk's: nothing walks in between, under the device's lock).
@@ -366,7 +396,8 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   std::vector<const Node*> roots;
   roots.reserve(targets.size());
   for (const auto& t : targets) roots.push_back(t->ir.get());
-  LoweredGraph graph = lower(roots, expected_nodes);
+  LoweredGraph graph = std::move(st.spare.graph);
+  lower(roots, expected_nodes, graph);
   const int64_t lowered = events::now_ns();
   profile.lower_ns = lowered - start;
 
@@ -486,7 +517,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // The roots' graph is released here at the latest (`graph.view` holds
   // bare pointers; `targets` may hold the last references to the roots'
   // old nodes until this function returns): counted with the output bind.
-  graph = LoweredGraph{};
+  st.spare.give_back(graph);
   targets.clear();
   const int64_t released = events::now_ns();
   profile.bind_outputs_ns = bound - (execute_start + execute_ns) + (released - end);
