@@ -145,7 +145,30 @@ Tensor run_eager(OpKind op, const std::vector<Tensor>& inputs, const TensorSpec&
 
 }  // namespace
 
-Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
+namespace {
+Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs);
+}  // namespace
+
+Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) { return apply_to(op, inputs, std::move(attrs)); }
+
+Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
+  // Taken while in use, so an apply() nested in this one (a promotion's
+  // cast) gets a scratch of its own; the operands are released on return.
+  static thread_local std::vector<Tensor> t_inputs;
+  struct Scratch {
+    std::vector<Tensor> inputs = std::move(t_inputs);
+    ~Scratch() {
+      inputs.clear();
+      t_inputs = std::move(inputs);
+    }
+  } scratch;
+  scratch.inputs.assign(inputs.begin(), inputs.end());
+  return apply_to(op, scratch.inputs, std::move(attrs));
+}
+
+namespace {
+// `inputs` is the caller's to change: promotion replaces operands in it.
+Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs) {
   for (const Tensor& t : inputs) {
     if (!t.defined()) throw EngineError(std::string(op_name(op)) + ": undefined tensor operand");
     views::refresh_if_view(t);  // a view whose base was written in place since
@@ -219,6 +242,7 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
   autograd::record(op, inputs, attrs, out);
   return out;
 }
+}  // namespace
 
 Tensor cast(const Tensor& a, DType dtype) {
   if (a.dtype() == dtype) return a;
