@@ -82,12 +82,10 @@ py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
 // becomes a wrapped number on `like`'s device (it promotes like a scalar).
 // nullopt for anything else.
 std::optional<Tensor> try_operand(const Tensor& like, const py::handle& v) {
-  // Tensor's pybind11 type record, found once: isinstance<Tensor>() and
-  // cast<Tensor>() each looked it up by hashing the C++ type's name, twice
-  // per operator call.
-  static const py::detail::type_info* const tensor_type = py::detail::get_type_info(typeid(Tensor));
-  py::detail::type_caster_generic caster(tensor_type);
-  if (caster.load(v, /*convert=*/false)) return *static_cast<const Tensor*>(caster.value);
+  // One conversion attempt (tensor_caster.h), where isinstance<Tensor>()
+  // and cast<Tensor>() looked Tensor's type up twice.
+  py::detail::make_caster<Tensor> caster;
+  if (caster.load(v, /*convert=*/false)) return py::detail::cast_op<const Tensor&>(caster);
   if (py::isinstance<py::bool_>(v)) return ops::wrapped_bool(v.cast<bool>(), like.device());
   if (py::isinstance<py::int_>(v)) return ops::wrapped_int(v.cast<int64_t>(), like.device());
   if (py::isinstance<py::float_>(v)) return ops::wrapped_float(v.cast<double>(), like.device());
