@@ -233,10 +233,13 @@ Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs) {
       for (const Tensor& t : inputs) many.push_back(t.impl()->ir);
       operands = many;
     }
-    NodePtr node = make_node(op, operands, std::move(spec), std::move(attrs), current_source_location(), current_scope());
-    const Attrs& node_attrs = node->attrs();  // the node keeps them alive as long as `out`
-    out = Tensor::lazy(std::move(node), device);
-    autograd::record(op, inputs, node_attrs, out);
+    const NodePtr node =
+        make_node(op, operands, std::move(spec), std::move(attrs), current_source_location(), current_scope());
+    // `node` is held here because registering `out` may run the graph (the
+    // node limit) and rebind `out` to a leaf, releasing the node and with
+    // it the attributes record() reads.
+    out = Tensor::lazy(node, device);
+    autograd::record(op, inputs, node->attrs(), out);
     return out;
   }
   autograd::record(op, inputs, attrs, out);

@@ -112,5 +112,27 @@ TEST(Trace, TheGraphLimitCountsEachNodeOnceAcrossSyncs) {
   settings::set_graph_node_limit(previous);
 }
 
+TEST(Trace, AnOpThatRunsTheGraphAsItRegistersStillRecordsItsAttributes) {
+  // With a node limit of 1, registering sum's result runs the graph at
+  // once and rebinds the result to a leaf, releasing the traced node; the
+  // autograd record made after must not read the attributes (dims) from it.
+  const int64_t previous = settings::graph_node_limit();
+  settings::set_graph_node_limit(1);
+  Tensor x = make({1, 2, 3, 4, 5, 6}, {2, 3}, lazy0());
+  x.set_requires_grad(true);
+  for (int i = 0; i < 3; ++i) {
+    x.set_grad(Tensor());
+    Tensor rows = ops::mean(ops::mul(x, x), {1});  // [2]: mean over dim 1
+    Tensor total = ops::sum(rows);
+    total.backward();
+    // d/dx of sum_i mean_j x_ij^2 = 2 x / 3
+    const std::vector<float> g = values(x.grad());
+    const std::vector<float> expected{2.f / 3, 4.f / 3, 2, 8.f / 3, 10.f / 3, 4};
+    ASSERT_EQ(g.size(), expected.size());
+    for (size_t k = 0; k < g.size(); ++k) EXPECT_FLOAT_EQ(g[k], expected[k]) << k;
+  }
+  settings::set_graph_node_limit(previous);
+}
+
 }  // namespace
 }  // namespace lazyscope
