@@ -102,7 +102,9 @@ struct DeviceState {
   SpareGraph spare;  // the lowered graph's vectors, kept across syncs
   // The last sync's phases, and its graph (for its kernel time, read on demand).
   SyncProfile last_profile;
-  std::shared_ptr<CompiledGraph> last_compiled;
+  // Weak: the profile must not keep an executable (and its arena) alive
+  // after the compile cache let it go.
+  std::weak_ptr<CompiledGraph> last_compiled;
 };
 
 DeviceState& state(const Device& device) {
@@ -674,8 +676,8 @@ SyncProfile last_sync_profile(const Device& device, bool with_kernels) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
   SyncProfile p = st.last_profile;
-  if (with_kernels && st.last_compiled) {
-    const Executable& exe = *st.last_compiled->executable;
+  if (const std::shared_ptr<CompiledGraph> compiled = with_kernels ? st.last_compiled.lock() : nullptr) {
+    const Executable& exe = *compiled->executable;
     p.kernel_samples = exe.sampled_executions();
     for (const KernelTiming& k : exe.kernel_profile()) p.kernel_total_ns += k.total_ns;
   }
