@@ -1,8 +1,10 @@
 #include "autograd/autograd.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/pool.h"
 #include "tensor/ops.h"
 #include "tensor/views.h"
 
@@ -14,7 +16,7 @@ thread_local bool tls_grad_enabled = true;
 std::shared_ptr<GradFn> accumulator_of(const std::shared_ptr<TensorImpl>& leaf) {
   std::shared_ptr<GradFn> acc = leaf->grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<GradFn>();
+    acc = pool::make_pooled<GradFn>();
     acc->leaf = leaf;
     leaf->grad_accumulator = acc;
   }
@@ -44,7 +46,7 @@ void accumulate(std::unordered_map<GradFn*, Tensor>& pending, GradFn* fn, const 
 // its GradFn. Unlike detach() it is not registered with the executor: a
 // saved value must not become an extra output of the step's graph.
 Tensor saved_alias(const Tensor& t) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_pooled<TensorImpl>();
   impl->device = t.device();
   impl->spec = t.impl()->spec;
   impl->buffer = t.impl()->buffer;
@@ -106,6 +108,12 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
   if (!tls_grad_enabled || !is_floating(out.dtype())) return;
   const GradRule rule = grad_rule(op);
   if (!rule) return;
+  // Most ops of a forward pass without parameters, and every op under a
+  // frozen model, record nothing: decide that before allocating anything.
+  const bool any_input_needs_grad = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
+    return t.impl()->grad_fn != nullptr || t.impl()->requires_grad;
+  });
+  if (!any_input_needs_grad) return;
   std::vector<std::shared_ptr<GradFn>> next;
   bool any = false;
   for (const Tensor& t : inputs) {
@@ -113,7 +121,7 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
     any = any || next.back();
   }
   if (!any) return;
-  auto fn = std::make_shared<GradFn>();
+  auto fn = pool::make_pooled<GradFn>();
   fn->op = op;
   fn->attrs = attrs;
   fn->inputs = inputs;

@@ -6,8 +6,8 @@
 #include <cctype>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "backend/collective.h"
@@ -38,17 +38,51 @@ struct CallSiteHash {
   }
 };
 
+// Process-wide unique epochs for the marks nodes carry (Node::counted_epoch,
+// Node::visit_epoch): a new epoch forgets every mark at once, where a hash
+// set keyed by node address cost an allocation per node.
+uint64_t new_epoch() {
+  static std::atomic<uint64_t> epoch{0};
+  return epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+// Post-order over the nodes the roots need; leaves become parameters in the
+// order they are first reached. The graph hash folds in each node's local
+// hash and its operand positions, which covers structure, attributes, input
+// shapes and dtypes, and input aliasing — never input values.
+struct LoweredGraph {
+  GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
+  uint64_t hash = 0;
+};
+
+// A lowered graph whose vectors keep their capacity from one sync to the
+// next on a device: taken by a sync (a nested sync finds none and makes its
+// own), emptied and given back at its end.
+struct SpareGraph {
+  LoweredGraph graph;
+  void give_back(LoweredGraph& g) {
+    g.view.nodes.clear();
+    g.view.operands.clear();
+    g.view.parameters.clear();
+    g.view.outputs.clear();
+    g.hash = 0;
+    graph = std::move(g);
+  }
+};
+
 struct DeviceState {
   std::recursive_mutex mu;  // one sync at a time; recursive for sync-within-sync safety
-  std::vector<std::weak_ptr<TensorImpl>> live;
+  // Registered pending tensors with their registration numbers: an entry
+  // whose number is no longer the tensor's (TensorImpl::registration) was
+  // superseded by a later registration of the same tensor.
+  std::vector<std::pair<std::weak_ptr<TensorImpl>, uint64_t>> live;
+  uint64_t registrations = 0;
   size_t compacted_size = 0;
   int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit
-  // The nodes counted in pending_nodes: each op's result and the leaves it
-  // reads (a `x + 1e-6` adds two nodes, the sum and the scalar's leaf), each
-  // once however often it is used. By address: a freed node's address taken
-  // by a new one is not counted again, so the count stays at least the
-  // number of live traced nodes, the graph's size.
-  std::unordered_set<const Node*> counted_nodes;
+  // The nodes counted in pending_nodes are those marked with this epoch:
+  // each op's result and the leaves it reads (a `x + 1e-6` adds two nodes,
+  // the sum and the scalar's leaf), each once however often it is used.
+  uint64_t count_epoch = new_epoch();
   int64_t step = 0;
   int64_t step_start_ns = -1;
   int64_t last_snapshot_ns = INT64_MIN / 2;  // the first barrier publishes one
@@ -65,14 +99,28 @@ struct DeviceState {
   std::vector<std::pair<std::string, std::shared_ptr<TensorImpl>>> scalar_logs;
   // Last graph compiled at each call site, to explain the next recompile.
   std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
+  SpareGraph spare;  // the lowered graph's vectors, kept across syncs
+  // The last sync's phases, and its graph (for its kernel time, read on demand).
+  SyncProfile last_profile;
+  // Weak: the profile must not keep an executable (and its arena) alive
+  // after the compile cache let it go.
+  std::weak_ptr<CompiledGraph> last_compiled;
 };
 
 DeviceState& state(const Device& device) {
+  // States live as long as the process, so a state once found is cached
+  // lock-free by ordinal: every traced op registers with its device's state.
+  static std::array<std::atomic<DeviceState*>, 64> found{};
+  const auto index = static_cast<size_t>(device.ordinal);
+  if (index < found.size()) {
+    if (DeviceState* s = found[index].load(std::memory_order_acquire)) return *s;
+  }
   static std::mutex mu;
   static auto* states = new std::unordered_map<int, std::unique_ptr<DeviceState>>();
   std::lock_guard lock(mu);
   auto& slot = (*states)[device.ordinal];
   if (!slot) slot = std::make_unique<DeviceState>();
+  if (index < found.size()) found[index].store(slot.get(), std::memory_order_release);
   return *slot;
 }
 
@@ -99,97 +147,72 @@ void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
   if (loc.function) out->set_function(*loc.function);
 }
 
-// Post-order over the nodes the roots need; leaves become parameters in the
-// order they are first reached. The graph hash folds in each node's local
-// hash and its operand positions, which covers structure, attributes, input
-// shapes and dtypes, and input aliasing — never input values.
-struct LoweredGraph {
-  GraphView view;
-  uint64_t hash = 0;
-};
 
-// Post-order positions of the nodes seen so far: open addressing over a
-// power-of-two table, one allocation per sync instead of one per node (the
-// node-based std::unordered_map was a tenth of a cached 1,000-node step).
-class PositionMap {
- public:
-  explicit PositionMap(size_t expected) {
-    size_t capacity = 64;
-    while (capacity < 2 * expected) capacity *= 2;
-    slots_.assign(capacity, {nullptr, -1});
-  }
-  int find(const Node* node) const {
-    for (size_t i = index(node);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].first == node) return slots_[i].second;
-      if (slots_[i].first == nullptr) return -1;
-    }
-  }
-  void insert(const Node* node, int position) {
-    if (2 * (++size_ + 1) > slots_.size()) grow();
-    place(node, position);
-  }
-
- private:
-  size_t index(const Node* node) const {
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(node) >> 4) * 0x9E3779B97F4A7C15ULL) & (slots_.size() - 1);
-  }
-  void place(const Node* node, int position) {
-    size_t i = index(node);
-    while (slots_[i].first != nullptr) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = {node, position};
-  }
-  void grow() {
-    std::vector<std::pair<const Node*, int>> old(slots_.size() * 2, {nullptr, -1});
-    old.swap(slots_);
-    for (const auto& [node, position] : old) {
-      if (node) place(node, position);
-    }
-  }
-  std::vector<std::pair<const Node*, int>> slots_;
-  size_t size_ = 0;
-};
-
-LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
-  LoweredGraph g;
-  PositionMap position(expected_nodes);
+// Each node reached is marked with the walk's epoch and its position
+// (Node::visit_epoch/visit_position: no map from node to position, no
+// allocation per node); the graph's operand lists are built only when
+// needed, on a compile (fill_operands).
+//
+// `g` arrives empty, possibly with capacity kept from an earlier sync (see
+// SpareGraph): a 1,000-node step's vectors are large allocations, each of
+// which made glibc consolidate the small blocks the trace had freed.
+void lower(const std::vector<const Node*>& roots, size_t expected_nodes, LoweredGraph& g) {
+  const uint64_t epoch = new_epoch();
+  const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
-  g.view.operands.reserve(expected_nodes);
-  std::vector<std::pair<const Node*, size_t>> stack;
+  // Taken while in use (a sync inside a sync gets its own), kept across syncs.
+  static thread_local std::vector<std::pair<const Node*, size_t>> t_stack;
+  std::vector<std::pair<const Node*, size_t>> stack = std::move(t_stack);
+  stack.clear();
   for (const Node* root : roots) {
-    if (position.find(root) >= 0) continue;
+    if (position(root) >= 0) continue;
     stack.emplace_back(root, 0);
     while (!stack.empty()) {
       auto& [node, next] = stack.back();
-      if (next < node->operands().size()) {
-        const Node* operand = node->operands()[next++].get();
-        if (position.find(operand) < 0) stack.emplace_back(operand, 0);
+      const std::span<const NodePtr> operands = node->operands();
+      if (next < operands.size()) {
+        const Node* operand = operands[next++].get();
+        if (position(operand) < 0) stack.emplace_back(operand, 0);
         continue;
       }
       const int pos = static_cast<int>(g.view.nodes.size());
-      position.insert(node, pos);
+      node->visit_epoch = epoch;
+      node->visit_position = pos;
       g.view.nodes.push_back(node);
-      std::vector<int> operand_positions;
-      operand_positions.reserve(node->operands().size());
       uint64_t h = node->local_hash();
-      for (const NodePtr& operand : node->operands()) {
-        const int p = position.find(operand.get());
-        operand_positions.push_back(p);
-        h = hash_combine(h, static_cast<uint64_t>(p));
-      }
+      for (const NodePtr& operand : operands) h = hash_combine(h, static_cast<uint64_t>(operand->visit_position));
       g.hash = hash_combine(g.hash, h);
-      g.view.operands.push_back(std::move(operand_positions));
       if (node->is_leaf()) g.view.parameters.push_back(pos);
       stack.pop_back();
     }
   }
   for (const Node* root : roots) {
-    const int p = position.find(root);
+    const int p = position(root);
     g.view.outputs.push_back(p);
     g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
   }
   // A program compiled in bf16 mode rounds differently: never share it.
   if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
+  t_stack = std::move(stack);
+}
+
+LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
+  LoweredGraph g;
+  lower(roots, expected_nodes, g);
   return g;
+}
+
+
+// The operand positions of every node of a graph just lowered (its marks
+// are still the walk's: nothing walks in between, under the device's lock).
+void fill_operands(GraphView& view) {
+  view.operands.resize(view.nodes.size());
+  for (size_t i = 0; i < view.nodes.size(); ++i) {
+    const std::span<const NodePtr> operands = view.nodes[i]->operands();
+    view.operands[i].clear();
+    view.operands[i].reserve(operands.size());
+    for (const NodePtr& operand : operands) view.operands[i].push_back(operand->visit_position);
+  }
 }
 
 static_assert(static_cast<int>(OpCategory::kElementwise) == pb::OP_CATEGORY_ELEMENTWISE &&
@@ -236,17 +259,15 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
 std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
   std::vector<std::shared_ptr<TensorImpl>> pending;
   // A tensor rebound by an in-place op registers again while its old entry
-  // may still be here. Only its last entry counts: the graph lists it once
-  // among its outputs, at the place its latest value was traced, so a
-  // training loop that updates in place lists its outputs in the same order
-  // every step (the same hash, no recompile).
-  std::unordered_map<const TensorImpl*, size_t> last;
-  for (size_t i = 0; i < st.live.size(); ++i) {
-    if (auto t = st.live[i].lock()) last[t.get()] = i;
-  }
-  for (size_t i = 0; i < st.live.size(); ++i) {
-    auto t = st.live[i].lock();
-    if (!t || !t->pending() || last[t.get()] != i) continue;
+  // may still be here. Only its last entry counts (the one whose number is
+  // the tensor's): the graph lists it once among its outputs, at the place
+  // its latest value was traced, so a training loop that updates in place
+  // lists its outputs in the same order every step (the same hash, no
+  // recompile).
+  for (const auto& [weak, registration] : st.live) {
+    if (weak.expired()) continue;  // most entries: temporaries; a load, where lock() is a compare-and-swap
+    auto t = weak.lock();
+    if (!t || !t->pending() || t->registration != registration) continue;
     pending.push_back(std::move(t));
   }
   st.live.clear();
@@ -255,8 +276,8 @@ std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
 }
 
 void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImpl>>& failed) {
-  std::erase_if(st.live, [&](const std::weak_ptr<TensorImpl>& weak) {
-    const auto t = weak.lock();
+  std::erase_if(st.live, [&](const auto& entry) {
+    const auto t = entry.first.lock();
     return !t || std::find(failed.begin(), failed.end(), t) != failed.end();
   });
   st.compacted_size = st.live.size();
@@ -358,6 +379,7 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 
 int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
                     pb::SyncCause cause) {
+  const int64_t collect_start = events::now_ns();
   if (targets.empty()) {
     targets = collect_pending(st);
   } else {
@@ -366,24 +388,24 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // Nodes traced since the last sync: the size to expect (parameters add a few).
   const auto expected_nodes = static_cast<size_t>(st.pending_nodes) + targets.size();
   st.pending_nodes = 0;
-  // A large table is dropped rather than cleared: clear() walks every bucket,
-  // which small cached steps after one huge step should not pay.
-  if (st.counted_nodes.bucket_count() > 4096) {
-    st.counted_nodes = {};
-  } else {
-    st.counted_nodes.clear();
-  }
+  st.count_epoch = new_epoch();
   if (targets.empty()) return 0;
   const int64_t start = events::now_ns();
+  SyncProfile profile;
+  profile.collect_ns = start - collect_start;
   const SourceLocation sync_site = current_source_location();
 
   std::vector<const Node*> roots;
   roots.reserve(targets.size());
   for (const auto& t : targets) roots.push_back(t->ir.get());
-  LoweredGraph graph = lower(roots, expected_nodes);
+  LoweredGraph graph = std::move(st.spare.graph);
+  lower(roots, expected_nodes, graph);
+  const int64_t lowered = events::now_ns();
+  profile.lower_ns = lowered - start;
 
   std::shared_ptr<CompiledGraph> compiled = compile_cache().get(graph.hash);
   const bool cache_hit = compiled != nullptr;
+  profile.lookup_ns = events::now_ns() - lowered;
   int64_t compile_ns = 0;
   if (cache_hit) {
     LAZYSCOPE_COUNTER("CachedCompile")->add(1);
@@ -393,6 +415,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     compiled = std::make_shared<CompiledGraph>();
     compiled->hash = graph.hash;
     compiled->node_count = static_cast<int>(graph.view.nodes.size());
+    fill_operands(graph.view);
     compiled->executable = default_backend().compile(graph.view);
     compile_cache().put(compiled);
     compile_ns = events::now_ns() - compile_start;
@@ -424,10 +447,12 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     }
   }
 
+  const int64_t bind_start = events::now_ns();
   std::vector<BufferPtr> parameters;
   parameters.reserve(graph.view.parameters.size());
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const int64_t execute_start = events::now_ns();
+  profile.bind_inputs_ns = execute_start - bind_start;
   std::vector<BufferPtr> outputs;
   try {
     // The all_reduce kernel finds its replica rank from the executing device.
@@ -458,8 +483,9 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // releases the traced graph it no longer needs.
   for (size_t i = 0; i < targets.size(); ++i) {
     targets[i]->buffer = outputs[i];
-    targets[i]->ir = std::make_shared<Node>(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
+    targets[i]->ir = make_leaf(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
   }
+  const int64_t bound = events::now_ns();
 
   st.compile_ns += compile_ns;
   st.execute_ns += execute_ns;
@@ -483,7 +509,23 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     events::publish(e);
     publish_kernel_profile(device, st.step, *compiled);
   }
-  return static_cast<int64_t>(graph.view.nodes.size() - graph.view.parameters.size());
+  const int64_t end = events::now_ns();
+  profile.compile_ns = compile_ns;
+  profile.execute_ns = execute_ns;
+  profile.publish_ns = end - bound;
+  profile.nodes = static_cast<int64_t>(graph.view.nodes.size());
+  profile.cache_hit = cache_hit;
+  st.last_compiled = compiled;
+  // The roots' graph is released here at the latest (`graph.view` holds
+  // bare pointers; `targets` may hold the last references to the roots'
+  // old nodes until this function returns): counted with the output bind.
+  st.spare.give_back(graph);
+  targets.clear();
+  const int64_t released = events::now_ns();
+  profile.bind_outputs_ns = bound - (execute_start + execute_ns) + (released - end);
+  profile.total_ns = released - collect_start;
+  st.last_profile = profile;
+  return profile.nodes - static_cast<int64_t>(parameters.size());
 }
 
 void publish_snapshot(const Device& device, int64_t step, bool only_changed);
@@ -496,19 +538,25 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
   {
     std::lock_guard lock(st.mu);
     if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
-    st.live.push_back(tensor);
+    tensor->registration = ++st.registrations;
+    st.live.emplace_back(tensor, st.registrations);
     // Compact dead entries once the registry doubles, so a long step of
     // temporaries does not grow it without bound.
     if (st.live.size() > 2 * st.compacted_size + 1024) {
-      std::erase_if(st.live, [](const auto& w) { return w.expired(); });
+      std::erase_if(st.live, [](const auto& entry) { return entry.first.expired(); });
       st.compacted_size = st.live.size();
     }
     // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
     // counted per op was cut into graphs twice the limit.
+    const auto count = [&st](const Node* node) {
+      if (node->counted_epoch == st.count_epoch) return;
+      node->counted_epoch = st.count_epoch;
+      ++st.pending_nodes;
+    };
     const Node* node = tensor->ir.get();
-    if (st.counted_nodes.insert(node).second) ++st.pending_nodes;
+    count(node);
     for (const NodePtr& operand : node->operands()) {
-      if (operand->is_leaf() && st.counted_nodes.insert(operand.get()).second) ++st.pending_nodes;
+      if (operand->is_leaf()) count(operand.get());
     }
     over_limit = st.pending_nodes > settings::graph_node_limit();
   }
@@ -624,6 +672,18 @@ void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64
   }
 }
 
+SyncProfile last_sync_profile(const Device& device, bool with_kernels) {
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.mu);
+  SyncProfile p = st.last_profile;
+  if (const std::shared_ptr<CompiledGraph> compiled = with_kernels ? st.last_compiled.lock() : nullptr) {
+    const Executable& exe = *compiled->executable;
+    p.kernel_samples = exe.sampled_executions();
+    for (const KernelTiming& k : exe.kernel_profile()) p.kernel_total_ns += k.total_ns;
+  }
+  return p;
+}
+
 pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
@@ -633,6 +693,7 @@ pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_pt
     if (t->ir) roots.push_back(t->ir.get());
   }
   LoweredGraph graph = lower(roots, static_cast<size_t>(st.pending_nodes) + roots.size());
+  fill_operands(graph.view);
   return to_proto(graph.view, graph.hash);
 }
 

@@ -1,10 +1,15 @@
 // An IR node: one traced op. A node owns its operands (shared_ptr), never its
 // users — users are found by walking from the roots, so there is no cycle of
 // references. Its structural hash is computed once, in the constructor.
+// Nodes are made with make_node()/make_leaf(): from per-thread pools, with
+// up to three operands stored inline (a trace makes a node per op; a
+// separate operand vector per node was one more allocation each).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/buffer.h"
@@ -20,7 +25,7 @@ using NodePtr = std::shared_ptr<const Node>;
 class Node {
  public:
   // A computed node. Shape and dtype come from the op table's rule.
-  Node(OpKind op, std::vector<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
+  Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
        const std::string* scope);
   // A graph input bound to `data`. Its hash covers shape and dtype, never the
   // values, so a new batch of the same shape hits the compile cache.
@@ -32,7 +37,9 @@ class Node {
 
   OpKind op() const { return op_; }
   bool is_leaf() const { return op_ == OpKind::kDeviceData; }
-  const std::vector<NodePtr>& operands() const { return operands_; }
+  std::span<const NodePtr> operands() const {
+    return spilled_.empty() ? std::span<const NodePtr>(inline_.data(), num_operands_) : std::span<const NodePtr>(spilled_);
+  }
   const Shape& shape() const { return spec_.shape; }
   DType dtype() const { return spec_.dtype; }
   const TensorSpec& spec() const { return spec_; }
@@ -45,9 +52,19 @@ class Node {
   // Device data leaves only.
   const BufferPtr& data() const { return data_; }
 
+  // Scratch of the executor, which walks graphs under its device's lock:
+  // the sync epoch in which the node was last counted toward the graph
+  // limit, and the walk (epoch, post-order position) that last reached it.
+  // Marks instead of hash sets keyed by address: no allocation per node.
+  mutable uint64_t counted_epoch = 0;
+  mutable uint64_t visit_epoch = 0;
+  mutable int visit_position = -1;
+
  private:
   OpKind op_;
-  std::vector<NodePtr> operands_;
+  std::array<NodePtr, 3> inline_;
+  std::vector<NodePtr> spilled_;  // operands when there are more than inline_ holds
+  uint32_t num_operands_ = 0;
   TensorSpec spec_;
   Attrs attrs_;
   SourceLocation source_;
@@ -56,6 +73,12 @@ class Node {
   uint64_t hash_ = 0;
   BufferPtr data_;
 };
+
+// A computed node, and a device-data leaf (see the constructors), from the pool.
+NodePtr make_node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
+                  const std::string* scope);
+NodePtr make_leaf(BufferPtr data, SourceLocation source);
+NodePtr make_leaf(BufferPtr data, SourceLocation source, DType dtype);
 
 // Hash of an op with its attributes and output spec, without operands: the
 // graph hash folds operand positions in separately.

@@ -25,6 +25,11 @@ TensorSpec infer_cast(const char* op, Specs in, const Attrs& attrs) {
 TensorSpec infer_same(const char*, Specs in, const Attrs&) { return in[0]; }
 
 Shape broadcast_all(const char* op, Specs in) {
+  // Operands of one shape (most elementwise ops of a step): nothing to
+  // broadcast, and no intermediate shapes to build.
+  if (std::all_of(in.begin() + 1, in.end(), [&](const TensorSpec& t) { return t.shape == in[0].shape; })) {
+    return in[0].shape;
+  }
   Shape shape = in[0].shape;
   for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, op);
   return shape;

@@ -5,9 +5,11 @@
 #include "tensor/ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "autograd/autograd.h"
@@ -82,7 +84,31 @@ Tensor convert_wrapped_number(const Tensor& t, DType dtype) {
   return converted;
 }
 
+// True when promotion leaves every operand as it is: one dtype, no wrapped
+// number, and the op's rule keeps that dtype. Most ops of a training step;
+// they skip the dtype vectors of the general path.
+bool promotion_is_identity(OpKind op, const std::vector<Tensor>& inputs) {
+  if (inputs.empty()) return true;
+  const DType first = inputs[0].dtype();
+  bool uniform = true, floating = true;
+  for (const Tensor& t : inputs) {
+    uniform = uniform && t.dtype() == first && !t.impl()->wrapped_number;
+    floating = floating && is_floating(t.dtype());
+  }
+  switch (op_info(op).promote) {
+    case Promote::kNone: return true;
+    case Promote::kCommon: return uniform;
+    case Promote::kCommonFloat: return uniform && is_floating(first);
+    case Promote::kFloatOnly: return floating;
+    case Promote::kToBool: return uniform && first == DType::kBool;
+    case Promote::kWhere:
+    case Promote::kIntToLong: return false;
+  }
+  return false;
+}
+
 void promote_operands(OpKind op, std::vector<Tensor>& inputs) {
+  if (promotion_is_identity(op, inputs)) return;
   const std::vector<DType> dtypes = operand_dtypes(op, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].dtype() == dtypes[i]) continue;
@@ -119,16 +145,51 @@ Tensor run_eager(OpKind op, const std::vector<Tensor>& inputs, const TensorSpec&
 
 }  // namespace
 
-Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
+namespace {
+Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs);
+}  // namespace
+
+Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) { return apply_to(op, inputs, std::move(attrs)); }
+
+Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
+  // Taken while in use, so an apply() nested in this one (a promotion's
+  // cast) gets a scratch of its own; the operands are released on return.
+  static thread_local std::vector<Tensor> t_inputs;
+  struct Scratch {
+    std::vector<Tensor> inputs = std::move(t_inputs);
+    ~Scratch() {
+      inputs.clear();
+      t_inputs = std::move(inputs);
+    }
+  } scratch;
+  scratch.inputs.assign(inputs.begin(), inputs.end());
+  return apply_to(op, scratch.inputs, std::move(attrs));
+}
+
+namespace {
+// `inputs` is the caller's to change: promotion replaces operands in it.
+Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs) {
   for (const Tensor& t : inputs) {
     if (!t.defined()) throw EngineError(std::string(op_name(op)) + ": undefined tensor operand");
     views::refresh_if_view(t);  // a view whose base was written in place since
   }
   check_same_device(op, inputs);
   promote_operands(op, inputs);
-  std::vector<TensorSpec> specs;
-  specs.reserve(inputs.size());
-  for (const Tensor& t : inputs) specs.push_back(t.impl()->spec);
+  // The operands' specs in a per-thread scratch whose shapes keep their
+  // capacity from op to op (no allocation per op); taken while in use, so
+  // an apply() nested in this one gets a scratch of its own.
+  static thread_local std::vector<TensorSpec> t_specs;
+  struct Scratch {
+    std::vector<TensorSpec> specs = std::move(t_specs);
+    ~Scratch() { t_specs = std::move(specs); }
+  } scratch;
+  std::vector<TensorSpec>& specs = scratch.specs;
+  specs.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorSpec& in = inputs[i].impl()->spec;
+    specs[i].shape.assign(in.shape.begin(), in.shape.end());
+    specs[i].dtype = in.dtype;
+  }
   TensorSpec spec;
   try {
     spec = infer_spec(op, specs, attrs);
@@ -161,16 +222,30 @@ Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) {
       throw OutOfMemoryError(e.what() + at_line(current_source_location()));
     }
   } else {
-    std::vector<NodePtr> operands;
-    operands.reserve(inputs.size());
-    for (const Tensor& t : inputs) operands.push_back(t.impl()->ir);
-    auto node = std::make_shared<Node>(op, std::move(operands), std::move(spec), attrs, current_source_location(),
-                                       current_scope());
-    out = Tensor::lazy(std::move(node), device);
+    // Up to three operands on the stack: no vector per op.
+    std::array<NodePtr, 3> few;
+    std::vector<NodePtr> many;
+    std::span<const NodePtr> operands;
+    if (inputs.size() <= few.size()) {
+      for (size_t i = 0; i < inputs.size(); ++i) few[i] = inputs[i].impl()->ir;
+      operands = std::span<const NodePtr>(few.data(), inputs.size());
+    } else {
+      for (const Tensor& t : inputs) many.push_back(t.impl()->ir);
+      operands = many;
+    }
+    const NodePtr node =
+        make_node(op, operands, std::move(spec), std::move(attrs), current_source_location(), current_scope());
+    // `node` is held here because registering `out` may run the graph (the
+    // node limit) and rebind `out` to a leaf, releasing the node and with
+    // it the attributes record() reads.
+    out = Tensor::lazy(node, device);
+    autograd::record(op, inputs, node->attrs(), out);
+    return out;
   }
   autograd::record(op, inputs, attrs, out);
   return out;
 }
+}  // namespace
 
 Tensor cast(const Tensor& a, DType dtype) {
   if (a.dtype() == dtype) return a;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -294,5 +295,8 @@ Tensor wrapped_bool(bool value, const Device& device);
 
 // Generic entry used by the named ops above.
 Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs = {});
+// The same for operands listed in braces (`apply(op, {a, b})`, most calls):
+// they go into a per-thread scratch vector instead of a new one per op.
+Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs = {});
 
 }  // namespace lazyscope::ops

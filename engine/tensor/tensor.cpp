@@ -7,6 +7,7 @@
 #include "backend/cpu/kernels.h"
 #include "core/settings.h"
 #include "core/error.h"
+#include "core/pool.h"
 #include "events/event_bus.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
@@ -57,18 +58,18 @@ BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device,
 }  // namespace
 
 Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
   impl->spec = {buffer->shape(), buffer->dtype()};
   // The leaf remembers where the data entered the device, so that a
   // recompile caused by this input can name the user's line.
-  if (device.is_lazy()) impl->ir = std::make_shared<Node>(buffer, current_source_location());
+  if (device.is_lazy()) impl->ir = make_leaf(buffer, current_source_location());
   impl->buffer = std::move(buffer);
   return Tensor(std::move(impl));
 }
 
 Tensor Tensor::lazy(NodePtr ir, const Device& device) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
   impl->spec = ir->spec();
   impl->ir = std::move(ir);
@@ -95,10 +96,10 @@ Tensor Tensor::to(const Device& target) const {
   const DType stored = stored_as_bf16(host->dtype()) ? DType::kBFloat16 : host->dtype();
   BufferPtr on_device = transfer(*host, target, /*to_device=*/true, stored);
   if (stored == host->dtype()) return wrap(std::move(on_device), target);
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_pooled<TensorImpl>();
   impl->device = target;
   impl->spec = {host->shape(), host->dtype()};  // reports float32/float64, stores bfloat16
-  impl->ir = std::make_shared<Node>(on_device, current_source_location(), host->dtype());
+  impl->ir = make_leaf(on_device, current_source_location(), host->dtype());
   impl->buffer = std::move(on_device);
   return Tensor(std::move(impl));
 }
@@ -126,7 +127,7 @@ void Tensor::set_grad(const Tensor& grad) {
 
 Tensor Tensor::detach() const {
   views::refresh_if_view(*this);
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_pooled<TensorImpl>();
   impl->device = impl_->device;
   impl->spec = impl_->spec;
   impl->buffer = impl_->buffer;

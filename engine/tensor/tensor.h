@@ -42,6 +42,10 @@ struct TensorImpl {
   std::shared_ptr<uint64_t> version;
   std::shared_ptr<ViewInfo> view;
 
+  // The executor's registration number of this tensor's latest pending
+  // value (graph_executor.cpp): a registry entry with another number is stale.
+  uint64_t registration = 0;
+
   bool pending() const { return ir && !ir->is_leaf(); }
 };
 

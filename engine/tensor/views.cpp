@@ -5,6 +5,7 @@
 
 #include "autograd/autograd.h"
 #include "core/error.h"
+#include "core/pool.h"
 #include "core/source_location.h"
 #include "executor/graph_executor.h"
 
@@ -25,7 +26,7 @@ std::shared_ptr<uint64_t> counter_of(TensorImpl& t) {
 // the executor: the snapshot an in-place op computes from, so that nothing
 // it records refers to the tensor being rebound.
 Tensor alias(const Tensor& t) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_pooled<TensorImpl>();
   impl->device = t.device();
   impl->spec = t.impl()->spec;
   impl->buffer = t.impl()->buffer;

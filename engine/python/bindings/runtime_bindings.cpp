@@ -148,6 +148,26 @@ void bind_runtime(py::module_& m) {
     return stats_dict(it->second);
   }, py::arg("name"));
 
+  // Where the last sync of a lazy device spent its time (benchmarks/step_overhead.py).
+  m.def("_last_sync_profile", [](const Device& device, bool with_kernels) {
+    const executor::SyncProfile p = executor::last_sync_profile(device, with_kernels);
+    py::dict d;
+    d["collect_ns"] = p.collect_ns;
+    d["lower_ns"] = p.lower_ns;
+    d["lookup_ns"] = p.lookup_ns;
+    d["compile_ns"] = p.compile_ns;
+    d["bind_inputs_ns"] = p.bind_inputs_ns;
+    d["execute_ns"] = p.execute_ns;
+    d["kernel_total_ns"] = p.kernel_total_ns;
+    d["kernel_samples"] = p.kernel_samples;
+    d["bind_outputs_ns"] = p.bind_outputs_ns;
+    d["publish_ns"] = p.publish_ns;
+    d["total_ns"] = p.total_ns;
+    d["nodes"] = p.nodes;
+    d["cache_hit"] = p.cache_hit;
+    return d;
+  }, py::arg("device"), py::arg("with_kernels") = true);
+
   // Graph dumps: the graph the next sync of `tensors` would run.
   m.def("dump_graph", [](const std::vector<Tensor>& tensors, const std::string& format) -> py::object {
     if (format != "text" && format != "dot" && format != "proto") {

@@ -2,6 +2,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "bindings/tensor_caster.h"
+
 namespace lazyscope::python {
 
 // Fallback settings, bf16 mode, scalar logging, metric snapshots, the

@@ -82,7 +82,10 @@ py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
 // becomes a wrapped number on `like`'s device (it promotes like a scalar).
 // nullopt for anything else.
 std::optional<Tensor> try_operand(const Tensor& like, const py::handle& v) {
-  if (py::isinstance<Tensor>(v)) return v.cast<Tensor>();
+  // One conversion attempt (tensor_caster.h), where isinstance<Tensor>()
+  // and cast<Tensor>() looked Tensor's type up twice.
+  py::detail::make_caster<Tensor> caster;
+  if (caster.load(v, /*convert=*/false)) return py::detail::cast_op<const Tensor&>(caster);
   if (py::isinstance<py::bool_>(v)) return ops::wrapped_bool(v.cast<bool>(), like.device());
   if (py::isinstance<py::int_>(v)) return ops::wrapped_int(v.cast<int64_t>(), like.device());
   if (py::isinstance<py::float_>(v)) return ops::wrapped_float(v.cast<double>(), like.device());

@@ -2,6 +2,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "bindings/tensor_caster.h"
+
 namespace lazyscope::python {
 
 // Tensor, dtype and device classes, creation from NumPy, and the ops.

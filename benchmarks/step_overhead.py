@@ -1,0 +1,194 @@
+"""Where a cached lazy training step spends its time outside its kernels.
+
+Runs a step on `lazy:0` phase by phase and prints the median of each phase
+(issue 11: the per-step cost of tracing, autograd, the optimizer and the
+executor, beside the kernels). Two programs:
+
+  - mlp: the MLP of benchmarks/vs_pytorch.py (784-512-256-10, batch 128,
+    cross-entropy, SGD with momentum, optimizer_step with a barrier, one
+    loss.item() per step);
+  - chain: 1,000 elementwise ops on a [64] tensor traced from Python
+    (relu(x + x), 500 times): the per-op cost of the Python front end.
+
+Phases, timed around each call from Python: upload (the batch to the
+device), forward, backward, optimizer (zero_grad + step: tracing only),
+sync (the barrier), read (loss.item(): a transfer, the graph has run). The
+sync is split by the executor itself (`_C._last_sync_profile`): collect,
+lower (walk + graph hash), lookup (compile cache), bind (parameters in,
+results out, the traced graph released), execute, and within execute the
+kernels (the executable's sampled profile: every 64th execution, so keep
+rounds x steps >= 128 for two samples in the timed window).
+
+"Outside the program" (the step minus the executable's run) is what this
+benchmark is about; the program's own overhead beyond its kernels belongs
+to the backend.
+
+The reference, measured side by side in the same run (set-ups alternate
+round by round, A B A B ...), is the same step on the eager `cpu` device:
+the ratio is lazy / eager (below 1: the lazy step is faster).
+
+    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/step_overhead.py [--rounds 7 --steps 20]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release")) / "python"))
+
+import lazyscope  # noqa: E402
+from lazyscope import _C, nn  # noqa: E402
+from lazyscope.core import lazy_model as lm  # noqa: E402
+
+F = nn.functional
+PHASES = ("upload", "forward", "backward", "optimizer", "sync", "read")
+SYNC_PHASES = ("collect", "lower", "lookup", "bind_inputs", "execute", "bind_outputs", "publish")
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(784, 512), nn.Linear(512, 256), nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class Step:
+    """One program on one device; run() does a step and returns its phase times (s)."""
+
+    def __init__(self, program, device):
+        self.program, self.lazy = program, device != "cpu"
+        self.last_profile = None
+        self.with_kernels = False
+        self.device = lm.lazy_device() if self.lazy else "cpu"
+        rng = np.random.default_rng(0)
+        lazyscope.manual_seed(0)
+        if program == "mlp":
+            self.net = MLP().to(self.device)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+            self.x = rng.standard_normal((128, 784), dtype=np.float32)
+            self.y = rng.integers(0, 10, 128)
+        else:
+            self.x = lazyscope.tensor(np.full(64, 1e-3, dtype=np.float32), device=self.device)
+
+    def run(self):
+        if self.program == "chain":
+            t0 = time.perf_counter()
+            x = self.x
+            for _ in range(500):
+                x = (x + x).relu()
+            t1 = time.perf_counter()
+            if self.lazy:
+                lm.mark_step()
+            t2 = time.perf_counter()
+            self.last_profile = self.sync_profile()  # before the read's own small sync; not timed
+            t3 = time.perf_counter()
+            x.sum().item()
+            t4 = time.perf_counter()
+            return [0.0, t1 - t0, 0.0, 0.0, t2 - t1, t4 - t3]  # the chain is the "forward"
+        t = [time.perf_counter()]
+        x, y = lazyscope.tensor(self.x, device=self.device), lazyscope.tensor(self.y, device=self.device)
+        t.append(time.perf_counter())
+        loss = F.cross_entropy(self.net(x), y)
+        t.append(time.perf_counter())
+        loss.backward()
+        t.append(time.perf_counter())
+        self.opt.step()
+        self.opt.zero_grad()
+        t.append(time.perf_counter())
+        if self.lazy:
+            lm.mark_step()
+        t.append(time.perf_counter())
+        self.last_profile = self.sync_profile()  # not timed
+        t.append(time.perf_counter())
+        loss.item()
+        t.append(time.perf_counter())
+        phases = [b - a for a, b in zip(t, t[1:])]
+        del phases[5]  # the profile read between the sync and the read
+        return phases
+
+    def kernel_totals(self):
+        """The cumulative kernel time of the barrier's graph, read after one more step's barrier
+        (reading it costs microseconds: not on every timed step)."""
+        if not hasattr(_C, "_last_sync_profile"):
+            return {"nodes": "?", "kernel_samples": 0, "kernel_total_ns": 0}
+        self.with_kernels = True
+        self.run()
+        self.with_kernels = False
+        return self.last_profile
+
+    def sync_profile(self):
+        # Builds before the executor's profile existed have no split of the sync.
+        if not hasattr(_C, "_last_sync_profile"):
+            return None
+        return _C._last_sync_profile(_C.device(str(self.device)), with_kernels=self.with_kernels)
+
+
+def us(seconds):
+    return seconds * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default="mlp,chain")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=20, help="steps per set-up and round")
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+    for program in args.programs.split(","):
+        lazy, eager = Step(program, "lazy:0"), Step(program, "cpu")
+        for _ in range(args.warmup):
+            lazy.run()
+            eager.run()
+        phases = {p: [] for p in PHASES}
+        sync = {p: [] for p in SYNC_PHASES}
+        executor = []  # per step: the sync outside the executable's run
+        totals = {"lazy": [], "eager": []}
+        before = lazy.kernel_totals()
+        for _ in range(args.rounds):  # A B A B ...
+            for _ in range(args.steps):
+                times = lazy.run()
+                totals["lazy"].append(sum(times))
+                for p, v in zip(PHASES, times):
+                    phases[p].append(v)
+                prof = lazy.last_profile
+                for p in SYNC_PHASES:
+                    sync[p].append(prof[p + "_ns"] / 1e9 if prof else float("nan"))
+                executor.append((prof["total_ns"] - prof["execute_ns"]) / 1e9 if prof else float("nan"))
+            for _ in range(args.steps):
+                totals["eager"].append(sum(eager.run()))
+        after = lazy.kernel_totals()
+        samples = after["kernel_samples"] - before["kernel_samples"]
+        kernels = (after["kernel_total_ns"] - before["kernel_total_ns"]) / 1e9 / samples if samples else float("nan")
+        med = {p: statistics.median(v) for p, v in phases.items()}
+        smed = {p: statistics.median(v) for p, v in sync.items()}
+        lazy_step, eager_step = statistics.median(totals["lazy"]), statistics.median(totals["eager"])
+        print(f"\n{program}: median us per step, {args.rounds} rounds x {args.steps} steps, "
+              f"{after['nodes']} graph nodes")
+        print(f"  lazy:0 step        {us(lazy_step):9.1f}")
+        for p in PHASES:
+            print(f"    {p:16s} {us(med[p]):9.1f}")
+            if p == "sync":
+                for q in SYNC_PHASES:
+                    print(f"      {q:14s} {us(smed[q]):9.1f}")
+                print(f"        kernels      {us(kernels):9.1f}  (sampled: {samples} executions)")
+        # The executable's run (kernels and the program's own dispatch) is
+        # measured every step; its kernels only on the sampled executions.
+        outside = lazy_step - smed["execute"]
+        print(f"  outside the program {us(outside):8.1f}  ({outside / lazy_step:.0%} of the step: tracing, autograd, "
+              f"optimizer, executor, transfers)")
+        print(f"  executor overhead  {us(statistics.median(executor)):9.1f}  (the barrier outside its program)")
+        print(f"  program overhead   {us(smed['execute'] - kernels):9.1f}  (execute minus sampled kernels: noisy "
+              f"with few samples)")
+        print(f"  cpu (eager) step   {us(eager_step):9.1f}")
+        print(f"  lazy / eager       {lazy_step / eager_step:9.2f}x  (below 1: lazy is faster)")
+
+
+if __name__ == "__main__":
+    main()
