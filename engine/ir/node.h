@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "core/source_location.h"
 #include "ir/attrs.h"
 #include "ir/op_table.h"
