@@ -62,7 +62,8 @@ void RowInserter::bind_rows(Statement& statement, int first_row, int rows) {
       switch (v.kind) {
         case Value::Kind::kInt: statement.bind_int64(index, v.i); break;
         case Value::Kind::kDouble: statement.bind_double(index, v.d); break;
-        case Value::Kind::kText: statement.bind_text(index, v.text); break;
+        // Not copied: the text lives in the batch being written (row_inserter.h).
+        case Value::Kind::kText: statement.bind_text_unowned(index, v.text); break;
       }
     }
   }
