@@ -67,7 +67,7 @@ void BM_Steps(benchmark::State& state, bool record) {
     pb::RunInfo info;
     info.set_name("recording_bench");
     recorder = std::make_unique<storage::Recorder>(path, info);
-    subscription = events::subscribe([&recorder](const pb::Event& e) { recorder->record(e); });
+    subscription = events::subscribe_taking([&recorder](pb::Event&& e) { recorder->record(std::move(e)); });
   }
   for (auto _ : state) mlp.step();
   if (record) {

@@ -297,9 +297,10 @@ int run_script(const RunOptions& options) {
                               : ::isatty(STDERR_FILENO) ? Progress::Mode::kLive
                                                         : Progress::Mode::kPeriodic;
   Progress progress(mode, options.progress_every_s);
-  const int subscription = events::subscribe([&recorder, &progress](const pb::Event& e) {
+  // Taking: the recorder keeps the engine's event instead of a copy (issue 15).
+  const int subscription = events::subscribe_taking([&recorder, &progress](pb::Event&& e) {
     progress.on_event(e);
-    recorder->record(e);
+    recorder->record(std::move(e));
   });
   const ScriptOutcome outcome = run_in_interpreter(options, recorder.get(), progress);
   events::unsubscribe(subscription);

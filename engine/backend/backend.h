@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "ir/node.h"
 
 namespace lazyscope {

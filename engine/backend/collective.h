@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "ir/op_table.h"
 
 namespace lazyscope::collective {

@@ -1,4 +1,5 @@
-#include "executor/fallback.h"
+// CPU fallbacks; declared in tensor/upcalls.h, which the ops call.
+#include "tensor/upcalls.h"
 
 #include "backend/backend.h"
 #include "core/settings.h"

@@ -12,23 +12,16 @@
 
 #include "lazyscope/events.pb.h"
 #include "tensor/tensor.h"
+#include "tensor/upcalls.h"
 
 namespace lazyscope::executor {
 
-// Called for every lazy tensor created with a pending IR node.
-void register_pending(const std::shared_ptr<TensorImpl>& tensor);
-
-// Runs what `targets` need (all pending tensors of the device when empty)
-// and binds the results. `cause` and the caller's source line are recorded.
-// Returns how many computed (non-input) nodes the execution ran.
-int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause);
+// register_pending(), sync() and note_transfer(), which the tensor layer
+// calls, are declared in tensor/upcalls.h.
 
 // The barrier: runs every pending tensor of the device, then closes the step.
 void mark_step(const Device& device);
 int64_t current_step(const Device& device);
-
-// Transfers are part of a step's time breakdown; tensor.cpp reports them.
-void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes);
 
 // lazyscope.log(name, value) of a one-element tensor on a lazy device: the
 // value is not read now (no sync); the tensor stays among the step's

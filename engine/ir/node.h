@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "core/source_location.h"
 #include "ir/attrs.h"
 #include "ir/op_table.h"

@@ -12,13 +12,12 @@
 #include <span>
 #include <string>
 
-#include "autograd/autograd.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/source_location.h"
-#include "executor/fallback.h"
 #include "metrics/metrics.h"
 #include "tensor/ops_internal.h"
+#include "tensor/upcalls.h"
 #include "tensor/views.h"
 
 namespace lazyscope::ops {

@@ -6,13 +6,12 @@
 #include <limits>
 #include <string>
 
-#include "autograd/autograd.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/source_location.h"
-#include "executor/fallback.h"
 #include "metrics/metrics.h"
 #include "tensor/ops_internal.h"
+#include "tensor/upcalls.h"
 #include "tensor/views.h"
 
 // Indexing and selection: index/index_put, gather/scatter, sort/topk, scans, and the data-dependent host ops (nonzero, masked_select, unique).

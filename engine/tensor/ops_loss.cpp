@@ -6,11 +6,9 @@
 #include <limits>
 #include <string>
 
-#include "autograd/autograd.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/source_location.h"
-#include "executor/fallback.h"
 #include "metrics/metrics.h"
 #include "tensor/ops_internal.h"
 #include "tensor/views.h"

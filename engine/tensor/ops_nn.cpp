@@ -5,11 +5,10 @@
 #include <mutex>
 #include <string>
 
-#include "autograd/autograd.h"
 #include "core/error.h"
 #include "core/source_location.h"
-#include "executor/graph_executor.h"
 #include "tensor/ops.h"
+#include "tensor/upcalls.h"
 
 namespace lazyscope::ops {
 namespace {

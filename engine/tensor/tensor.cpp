@@ -3,15 +3,14 @@
 #include <chrono>
 #include <cstring>
 
-#include "autograd/autograd.h"
 #include "backend/cpu/kernels.h"
 #include "core/settings.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "events/event_bus.h"
-#include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
+#include "tensor/upcalls.h"
 #include "tensor/views.h"
 
 namespace lazyscope {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "core/device.h"
 #include "ir/node.h"
 #include "lazyscope/events.pb.h"
@@ -14,7 +14,7 @@
 namespace lazyscope {
 
 namespace autograd {
-struct GradFn;
+struct GradFn;  // tensor/grad_fn.h
 }
 struct ViewInfo;  // tensor/views.h
 

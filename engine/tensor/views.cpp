@@ -3,11 +3,11 @@
 #include <optional>
 #include <string>
 
-#include "autograd/autograd.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/source_location.h"
-#include "executor/graph_executor.h"
+#include "tensor/grad_fn.h"
+#include "tensor/upcalls.h"
 
 namespace lazyscope::views {
 namespace {

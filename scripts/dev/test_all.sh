@@ -11,6 +11,8 @@ PRESET="${LAZYSCOPE_PRESET:-release}"
 # A package the build used that install_deps.sh does not install fails here,
 # not on the next fresh machine (issue 10).
 scripts/dev/check_deps.py "build/$PRESET"
+# Every #include points down the layer table of ARCHITECTURE.md (issue 10).
+scripts/dev/check_layers.py
 export QT_QPA_PLATFORM=offscreen
 export LAZYSCOPE_BUILD_DIR="$PWD/build/$PRESET"
 ctest --preset "$PRESET" -j2

@@ -225,7 +225,8 @@ HistoryFile::HistoryFile(const std::string& path, OpenMode mode) : path_(path) {
   // No SQLITE_OPEN_URI for a path the user gave: a path is a path, even one
   // that starts with "file:". Only our own immutable URI is one.
   const bool immutable = read_only && needs_immutable_open(path);
-  const int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  const int flags = (read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
+                    (mode == OpenMode::kRecord ? SQLITE_OPEN_NOMUTEX : 0);
   const int rc = immutable ? sqlite3_open_v2(immutable_uri(path).c_str(), &db_, flags | SQLITE_OPEN_URI, nullptr)
                            : sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {

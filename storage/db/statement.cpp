@@ -69,6 +69,11 @@ Statement& Statement::bind_text(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::bind_text_unowned(int index, std::string_view value) {
+  check_bind(*file_, sqlite3_bind_text64(statement_, index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8));
+  return *this;
+}
+
 Statement& Statement::bind_blob(int index, std::string_view bytes) {
   check_bind(*file_,
              sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT));

@@ -27,6 +27,11 @@ class Statement {
   Statement& bind_int64(int index, int64_t value);
   Statement& bind_double(int index, double value);
   Statement& bind_text(int index, std::string_view value);
+  // Binds the text without SQLite copying it: `value` must stay alive and
+  // unchanged until this statement has run (the recorder's multi-row inserts
+  // bind text of the batch they are writing, and rebind every parameter
+  // before each run).
+  Statement& bind_text_unowned(int index, std::string_view value);
   Statement& bind_blob(int index, std::string_view bytes);
   // SQLite integers are signed 64-bit: a graph hash is stored as the int64
   // with the same bits and read back with hash_at().

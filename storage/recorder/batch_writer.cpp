@@ -13,8 +13,7 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
       run_id_(run_id),
       insert_step_(file, R"sql(
         INSERT INTO steps (run_id, replica, step, start_ns, end_ns, trace_ns, compile_ns,
-                           execute_ns, transfer_ns, host_wait_ns, collective_ns, collective_bytes)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
+                           execute_ns, transfer_ns, host_wait_ns, collective_ns, collective_bytes))sql", 12),
       // A graph recompiled after eviction is already stored: keep the first copy.
       insert_graph_(file, R"sql(
         INSERT OR IGNORE INTO graphs (run_id, hash, node_count, ir, program_text)
@@ -26,25 +25,20 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
       insert_execution_(file, R"sql(
         INSERT INTO executions (run_id, replica, step, graph_hash, start_ns, duration_ns, cause,
-                                cache_hit, node_count, source_file, source_line, source_function)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
+                                cache_hit, node_count, source_file, source_line, source_function))sql", 12),
       insert_fallback_(file, R"sql(
         INSERT INTO fallbacks (run_id, replica, step, op, start_ns, duration_ns, bytes,
                                source_file, source_line, source_function, reason,
                                graph_cut_nodes, dtype)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
       insert_transfer_(file, R"sql(
-        INSERT INTO transfers (run_id, replica, step, to_device, start_ns, duration_ns, bytes)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql"),
-      insert_scalar_(file, R"sql(
-        INSERT INTO scalars (run_id, replica, step, name, value)
-        VALUES (?1, ?2, ?3, ?4, ?5))sql"),
+        INSERT INTO transfers (run_id, replica, step, to_device, start_ns, duration_ns, bytes))sql", 7),
+      insert_scalar_(file, "INSERT INTO scalars (run_id, replica, step, name, value)", 5),
       insert_output_(file, R"sql(
         INSERT INTO output (run_id, seq, stream, text) VALUES (?1, ?2, ?3, ?4))sql"),
       insert_metric_(file, R"sql(
         INSERT INTO metric_snapshots (run_id, replica, step, time_ns, name, is_counter, value,
-                                      count, total_ms, p50_ms, p90_ms, p99_ms)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
+                                      count, total_ms, p50_ms, p90_ms, p99_ms))sql", 12),
       // Profiles are cumulative: the latest event of a (replica, graph) holds
       // the totals, so it replaces the row rather than adding one.
       upsert_kernel_profile_(file, R"sql(
@@ -82,6 +76,19 @@ void BatchWriter::write(std::span<const PendingRecord> batch,
 }
 
 void BatchWriter::write_records(std::span<const PendingRecord> batch) {
+  RowInserter* const inserters[] = {&insert_step_, &insert_execution_, &insert_transfer_, &insert_scalar_,
+                                    &insert_metric_};
+  try {
+    write_records_unflushed(batch);
+    for (RowInserter* inserter : inserters) inserter->flush();
+  } catch (...) {
+    // The caller's transaction rolls back; rows still waiting belong to it.
+    for (RowInserter* inserter : inserters) inserter->discard();
+    throw;
+  }
+}
+
+void BatchWriter::write_records_unflushed(std::span<const PendingRecord> batch) {
   for (const PendingRecord& record : batch) {
     if (const auto* event = std::get_if<pb::Event>(&record)) {
       write_event(*event);
@@ -122,7 +129,7 @@ void BatchWriter::write_step(int replica, const pb::StepEvent& step) {
       .bind_int64(10, step.host_wait_ns())
       .bind_int64(11, step.collective_ns())
       .bind_int64(12, step.collective_bytes())
-      .execute();
+      .add_row();
 }
 
 void BatchWriter::write_compile(int replica, const pb::CompileEvent& compile) {
@@ -164,7 +171,7 @@ void BatchWriter::write_execute(int replica, const pb::ExecuteEvent& execute) {
       .bind_text(10, execute.source().file())
       .bind_int64(11, execute.source().line())
       .bind_text(12, execute.source().function())
-      .execute();
+      .add_row();
 }
 
 void BatchWriter::write_fallback(int replica, const pb::FallbackEvent& fallback) {
@@ -201,7 +208,7 @@ void BatchWriter::write_metrics(int replica, const pb::MetricSnapshotEvent& snap
         .bind_double(10, finite(metric.p50_ms()))
         .bind_double(11, finite(metric.p90_ms()))
         .bind_double(12, finite(metric.p99_ms()))
-        .execute();
+        .add_row();
   }
 }
 
@@ -248,7 +255,7 @@ void BatchWriter::write_transfer(int replica, const pb::TransferEvent& transfer)
       .bind_int64(5, transfer.start_ns())
       .bind_int64(6, transfer.duration_ns())
       .bind_int64(7, transfer.bytes())
-      .execute();
+      .add_row();
 }
 
 void BatchWriter::write_scalar(int replica, const pb::ScalarEvent& scalar) {
@@ -257,7 +264,7 @@ void BatchWriter::write_scalar(int replica, const pb::ScalarEvent& scalar) {
       .bind_int64(3, scalar.step())
       .bind_text(4, scalar.name())
       .bind_double(5, scalar.value())
-      .execute();
+      .add_row();
 }
 
 void BatchWriter::write_output(const OutputChunk& chunk) {

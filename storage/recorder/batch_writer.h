@@ -8,6 +8,7 @@
 
 #include "db/statement.h"
 #include "recorder/pending_record.h"
+#include "recorder/row_inserter.h"
 
 namespace lazyscope::storage {
 
@@ -38,18 +39,21 @@ class BatchWriter {
   void write_scalar(int replica, const pb::ScalarEvent& scalar);
   void write_output(const OutputChunk& chunk);
   void write_end(const RunEnd& end);
+  void write_records_unflushed(std::span<const PendingRecord> batch);
 
   const HistoryFile& file_;
   const int64_t run_id_;
-  Statement insert_step_;
+  // The rows every step adds go through multi-row inserts (row_inserter.h);
+  // the rare ones, and the upserts whose order across rows matters, one by one.
+  RowInserter insert_step_;
   Statement insert_graph_;
   Statement insert_compilation_;
-  Statement insert_execution_;
+  RowInserter insert_execution_;
   Statement insert_fallback_;
-  Statement insert_transfer_;
-  Statement insert_scalar_;
+  RowInserter insert_transfer_;
+  RowInserter insert_scalar_;
   Statement insert_output_;
-  Statement insert_metric_;
+  RowInserter insert_metric_;
   Statement upsert_kernel_profile_;
   Statement upsert_kernel_;
   Statement upsert_machine_peak_;

@@ -35,7 +35,7 @@ constexpr int64_t kHeartbeatMinGapMs = 1000;
 
 struct Recorder::Impl {
   Impl(const std::string& path, const pb::RunInfo& info)
-      : file(path, OpenMode::kReadWrite),
+      : file(path, OpenMode::kRecord),
         run_id(insert_running_run(file, info)),
         writer(file, run_id),
         last_heartbeat_ms(unix_now_ms()),

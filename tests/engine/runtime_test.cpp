@@ -209,5 +209,37 @@ TEST_F(RuntimeTest, NoEventIsBuiltWithoutASubscriber) {
   EXPECT_FALSE(capture.compiles().empty() && capture.executions().empty());
 }
 
+// The recorder takes the engine's event instead of copying it (issue 15):
+// plain subscribers see it first, every taking subscriber gets the whole
+// event (all but the last a copy), and an unsubscribed one gets nothing.
+TEST_F(RuntimeTest, TakingSubscribersGetTheWholeEventAfterThePlainOnes) {
+  std::vector<std::string> seen;
+  const int plain = events::subscribe([&](const pb::Event& e) { seen.push_back("plain:" + e.scalar().name()); });
+  std::vector<pb::Event> first, second;
+  const int take1 = events::subscribe_taking([&](pb::Event&& e) {
+    seen.push_back("take1");
+    first.push_back(std::move(e));
+  });
+  const int take2 = events::subscribe_taking([&](pb::Event&& e) {
+    seen.push_back("take2");
+    second.push_back(std::move(e));
+  });
+  executor::publish_scalar(lazy0(), "loss", 0.25);
+  events::unsubscribe(take1);
+  executor::publish_scalar(lazy0(), "acc", 0.5);
+  events::unsubscribe(take2);
+  events::unsubscribe(plain);
+  EXPECT_FALSE(events::enabled());
+  EXPECT_EQ(seen, (std::vector<std::string>{"plain:loss", "take1", "take2", "plain:acc", "take2"}));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 2u);
+  for (const pb::Event* e : {&first[0], &second[0]}) {
+    EXPECT_EQ(e->scalar().name(), "loss");
+    EXPECT_EQ(e->scalar().value(), 0.25);
+  }
+  EXPECT_EQ(second[1].scalar().name(), "acc");
+  EXPECT_EQ(second[1].scalar().value(), 0.5);
+}
+
 }  // namespace
 }  // namespace lazyscope

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <latch>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,11 +23,32 @@ using test_support::ScratchFolder;
 
 constexpr int kSteps = 2000;
 
+// Blocks until the reader has completed `count` polls. The recorders wait for
+// the reader rather than the reader racing them: under load (a busy machine,
+// ctest -j) the reader thread could be descheduled for as long as both
+// recorders took, which made "polls > 0" fail without anything being wrong
+// with the storage (the test's own race, seen under load 15). Throws if the
+// reader has not polled after a minute, which is a failure, not a delay.
+void wait_for_polls(const std::atomic<int>& polls, int count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (polls.load() < count) {
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the reader never polled");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void record_run(const std::string& path, const std::string& name, std::atomic<int>* finished,
-                std::vector<std::string>* errors, size_t slot) {
+                std::vector<std::string>* errors, size_t slot, const std::atomic<int>* polls) {
   try {
     Recorder recorder(path, test_support::sample_run_info(name));
+    // The file and this run exist: the reader can open it. Record half the
+    // run, then let the reader poll it half-written, then the rest.
+    wait_for_polls(*polls, 1);
     for (int step = 0; step < kSteps; ++step) {
+      if (step == kSteps / 2) {
+        recorder.flush();
+        wait_for_polls(*polls, polls->load() + 1);
+      }
       recorder.record(test_support::step_event(step, step * 10, step * 10 + (step == 0 ? 9 : 5), step == 0 ? 4 : 0));
       recorder.record(test_support::execute_event(step, 0x77, 2, step != 0));
       recorder.record(test_support::scalar_event(step, "loss", 1.0));
@@ -47,10 +69,10 @@ TEST(Concurrency, TwoRecordersAndAPollingReaderLoseNothing) {
   std::atomic<int> finished{0};
   std::vector<std::string> errors(2);
   // Both create the (missing) file at the same moment, racing the migration.
-  std::thread first(record_run, path, "first", &finished, &errors, 0);
-  std::thread second(record_run, path, "second", &finished, &errors, 1);
+  std::atomic<int> polls{0};
+  std::thread first(record_run, path, "first", &finished, &errors, 0, &polls);
+  std::thread second(record_run, path, "second", &finished, &errors, 1, &polls);
 
-  int polls = 0;
   std::string reader_error;
   while (finished < 2) {
     try {
@@ -72,7 +94,7 @@ TEST(Concurrency, TwoRecordersAndAPollingReaderLoseNothing) {
   second.join();
   EXPECT_EQ(errors[0], "");
   EXPECT_EQ(errors[1], "");
-  EXPECT_GT(polls, 0) << reader_error;
+  EXPECT_GE(polls.load(), 2) << reader_error;
 
   HistoryReader reader(path);
   const auto runs = reader.list_runs();
@@ -102,12 +124,19 @@ TEST(Concurrency, RecorderInAnotherProcessWhileReaderPolls) {
   ScratchFolder scratch;
   const std::string path = scratch.file("history.sqlite");
   { HistoryFile create(path, OpenMode::kReadWrite); }
+  // The child records only once the reader has polled (a byte on this pipe):
+  // otherwise, on a busy machine, it could finish before the first poll.
+  int polled[2];
+  ASSERT_EQ(pipe(polled), 0);
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     int exit_code = 0;
     try {
+      close(polled[1]);
       Recorder recorder(path, test_support::sample_run_info("child"));
+      char go = 0;
+      if (read(polled[0], &go, 1) != 1) _exit(3);
       for (int step = 0; step < kSteps; ++step) {
         recorder.record(test_support::step_event(step, 0, 5, 0));
         recorder.record(test_support::execute_event(step, 0x77, 2, true));
@@ -120,13 +149,17 @@ TEST(Concurrency, RecorderInAnotherProcessWhileReaderPolls) {
     _exit(exit_code);
   }
 
+  close(polled[0]);
   HistoryReader reader(path);
   int polls = 0;
   int status = 0;
-  while (waitpid(child, &status, WNOHANG) == 0) {
+  do {
     for (const pb::RunSummary& run : reader.list_runs()) EXPECT_LE(run.steps(), kSteps);
-    ++polls;
-  }
+    if (++polls == 1) {
+      EXPECT_EQ(write(polled[1], "g", 1), 1);
+      close(polled[1]);
+    }
+  } while (waitpid(child, &status, WNOHANG) == 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_GT(polls, 0);

@@ -344,6 +344,70 @@ TEST(RecorderReader, WriteErrorIsKeptAndReportedWithoutThrowing) {
   EXPECT_EQ(test_support::raw_int64(path, "SELECT status FROM runs"), pb::RUN_STATUS_SUCCEEDED);
 }
 
+// The writer inserts the rows of every step several at a time (issue 15):
+// batches of every size around a group of 64 rows still store each event
+// once, in order, with its values.
+TEST(RecorderReader, EveryEventIsStoredOnceInOrderWhateverTheBatchSize) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("history.sqlite");
+  Recorder recorder(path, pb::RunInfo());
+  int64_t step = 0;
+  for (const int batch : {1, 63, 64, 65, 127, 128, 129, 500}) {
+    for (int i = 0; i < batch; ++i, ++step) {
+      recorder.record(test_support::execute_event(step, kGraphA, 100 + step, true));
+      recorder.record(test_support::scalar_event(step, "loss", 0.5 * static_cast<double>(step)));
+      recorder.record(test_support::transfer_event(step, step % 2 == 0, 8 * step));
+      recorder.record(test_support::step_event(step, 10 * step, 10 * step + 7, 0));
+    }
+    recorder.flush();  // usually one batch of this many steps
+  }
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  EXPECT_EQ(recorder.first_write_error(), "");
+  const int64_t n = step;
+  for (const char* table : {"steps", "executions", "scalars", "transfers"}) {
+    SCOPED_TRACE(table);
+    EXPECT_EQ(test_support::raw_int64(path, std::string("SELECT COUNT(*) FROM ") + table), n);
+    EXPECT_EQ(test_support::raw_int64(path, std::string("SELECT COUNT(DISTINCT step) FROM ") + table), n);
+  }
+  // Values travel with their row, and rows keep their arrival order (ids).
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM steps WHERE start_ns = 10 * step AND "
+                                          "end_ns = 10 * step + 7"),
+            n);
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM scalars WHERE value = 0.5 * step AND "
+                                          "name = 'loss' AND id = step + 1"),
+            n);
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM executions WHERE duration_ns = 100 + step AND "
+                                          "graph_hash = " + std::to_string(static_cast<int64_t>(kGraphA)) +
+                                          " AND id = step + 1"),
+            n);
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM transfers WHERE bytes = 8 * step AND "
+                                          "to_device = (step % 2 = 0)"),
+            n);
+}
+
+// A batch that fails part-way is lost whole (its transaction rolls back), and
+// none of its rows waiting for a multi-row insert leak into the next batch.
+TEST(RecorderReader, AFailedBatchLeavesNoRowsBehindForTheNext) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("history.sqlite");
+  Recorder recorder(path, pb::RunInfo());
+  recorder.record(test_support::step_event(0, 0, 1, 0));
+  recorder.flush();
+  test_support::raw_execute(path, "DROP TABLE transfers");
+  ::testing::internal::CaptureStderr();
+  // Transfers are inserted before scalars: the scalar is still waiting when
+  // the transfer fails.
+  recorder.record(test_support::scalar_event(1, "lost", 1.0));
+  recorder.record(test_support::transfer_event(1, true, 4));
+  recorder.flush();
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(recorder.first_write_error(), HasSubstr("transfers"));
+  recorder.record(test_support::scalar_event(2, "kept", 2.0));
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  EXPECT_EQ(test_support::raw_text(path, "SELECT group_concat(name || '@' || step) FROM scalars"), "kept@2");
+  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM steps"), 1);
+}
+
 TEST(RecorderReader, ConstructorThrowsHistoryErrorForAnUnwritablePlace) {
   ScratchFolder scratch;
   test_support::write_bytes(scratch.file("a-file"), "x");

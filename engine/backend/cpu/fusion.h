@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "ir/attrs.h"
 #include "ir/op_table.h"
 

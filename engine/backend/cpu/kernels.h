@@ -5,7 +5,7 @@
 
 #include <span>
 
-#include "backend/buffer.h"
+#include "core/buffer.h"
 #include "ir/attrs.h"
 #include "ir/op_table.h"
 

@@ -1,4 +1,4 @@
-#include "backend/buffer.h"
+#include "core/buffer.h"
 
 #include <unistd.h>
 

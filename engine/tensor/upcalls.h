@@ -1,0 +1,95 @@
+// The calls the tensor layer makes to the layers above it (ARCHITECTURE.md,
+// "Engine layers"). Tensors and their ops sit below the executor and
+// autograd, which both work on tensors; yet a pending lazy tensor is
+// registered with its device's step, reading a value runs the graph, an op
+// the backend does not lower runs on the host, and a differentiable op
+// records its autograd node. Those calls are declared here, in the tensor
+// layer, and defined by the layer their namespace names (executor/
+// graph_executor.cpp and fallback.cpp, autograd/autograd.cpp); the engine is
+// one shared library, so the linker joins them. This keeps every include
+// pointing down (scripts/dev/check_layers.py) and lists the upward calls in
+// one place: a new one is a declaration here, visible in review.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/device.h"
+#include "ir/attrs.h"
+#include "ir/op_table.h"
+#include "lazyscope/events.pb.h"
+#include "tensor/tensor.h"
+
+namespace lazyscope::executor {
+
+// --- executor/graph_executor.cpp ---
+
+// Called for every lazy tensor created with a pending IR node.
+void register_pending(const std::shared_ptr<TensorImpl>& tensor);
+
+// Runs what `targets` need (all pending tensors of the device when empty)
+// and binds the results. `cause` and the caller's source line are recorded.
+// Returns how many computed (non-input) nodes the execution ran.
+int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause);
+
+// Transfers are part of a step's time breakdown; tensor.cpp reports them.
+void note_transfer(const Device& device, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes);
+
+// --- executor/fallback.cpp: CPU fallbacks ---
+// An op that a lazy device's backend does not lower (or that the user forced
+// off the device, or whose output shape depends on values) runs on the host.
+// Its operands are synced — which cuts the pending graph there — downloaded,
+// computed by a host function, and the results uploaded as device data. Each
+// fallback is counted per op ("Fallback.<op>"), timed ("FallbackTime.<op>"),
+// and published as a FallbackEvent with the user's line.
+
+// Why `op` producing `dtype` must leave the device: FORCED (named in
+// LAZYSCOPE_FORCE_FALLBACK), NOT_LOWERED (the device's backend does not list
+// it), or UNSPECIFIED when it runs on the device.
+pb::FallbackReason fallback_reason(OpKind op, DType dtype);
+
+// Computes outputs from host copies of the inputs (same order).
+using HostFn = std::function<std::vector<BufferPtr>(const std::vector<const Buffer*>& inputs)>;
+
+// Runs `fn` on the host for `inputs` on one lazy device and returns its
+// results as tensors on that device. `dtype` is what the event reports.
+std::vector<Tensor> run_on_host(std::string_view op, pb::FallbackReason reason, DType dtype,
+                                const std::vector<Tensor>& inputs, const HostFn& fn);
+
+}  // namespace lazyscope::executor
+
+namespace lazyscope::autograd {
+
+// --- autograd/autograd.cpp ---
+
+// Grad mode is per thread, like PyTorch's: off, ops record nothing.
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Called by ops::apply() after every op: when grad mode is on, the op is
+// differentiable, the result is floating and an input requires grad, gives
+// `out` a GradFn.
+void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, const Tensor& out);
+
+// Runs the graph behind `root` in reverse topological order, accumulating
+// into the .grad of every leaf that requires grad. `gradient` undefined:
+// root must hold one element. Without retain_graph the saved tensors are
+// freed, and a second backward through them is an error.
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+
+}  // namespace lazyscope::autograd
