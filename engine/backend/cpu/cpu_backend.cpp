@@ -626,6 +626,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
 
   std::vector<Instruction> program;
   program.reserve(n);
+  std::vector<int> instruction_of(n, -1);  // slot -> its instruction in `program`
   for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
@@ -641,12 +642,18 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       // A transposed operand of rank >= 2 is read through the BLAS flag.
       ins.kind = Kind::kMatmul;
       for (int side = 0; side < 2; ++side) {
-        const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
-        const Node* producer = graph.nodes[operand];
-        if (is_last_two_transpose(*producer) && producer->spec().shape.size() >= 2 &&
-            producer->dtype() == node->dtype()) {
+        // Through a chain of transposes (the backward of x @ w.t() reads
+        // w.t().t()), each one toggling the flag.
+        bool& flag = side == 0 ? ins.transpose_a : ins.transpose_b;
+        for (;;) {
+          const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
+          const Node* producer = graph.nodes[operand];
+          if (!(is_last_two_transpose(*producer) && producer->spec().shape.size() >= 2 &&
+                producer->dtype() == node->dtype())) {
+            break;
+          }
           ins.inputs[static_cast<size_t>(side)] = graph.operands[operand][0];
-          (side == 0 ? ins.transpose_a : ins.transpose_b) = true;
+          flag = !flag;
           --readers[operand];
           ++readers[static_cast<size_t>(graph.operands[operand][0])];
         }
@@ -656,6 +663,28 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
         ins.kind = Kind::kKernel;  // vector operands: the table kernel's path
       }
     }
+    // The transpose of a matmul read by nothing else (a weight gradient
+    // (x.t() @ dy).t()) is that matmul with its operands swapped:
+    // (op(a) op(b))^T = op(b)^T op(a)^T, so no copy is made.
+    if (is_last_two_transpose(*node) && !program.empty()) {
+      const auto source = static_cast<size_t>(ins.inputs[0]);
+      const int at = instruction_of[source];
+      if (at >= 0 && program[static_cast<size_t>(at)].kind == Kind::kMatmul && readers[source] == 1 &&
+          !is_output[source] && program[static_cast<size_t>(at)].spec.dtype == node->dtype()) {
+        const Instruction& mm = program[static_cast<size_t>(at)];
+        ins.kind = Kind::kMatmul;
+        ins.op = OpKind::kMatmul;
+        ins.inputs = {mm.inputs[1], mm.inputs[0]};
+        ins.transpose_a = !mm.transpose_b;
+        ins.transpose_b = !mm.transpose_a;
+        ins.attrs = mm.attrs;
+        ins.nodes = {mm.output, static_cast<int>(i)};
+        // The matmul now has no reader and is dropped below; its operands
+        // are read by this one instead.
+        --readers[source];
+        for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
+      }
+    }
     if (ins.kind == Kind::kKernel) {
       ins.kernel = find_kernel(node->op(), node->dtype());
       if (!ins.kernel) {
@@ -663,15 +692,17 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
                           std::string(dtype_name(node->dtype())));
       }
     }
+    instruction_of[i] = static_cast<int>(program.size());
     program.push_back(std::move(ins));
   }
-  // A transpose now read only through matmul flags is not run at all.
+  // A transpose now read only through matmul flags, or a matmul whose
+  // transpose was computed in its place, is not run at all.
   std::vector<Instruction> kept;
   kept.reserve(program.size());
   for (size_t i = program.size(); i-- > 0;) {
     Instruction& ins = program[i];
     const auto slot = static_cast<size_t>(ins.output);
-    if (ins.op == OpKind::kPermute && readers[slot] == 0 && !is_output[slot]) {
+    if ((ins.op == OpKind::kPermute || ins.kind == Kind::kMatmul) && readers[slot] == 0 && !is_output[slot]) {
       for (int s : ins.inputs) --readers[static_cast<size_t>(s)];
       continue;
     }
