@@ -146,3 +146,115 @@ def test_sums_and_means_over_leading_axes_match_numpy(shape, dims, keepdim, dtyp
     assert s.shape == want_s.shape and s.dtype == dtype
     np.testing.assert_allclose(s, want_s.astype(dtype), rtol=tol, atol=tol * shape[0])
     np.testing.assert_allclose(m, want_m.astype(dtype), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("m,k,n", [(128, 64, 96), (4, 32, 1000), (1, 7, 5), (37, 19, 23)])
+def test_a_bias_and_relu_after_a_matmul_run_as_its_epilogue_and_match_numpy(m, k, n):
+    # (4, 32, 1000): too few rows to share, the GEMM splits by columns and
+    # the epilogue runs after it.
+    rng = np.random.default_rng(m * 1000 + n)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+
+    def run():
+        X, W, B = (lazyscope.tensor(v, device=DEV) for v in (x, w, b))
+        return ((X @ W.t() + B).relu() * 2.0).sum(dim=1) * 1.0
+
+    got, program = run_graph(run)
+    want = (np.maximum(x @ w.T + b, 0) * 2).sum(axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert program and "the epilogue of the matmul above" in program, program
+
+
+def test_an_epilogue_of_a_batched_matmul_matches_numpy():
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((6, 9, 16)).astype(np.float32)
+    w = rng.standard_normal((6, 16, 12)).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+
+    def run():
+        X, W, B = (lazyscope.tensor(v, device=DEV) for v in (x, w, b))
+        return ((X @ W) - B).tanh().sum(dim=2)
+
+    got, program = run_graph(run)
+    np.testing.assert_allclose(got, np.tanh(x @ w - b).sum(axis=2), rtol=1e-4, atol=1e-4)
+    assert program and "the epilogue of the matmul above" in program, program
+
+
+def test_a_product_read_elsewhere_too_gets_no_epilogue_and_both_values_are_right():
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal((20, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 30)).astype(np.float32)
+
+    def run():
+        X, W = lazyscope.tensor(x, device=DEV), lazyscope.tensor(w, device=DEV)
+        p = X @ W
+        return (p * 3.0).relu().sum(dim=0), p.sum(dim=1)
+
+    (a, s), program = run_graph(run)
+    np.testing.assert_allclose(a, np.maximum((x @ w) * 3, 0).sum(axis=0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(s, (x @ w).sum(axis=1), rtol=1e-4, atol=1e-4)
+    assert program and "epilogue" not in program, program
+
+
+def test_independent_parameter_updates_share_one_parallel_region_and_match_numpy():
+    # Sizes from one element to past several tiles, none a multiple of a tile.
+    rng = np.random.default_rng(23)
+    shapes = [(1,), (37,), (300, 7), (2049,), (5, 1000)]
+    params = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    bufs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def run():
+        out = []
+        for p, g, v in zip(params, grads, bufs):
+            P, G, V = (lazyscope.tensor(a, device=DEV) for a in (p, g, v))
+            v2 = V * 0.9 + G
+            out += [P - v2 * 0.01, v2]
+        return tuple(out)
+
+    got, program = run_graph(run)
+    for i, (p, g, v) in enumerate(zip(params, grads, bufs)):
+        v2 = v * np.float32(0.9) + g
+        np.testing.assert_allclose(got[2 * i + 1], v2, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got[2 * i], p - v2 * np.float32(0.01), rtol=1e-6, atol=1e-6)
+    assert program and f"kernel {len(shapes)} of {len(shapes)} sharing one parallel region" in program, program
+
+
+def test_sgd_momentum_steps_of_an_mlp_match_a_numpy_reference():
+    # Forward, backward (transposes folded, epilogues, leading-axis bias
+    # sums) and the multi-tensor update, three steps, against NumPy.
+    rng = np.random.default_rng(24)
+    sizes = [(33, 20), (20, 11)]
+    ws = [rng.standard_normal((o, i)).astype(np.float32) * 0.3 for i, o in sizes]
+    bs = [rng.standard_normal(o).astype(np.float32) * 0.1 for _, o in sizes]
+    xs = [rng.standard_normal((17, 33)).astype(np.float32) for _ in range(3)]
+    W = [lazyscope.tensor(w, device=DEV, requires_grad=True) for w in ws]
+    B = [lazyscope.tensor(b, device=DEV, requires_grad=True) for b in bs]
+    opt = lazyscope.optim.SGD(W + B, lr=0.05, momentum=0.9)
+    mw = [np.zeros_like(w) for w in ws]
+    mb = [np.zeros_like(b) for b in bs]
+    for x in xs:
+        opt.zero_grad()
+        h = (lazyscope.tensor(x, device=DEV) @ W[0].t() + B[0]).relu()
+        loss = ((h @ W[1].t() + B[1]) ** 2).mean()
+        loss.backward()
+        opt.step()
+        lm.mark_step()
+        # NumPy: the same step.
+        a1 = x @ ws[0].T + bs[0]
+        h1 = np.maximum(a1, 0)
+        y = h1 @ ws[1].T + bs[1]
+        dy = 2 * y / y.size
+        gw1, gb1 = dy.T @ h1, dy.sum(axis=0)
+        da1 = (dy @ ws[1]) * (a1 > 0)
+        gw0, gb0 = da1.T @ x, da1.sum(axis=0)
+        for j, (gw, gb) in enumerate([(gw0, gb0), (gw1, gb1)]):
+            mw[j] = 0.9 * mw[j] + gw
+            mb[j] = 0.9 * mb[j] + gb
+            ws[j] = ws[j] - 0.05 * mw[j]
+            bs[j] = bs[j] - 0.05 * mb[j]
+    for j in range(2):
+        np.testing.assert_allclose(W[j].numpy(), ws[j], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(B[j].numpy(), bs[j], rtol=1e-4, atol=1e-5)

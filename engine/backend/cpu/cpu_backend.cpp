@@ -23,8 +23,11 @@ namespace {
 
 // What an instruction runs: a kernel of the table, or a matmul reading
 // transposed operands through the BLAS flags (the permute it replaces is
-// not run when nothing else reads it).
-enum class Kind : uint8_t { kKernel, kMatmul, kFused };
+// not run when nothing else reads it), possibly with a fused elementwise
+// epilogue, or a fused elementwise kernel, or several independent fused
+// kernels sharing one parallel region (kFusedGroup: the optimizer update
+// of every parameter at once).
+enum class Kind : uint8_t { kKernel, kMatmul, kFused, kFusedGroup };
 
 struct Instruction {
   Kind kind = Kind::kKernel;
@@ -37,7 +40,11 @@ struct Instruction {
   bool transpose_a = false, transpose_b = false;  // kMatmul
   std::vector<int> nodes;  // IR nodes it covers, post-order positions
   std::shared_ptr<const FusedKernel> fused;  // kFused
-  std::vector<int> outputs;  // kFused: every slot it writes (output is the first)
+  std::vector<int> outputs;  // kFused: every slot it writes (output is the first); kFusedGroup and a
+                             // kMatmul with an epilogue: every slot of every member too
+  // kFusedGroup: its kernels; kMatmul: at most one, its epilogue (a kFused
+  // reading the product, run on each part of the product as it is written).
+  std::vector<Instruction> members;
 };
 
 // Where each value lives during execution. Parameters are the caller's;
@@ -200,11 +207,31 @@ class CpuExecutable final : public Executable {
           if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
           continue;
         }
+        if (ins.kind == Kind::kFusedGroup) {
+          run_group(st, ins);
+          if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
+          continue;
+        }
         out = slot_buffer(st, ins.output);
         switch (ins.kind) {
           case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
-          case Kind::kMatmul: matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out); break;
-          case Kind::kFused: break;
+          case Kind::kMatmul:
+            if (ins.members.empty()) {
+              matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out);
+            } else {
+              // The epilogue reads the product: its slot is set first.
+              slots[ins.output] = out;
+              prepare_members(st, ins);
+              const Instruction& epi = ins.members[0];
+              const auto& in = st.member_inputs[0];
+              const auto& outs = st.member_outputs[0];
+              auto apply = [&](int64_t begin, int64_t end) { epi.fused->run_range(in, outs, bf16_, begin, end); };
+              const Epilogue epilogue(apply);
+              matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
+            }
+            break;
+          case Kind::kFused:
+          case Kind::kFusedGroup: break;
         }
       } catch (const EngineError& e) {
         // Which node failed, for the executor to name the line that traced it.
@@ -251,39 +278,22 @@ class CpuExecutable final : public Executable {
     }
     KernelCost total;
     for (const Instruction& ins : program_) {
-      os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
-         << "(";
-      std::vector<const TensorSpec*> inputs;
-      for (size_t i = 0; i < ins.inputs.size(); ++i) {
-        os << (i ? ", " : "") << "%" << ins.inputs[i];
-        inputs.push_back(&slot_specs_[static_cast<size_t>(ins.inputs[i])]);
-      }
       const KernelCost c = cost(ins);
       total.flops += c.flops;
       total.bytes += c.bytes;
-      const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
-      os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
-         << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
-      // A second line: what the compiler made of it (one line per kernel
-      // above stays parseable as it was).
-      os << "      ; nodes ";
-      for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
-      if (ins.kind == Kind::kFused) {
-        os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
-        for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
-        os << "), writes";
-        for (int slot : ins.outputs) {
-          const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
-          os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
+      if (ins.kind == Kind::kFusedGroup) {
+        // Each member as a kernel of its own, then where it runs.
+        for (size_t m = 0; m < ins.members.size(); ++m) {
+          print_instruction(os, ins.members[m], cost(ins.members[m]),
+                            ", kernel " + std::to_string(m + 1) + " of " + std::to_string(ins.members.size()) +
+                                " sharing one parallel region (multi-tensor)");
         }
-      } else {
-        os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+        continue;
       }
-      if (ins.transpose_a || ins.transpose_b) {
-        os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
-           << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
+      print_instruction(os, ins, c, "");
+      if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
+        print_instruction(os, ins.members[0], cost(ins.members[0]), ", the epilogue of the matmul above");
       }
-      os << "\n";
     }
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
@@ -294,6 +304,36 @@ class CpuExecutable final : public Executable {
        << plan_.buffers.size() << " buffers for " << plan_.values_bytes << " bytes of intermediate values, outputs "
        << plan_.output_bytes << "); live-set lower bound " << plan_.peak_live_bytes << " bytes\n";
     return os.str();
+  }
+
+  // Two lines per kernel: the value it computes (parseable as it was), then
+  // what the compiler made of it; `note` ends the second.
+  void print_instruction(std::ostream& os, const Instruction& ins, const KernelCost& c, const std::string& note) const {
+    os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
+       << "(";
+    const size_t shown = ins.kind == Kind::kMatmul ? std::min<size_t>(2, ins.inputs.size()) : ins.inputs.size();
+    for (size_t i = 0; i < shown; ++i) os << (i ? ", " : "") << "%" << ins.inputs[i];
+    const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
+    os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
+       << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
+    os << "      ; nodes ";
+    for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
+    if (ins.kind == Kind::kFused) {
+      os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
+      for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
+      os << "), writes";
+      for (int slot : ins.outputs) {
+        const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+        os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
+      }
+    } else {
+      os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+    }
+    if (ins.transpose_a || ins.transpose_b) {
+      os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
+         << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
+    }
+    os << note << "\n";
   }
 
   int64_t peak_bytes() const override { return plan_.arena_bytes + plan_.output_bytes; }
@@ -309,7 +349,9 @@ class CpuExecutable final : public Executable {
       const Instruction& ins = program_[pc];
       KernelTiming k;
       k.index = static_cast<int>(pc);
-      k.name = ins.kind == Kind::kFused ? "fused_elementwise" : ins.kind == Kind::kMatmul ? "gemm" : std::string(op_name(ins.op));
+      k.name = ins.kind == Kind::kFused || ins.kind == Kind::kFusedGroup ? "fused_elementwise"
+               : ins.kind == Kind::kMatmul ? "gemm"  // with its epilogue's nodes, if it has one
+                                           : std::string(op_name(ins.op));
       k.nodes = ins.nodes;
       const KernelCost c = cost(ins);
       k.flops = c.flops;
@@ -327,6 +369,10 @@ class CpuExecutable final : public Executable {
     std::vector<BufferPtr> slots;
     std::vector<const Buffer*> inputs;
     std::vector<Buffer*> fused_out;
+    // Per member of a kFusedGroup or epilogue: its operands and outputs
+    // (kept, so a warm step allocates nothing).
+    std::vector<std::vector<const Buffer*>> member_inputs;
+    std::vector<std::vector<Buffer*>> member_outputs;
     std::vector<int64_t> timings;  // per instruction, summed over sampled executions
     std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
     uint64_t generation = 0;
@@ -343,6 +389,23 @@ class CpuExecutable final : public Executable {
       std::swap(transposed_a.shape[transposed_a.shape.size() - 1], transposed_a.shape[transposed_a.shape.size() - 2]);
       inputs[0] = &transposed_a;
     }
+    if (ins.kind == Kind::kFusedGroup) {
+      KernelCost sum;
+      for (const Instruction& member : ins.members) {
+        const KernelCost c = cost(member);
+        sum.flops += c.flops;
+        sum.bytes += c.bytes;
+      }
+      return sum;
+    }
+    if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
+      inputs.resize(2);  // the epilogue's operands are its own
+      KernelCost c = estimate(ins.op, inputs, ins.spec), epi = cost(ins.members[0]);
+      // The product is written once and read back from cache, not memory.
+      c.flops += epi.flops;
+      c.bytes += epi.bytes - spec_bytes(ins.spec);
+      return c;
+    }
     if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
     // Reads each input once, writes each materialized value once.
     KernelCost c;
@@ -350,6 +413,47 @@ class CpuExecutable final : public Executable {
     for (int slot : ins.outputs) c.bytes += spec_bytes(slot_specs_[static_cast<size_t>(slot)]);
     c.flops = static_cast<int64_t>(ins.fused->step_count()) * numel(ins.spec.shape);
     return c;
+  }
+
+  // Buffers of each member of `ins` (its output slots set in st.slots).
+  void prepare_members(State& st, const Instruction& ins) const {
+    if (st.member_inputs.size() < ins.members.size()) {
+      st.member_inputs.resize(ins.members.size());
+      st.member_outputs.resize(ins.members.size());
+    }
+    for (size_t m = 0; m < ins.members.size(); ++m) {
+      const Instruction& member = ins.members[m];
+      auto& outs = st.member_outputs[m];
+      outs.clear();
+      for (int slot : member.outputs) {
+        st.slots[static_cast<size_t>(slot)] = slot_buffer(st, slot);
+        outs.push_back(st.slots[static_cast<size_t>(slot)].get());
+      }
+    }
+    // Inputs after every output: no member reads another's (compile checks).
+    for (size_t m = 0; m < ins.members.size(); ++m) {
+      auto& in = st.member_inputs[m];
+      in.clear();
+      for (int slot : ins.members[m].inputs) in.push_back(st.slots[static_cast<size_t>(slot)].get());
+    }
+  }
+
+  // Independent fused kernels in one parallel region: their elements are
+  // laid end to end and split across the pool like one kernel's, so a dozen
+  // small parameter updates cost one wake-up and keep both cores busy.
+  void run_group(State& st, const Instruction& ins) const {
+    prepare_members(st, ins);
+    int64_t total = 0;
+    for (const Instruction& member : ins.members) total += member.fused->element_count();
+    parallel_for(total, 4 * FusedKernel::kTile, [&](int64_t begin, int64_t end) {
+      int64_t offset = 0;
+      for (size_t m = 0; m < ins.members.size() && offset < end; ++m) {
+        const FusedKernel& k = *ins.members[m].fused;
+        const int64_t lo = std::max(begin, offset), hi = std::min(end, offset + k.element_count());
+        if (lo < hi) k.run_range(st.member_inputs[m], st.member_outputs[m], bf16_, lo - offset, hi - offset);
+        offset += k.element_count();
+      }
+    });
   }
 
   // The buffer of a value the program computes: its arena buffer
@@ -427,7 +531,7 @@ bool is_last_two_transpose(const Node& node) {
 }
 
 std::span<const int> written_slots(const Instruction& ins) {
-  return ins.kind == Kind::kFused ? std::span<const int>(ins.outputs) : std::span<const int>(&ins.output, 1);
+  return ins.outputs.empty() ? std::span<const int>(&ins.output, 1) : std::span<const int>(ins.outputs);
 }
 
 // Fuses runs of elementwise instructions of one shape into FusedKernels. A
@@ -551,6 +655,88 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
                                                       std::move(output_steps), std::move(output_dtypes));
     out.push_back(std::move(fused));
   }
+  return out;
+}
+
+// A fused elementwise kernel right after the matmul it reads, when that
+// product is read by nothing else (a linear layer's bias + activation, or
+// the activation's backward mask), becomes the matmul's epilogue: applied
+// to each part of the product as soon as the GEMM has written it, while it
+// is in cache, instead of one more pass over memory and one more parallel
+// region. Not in bf16 mode, where every product is rounded before it is read.
+std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, const std::vector<char>& is_output,
+                                          bool bf16) {
+  if (bf16) return program;
+  std::map<int, int> readers;
+  for (const Instruction& ins : program) {
+    for (int s : ins.inputs) ++readers[s];
+  }
+  std::vector<Instruction> out;
+  out.reserve(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    Instruction& ins = program[i];
+    if (ins.kind == Kind::kMatmul && ins.members.empty() && i + 1 < program.size()) {
+      Instruction& next = program[i + 1];
+      const auto product = static_cast<size_t>(ins.output);
+      if (next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && ins.spec.dtype == DType::kFloat32 &&
+          !is_output[product] && readers[ins.output] == 1 &&
+          std::find(next.inputs.begin(), next.inputs.end(), ins.output) != next.inputs.end()) {
+        ins.outputs = {ins.output};
+        ins.outputs.insert(ins.outputs.end(), next.outputs.begin(), next.outputs.end());
+        ins.inputs.insert(ins.inputs.end(), next.inputs.begin(), next.inputs.end());  // for the memory plan
+        ins.nodes.insert(ins.nodes.end(), next.nodes.begin(), next.nodes.end());
+        ins.members.push_back(std::move(next));
+        out.push_back(std::move(ins));
+        ++i;
+        continue;
+      }
+    }
+    out.push_back(std::move(ins));
+  }
+  return out;
+}
+
+// Runs of consecutive fused kernels of which none reads another's values
+// become one kFusedGroup: one parallel region for all of them.
+std::vector<Instruction> group_independent_fused(std::vector<Instruction> program) {
+  std::vector<Instruction> out;
+  out.reserve(program.size());
+  std::vector<Instruction> run;
+  std::vector<int> written;
+  const auto flush = [&] {
+    if (run.size() == 1) {
+      out.push_back(std::move(run[0]));
+    } else if (run.size() > 1) {
+      Instruction group;
+      group.kind = Kind::kFusedGroup;
+      group.op = run[0].op;
+      group.output = run[0].output;
+      group.spec = run[0].spec;
+      for (const Instruction& member : run) {
+        group.inputs.insert(group.inputs.end(), member.inputs.begin(), member.inputs.end());
+        group.outputs.insert(group.outputs.end(), member.outputs.begin(), member.outputs.end());
+        group.nodes.insert(group.nodes.end(), member.nodes.begin(), member.nodes.end());
+      }
+      group.members = std::move(run);
+      out.push_back(std::move(group));
+    }
+    run.clear();
+    written.clear();
+  };
+  for (Instruction& ins : program) {
+    if (ins.kind != Kind::kFused) {
+      flush();
+      out.push_back(std::move(ins));
+      continue;
+    }
+    const bool depends = std::any_of(ins.inputs.begin(), ins.inputs.end(), [&](int s) {
+      return std::find(written.begin(), written.end(), s) != written.end();
+    });
+    if (depends) flush();
+    written.insert(written.end(), ins.outputs.begin(), ins.outputs.end());
+    run.push_back(std::move(ins));
+  }
+  flush();
   return out;
 }
 
@@ -710,6 +896,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
+  program = attach_epilogues(std::move(program), is_output, settings::bf16_mode());
+  program = group_independent_fused(std::move(program));
 
   std::vector<DType> parameter_dtypes;
   for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());

@@ -142,10 +142,17 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
 }
 
 void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const {
+  // A grain of a few tiles: smaller chains are not worth a wake-up.
+  parallel_for(numel_, 4 * kTile,
+               [&](int64_t begin, int64_t end) { run_range(inputs, outputs, bf16, begin, end); });
+}
+
+void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,
+                            int64_t begin, int64_t end) const {
   const TileFn* functions = isa().functions;
   const size_t rank = shape_.size();
   const size_t ni = inputs_.size();
-  auto body = [&](int64_t begin, int64_t end) {
+  {
     // Per thread, kept: a cached step allocates nothing once warm.
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> value;
@@ -217,9 +224,7 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
         value[ni + s] = o;
       }
     }
-  };
-  // A grain of a few tiles: smaller chains are not worth a wake-up.
-  parallel_for(numel_, 4 * kTile, body);
+  }
 }
 
 }  // namespace lazyscope::cpu

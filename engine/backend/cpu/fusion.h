@@ -52,6 +52,12 @@ class FusedKernel {
   // kernel's shape and their dtypes. bf16: round every float32 step result
   // to bfloat16, as the standalone kernels' results are in bf16 mode.
   void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const;
+  // The elements [begin, end) of run(), on the calling thread only: for a
+  // caller that already is inside a parallel region (several kernels
+  // sharing one region, or a GEMM's epilogue on the rows it just wrote).
+  void run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16, int64_t begin,
+                 int64_t end) const;
+  int64_t element_count() const { return numel_; }
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }

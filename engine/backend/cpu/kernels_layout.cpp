@@ -205,30 +205,39 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 // One product split across the pool: by output rows, or by output columns
 // when there are too few rows to share. Each part is a single-threaded GEMM
 // on its own block of the output.
+// `epilogue` (or nullptr) runs on each row part as soon as it is written;
+// a product split by columns runs it once all parts are done.
 template <typename T>
-void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n) {
+void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n,
+                   const Epilogue* epilogue) {
   const int64_t lda = ta ? m : kk, ldb = tb ? kk : n;
   constexpr int64_t kMinFlopsPerPart = 1 << 16;
-  auto body = [&](int ith, int nth) {
-    if (m >= n || m >= 16 * nth) {
-      const auto [r0, r1] = split(m, ith, nth, 4);
-      if (r0 < r1) gemm_ld(a + (ta ? r0 : r0 * lda), lda, ta, b, ldb, tb, out + r0 * n, n, r1 - r0, kk, n);
-    } else {
-      const auto [c0, c1] = split(n, ith, nth, 16);
-      if (c0 < c1) gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
-    }
-  };
   int nth = num_threads();
   const int64_t flops = m * n * kk;
   if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
+  const bool by_rows = m >= n || m >= 16 * nth;
+  auto body = [&](int ith, int parts) {
+    if (by_rows) {
+      const auto [r0, r1] = split(m, ith, parts, 4);
+      if (r0 < r1) {
+        gemm_ld(a + (ta ? r0 : r0 * lda), lda, ta, b, ldb, tb, out + r0 * n, n, r1 - r0, kk, n);
+        if (epilogue) (*epilogue)(r0 * n, r1 * n);
+      }
+    } else {
+      const auto [c0, c1] = split(n, ith, parts, 16);
+      if (c0 < c1) gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
+    }
+  };
   if (nth <= 1) {
     body(0, 1);
   } else {
     parallel_region(nth, RegionBody(body));
   }
+  if (epilogue && !by_rows) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
-template <typename T> void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob) {
+template <typename T>
+void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob, const Epilogue* epilogue = nullptr) {
   const Shape& as = ab.shape();
   const Shape& bs = bb.shape();
   const Shape& os = ob.shape();
@@ -249,13 +258,19 @@ template <typename T> void matmul_typed(const Buffer& ab, bool ta, const Buffer&
       for (int64_t i = begin; i < end; ++i) {
         const auto& o = offsets[static_cast<size_t>(i)];
         gemm_ld(a + o[0] * m * kk, ta ? m : kk, ta, b + o[1] * kk * n, tb ? kk : n, tb, out + i * m * n, n, m, kk, n);
+        if (epilogue) (*epilogue)(i * m * n, (i + 1) * m * n);
       }
     });
     return;
   }
+  if (batches == 1) {
+    parallel_gemm(a, ta, b, tb, out, m, kk, n, epilogue);
+    return;
+  }
   for_each_broadcast<2>(o_batch, {&a_batch, &b_batch}, [&](int64_t i, const std::array<int64_t, 2>& o) {
-    parallel_gemm(a + o[0] * m * kk, ta, b + o[1] * kk * n, tb, out + i * m * n, m, kk, n);
+    parallel_gemm(a + o[0] * m * kk, ta, b + o[1] * kk * n, tb, out + i * m * n, m, kk, n, nullptr);
   });
+  if (epilogue) parallel_for(ob.numel(), 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
 // [..., m, k] x [..., k, n]: the batch dims broadcast, each batch is one gemm.
@@ -282,10 +297,14 @@ void add_layout_kernels(Table& t) {
 
 namespace lazyscope::cpu {
 
-void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out) {
+void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out,
+                 const Epilogue* epilogue) {
+  if (epilogue && out.dtype() != DType::kFloat32 && out.dtype() != DType::kFloat64) {
+    throw EngineError("matmul: an epilogue needs a floating-point product");
+  }
   switch (out.dtype()) {
-    case DType::kFloat32: matmul_typed<float>(a, transpose_a, b, transpose_b, out); return;
-    case DType::kFloat64: matmul_typed<double>(a, transpose_a, b, transpose_b, out); return;
+    case DType::kFloat32: matmul_typed<float>(a, transpose_a, b, transpose_b, out, epilogue); return;
+    case DType::kFloat64: matmul_typed<double>(a, transpose_a, b, transpose_b, out, epilogue); return;
     case DType::kUInt8: matmul_typed<uint8_t>(a, transpose_a, b, transpose_b, out); return;
     case DType::kInt32: matmul_typed<int32_t>(a, transpose_a, b, transpose_b, out); return;
     case DType::kInt64: matmul_typed<int64_t>(a, transpose_a, b, transpose_b, out); return;
