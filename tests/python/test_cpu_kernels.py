@@ -116,7 +116,7 @@ def test_a_batched_weight_gradient_is_the_product_of_the_swapped_operands():
     assert program and "permute" not in program, program
 
 
-LEADING = [
+SUMS = [
     ((128, 512), (0,), False),
     ((127, 33), (0,), True),      # odd sizes
     ((1, 17), (0,), False),
@@ -126,13 +126,22 @@ LEADING = [
     ((3000, 3), (0,), False),
     ((2, 300, 1), (0,), True),
     ((9, 1000), (0,), False),
+    # trailing and middle: row sums (a layer norm's), a conv bias gradient
+    ((64, 256), (1,), False),
+    ((5, 7, 13), (2,), True),
+    ((3, 4, 37), (1, 2), False),
+    ((8, 6, 5, 5), (0, 2, 3), False),
+    ((2, 3, 1, 9), (0, 3), True),
+    ((1, 1, 17), (2,), False),
+    ((4, 5), (0, 1), False),
+    ((0, 5), (0,), False),
 ]
 
 
-@pytest.mark.parametrize("shape,dims,keepdim", LEADING)
+@pytest.mark.parametrize("shape,dims,keepdim", SUMS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_sums_and_means_over_leading_axes_match_numpy(shape, dims, keepdim, dtype):
-    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+def test_sums_and_means_over_leading_trailing_and_outer_axes_match_numpy(shape, dims, keepdim, dtype):
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1] + len(dims))
     a = rng.standard_normal(shape).astype(dtype)
 
     def run():
@@ -144,7 +153,7 @@ def test_sums_and_means_over_leading_axes_match_numpy(shape, dims, keepdim, dtyp
     want_m = a.astype(np.float64).mean(axis=dims, keepdims=keepdim)
     tol = 1e-6 if dtype == np.float32 else 1e-12
     assert s.shape == want_s.shape and s.dtype == dtype
-    np.testing.assert_allclose(s, want_s.astype(dtype), rtol=tol, atol=tol * shape[0])
+    np.testing.assert_allclose(s, want_s.astype(dtype), rtol=tol, atol=tol * max(1, shape[0]))
     np.testing.assert_allclose(m, want_m.astype(dtype), rtol=tol, atol=tol)
 
 
@@ -258,3 +267,30 @@ def test_sgd_momentum_steps_of_an_mlp_match_a_numpy_reference():
     for j in range(2):
         np.testing.assert_allclose(W[j].numpy(), ws[j], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(B[j].numpy(), bs[j], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (64, 64), (5, 4, 65), (2, 1000), (300, 9)])
+def test_softmax_and_log_softmax_rows_match_numpy(shape):
+    rng = np.random.default_rng(shape[-1] * 7 + len(shape))
+    a = (rng.standard_normal(shape) * 20).astype(np.float32)
+    a.reshape(-1, shape[-1])[0, 0] = -np.inf          # a masked position
+    a.reshape(-1, shape[-1])[-1, :] += np.float32(5000)  # large values: shifted by the max
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        return x.softmax(-1), x.log_softmax(-1)
+
+    (sm, lsm), _ = run_graph(run)
+    x = a.astype(np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    log_s = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    np.testing.assert_allclose(sm, np.exp(shifted - log_s), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(lsm, shifted - log_s, rtol=1e-5, atol=1e-5)
+
+
+def test_a_fully_masked_softmax_row_is_nan_as_in_numpy():
+    a = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, 2.0]], dtype=np.float32)
+    got, _ = run_graph(lambda: lazyscope.tensor(a, device=DEV).softmax(-1))
+    assert np.isnan(got[0]).all()
+    e = np.exp(a[1] - 2.0)
+    np.testing.assert_allclose(got[1], e / e.sum(), rtol=1e-6)

@@ -16,6 +16,9 @@ namespace lazyscope::cpu {
 const TileFn* tile_functions_scalar();
 const TileFn* tile_functions_avx2();
 const TileFn* tile_functions_avx512();
+SoftmaxRowsFn softmax_rows_scalar();
+SoftmaxRowsFn softmax_rows_avx2();
+SoftmaxRowsFn softmax_rows_avx512();
 
 namespace {
 
@@ -56,6 +59,7 @@ bool signature_holds(Signature sig, DType out, std::span<const DType> in) {
 
 struct Isa {
   const TileFn* functions;
+  SoftmaxRowsFn softmax;
   const char* name;
 };
 
@@ -69,9 +73,9 @@ const Isa& isa() {
     }
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
-    if (allow512 && __builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), "avx512f"};
-    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), "avx2"};
-    return Isa{tile_functions_scalar(), "x86-64"};
+    if (allow512 && __builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
+    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), softmax_rows_avx2(), "avx2"};
+    return Isa{tile_functions_scalar(), softmax_rows_scalar(), "x86-64"};
   }();
   return chosen;
 }
@@ -90,6 +94,8 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands) {
 }
 
 const char* fused_isa() { return isa().name; }
+
+SoftmaxRowsFn softmax_rows() { return isa().softmax; }
 
 FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Step> steps, std::vector<int> output_steps,
                          std::vector<DType> output_dtypes)

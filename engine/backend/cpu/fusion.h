@@ -28,6 +28,11 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands);
 // The instruction set whose tile functions run ("avx512f", "avx2", "x86-64").
 const char* fused_isa();
 
+// softmax (log: log_softmax) of `rows` contiguous float32 rows of n
+// elements, compiled for that instruction set too.
+using SoftmaxRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n, bool log);
+SoftmaxRowsFn softmax_rows();
+
 class FusedKernel {
  public:
   static constexpr int64_t kTile = 512;
