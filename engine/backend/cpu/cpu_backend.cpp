@@ -238,7 +238,9 @@ class CpuExecutable final : public Executable {
         const std::string op(op_name(ins.op));
         const std::string what = e.what();
         std::fill(slots.begin(), slots.end(), nullptr);
-        throw KernelFailure(ins.output, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
+        // A fused kernel is named after its first op, whose node this is.
+        const int node = ins.nodes.empty() ? ins.output : ins.nodes.front();
+        throw KernelFailure(node, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
       }
       // bf16 mode computes in bfloat16 precision: every float result is
       // rounded as a bf16 device would store it.
@@ -290,10 +292,20 @@ class CpuExecutable final : public Executable {
         }
         continue;
       }
-      print_instruction(os, ins, c, "");
       if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
-        print_instruction(os, ins.members[0], cost(ins.members[0]), ", the epilogue of the matmul above");
+        // The product and its epilogue on lines of their own, each with its
+        // own estimate (the total adds both, as if the product went to memory).
+        Instruction product = ins;
+        product.members.clear();
+        product.inputs.resize(2);
+        const KernelCost mm = cost(product), epi = cost(ins.members[0]);
+        total.flops += mm.flops + epi.flops - c.flops;
+        total.bytes += mm.bytes + epi.bytes - c.bytes;
+        print_instruction(os, product, mm, ", its epilogue on the next line");
+        print_instruction(os, ins.members[0], epi, ", the epilogue of the matmul above");
+        continue;
       }
+      print_instruction(os, ins, c, "");
     }
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
@@ -597,7 +609,10 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
   out.reserve(entries.size());
   for (size_t e = 0; e < entries.size(); ++e) {
     const std::vector<size_t>& members = entries[e];
-    if (members.size() == 1) {
+    // A lone op without a row stays a table kernel; one with a row runs as
+    // a one-step fused kernel all the same: vectorised and threaded, where
+    // the table's kernels are scalar loops.
+    if (members.size() == 1 && row[members[0]] < 0) {
       out.push_back(std::move(program[members[0]]));
       continue;
     }
@@ -649,7 +664,10 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
     const int first = output_slots.empty() ? program[members.back()].output : output_slots.front();
     fused.output = first;
     fused.spec = graph.nodes[static_cast<size_t>(first)]->spec();
-    fused.op = program[members.back()].op;
+    // Named after its first op for errors: every member has the kernel's
+    // shape, and the first one made it (an expand whose result cannot be
+    // allocated is the expand's failure).
+    fused.op = program[members.front()].op;
     fused.outputs = output_slots;
     fused.fused = std::make_shared<const FusedKernel>(shape, std::move(inputs), std::move(steps),
                                                       std::move(output_steps), std::move(output_dtypes));

@@ -97,6 +97,30 @@ const char* fused_isa() { return isa().name; }
 
 SoftmaxRowsFn softmax_rows() { return isa().softmax; }
 
+bool run_as_row(OpKind op, const KernelArgs& k) {
+  if (k.out.dtype() != DType::kFloat32 || k.inputs.empty() || k.inputs.size() > 3) return false;
+  DType dtypes[3];
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    if (k.inputs[i]->dtype() != DType::kFloat32 || k.inputs[i]->shape() != k.out.shape()) return false;
+    dtypes[i] = DType::kFloat32;
+  }
+  const int row = fused_row(op, DType::kFloat32, std::span<const DType>(dtypes, k.inputs.size()));
+  if (row < 0) return false;
+  const RowInfo& info = kRows[row];
+  const double p0 = info.p0 ? k.attrs.get_double(info.p0) : 0.0, p1 = info.p1 ? k.attrs.get_double(info.p1) : 0.0;
+  const TileFn fn = isa().functions[row];
+  float* out = k.out.as<float>();
+  const float* in[3] = {k.inputs[0]->as<float>(), nullptr, nullptr};
+  for (size_t i = 1; i < 3; ++i) in[i] = i < k.inputs.size() ? k.inputs[i]->as<float>() : in[0];
+  parallel_for(k.out.numel(), 4 * FusedKernel::kTile, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; t += FusedKernel::kTile) {
+      const float* args[3] = {in[0] + t, in[1] + t, in[2] + t};
+      fn(out + t, args, std::min(FusedKernel::kTile, end - t), p0, p1);
+    }
+  });
+  return true;
+}
+
 FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Step> steps, std::vector<int> output_steps,
                          std::vector<DType> output_dtypes)
     : shape_(std::move(shape)),

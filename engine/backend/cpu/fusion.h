@@ -28,6 +28,13 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands);
 // The instruction set whose tile functions run ("avx512f", "avx2", "x86-64").
 const char* fused_isa();
 
+// Runs a float32 op of the table through its fused row's tile function
+// when every operand is float32 of the output's shape (else false: the
+// caller runs its own kernel). The eager device's kernels then compute
+// what fused chains compute, to the bit: libmvec's functions, not libm's.
+struct KernelArgs;
+bool run_as_row(OpKind op, const KernelArgs& k);
+
 // softmax (log: log_softmax) of `rows` contiguous float32 rows of n
 // elements, compiled for that instruction set too.
 using SoftmaxRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n, bool log);
