@@ -294,3 +294,28 @@ def test_a_fully_masked_softmax_row_is_nan_as_in_numpy():
     assert np.isnan(got[0]).all()
     e = np.exp(a[1] - 2.0)
     np.testing.assert_allclose(got[1], e / e.sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7, 11), (64, 10, 24, 24), (2, 1, 513), (1030,)])
+def test_broadcast_operands_of_a_fused_chain_match_numpy(shape):
+    # Runs of broadcast values (a conv bias [C, 1, 1]), strided runs, bool
+    # masks and scalars, over tiles that split the runs anywhere.
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal(shape).astype(np.float32)
+    ones = [1] * len(shape)
+    bias_shape = tuple(s if i == 1 % len(shape) else 1 for i, s in enumerate(shape))[-3:] if len(shape) > 1 else (1,)
+    bias = rng.standard_normal(bias_shape).astype(np.float32)
+    col_shape = tuple(ones[:-1]) + (shape[-1],)
+    col = rng.standard_normal(col_shape).astype(np.float32)
+    mask = rng.random(tuple([shape[0]] + ones[1:])) > 0.5
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        b, c = lazyscope.tensor(bias, device=DEV), lazyscope.tensor(col, device=DEV)
+        m = lazyscope.tensor(mask, device=DEV)
+        return ((x + b) * c - 0.5).relu() * m.float() + b.expand(*shape) * 0.25
+
+    got, _ = run_graph(run)
+    want = np.maximum((a + bias) * col - np.float32(0.5), 0) * mask.astype(np.float32) \
+        + np.broadcast_to(bias, shape) * np.float32(0.25)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -131,11 +131,30 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   (void)output_steps;
   const size_t rank = shape_.size();
   for (const Input& in : inputs_) {
-    InputPlan p{in.dtype == DType::kFloat32 && in.shape == shape_, numel(in.shape) == 1, {}, -1};
+    InputPlan p{in.dtype == DType::kFloat32 && in.shape == shape_, numel(in.shape) == 1, {}, {}, -1};
     p.strides.assign(rank, 0);
     const auto own = contiguous_strides(in.shape);
     const size_t lead = rank - in.shape.size();
     for (size_t d = 0; d < in.shape.size(); ++d) p.strides[lead + d] = in.shape[d] == 1 ? 0 : own[d];
+    // Merge adjacent dims the input walks alike (both broadcast, or one
+    // contiguous run), so a bias [C, 1, 1] over [N, C, H, W] reads runs of
+    // H*W equal values rather than stepping an odometer per element.
+    std::vector<int64_t> merged_strides;
+    for (size_t d = 0; d < rank; ++d) {
+      if (shape_[d] == 1) continue;
+      if (!p.dims.empty() && p.strides[d] * shape_[d] == merged_strides.back()) {
+        p.dims.back() *= shape_[d];
+        merged_strides.back() = p.strides[d];
+        continue;
+      }
+      p.dims.push_back(shape_[d]);
+      merged_strides.push_back(p.strides[d]);
+    }
+    if (p.dims.empty()) {
+      p.dims = {1};
+      merged_strides = {0};
+    }
+    p.strides = std::move(merged_strides);
     if (!p.contiguous_float) p.reg = registers_++;
     plans_.push_back(std::move(p));
   }
@@ -190,7 +209,7 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
     const size_t need = static_cast<size_t>(registers_) * kTile;
     if (scratch.size() < need) scratch.resize(need);
     value.assign(ni + steps_.size(), nullptr);
-    index.resize(rank);
+    index.resize(std::max<size_t>(rank, 1));
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t len = std::min(kTile, end - t);
       for (size_t j = 0; j < ni; ++j) {
@@ -211,21 +230,33 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
         } else if (inputs_[j].shape == shape_) {
           for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
         } else {
-          // Broadcast: an odometer over the output index from t.
+          // Broadcast: an odometer over the merged dims from t, a run of the
+          // innermost dim at a time (a fill where it is broadcast).
+          const Shape& dims = p.dims;
+          const size_t r = dims.size();
           int64_t rest = t, offset = 0;
-          for (size_t d = rank; d-- > 0;) {
-            index[d] = rest % shape_[d];
-            rest /= shape_[d];
+          for (size_t d = r; d-- > 0;) {
+            index[d] = rest % dims[d];
+            rest /= dims[d];
             offset += index[d] * p.strides[d];
           }
-          for (int64_t i = 0; i < len; ++i) {
-            dst[i] = load(offset);
-            for (size_t d = rank; d-- > 0;) {
-              ++index[d];
-              offset += p.strides[d];
-              if (index[d] < shape_[d]) break;
-              offset -= p.strides[d] * shape_[d];
+          const int64_t inner_stride = p.strides[r - 1];
+          for (int64_t i = 0; i < len;) {
+            const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
+            if (inner_stride == 0) {
+              std::fill(dst + i, dst + i + run, load(offset));
+            } else {
+              for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
+            }
+            i += run;
+            index[r - 1] += run;
+            offset += run * inner_stride;
+            for (size_t d = r; d-- > 0 && index[d] == dims[d];) {
+              offset -= dims[d] * p.strides[d];
               index[d] = 0;
+              if (d == 0) break;
+              ++index[d - 1];
+              offset += p.strides[d - 1];
             }
           }
         }

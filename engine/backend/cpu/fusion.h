@@ -79,7 +79,8 @@ class FusedKernel {
   struct InputPlan {
     bool contiguous_float;         // read in place
     bool scalar;                   // one element, broadcast
-    std::vector<int64_t> strides;  // per dim of shape_, 0 where broadcast
+    std::vector<int64_t> strides;  // per dim of `dims`, 0 where broadcast
+    Shape dims;                    // shape_ with adjacent dims merged where this input allows
     int reg;                       // scratch register when not read in place
   };
   Shape shape_;
