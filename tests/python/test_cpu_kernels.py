@@ -319,3 +319,39 @@ def test_broadcast_operands_of_a_fused_chain_match_numpy(shape):
     want = np.maximum((a + bias) * col - np.float32(0.5), 0) * mask.astype(np.float32) \
         + np.broadcast_to(bias, shape) * np.float32(0.25)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def max_pool_grad_reference(x, k, s, p, dy):
+    """NumPy: each output's gradient to its window's first maximum."""
+    n, c, h, w = x.shape
+    oh, ow = dy.shape[2:]
+    dx = np.zeros_like(x)
+    for b in range(n):
+        for ch in range(c):
+            for oy in range(oh):
+                for ox in range(ow):
+                    best, at = None, None
+                    for i in range(k):
+                        for j in range(k):
+                            y, xx = oy * s - p + i, ox * s - p + j
+                            if 0 <= y < h and 0 <= xx < w and (best is None or x[b, ch, y, xx] > best):
+                                best, at = x[b, ch, y, xx], (y, xx)
+                    dx[b, ch, at[0], at[1]] += dy[b, ch, oy, ox]
+    return dx
+
+
+@pytest.mark.parametrize("k,s,p,hw", [(2, 2, 0, 8), (2, 2, 0, 7), (3, 2, 1, 9)])
+def test_max_pool_backward_routes_gradients_to_the_first_maximum_like_numpy(k, s, p, hw):
+    rng = np.random.default_rng(k * 10 + hw)
+    x = rng.integers(0, 4, (3, 4, hw, hw)).astype(np.float32)  # many ties
+    import lazyscope.nn.functional as F
+
+    def run():
+        X = lazyscope.tensor(x, device=DEV, requires_grad=True)
+        y = F.max_pool2d(X, k, stride=s, padding=p)
+        dy = lazyscope.tensor(np.arange(y.numel(), dtype=np.float32).reshape(tuple(y.shape)) % 7, device=DEV)
+        (y * dy).sum().backward()
+        return X.grad, dy
+
+    (dx, dy), _ = run_graph(run)
+    np.testing.assert_array_equal(dx, max_pool_grad_reference(x, k, s, p, dy))
