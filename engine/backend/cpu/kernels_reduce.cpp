@@ -234,15 +234,21 @@ template <typename T> void var_kernel(const KernelArgs& k) {
   const T* src = k.inputs[0]->as<T>();
   T* out = k.out.as<T>();
   const auto n = static_cast<double>(r.inner.size());
-  for (size_t o = 0; o < r.bases.size(); ++o) {
-    const T* base = src + r.bases[o];
-    double mean = 0;
-    for (int64_t off : r.inner) mean += static_cast<double>(base[off]);
-    mean /= n;
-    double ss = 0;
-    for (int64_t off : r.inner) ss += (static_cast<double>(base[off]) - mean) * (static_cast<double>(base[off]) - mean);
-    out[o] = static_cast<T>(ss / std::max(0.0, n - correction));
-  }
+  // Outputs split across the pool, each folded by one thread in order.
+  parallel_for(static_cast<int64_t>(r.bases.size()), std::max<int64_t>(1, 8192 / std::max<int64_t>(1, r.inner.size())),
+               [&](int64_t o0, int64_t o1) {
+                 for (auto o = static_cast<size_t>(o0); o < static_cast<size_t>(o1); ++o) {
+                   const T* base = src + r.bases[o];
+                   double mean = 0;
+                   for (int64_t off : r.inner) mean += static_cast<double>(base[off]);
+                   mean /= n;
+                   double ss = 0;
+                   for (int64_t off : r.inner) {
+                     ss += (static_cast<double>(base[off]) - mean) * (static_cast<double>(base[off]) - mean);
+                   }
+                   out[o] = static_cast<T>(ss / std::max(0.0, n - correction));
+                 }
+               });
 }
 
 // max + log(sum(exp(x - max))); an infinite max is the answer itself.
