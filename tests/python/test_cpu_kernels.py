@@ -355,3 +355,37 @@ def test_max_pool_backward_routes_gradients_to_the_first_maximum_like_numpy(k, s
 
     (dx, dy), _ = run_graph(run)
     np.testing.assert_array_equal(dx, max_pool_grad_reference(x, k, s, p, dy))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_linear_layers_weight_gradient_on_3d_inputs_is_one_stacked_gemm(dtype):
+    # x [B, T, K] @ w.t(): w's gradient is the sum over B of x_b^T dy_b,
+    # which the compiler makes one GEMM over the B*T stacked rows (no
+    # [B, K, N] product, no sum, no copies for the reshape and transpose).
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((5, 7, 12)).astype(dtype)
+    w = rng.standard_normal((9, 12)).astype(dtype)
+    dy = rng.standard_normal((5, 7, 9)).astype(dtype)
+
+    def run():
+        W = lazyscope.tensor(w, device=DEV, requires_grad=True)
+        y = lazyscope.tensor(x, device=DEV) @ W.t()
+        (y * lazyscope.tensor(dy, device=DEV)).sum().backward()
+        return y, W.grad
+
+    (y, dw), program = run_graph(run)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y, x @ w.T, rtol=tol, atol=tol)
+    np.testing.assert_allclose(dw, dy.reshape(-1, 9).T @ x.reshape(-1, 12), rtol=tol, atol=tol)
+    assert program and "[5, 12, 9]" not in program and "permute" not in program, program
+    assert re.search(r"= matmul\(.*float(32|64)\[9, 12\]", program), program
+
+
+def test_a_batched_product_summed_over_a_broadcast_batch_is_not_stacked_and_is_right():
+    # b broadcast over the batch: not a stacked-rows product; the general path.
+    rng = np.random.default_rng(32)
+    a = rng.standard_normal((4, 6, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 6, 5)).astype(np.float32)
+    got, _ = run_graph(lambda: (lazyscope.tensor(a, device=DEV).transpose(1, 2)
+                                @ lazyscope.tensor(b, device=DEV)).sum(dim=0))
+    np.testing.assert_allclose(got, (np.swapaxes(a, 1, 2) @ b).sum(axis=0), rtol=1e-5, atol=1e-5)

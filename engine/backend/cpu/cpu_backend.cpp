@@ -38,6 +38,11 @@ struct Instruction {
   TensorSpec spec;
   Attrs attrs;
   bool transpose_a = false, transpose_b = false;  // kMatmul
+  // kMatmul over stacked rows: a [..., K] and b [..., N] as [R, K] and
+  // [R, N] (R all their other elements), out [K, N] = a^T b, whatever its
+  // shape: the sum over a batch of per-batch products a_i^T b_i (a weight
+  // gradient of a linear layer on a 3-d input) as the single GEMM it is.
+  bool stacked = false;
   std::vector<int> nodes;  // IR nodes it covers, post-order positions
   std::shared_ptr<const FusedKernel> fused;  // kFused
   std::vector<int> outputs;  // kFused: every slot it writes (output is the first); kFusedGroup and a
@@ -216,7 +221,9 @@ class CpuExecutable final : public Executable {
         switch (ins.kind) {
           case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
           case Kind::kMatmul:
-            if (ins.members.empty()) {
+            if (ins.stacked) {
+              matmul_stacked_rows(*inputs[0], *inputs[1], *out);
+            } else if (ins.members.empty()) {
               matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out);
             } else {
               // The epilogue reads the product: its slot is set first.
@@ -410,6 +417,13 @@ class CpuExecutable final : public Executable {
       }
       return sum;
     }
+    if (ins.stacked) {
+      KernelCost c;
+      c.bytes = spec_bytes(*inputs[0]) + spec_bytes(*inputs[1]) + spec_bytes(ins.spec);
+      const Shape& a = inputs[0]->shape;
+      c.flops = a.empty() || a.back() == 0 ? 0 : 2 * numel(ins.spec.shape) * (numel(a) / a.back());
+      return c;
+    }
     if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
       inputs.resize(2);  // the epilogue's operands are its own
       KernelCost c = estimate(ins.op, inputs, ins.spec), epi = cost(ins.members[0]);
@@ -527,6 +541,10 @@ class CpuExecutable final : public Executable {
   std::atomic<int64_t> executions_{0}, sampled_{0};
 };
 
+// Whether `sum` (a node reading mm's product) sums mm = a_i^T b_i over its
+// one batch dim, a and b batched alike (no broadcast): a stacked-rows GEMM.
+bool sums_a_batch_of_products(const GraphView& graph, const struct Instruction& mm, const Node& sum);
+
 // Whether `node` swaps the last two dims and keeps the others in place: a
 // transpose a matmul can read through a BLAS flag.
 bool is_last_two_transpose(const Node& node) {
@@ -540,6 +558,16 @@ bool is_last_two_transpose(const Node& node) {
     if (d != want) return false;
   }
   return true;
+}
+
+bool sums_a_batch_of_products(const GraphView& graph, const Instruction& mm, const Node& sum) {
+  if (mm.stacked || !mm.transpose_a || mm.transpose_b || mm.spec.shape.size() != 3) return false;
+  if (mm.spec.dtype != DType::kFloat32 && mm.spec.dtype != DType::kFloat64) return false;
+  const Shape& a = graph.nodes[static_cast<size_t>(mm.inputs[0])]->spec().shape;
+  const Shape& b = graph.nodes[static_cast<size_t>(mm.inputs[1])]->spec().shape;
+  if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[1] != b[1]) return false;
+  const auto& dims = sum.attrs().get_ints("dims");
+  return dims.size() == 1 && (dims[0] == 0 || dims[0] == -3) && sum.dtype() == mm.spec.dtype;
 }
 
 std::span<const int> written_slots(const Instruction& ins) {
@@ -881,12 +909,43 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
         ins.inputs = {mm.inputs[1], mm.inputs[0]};
         ins.transpose_a = !mm.transpose_b;
         ins.transpose_b = !mm.transpose_a;
+        ins.stacked = mm.stacked;  // (a^T b)^T = b^T a: stacked again
         ins.attrs = mm.attrs;
-        ins.nodes = {mm.output, static_cast<int>(i)};
+        ins.nodes = mm.nodes;
+        ins.nodes.push_back(static_cast<int>(i));
         // The matmul now has no reader and is dropped below; its operands
         // are read by this one instead.
         --readers[source];
         for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
+      }
+    }
+    // sum over dim 0 of a batched a_i^T b_i, read by nothing else: the
+    // stacked-rows GEMM. A reshape of one (same elements) is that GEMM too.
+    if ((node->op() == OpKind::kSum || node->op() == OpKind::kReshape) && ins.kind == Kind::kKernel &&
+        ins.inputs.size() == 1) {
+      const auto source = static_cast<size_t>(ins.inputs[0]);
+      const int at = instruction_of[source];
+      if (at >= 0 && readers[source] == 1 && !is_output[source] &&
+          program[static_cast<size_t>(at)].kind == Kind::kMatmul && program[static_cast<size_t>(at)].members.empty()) {
+        const Instruction& mm = program[static_cast<size_t>(at)];
+        const bool fold = node->op() == OpKind::kReshape ? mm.stacked : sums_a_batch_of_products(graph, mm, *node);
+        if (fold) {
+          const TensorSpec spec = ins.spec;
+          const std::vector<int> inputs = {mm.inputs[0], mm.inputs[1]};
+          std::vector<int> nodes = mm.nodes;
+          nodes.push_back(static_cast<int>(i));
+          ins = Instruction{};
+          ins.kind = Kind::kMatmul;
+          ins.op = OpKind::kMatmul;
+          ins.inputs = inputs;
+          ins.output = static_cast<int>(i);
+          ins.spec = spec;
+          ins.transpose_a = true;
+          ins.stacked = true;
+          ins.nodes = std::move(nodes);
+          --readers[source];
+          for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
+        }
       }
     }
     if (ins.kind == Kind::kKernel) {

@@ -42,6 +42,11 @@ struct Epilogue {
 void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out,
                  const Epilogue* epilogue = nullptr);
 
+// out [K, N] (any shape of K*N elements) = a^T b with a [..., K] read as
+// [R, K] and b [..., N] as [R, N], R the rest of their elements (equal):
+// the sum over a batch of products a_i^T b_i as one GEMM.
+void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
+
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.
 // Positions of the non-zero elements in the flattened input: int64 [K].

@@ -312,4 +312,20 @@ void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transp
   }
 }
 
+void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
+  const int64_t k = a.shape().empty() ? 1 : a.shape().back(), n = b.shape().empty() ? 1 : b.shape().back();
+  const int64_t rows = k ? a.numel() / k : 0;
+  if ((n ? b.numel() / n : 0) != rows || out.numel() != k * n || a.dtype() != out.dtype() || b.dtype() != out.dtype()) {
+    throw EngineError("matmul: stacked rows of " + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
+                      " do not make " + shape_str(out.shape()));
+  }
+  switch (out.dtype()) {
+    case DType::kFloat32: parallel_gemm(a.as<float>(), true, b.as<float>(), false, out.as<float>(), k, rows, n, nullptr); return;
+    case DType::kFloat64:
+      parallel_gemm(a.as<double>(), true, b.as<double>(), false, out.as<double>(), k, rows, n, nullptr);
+      return;
+    default: throw EngineError("matmul: no stacked-rows kernel for " + std::string(dtype_name(out.dtype())));
+  }
+}
+
 }  // namespace lazyscope::cpu
