@@ -389,3 +389,20 @@ def test_a_batched_product_summed_over_a_broadcast_batch_is_not_stacked_and_is_r
     got, _ = run_graph(lambda: (lazyscope.tensor(a, device=DEV).transpose(1, 2)
                                 @ lazyscope.tensor(b, device=DEV)).sum(dim=0))
     np.testing.assert_allclose(got, (np.swapaxes(a, 1, 2) @ b).sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_a_fused_chain_with_outputs_past_the_caches_streams_them_and_matches_numpy():
+    # 2^22 + 5 elements: the non-temporal store path, with an unaligned tail;
+    # a bool output (never streamed) beside a float one.
+    n = (1 << 22) + 5
+    a = np.linspace(-3, 3, n, dtype=np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV)
+        y = (x * 2.0 + 1.0).relu()
+        return y, y > 2.5
+
+    (y, mask), program = run_graph(run)
+    want = np.maximum(a * np.float32(2) + np.float32(1), 0)
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(mask, want > np.float32(2.5))

@@ -2,7 +2,10 @@
 
 #include <math.h>
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "backend/cpu/fusion_rows.inc"
@@ -21,6 +24,15 @@ SoftmaxRowsFn softmax_rows_avx2();
 SoftmaxRowsFn softmax_rows_avx512();
 
 namespace {
+
+// dst[0, n) = src[0, n) with non-temporal stores where dst is 16-byte
+// aligned (SSE, so every x86-64 has them); run_range fences after.
+void stream_copy(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+}
 
 // How a row's operands must be typed.
 enum class Signature : uint8_t {
@@ -158,8 +170,14 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
     if (!p.contiguous_float) p.reg = registers_++;
     plans_.push_back(std::move(p));
   }
+  // 16 MiB per output and up: half of a server's last-level cache (32 MiB
+  // on the machine of benchmarks/README.md), which a value that large
+  // would mostly leave before its reader runs. Smaller outputs stay in
+  // cache for the next kernel.
+  stream_ = numel_ >= (int64_t{1} << 22);
   // Registers of the steps: a float32 output is computed in place in its
-  // buffer; anything else takes a register, freed after its last reader.
+  // buffer (unless streamed); anything else takes a register, freed after
+  // its last reader.
   const size_t ni = inputs_.size();
   std::vector<int> last_use(steps_.size(), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -174,7 +192,7 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   step_reg_.assign(steps_.size(), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
-    if (!(st.output >= 0 && output_dtypes_[static_cast<size_t>(st.output)] == DType::kFloat32)) {
+    if (stream_ || !(st.output >= 0 && output_dtypes_[static_cast<size_t>(st.output)] == DType::kFloat32)) {
       int r;
       if (free_regs.empty()) {
         r = registers_++;
@@ -279,13 +297,20 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
             bool* b = out.as<bool>() + t;
             for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
           } else {
-            std::copy(o, o + len, out.as<float>() + t);
+            if (stream_) {
+              stream_copy(out.as<float>() + t, o, len);
+            } else {
+              std::copy(o, o + len, out.as<float>() + t);
+            }
           }
         }
         value[ni + s] = o;
       }
     }
   }
+  // Non-temporal stores are weakly ordered: make them visible before the
+  // region's join publishes the result to other threads.
+  if (stream_) _mm_sfence();
 }
 
 }  // namespace lazyscope::cpu

@@ -91,6 +91,10 @@ class FusedKernel {
   std::vector<int> step_reg_;      // per step: scratch register, or -1 when written to its output in place
   std::vector<DType> output_dtypes_;
   int registers_ = 0;
+  // Outputs too large to stay in cache are computed in a register and
+  // written with non-temporal stores: no read of the destination lines
+  // before they are written (a third of the traffic of a = b op c).
+  bool stream_ = false;
 };
 
 }  // namespace lazyscope::cpu
