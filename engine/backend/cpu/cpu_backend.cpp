@@ -424,9 +424,11 @@ class CpuExecutable final : public Executable {
       return sum;
     }
     if (ins.stacked) {
+      // The operands as stored ([..., K] and [..., N]), not as transposed above.
       KernelCost c;
-      c.bytes = spec_bytes(*inputs[0]) + spec_bytes(*inputs[1]) + spec_bytes(ins.spec);
-      const Shape& a = inputs[0]->shape;
+      const TensorSpec& a_spec = slot_specs_[static_cast<size_t>(ins.inputs[0])];
+      c.bytes = spec_bytes(a_spec) + spec_bytes(slot_specs_[static_cast<size_t>(ins.inputs[1])]) + spec_bytes(ins.spec);
+      const Shape& a = a_spec.shape;
       c.flops = a.empty() || a.back() == 0 ? 0 : 2 * numel(ins.spec.shape) * (numel(a) / a.back());
       return c;
     }
