@@ -338,8 +338,11 @@ def max_pool_grad_reference(x, k, s, p, dy):
                     for i in range(k):
                         for j in range(k):
                             y, xx = oy * s - p + i, ox * s - p + j
-                            if 0 <= y < h and 0 <= xx < w and (best is None or x[b, ch, y, xx] > best):
-                                best, at = x[b, ch, y, xx], (y, xx)
+                            if not (0 <= y < h and 0 <= xx < w):
+                                continue
+                            v = x[b, ch, y, xx]  # NaN wins; the first maximum on ties
+                            if best is None or (not np.isnan(best) and (v > best or np.isnan(v))):
+                                best, at = v, (y, xx)
                     dx[b, ch, at[0], at[1]] += dy[b, ch, oy, ox]
     return dx
 
@@ -411,3 +414,25 @@ def test_a_fused_chain_with_outputs_past_the_caches_streams_them_and_matches_num
     want = np.maximum(a * np.float32(2) + np.float32(1), 0)
     np.testing.assert_array_equal(y, want)
     np.testing.assert_array_equal(mask, want > np.float32(2.5))
+
+
+def test_max_pool_2x2_with_nans_infinities_and_signed_zeros_matches_numpy():
+    import lazyscope.nn.functional as F
+    rng = np.random.default_rng(41)
+    x = rng.integers(-2, 3, (2, 3, 6, 5)).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    x[0, 1, 2, 3] = -np.inf
+    x[1, 2, 4, 1] = np.inf
+    x[1, 0, 0:2, 0:2] = [[-0.0, 0.0], [0.0, -0.0]]
+
+    def run():
+        X = lazyscope.tensor(x, device=DEV, requires_grad=True)
+        y = F.max_pool2d(X, 2)
+        (y * lazyscope.tensor(np.arange(6, dtype=np.float32).reshape(1, 1, 3, 2) + 1, device=DEV)).sum().backward()
+        return y, X.grad
+
+    (y, dx), _ = run_graph(run)
+    dy = np.broadcast_to(np.arange(6, dtype=np.float32).reshape(1, 1, 3, 2) + 1, (2, 3, 3, 2))
+    np.testing.assert_array_equal(dx, max_pool_grad_reference(x, 2, 2, 0, dy))
+    assert np.isnan(y[0, 0, 0, 0]) and y[1, 2, 2, 0] == np.inf
+    assert np.signbit(y[1, 0, 0, 0])  # the first of the tied zeros, -0.0

@@ -79,7 +79,22 @@ bool is_plain_2x2(const PoolGeometry& g) {
 }
 
 template <typename T, typename F> void for_each_max_2x2(const PoolGeometry& g, const T* x, F&& f, int64_t p0, int64_t p1) {
-  const auto better = [](T best, T v) { return !std::isnan(best) && (v > best || std::isnan(v)); };
+  // Without branches: which of four is the maximum is data, and on real
+  // activations a branch per comparison mispredicted often enough to make
+  // this 3-6x slower than the same loop on patterned test data. Non-short-
+  // circuit & and | and selects compile to compares and conditional moves.
+  const auto take = [](T& best, int64_t& at, T v, int64_t i) {
+    // best not NaN, and v larger or NaN; as a mask of all ones or zeros
+    const auto better = static_cast<int64_t>((best == best) & ((v > best) | (v != v)));
+    const int64_t mask = -better;
+    at ^= (at ^ i) & mask;
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    Bits b, w;
+    std::memcpy(&b, &best, sizeof b);
+    std::memcpy(&w, &v, sizeof w);
+    b ^= (b ^ w) & static_cast<Bits>(mask);
+    std::memcpy(&best, &b, sizeof b);
+  };
   for (int64_t p = p0; p < p1; ++p) {
     const T* plane = x + p * g.h * g.w;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
@@ -87,10 +102,66 @@ template <typename T, typename F> void for_each_max_2x2(const PoolGeometry& g, c
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         int64_t at = r0 + 2 * ox;
         T best = plane[at];
-        if (better(best, plane[r0 + 2 * ox + 1])) best = plane[at = r0 + 2 * ox + 1];
-        if (better(best, plane[r1 + 2 * ox])) best = plane[at = r1 + 2 * ox];
-        if (better(best, plane[r1 + 2 * ox + 1])) best = plane[at = r1 + 2 * ox + 1];
+        take(best, at, plane[r0 + 2 * ox + 1], r0 + 2 * ox + 1);
+        take(best, at, plane[r1 + 2 * ox], r1 + 2 * ox);
+        take(best, at, plane[r1 + 2 * ox + 1], r1 + 2 * ox + 1);
         f(p, oy * g.ow + ox, at);
+      }
+    }
+  }
+}
+
+// The 2x2 backward without a scatter: windows do not overlap, so each
+// input element gets its window's gradient or 0, written once, a row pair
+// at a time. Which of a window's four wins is computed with selects (the
+// for_each_max rule: NaN wins, the first maximum on ties), which vectorise:
+// a branch per comparison cost ~30 cycles a window on real activations.
+template <typename T>
+void max_pool_2x2_backward_planes(const PoolGeometry& g, const T* x, const T* grad, T* out, int64_t p0, int64_t p1) {
+  const auto beats = [](T best, T v) { return (best == best) & ((v > best) | (v != v)); };
+  for (int64_t p = p0; p < p1; ++p) {
+    const T* xp = x + p * g.h * g.w;
+    T* op = out + p * g.h * g.w;
+    const T* gp = grad + p * g.oh * g.ow;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      const T* __restrict r0 = xp + 2 * oy * g.w;
+      const T* __restrict r1 = r0 + g.w;
+      T* __restrict o0 = op + 2 * oy * g.w;
+      T* __restrict o1 = o0 + g.w;
+      const T* __restrict gr = gp + oy * g.ow;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1], gv = gr[ox];
+        const bool wb = beats(a, b);
+        const T m1 = wb ? b : a;
+        const bool wc = beats(m1, c);
+        const T m2 = wc ? c : m1;
+        const bool wd = beats(m2, d);
+        o1[2 * ox + 1] = wd ? gv : T(0);
+        o1[2 * ox] = (wc & !wd) ? gv : T(0);
+        o0[2 * ox + 1] = (wb & !wc & !wd) ? gv : T(0);
+        o0[2 * ox] = (!wb & !wc & !wd) ? gv : T(0);
+      }
+      // A last column no window covers (odd width).
+      for (int64_t xx = 2 * g.ow; xx < g.w; ++xx) o0[xx] = o1[xx] = T(0);
+    }
+    // Last rows no window covers (odd height).
+    std::fill(op + 2 * g.oh * g.w, op + g.h * g.w, T(0));
+  }
+}
+
+// The 2x2 forward the same way: the window's first maximum (NaN wins).
+template <typename T> void max_pool_2x2_planes(const PoolGeometry& g, const T* x, T* out, int64_t p0, int64_t p1) {
+  const auto beats = [](T best, T v) { return (best == best) & ((v > best) | (v != v)); };
+  for (int64_t p = p0; p < p1; ++p) {
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      const T* __restrict r0 = x + p * g.h * g.w + 2 * oy * g.w;
+      const T* __restrict r1 = r0 + g.w;
+      T* __restrict o = out + (p * g.oh + oy) * g.ow;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        const T m1 = beats(a, b) ? b : a;
+        const T m2 = beats(m1, c) ? c : m1;
+        o[ox] = beats(m2, d) ? d : m2;
       }
     }
   }
@@ -110,6 +181,10 @@ template <typename T> void max_pool2d_kernel(const KernelArgs& k) {
   const T* x = k.inputs[0]->as<T>();
   T* out = k.out.as<T>();
   // Planes are independent: split across the pool.
+  if (is_plain_2x2(g)) {
+    parallel_for(g.planes, plane_grain(g), [&](int64_t p0, int64_t p1) { max_pool_2x2_planes(g, x, out, p0, p1); });
+    return;
+  }
   parallel_for(g.planes, plane_grain(g), [&](int64_t p0, int64_t p1) {
     for_each_max_in(
         g, x, [&](int64_t p, int64_t o, int64_t i) { out[p * g.oh * g.ow + o] = x[p * g.h * g.w + i]; }, p0, p1);
@@ -123,11 +198,21 @@ template <typename T> void max_pool2d_backward_kernel(const KernelArgs& k) {
   T* out = k.out.as<T>();
   // Per plane: windows only overlap within one, so planes split across the
   // pool, each zeroed and filled by one thread in one pass.
+  if (is_plain_2x2(g)) {
+    parallel_for(g.planes, plane_grain(g), [&](int64_t p0, int64_t p1) {
+      max_pool_2x2_backward_planes(g, k.inputs[1]->as<T>(), grad, out, p0, p1);
+    });
+    return;
+  }
+  // A plane is zeroed right before its gradients are added, while it is in
+  // L1.
   parallel_for(g.planes, plane_grain(g), [&](int64_t p0, int64_t p1) {
-    std::fill(out + p0 * g.h * g.w, out + p1 * g.h * g.w, T(0));
-    for_each_max_in(
-        g, k.inputs[1]->as<T>(),
-        [&](int64_t p, int64_t o, int64_t i) { out[p * g.h * g.w + i] += grad[p * g.oh * g.ow + o]; }, p0, p1);
+    for (int64_t p = p0; p < p1; ++p) {
+      std::fill(out + p * g.h * g.w, out + (p + 1) * g.h * g.w, T(0));
+      for_each_max_in(
+          g, k.inputs[1]->as<T>(),
+          [&](int64_t q, int64_t o, int64_t i) { out[q * g.h * g.w + i] += grad[q * g.oh * g.ow + o]; }, p, p + 1);
+    }
   });
 }
 
@@ -292,8 +377,10 @@ template <typename T> void max_pool2d_onednn_kernel(const KernelArgs& k) {
 void add_pool_kernels(Table& t) {
   // Forward on oneDNN; the backward on the loops above, threaded by plane:
   // one pass, where oneDNN runs the forward again for its workspace and
-  // then the backward (measured on [64, 10, 24, 24], 2x2: 222 us against
-  // 380; the forward 176 us on oneDNN against 218 here).
+  // then the backward (measured on [64, 10, 24, 24], 2x2, one thread: 259 us
+  // with the 2x2 selects against 905 with a branch per comparison; oneDNN
+  // took 380 on two threads; the forward 176-300 us on oneDNN against ~262
+  // here).
   rows<float>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_onednn_kernel));
   rows<double>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_kernel));
   rows<float, double>(t, OpKind::kMaxPool2dBackward, LAZYSCOPE_KERNEL(max_pool2d_backward_kernel));
