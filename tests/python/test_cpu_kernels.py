@@ -436,3 +436,31 @@ def test_max_pool_2x2_with_nans_infinities_and_signed_zeros_matches_numpy():
     np.testing.assert_array_equal(dx, max_pool_grad_reference(x, 2, 2, 0, dy))
     assert np.isnan(y[0, 0, 0, 0]) and y[1, 2, 2, 0] == np.inf
     assert np.signbit(y[1, 0, 0, 0])  # the first of the tied zeros, -0.0
+
+
+def test_an_update_reading_a_returned_gradient_moves_up_to_be_its_gemms_epilogue():
+    # g = x.t() @ dy is returned and read by one fused update, which sits
+    # after another product: the update moves up to g's GEMM (its other
+    # operands are all there from the start) and both values are right.
+    rng = np.random.default_rng(51)
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    dy = rng.standard_normal((16, 8)).astype(np.float32)
+    p = rng.standard_normal((24, 8)).astype(np.float32)
+    v = rng.standard_normal((24, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 5)).astype(np.float32)
+
+    def run():
+        X, DY, P, V, W = (lazyscope.tensor(a, device=DEV) for a in (x, dy, p, v, w))
+        g = X.t() @ DY
+        other = DY @ W                       # between the product and its reader
+        v2 = V * 0.9 + g
+        return g, other, P - v2 * 0.1, v2
+
+    (g, other, p2, v2), program = run_graph(run)
+    want_g = x.T @ dy
+    np.testing.assert_allclose(g, want_g, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(other, dy @ w, rtol=1e-5, atol=1e-5)
+    want_v = v * np.float32(0.9) + want_g
+    np.testing.assert_allclose(v2, want_v, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(p2, p - want_v * np.float32(0.1), rtol=1e-5, atol=1e-5)
+    assert program.count("the epilogue of the matmul above") == 1, program

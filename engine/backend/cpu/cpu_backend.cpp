@@ -725,37 +725,51 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
   return out;
 }
 
-// A fused elementwise kernel right after the matmul it reads, when that
-// product is read by nothing else (a linear layer's bias + activation, or
-// the activation's backward mask), becomes the matmul's epilogue: applied
-// to each part of the product as soon as the GEMM has written it, while it
-// is in cache, instead of one more pass over memory and one more parallel
-// region. Not in bf16 mode, where every product is rounded before it is read.
-std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, const std::vector<char>& is_output,
-                                          bool bf16) {
+// A fused elementwise kernel that alone reads a matmul's product (a linear
+// layer's bias + activation, the activation's backward mask, a parameter's
+// SGD update reading its weight gradient) becomes the matmul's epilogue:
+// applied to each part of the product as soon as the GEMM has written it,
+// while it is in cache, instead of one more pass over memory and one more
+// parallel region. The fused kernel need not follow the matmul: it moves up
+// to it when none of its other operands is computed in between (an
+// optimizer update reads parameters and its state, all there from the
+// start). The product is still written (it may be returned: a gradient).
+// Not in bf16 mode, where every product is rounded before it is read.
+std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, bool bf16) {
   if (bf16) return program;
   std::map<int, int> readers;
   for (const Instruction& ins : program) {
     for (int s : ins.inputs) ++readers[s];
   }
+  std::vector<char> taken(program.size(), 0);  // moved into an earlier matmul
   std::vector<Instruction> out;
   out.reserve(program.size());
   for (size_t i = 0; i < program.size(); ++i) {
+    if (taken[i]) continue;
     Instruction& ins = program[i];
-    if (ins.kind == Kind::kMatmul && ins.members.empty() && i + 1 < program.size()) {
-      Instruction& next = program[i + 1];
-      const auto product = static_cast<size_t>(ins.output);
-      if (next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && ins.spec.dtype == DType::kFloat32 &&
-          !is_output[product] && readers[ins.output] == 1 &&
-          std::find(next.inputs.begin(), next.inputs.end(), ins.output) != next.inputs.end()) {
-        ins.outputs = {ins.output};
-        ins.outputs.insert(ins.outputs.end(), next.outputs.begin(), next.outputs.end());
-        ins.inputs.insert(ins.inputs.end(), next.inputs.begin(), next.inputs.end());  // for the memory plan
-        ins.nodes.insert(ins.nodes.end(), next.nodes.begin(), next.nodes.end());
-        ins.members.push_back(std::move(next));
-        out.push_back(std::move(ins));
-        ++i;
-        continue;
+    if (ins.kind == Kind::kMatmul && ins.members.empty() && !ins.stacked && ins.spec.dtype == DType::kFloat32 &&
+        readers[ins.output] == 1) {
+      // The one reader of the product, and whether it can run right here.
+      std::vector<int> written_between;
+      for (size_t j = i + 1; j < program.size(); ++j) {
+        Instruction& next = program[j];
+        const bool reads = std::find(next.inputs.begin(), next.inputs.end(), ins.output) != next.inputs.end();
+        if (!reads) {
+          for (int w : written_slots(next)) written_between.push_back(w);
+          continue;
+        }
+        const bool ready = std::none_of(next.inputs.begin(), next.inputs.end(), [&](int in) {
+          return std::find(written_between.begin(), written_between.end(), in) != written_between.end();
+        });
+        if (!taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && ready) {
+          ins.outputs = {ins.output};
+          ins.outputs.insert(ins.outputs.end(), next.outputs.begin(), next.outputs.end());
+          ins.inputs.insert(ins.inputs.end(), next.inputs.begin(), next.inputs.end());  // for the memory plan
+          ins.nodes.insert(ins.nodes.end(), next.nodes.begin(), next.nodes.end());
+          ins.members.push_back(std::move(next));
+          taken[j] = 1;
+        }
+        break;
       }
     }
     out.push_back(std::move(ins));
@@ -994,7 +1008,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
-  program = attach_epilogues(std::move(program), is_output, settings::bf16_mode());
+  program = attach_epilogues(std::move(program), settings::bf16_mode());
   program = group_independent_fused(std::move(program));
 
   std::vector<DType> parameter_dtypes;
