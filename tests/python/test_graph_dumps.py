@@ -106,7 +106,7 @@ def test_program_text_estimates_flops_and_bytes_per_kernel_with_totals():
                          program, re.M)
     by_op = {op: (int(size), int(flops), int(traffic)) for op, size, flops, traffic in kernels}
     assert by_op["matmul"] == (32, 2 * 2 * 4 * 3, 24 + 48 + 32)  # 2*m*n*k; reads x and w, writes [2, 4]
-    assert by_op["relu"] == (32, 8, 64)
+    assert by_op["fused"] == (32, 8, 64)  # the relu: a one-step fused kernel (the matmul's epilogue)
     assert by_op["sum"] == (8, 8, 40)
     total = re.search(r"^total: flops=(\d+) traffic=(\d+) bytes", program, re.M)
     assert int(total.group(1)) == sum(f for _, f, _ in by_op.values())

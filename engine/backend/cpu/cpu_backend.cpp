@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
@@ -23,8 +25,11 @@ namespace {
 
 // What an instruction runs: a kernel of the table, or a matmul reading
 // transposed operands through the BLAS flags (the permute it replaces is
-// not run when nothing else reads it).
-enum class Kind : uint8_t { kKernel, kMatmul, kFused };
+// not run when nothing else reads it), possibly with a fused elementwise
+// epilogue, or a fused elementwise kernel, or several independent fused
+// kernels sharing one parallel region (kFusedGroup: the optimizer update
+// of every parameter at once).
+enum class Kind : uint8_t { kKernel, kMatmul, kFused, kFusedGroup };
 
 struct Instruction {
   Kind kind = Kind::kKernel;
@@ -35,9 +40,18 @@ struct Instruction {
   TensorSpec spec;
   Attrs attrs;
   bool transpose_a = false, transpose_b = false;  // kMatmul
+  // kMatmul over stacked rows: a [..., K] and b [..., N] as [R, K] and
+  // [R, N] (R all their other elements), out [K, N] = a^T b, whatever its
+  // shape: the sum over a batch of per-batch products a_i^T b_i (a weight
+  // gradient of a linear layer on a 3-d input) as the single GEMM it is.
+  bool stacked = false;
   std::vector<int> nodes;  // IR nodes it covers, post-order positions
   std::shared_ptr<const FusedKernel> fused;  // kFused
-  std::vector<int> outputs;  // kFused: every slot it writes (output is the first)
+  std::vector<int> outputs;  // kFused: every slot it writes (output is the first); kFusedGroup and a
+                             // kMatmul with an epilogue: every slot of every member too
+  // kFusedGroup: its kernels; kMatmul: at most one, its epilogue (a kFused
+  // reading the product, run on each part of the product as it is written).
+  std::vector<Instruction> members;
 };
 
 // Where each value lives during execution. Parameters are the caller's;
@@ -183,6 +197,8 @@ class CpuExecutable final : public Executable {
     const int64_t execution = executions_.fetch_add(1, std::memory_order_relaxed);
     const bool sampled = own && (execution < 3 || execution % 64 == 0);
     if (sampled && st.timings.size() != program_.size()) st.timings.assign(program_.size(), 0);
+    st.timing = sampled;
+    st.untimed = 0;
     for (size_t pc = 0; pc < program_.size(); ++pc) {
       const Instruction& ins = program_[pc];
       const int64_t kernel_start = sampled ? events::now_ns() : 0;
@@ -197,27 +213,51 @@ class CpuExecutable final : public Executable {
             st.fused_out.push_back(slots[slot].get());
           }
           ins.fused->run(inputs, st.fused_out, bf16_);  // rounds in bf16 mode itself
-          if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
+          if (sampled) st.timings[pc] += events::now_ns() - kernel_start - std::exchange(st.untimed, 0);
+          continue;
+        }
+        if (ins.kind == Kind::kFusedGroup) {
+          run_group(st, ins);
+          if (sampled) st.timings[pc] += events::now_ns() - kernel_start - std::exchange(st.untimed, 0);
           continue;
         }
         out = slot_buffer(st, ins.output);
         switch (ins.kind) {
           case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
-          case Kind::kMatmul: matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out); break;
-          case Kind::kFused: break;
+          case Kind::kMatmul:
+            if (ins.stacked) {
+              matmul_stacked_rows(*inputs[0], *inputs[1], *out);
+            } else if (ins.members.empty()) {
+              matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out);
+            } else {
+              // The epilogue reads the product: its slot is set first.
+              slots[ins.output] = out;
+              prepare_members(st, ins);
+              const Instruction& epi = ins.members[0];
+              const auto& in = st.member_inputs[0];
+              const auto& outs = st.member_outputs[0];
+              auto apply = [&](int64_t begin, int64_t end) { epi.fused->run_range(in, outs, bf16_, begin, end); };
+              const Epilogue epilogue(apply);
+              matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
+            }
+            break;
+          case Kind::kFused:
+          case Kind::kFusedGroup: break;
         }
       } catch (const EngineError& e) {
         // Which node failed, for the executor to name the line that traced it.
         const std::string op(op_name(ins.op));
         const std::string what = e.what();
         std::fill(slots.begin(), slots.end(), nullptr);
-        throw KernelFailure(ins.output, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
+        // A fused kernel is named after its first op, whose node this is.
+        const int node = ins.nodes.empty() ? ins.output : ins.nodes.front();
+        throw KernelFailure(node, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
       }
       // bf16 mode computes in bfloat16 precision: every float result is
       // rounded as a bf16 device would store it.
       if (bf16_ && stored_as_bf16(ins.spec.dtype)) round_to_bf16(*out);
       slots[ins.output] = std::move(out);
-      if (sampled) st.timings[pc] += events::now_ns() - kernel_start;
+      if (sampled) st.timings[pc] += events::now_ns() - kernel_start - std::exchange(st.untimed, 0);
     }
     if (sampled) sampled_.fetch_add(1, std::memory_order_relaxed);
     std::vector<BufferPtr> outputs;
@@ -251,39 +291,32 @@ class CpuExecutable final : public Executable {
     }
     KernelCost total;
     for (const Instruction& ins : program_) {
-      os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
-         << "(";
-      std::vector<const TensorSpec*> inputs;
-      for (size_t i = 0; i < ins.inputs.size(); ++i) {
-        os << (i ? ", " : "") << "%" << ins.inputs[i];
-        inputs.push_back(&slot_specs_[static_cast<size_t>(ins.inputs[i])]);
-      }
       const KernelCost c = cost(ins);
       total.flops += c.flops;
       total.bytes += c.bytes;
-      const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
-      os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
-         << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
-      // A second line: what the compiler made of it (one line per kernel
-      // above stays parseable as it was).
-      os << "      ; nodes ";
-      for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
-      if (ins.kind == Kind::kFused) {
-        os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
-        for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
-        os << "), writes";
-        for (int slot : ins.outputs) {
-          const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
-          os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
+      if (ins.kind == Kind::kFusedGroup) {
+        // Each member as a kernel of its own, then where it runs.
+        for (size_t m = 0; m < ins.members.size(); ++m) {
+          print_instruction(os, ins.members[m], cost(ins.members[m]),
+                            ", kernel " + std::to_string(m + 1) + " of " + std::to_string(ins.members.size()) +
+                                " sharing one parallel region (multi-tensor)");
         }
-      } else {
-        os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+        continue;
       }
-      if (ins.transpose_a || ins.transpose_b) {
-        os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
-           << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
+      if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
+        // The product and its epilogue on lines of their own, each with its
+        // own estimate (the total adds both, as if the product went to memory).
+        Instruction product = ins;
+        product.members.clear();
+        product.inputs.resize(2);
+        const KernelCost mm = cost(product), epi = cost(ins.members[0]);
+        total.flops += mm.flops + epi.flops - c.flops;
+        total.bytes += mm.bytes + epi.bytes - c.bytes;
+        print_instruction(os, product, mm, ", its epilogue on the next line");
+        print_instruction(os, ins.members[0], epi, ", the epilogue of the matmul above");
+        continue;
       }
-      os << "\n";
+      print_instruction(os, ins, c, "");
     }
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
@@ -294,6 +327,36 @@ class CpuExecutable final : public Executable {
        << plan_.buffers.size() << " buffers for " << plan_.values_bytes << " bytes of intermediate values, outputs "
        << plan_.output_bytes << "); live-set lower bound " << plan_.peak_live_bytes << " bytes\n";
     return os.str();
+  }
+
+  // Two lines per kernel: the value it computes (parseable as it was), then
+  // what the compiler made of it; `note` ends the second.
+  void print_instruction(std::ostream& os, const Instruction& ins, const KernelCost& c, const std::string& note) const {
+    os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
+       << "(";
+    const size_t shown = ins.kind == Kind::kMatmul ? std::min<size_t>(2, ins.inputs.size()) : ins.inputs.size();
+    for (size_t i = 0; i < shown; ++i) os << (i ? ", " : "") << "%" << ins.inputs[i];
+    const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
+    os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
+       << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
+    os << "      ; nodes ";
+    for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
+    if (ins.kind == Kind::kFused) {
+      os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
+      for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
+      os << "), writes";
+      for (int slot : ins.outputs) {
+        const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+        os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
+      }
+    } else {
+      os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+    }
+    if (ins.transpose_a || ins.transpose_b) {
+      os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
+         << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
+    }
+    os << note << "\n";
   }
 
   int64_t peak_bytes() const override { return plan_.arena_bytes + plan_.output_bytes; }
@@ -309,7 +372,9 @@ class CpuExecutable final : public Executable {
       const Instruction& ins = program_[pc];
       KernelTiming k;
       k.index = static_cast<int>(pc);
-      k.name = ins.kind == Kind::kFused ? "fused_elementwise" : ins.kind == Kind::kMatmul ? "gemm" : std::string(op_name(ins.op));
+      k.name = ins.kind == Kind::kFused || ins.kind == Kind::kFusedGroup ? "fused_elementwise"
+               : ins.kind == Kind::kMatmul ? "gemm"  // with its epilogue's nodes, if it has one
+                                           : std::string(op_name(ins.op));
       k.nodes = ins.nodes;
       const KernelCost c = cost(ins);
       k.flops = c.flops;
@@ -327,7 +392,13 @@ class CpuExecutable final : public Executable {
     std::vector<BufferPtr> slots;
     std::vector<const Buffer*> inputs;
     std::vector<Buffer*> fused_out;
+    // Per member of a kFusedGroup or epilogue: its operands and outputs
+    // (kept, so a warm step allocates nothing).
+    std::vector<std::vector<const Buffer*>> member_inputs;
+    std::vector<std::vector<Buffer*>> member_outputs;
     std::vector<int64_t> timings;  // per instruction, summed over sampled executions
+    bool timing = false;           // this execution is sampled
+    int64_t untimed = 0;           // ns of the current instruction not its kernel's (see fresh())
     std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
     uint64_t generation = 0;
   };
@@ -343,6 +414,32 @@ class CpuExecutable final : public Executable {
       std::swap(transposed_a.shape[transposed_a.shape.size() - 1], transposed_a.shape[transposed_a.shape.size() - 2]);
       inputs[0] = &transposed_a;
     }
+    if (ins.kind == Kind::kFusedGroup) {
+      KernelCost sum;
+      for (const Instruction& member : ins.members) {
+        const KernelCost c = cost(member);
+        sum.flops += c.flops;
+        sum.bytes += c.bytes;
+      }
+      return sum;
+    }
+    if (ins.stacked) {
+      // The operands as stored ([..., K] and [..., N]), not as transposed above.
+      KernelCost c;
+      const TensorSpec& a_spec = slot_specs_[static_cast<size_t>(ins.inputs[0])];
+      c.bytes = spec_bytes(a_spec) + spec_bytes(slot_specs_[static_cast<size_t>(ins.inputs[1])]) + spec_bytes(ins.spec);
+      const Shape& a = a_spec.shape;
+      c.flops = a.empty() || a.back() == 0 ? 0 : 2 * numel(ins.spec.shape) * (numel(a) / a.back());
+      return c;
+    }
+    if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
+      inputs.resize(2);  // the epilogue's operands are its own
+      KernelCost c = estimate(ins.op, inputs, ins.spec), epi = cost(ins.members[0]);
+      // The product is written once and read back from cache, not memory.
+      c.flops += epi.flops;
+      c.bytes += epi.bytes - spec_bytes(ins.spec);
+      return c;
+    }
     if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
     // Reads each input once, writes each materialized value once.
     KernelCost c;
@@ -352,13 +449,67 @@ class CpuExecutable final : public Executable {
     return c;
   }
 
+  // Buffers of each member of `ins` (its output slots set in st.slots).
+  void prepare_members(State& st, const Instruction& ins) const {
+    if (st.member_inputs.size() < ins.members.size()) {
+      st.member_inputs.resize(ins.members.size());
+      st.member_outputs.resize(ins.members.size());
+    }
+    for (size_t m = 0; m < ins.members.size(); ++m) {
+      const Instruction& member = ins.members[m];
+      auto& outs = st.member_outputs[m];
+      outs.clear();
+      for (int slot : member.outputs) {
+        st.slots[static_cast<size_t>(slot)] = slot_buffer(st, slot);
+        outs.push_back(st.slots[static_cast<size_t>(slot)].get());
+      }
+    }
+    // Inputs after every output: no member reads another's (compile checks).
+    for (size_t m = 0; m < ins.members.size(); ++m) {
+      auto& in = st.member_inputs[m];
+      in.clear();
+      for (int slot : ins.members[m].inputs) in.push_back(st.slots[static_cast<size_t>(slot)].get());
+    }
+  }
+
+  // Independent fused kernels in one parallel region: their elements are
+  // laid end to end and split across the pool like one kernel's, so a dozen
+  // small parameter updates cost one wake-up and keep both cores busy.
+  void run_group(State& st, const Instruction& ins) const {
+    prepare_members(st, ins);
+    int64_t total = 0;
+    for (const Instruction& member : ins.members) total += member.fused->element_count();
+    parallel_for(total, 4 * FusedKernel::kTile, [&](int64_t begin, int64_t end) {
+      int64_t offset = 0;
+      for (size_t m = 0; m < ins.members.size() && offset < end; ++m) {
+        const FusedKernel& k = *ins.members[m].fused;
+        const int64_t lo = std::max(begin, offset), hi = std::min(end, offset + k.element_count());
+        if (lo < hi) k.run_range(st.member_inputs[m], st.member_outputs[m], bf16_, lo - offset, hi - offset);
+        offset += k.element_count();
+      }
+    });
+  }
+
   // The buffer of a value the program computes: its arena buffer
   // (allocated on first use), or an output buffer.
   BufferPtr slot_buffer(State& st, int slot) const {
     const int where = plan_.buffer_of_slot[static_cast<size_t>(slot)];
     if (where < 0) return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
     BufferPtr& b = st.arena[static_cast<size_t>(where)];
-    if (!b) b = allocate_counted(plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
+    if (!b) b = fresh(st, plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
+    return b;
+  }
+
+  // A new buffer. On a timed execution its pages are touched here and the
+  // time set aside (st.untimed): a kernel's profile is its own work, not
+  // the page faults of the step's first executions (they made a 784x512
+  // SGD update look 5x slower than it runs once warm).
+  static BufferPtr fresh(State& st, DType dtype, const Shape& shape) {
+    if (!st.timing) return allocate_counted(dtype, shape);
+    const int64_t t0 = events::now_ns();
+    BufferPtr b = allocate_counted(dtype, shape);
+    if (b->bytes()) std::memset(b->data(), 0, b->bytes());
+    st.untimed += events::now_ns() - t0;
     return b;
   }
 
@@ -375,7 +526,7 @@ class CpuExecutable final : public Executable {
         }
       }
     }
-    return allocate_counted(spec.dtype, spec.shape);
+    return fresh(st, spec.dtype, spec.shape);
   }
 
   static bool stored_as_bf16(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
@@ -411,6 +562,10 @@ class CpuExecutable final : public Executable {
   std::atomic<int64_t> executions_{0}, sampled_{0};
 };
 
+// Whether `sum` (a node reading mm's product) sums mm = a_i^T b_i over its
+// one batch dim, a and b batched alike (no broadcast): a stacked-rows GEMM.
+bool sums_a_batch_of_products(const GraphView& graph, const struct Instruction& mm, const Node& sum);
+
 // Whether `node` swaps the last two dims and keeps the others in place: a
 // transpose a matmul can read through a BLAS flag.
 bool is_last_two_transpose(const Node& node) {
@@ -426,8 +581,18 @@ bool is_last_two_transpose(const Node& node) {
   return true;
 }
 
+bool sums_a_batch_of_products(const GraphView& graph, const Instruction& mm, const Node& sum) {
+  if (mm.stacked || !mm.transpose_a || mm.transpose_b || mm.spec.shape.size() != 3) return false;
+  if (mm.spec.dtype != DType::kFloat32 && mm.spec.dtype != DType::kFloat64) return false;
+  const Shape& a = graph.nodes[static_cast<size_t>(mm.inputs[0])]->spec().shape;
+  const Shape& b = graph.nodes[static_cast<size_t>(mm.inputs[1])]->spec().shape;
+  if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[1] != b[1]) return false;
+  const auto& dims = sum.attrs().get_ints("dims");
+  return dims.size() == 1 && (dims[0] == 0 || dims[0] == -3) && sum.dtype() == mm.spec.dtype;
+}
+
 std::span<const int> written_slots(const Instruction& ins) {
-  return ins.kind == Kind::kFused ? std::span<const int>(ins.outputs) : std::span<const int>(&ins.output, 1);
+  return ins.outputs.empty() ? std::span<const int>(&ins.output, 1) : std::span<const int>(ins.outputs);
 }
 
 // Fuses runs of elementwise instructions of one shape into FusedKernels. A
@@ -493,7 +658,10 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
   out.reserve(entries.size());
   for (size_t e = 0; e < entries.size(); ++e) {
     const std::vector<size_t>& members = entries[e];
-    if (members.size() == 1) {
+    // A lone op without a row stays a table kernel; one with a row runs as
+    // a one-step fused kernel all the same: vectorised and threaded, where
+    // the table's kernels are scalar loops.
+    if (members.size() == 1 && row[members[0]] < 0) {
       out.push_back(std::move(program[members[0]]));
       continue;
     }
@@ -545,12 +713,111 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
     const int first = output_slots.empty() ? program[members.back()].output : output_slots.front();
     fused.output = first;
     fused.spec = graph.nodes[static_cast<size_t>(first)]->spec();
-    fused.op = program[members.back()].op;
+    // Named after its first op for errors: every member has the kernel's
+    // shape, and the first one made it (an expand whose result cannot be
+    // allocated is the expand's failure).
+    fused.op = program[members.front()].op;
     fused.outputs = output_slots;
     fused.fused = std::make_shared<const FusedKernel>(shape, std::move(inputs), std::move(steps),
                                                       std::move(output_steps), std::move(output_dtypes));
     out.push_back(std::move(fused));
   }
+  return out;
+}
+
+// A fused elementwise kernel that alone reads a matmul's product (a linear
+// layer's bias + activation, the activation's backward mask, a parameter's
+// SGD update reading its weight gradient) becomes the matmul's epilogue:
+// applied to each part of the product as soon as the GEMM has written it,
+// while it is in cache, instead of one more pass over memory and one more
+// parallel region. The fused kernel need not follow the matmul: it moves up
+// to it when none of its other operands is computed in between (an
+// optimizer update reads parameters and its state, all there from the
+// start). The product is still written (it may be returned: a gradient).
+// Not in bf16 mode, where every product is rounded before it is read.
+std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, bool bf16) {
+  if (bf16) return program;
+  std::map<int, int> readers;
+  for (const Instruction& ins : program) {
+    for (int s : ins.inputs) ++readers[s];
+  }
+  std::vector<char> taken(program.size(), 0);  // moved into an earlier matmul
+  std::vector<Instruction> out;
+  out.reserve(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (taken[i]) continue;
+    Instruction& ins = program[i];
+    if (ins.kind == Kind::kMatmul && ins.members.empty() && !ins.stacked && ins.spec.dtype == DType::kFloat32 &&
+        readers[ins.output] == 1) {
+      // The one reader of the product, and whether it can run right here.
+      std::vector<int> written_between;
+      for (size_t j = i + 1; j < program.size(); ++j) {
+        Instruction& next = program[j];
+        const bool reads = std::find(next.inputs.begin(), next.inputs.end(), ins.output) != next.inputs.end();
+        if (!reads) {
+          for (int w : written_slots(next)) written_between.push_back(w);
+          continue;
+        }
+        const bool ready = std::none_of(next.inputs.begin(), next.inputs.end(), [&](int in) {
+          return std::find(written_between.begin(), written_between.end(), in) != written_between.end();
+        });
+        if (!taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && ready) {
+          ins.outputs = {ins.output};
+          ins.outputs.insert(ins.outputs.end(), next.outputs.begin(), next.outputs.end());
+          ins.inputs.insert(ins.inputs.end(), next.inputs.begin(), next.inputs.end());  // for the memory plan
+          ins.nodes.insert(ins.nodes.end(), next.nodes.begin(), next.nodes.end());
+          ins.members.push_back(std::move(next));
+          taken[j] = 1;
+        }
+        break;
+      }
+    }
+    out.push_back(std::move(ins));
+  }
+  return out;
+}
+
+// Runs of consecutive fused kernels of which none reads another's values
+// become one kFusedGroup: one parallel region for all of them.
+std::vector<Instruction> group_independent_fused(std::vector<Instruction> program) {
+  std::vector<Instruction> out;
+  out.reserve(program.size());
+  std::vector<Instruction> run;
+  std::vector<int> written;
+  const auto flush = [&] {
+    if (run.size() == 1) {
+      out.push_back(std::move(run[0]));
+    } else if (run.size() > 1) {
+      Instruction group;
+      group.kind = Kind::kFusedGroup;
+      group.op = run[0].op;
+      group.output = run[0].output;
+      group.spec = run[0].spec;
+      for (const Instruction& member : run) {
+        group.inputs.insert(group.inputs.end(), member.inputs.begin(), member.inputs.end());
+        group.outputs.insert(group.outputs.end(), member.outputs.begin(), member.outputs.end());
+        group.nodes.insert(group.nodes.end(), member.nodes.begin(), member.nodes.end());
+      }
+      group.members = std::move(run);
+      out.push_back(std::move(group));
+    }
+    run.clear();
+    written.clear();
+  };
+  for (Instruction& ins : program) {
+    if (ins.kind != Kind::kFused) {
+      flush();
+      out.push_back(std::move(ins));
+      continue;
+    }
+    const bool depends = std::any_of(ins.inputs.begin(), ins.inputs.end(), [&](int s) {
+      return std::find(written.begin(), written.end(), s) != written.end();
+    });
+    if (depends) flush();
+    written.insert(written.end(), ins.outputs.begin(), ins.outputs.end());
+    run.push_back(std::move(ins));
+  }
+  flush();
   return out;
 }
 
@@ -626,6 +893,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
 
   std::vector<Instruction> program;
   program.reserve(n);
+  std::vector<int> instruction_of(n, -1);  // slot -> its instruction in `program`
   for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
@@ -641,12 +909,18 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       // A transposed operand of rank >= 2 is read through the BLAS flag.
       ins.kind = Kind::kMatmul;
       for (int side = 0; side < 2; ++side) {
-        const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
-        const Node* producer = graph.nodes[operand];
-        if (is_last_two_transpose(*producer) && producer->spec().shape.size() >= 2 &&
-            producer->dtype() == node->dtype()) {
+        // Through a chain of transposes (the backward of x @ w.t() reads
+        // w.t().t()), each one toggling the flag.
+        bool& flag = side == 0 ? ins.transpose_a : ins.transpose_b;
+        for (;;) {
+          const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
+          const Node* producer = graph.nodes[operand];
+          if (!(is_last_two_transpose(*producer) && producer->spec().shape.size() >= 2 &&
+                producer->dtype() == node->dtype())) {
+            break;
+          }
           ins.inputs[static_cast<size_t>(side)] = graph.operands[operand][0];
-          (side == 0 ? ins.transpose_a : ins.transpose_b) = true;
+          flag = !flag;
           --readers[operand];
           ++readers[static_cast<size_t>(graph.operands[operand][0])];
         }
@@ -656,6 +930,59 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
         ins.kind = Kind::kKernel;  // vector operands: the table kernel's path
       }
     }
+    // The transpose of a matmul read by nothing else (a weight gradient
+    // (x.t() @ dy).t()) is that matmul with its operands swapped:
+    // (op(a) op(b))^T = op(b)^T op(a)^T, so no copy is made.
+    if (is_last_two_transpose(*node) && !program.empty()) {
+      const auto source = static_cast<size_t>(ins.inputs[0]);
+      const int at = instruction_of[source];
+      if (at >= 0 && program[static_cast<size_t>(at)].kind == Kind::kMatmul && readers[source] == 1 &&
+          !is_output[source] && program[static_cast<size_t>(at)].spec.dtype == node->dtype()) {
+        const Instruction& mm = program[static_cast<size_t>(at)];
+        ins.kind = Kind::kMatmul;
+        ins.op = OpKind::kMatmul;
+        ins.inputs = {mm.inputs[1], mm.inputs[0]};
+        ins.transpose_a = !mm.transpose_b;
+        ins.transpose_b = !mm.transpose_a;
+        ins.stacked = mm.stacked;  // (a^T b)^T = b^T a: stacked again
+        ins.attrs = mm.attrs;
+        ins.nodes = mm.nodes;
+        ins.nodes.push_back(static_cast<int>(i));
+        // The matmul now has no reader and is dropped below; its operands
+        // are read by this one instead.
+        --readers[source];
+        for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
+      }
+    }
+    // sum over dim 0 of a batched a_i^T b_i, read by nothing else: the
+    // stacked-rows GEMM. A reshape of one (same elements) is that GEMM too.
+    if ((node->op() == OpKind::kSum || node->op() == OpKind::kReshape) && ins.kind == Kind::kKernel &&
+        ins.inputs.size() == 1) {
+      const auto source = static_cast<size_t>(ins.inputs[0]);
+      const int at = instruction_of[source];
+      if (at >= 0 && readers[source] == 1 && !is_output[source] &&
+          program[static_cast<size_t>(at)].kind == Kind::kMatmul && program[static_cast<size_t>(at)].members.empty()) {
+        const Instruction& mm = program[static_cast<size_t>(at)];
+        const bool fold = node->op() == OpKind::kReshape ? mm.stacked : sums_a_batch_of_products(graph, mm, *node);
+        if (fold) {
+          const TensorSpec spec = ins.spec;
+          const std::vector<int> inputs = {mm.inputs[0], mm.inputs[1]};
+          std::vector<int> nodes = mm.nodes;
+          nodes.push_back(static_cast<int>(i));
+          ins = Instruction{};
+          ins.kind = Kind::kMatmul;
+          ins.op = OpKind::kMatmul;
+          ins.inputs = inputs;
+          ins.output = static_cast<int>(i);
+          ins.spec = spec;
+          ins.transpose_a = true;
+          ins.stacked = true;
+          ins.nodes = std::move(nodes);
+          --readers[source];
+          for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
+        }
+      }
+    }
     if (ins.kind == Kind::kKernel) {
       ins.kernel = find_kernel(node->op(), node->dtype());
       if (!ins.kernel) {
@@ -663,15 +990,17 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
                           std::string(dtype_name(node->dtype())));
       }
     }
+    instruction_of[i] = static_cast<int>(program.size());
     program.push_back(std::move(ins));
   }
-  // A transpose now read only through matmul flags is not run at all.
+  // A transpose now read only through matmul flags, or a matmul whose
+  // transpose was computed in its place, is not run at all.
   std::vector<Instruction> kept;
   kept.reserve(program.size());
   for (size_t i = program.size(); i-- > 0;) {
     Instruction& ins = program[i];
     const auto slot = static_cast<size_t>(ins.output);
-    if (ins.op == OpKind::kPermute && readers[slot] == 0 && !is_output[slot]) {
+    if ((ins.op == OpKind::kPermute || ins.kind == Kind::kMatmul) && readers[slot] == 0 && !is_output[slot]) {
       for (int s : ins.inputs) --readers[static_cast<size_t>(s)];
       continue;
     }
@@ -679,6 +1008,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
+  program = attach_epilogues(std::move(program), settings::bf16_mode());
+  program = group_independent_fused(std::move(program));
 
   std::vector<DType> parameter_dtypes;
   for (int p : graph.parameters) parameter_dtypes.push_back(graph.nodes[p]->dtype());

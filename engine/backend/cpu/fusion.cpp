@@ -2,7 +2,10 @@
 
 #include <math.h>
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "backend/cpu/fusion_rows.inc"
@@ -16,8 +19,20 @@ namespace lazyscope::cpu {
 const TileFn* tile_functions_scalar();
 const TileFn* tile_functions_avx2();
 const TileFn* tile_functions_avx512();
+SoftmaxRowsFn softmax_rows_scalar();
+SoftmaxRowsFn softmax_rows_avx2();
+SoftmaxRowsFn softmax_rows_avx512();
 
 namespace {
+
+// dst[0, n) = src[0, n) with non-temporal stores where dst is 16-byte
+// aligned (SSE, so every x86-64 has them); run_range fences after.
+void stream_copy(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+}
 
 // How a row's operands must be typed.
 enum class Signature : uint8_t {
@@ -56,6 +71,7 @@ bool signature_holds(Signature sig, DType out, std::span<const DType> in) {
 
 struct Isa {
   const TileFn* functions;
+  SoftmaxRowsFn softmax;
   const char* name;
 };
 
@@ -69,9 +85,9 @@ const Isa& isa() {
     }
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
-    if (allow512 && __builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), "avx512f"};
-    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), "avx2"};
-    return Isa{tile_functions_scalar(), "x86-64"};
+    if (allow512 && __builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
+    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), softmax_rows_avx2(), "avx2"};
+    return Isa{tile_functions_scalar(), softmax_rows_scalar(), "x86-64"};
   }();
   return chosen;
 }
@@ -91,6 +107,32 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands) {
 
 const char* fused_isa() { return isa().name; }
 
+SoftmaxRowsFn softmax_rows() { return isa().softmax; }
+
+bool run_as_row(OpKind op, const KernelArgs& k) {
+  if (k.out.dtype() != DType::kFloat32 || k.inputs.empty() || k.inputs.size() > 3) return false;
+  DType dtypes[3];
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    if (k.inputs[i]->dtype() != DType::kFloat32 || k.inputs[i]->shape() != k.out.shape()) return false;
+    dtypes[i] = DType::kFloat32;
+  }
+  const int row = fused_row(op, DType::kFloat32, std::span<const DType>(dtypes, k.inputs.size()));
+  if (row < 0) return false;
+  const RowInfo& info = kRows[row];
+  const double p0 = info.p0 ? k.attrs.get_double(info.p0) : 0.0, p1 = info.p1 ? k.attrs.get_double(info.p1) : 0.0;
+  const TileFn fn = isa().functions[row];
+  float* out = k.out.as<float>();
+  const float* in[3] = {k.inputs[0]->as<float>(), nullptr, nullptr};
+  for (size_t i = 1; i < 3; ++i) in[i] = i < k.inputs.size() ? k.inputs[i]->as<float>() : in[0];
+  parallel_for(k.out.numel(), 4 * FusedKernel::kTile, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; t += FusedKernel::kTile) {
+      const float* args[3] = {in[0] + t, in[1] + t, in[2] + t};
+      fn(out + t, args, std::min(FusedKernel::kTile, end - t), p0, p1);
+    }
+  });
+  return true;
+}
+
 FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Step> steps, std::vector<int> output_steps,
                          std::vector<DType> output_dtypes)
     : shape_(std::move(shape)),
@@ -101,16 +143,41 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   (void)output_steps;
   const size_t rank = shape_.size();
   for (const Input& in : inputs_) {
-    InputPlan p{in.dtype == DType::kFloat32 && in.shape == shape_, numel(in.shape) == 1, {}, -1};
+    InputPlan p{in.dtype == DType::kFloat32 && in.shape == shape_, numel(in.shape) == 1, {}, {}, -1};
     p.strides.assign(rank, 0);
     const auto own = contiguous_strides(in.shape);
     const size_t lead = rank - in.shape.size();
     for (size_t d = 0; d < in.shape.size(); ++d) p.strides[lead + d] = in.shape[d] == 1 ? 0 : own[d];
+    // Merge adjacent dims the input walks alike (both broadcast, or one
+    // contiguous run), so a bias [C, 1, 1] over [N, C, H, W] reads runs of
+    // H*W equal values rather than stepping an odometer per element.
+    std::vector<int64_t> merged_strides;
+    for (size_t d = 0; d < rank; ++d) {
+      if (shape_[d] == 1) continue;
+      if (!p.dims.empty() && p.strides[d] * shape_[d] == merged_strides.back()) {
+        p.dims.back() *= shape_[d];
+        merged_strides.back() = p.strides[d];
+        continue;
+      }
+      p.dims.push_back(shape_[d]);
+      merged_strides.push_back(p.strides[d]);
+    }
+    if (p.dims.empty()) {
+      p.dims = {1};
+      merged_strides = {0};
+    }
+    p.strides = std::move(merged_strides);
     if (!p.contiguous_float) p.reg = registers_++;
     plans_.push_back(std::move(p));
   }
+  // 16 MiB per output and up: half of a server's last-level cache (32 MiB
+  // on the machine of benchmarks/README.md), which a value that large
+  // would mostly leave before its reader runs. Smaller outputs stay in
+  // cache for the next kernel.
+  stream_ = numel_ >= (int64_t{1} << 22);
   // Registers of the steps: a float32 output is computed in place in its
-  // buffer; anything else takes a register, freed after its last reader.
+  // buffer (unless streamed); anything else takes a register, freed after
+  // its last reader.
   const size_t ni = inputs_.size();
   std::vector<int> last_use(steps_.size(), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -125,7 +192,7 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   step_reg_.assign(steps_.size(), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
-    if (!(st.output >= 0 && output_dtypes_[static_cast<size_t>(st.output)] == DType::kFloat32)) {
+    if (stream_ || !(st.output >= 0 && output_dtypes_[static_cast<size_t>(st.output)] == DType::kFloat32)) {
       int r;
       if (free_regs.empty()) {
         r = registers_++;
@@ -142,10 +209,17 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
 }
 
 void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const {
+  // A grain of a few tiles: smaller chains are not worth a wake-up.
+  parallel_for(numel_, 4 * kTile,
+               [&](int64_t begin, int64_t end) { run_range(inputs, outputs, bf16, begin, end); });
+}
+
+void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,
+                            int64_t begin, int64_t end) const {
   const TileFn* functions = isa().functions;
   const size_t rank = shape_.size();
   const size_t ni = inputs_.size();
-  auto body = [&](int64_t begin, int64_t end) {
+  {
     // Per thread, kept: a cached step allocates nothing once warm.
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> value;
@@ -153,7 +227,7 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
     const size_t need = static_cast<size_t>(registers_) * kTile;
     if (scratch.size() < need) scratch.resize(need);
     value.assign(ni + steps_.size(), nullptr);
-    index.resize(rank);
+    index.resize(std::max<size_t>(rank, 1));
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t len = std::min(kTile, end - t);
       for (size_t j = 0; j < ni; ++j) {
@@ -174,21 +248,33 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
         } else if (inputs_[j].shape == shape_) {
           for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
         } else {
-          // Broadcast: an odometer over the output index from t.
+          // Broadcast: an odometer over the merged dims from t, a run of the
+          // innermost dim at a time (a fill where it is broadcast).
+          const Shape& dims = p.dims;
+          const size_t r = dims.size();
           int64_t rest = t, offset = 0;
-          for (size_t d = rank; d-- > 0;) {
-            index[d] = rest % shape_[d];
-            rest /= shape_[d];
+          for (size_t d = r; d-- > 0;) {
+            index[d] = rest % dims[d];
+            rest /= dims[d];
             offset += index[d] * p.strides[d];
           }
-          for (int64_t i = 0; i < len; ++i) {
-            dst[i] = load(offset);
-            for (size_t d = rank; d-- > 0;) {
-              ++index[d];
-              offset += p.strides[d];
-              if (index[d] < shape_[d]) break;
-              offset -= p.strides[d] * shape_[d];
+          const int64_t inner_stride = p.strides[r - 1];
+          for (int64_t i = 0; i < len;) {
+            const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
+            if (inner_stride == 0) {
+              std::fill(dst + i, dst + i + run, load(offset));
+            } else {
+              for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
+            }
+            i += run;
+            index[r - 1] += run;
+            offset += run * inner_stride;
+            for (size_t d = r; d-- > 0 && index[d] == dims[d];) {
+              offset -= dims[d] * p.strides[d];
               index[d] = 0;
+              if (d == 0) break;
+              ++index[d - 1];
+              offset += p.strides[d - 1];
             }
           }
         }
@@ -211,15 +297,20 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
             bool* b = out.as<bool>() + t;
             for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
           } else {
-            std::copy(o, o + len, out.as<float>() + t);
+            if (stream_) {
+              stream_copy(out.as<float>() + t, o, len);
+            } else {
+              std::copy(o, o + len, out.as<float>() + t);
+            }
           }
         }
         value[ni + s] = o;
       }
     }
-  };
-  // A grain of a few tiles: smaller chains are not worth a wake-up.
-  parallel_for(numel_, 4 * kTile, body);
+  }
+  // Non-temporal stores are weakly ordered: make them visible before the
+  // region's join publishes the result to other threads.
+  if (stream_) _mm_sfence();
 }
 
 }  // namespace lazyscope::cpu

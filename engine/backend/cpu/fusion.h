@@ -28,6 +28,18 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands);
 // The instruction set whose tile functions run ("avx512f", "avx2", "x86-64").
 const char* fused_isa();
 
+// Runs a float32 op of the table through its fused row's tile function
+// when every operand is float32 of the output's shape (else false: the
+// caller runs its own kernel). The eager device's kernels then compute
+// what fused chains compute, to the bit: libmvec's functions, not libm's.
+struct KernelArgs;
+bool run_as_row(OpKind op, const KernelArgs& k);
+
+// softmax (log: log_softmax) of `rows` contiguous float32 rows of n
+// elements, compiled for that instruction set too.
+using SoftmaxRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n, bool log);
+SoftmaxRowsFn softmax_rows();
+
 class FusedKernel {
  public:
   static constexpr int64_t kTile = 512;
@@ -52,6 +64,12 @@ class FusedKernel {
   // kernel's shape and their dtypes. bf16: round every float32 step result
   // to bfloat16, as the standalone kernels' results are in bf16 mode.
   void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const;
+  // The elements [begin, end) of run(), on the calling thread only: for a
+  // caller that already is inside a parallel region (several kernels
+  // sharing one region, or a GEMM's epilogue on the rows it just wrote).
+  void run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16, int64_t begin,
+                 int64_t end) const;
+  int64_t element_count() const { return numel_; }
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
@@ -61,7 +79,8 @@ class FusedKernel {
   struct InputPlan {
     bool contiguous_float;         // read in place
     bool scalar;                   // one element, broadcast
-    std::vector<int64_t> strides;  // per dim of shape_, 0 where broadcast
+    std::vector<int64_t> strides;  // per dim of `dims`, 0 where broadcast
+    Shape dims;                    // shape_ with adjacent dims merged where this input allows
     int reg;                       // scratch register when not read in place
   };
   Shape shape_;
@@ -72,6 +91,10 @@ class FusedKernel {
   std::vector<int> step_reg_;      // per step: scratch register, or -1 when written to its output in place
   std::vector<DType> output_dtypes_;
   int registers_ = 0;
+  // Outputs too large to stay in cache are computed in a register and
+  // written with non-temporal stores: no read of the destination lines
+  // before they are written (a third of the traffic of a = b op c).
+  bool stream_ = false;
 };
 
 }  // namespace lazyscope::cpu

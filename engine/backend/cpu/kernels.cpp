@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernel_util.h"
 
 namespace lazyscope::cpu {
@@ -140,6 +141,25 @@ template <size_t... Ops> constexpr auto widened_kernels(std::index_sequence<Ops.
   return std::array<KernelFn, sizeof...(Ops)>{&widened_kernel<Ops>...};
 }
 
+// float32 ops with a fused row run through its tile function (see
+// run_as_row), the table's kernel otherwise.
+template <size_t Op> void row_kernel(const KernelArgs& k) {
+  constexpr auto op = static_cast<OpKind>(Op);
+  if (!run_as_row(op, k)) table_kernel(op, DType::kFloat32)(k);
+}
+
+template <size_t... Ops> constexpr auto row_kernels(std::index_sequence<Ops...>) {
+  return std::array<KernelFn, sizeof...(Ops)>{&row_kernel<Ops>...};
+}
+
+bool has_float_row(OpKind op) {
+  const DType f[3] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
+  for (size_t arity = 1; arity <= 3; ++arity) {
+    if (fused_row(op, DType::kFloat32, std::span<const DType>(f, arity)) >= 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 KernelFn find_kernel(OpKind op, DType dtype) {
@@ -151,6 +171,11 @@ KernelFn find_kernel(OpKind op, DType dtype) {
     Flat f{};
     for (const auto& [key, fn] : kernel_table()) f[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] = fn;
     constexpr auto widened = widened_kernels(std::make_index_sequence<static_cast<size_t>(OpKind::kNumOps)>());
+    constexpr auto via_rows = row_kernels(std::make_index_sequence<static_cast<size_t>(OpKind::kNumOps)>());
+    for (size_t o = 0; o < f.size(); ++o) {
+      auto& slot = f[o][static_cast<size_t>(DType::kFloat32)];
+      if (slot != nullptr && has_float_row(static_cast<OpKind>(o))) slot = via_rows[o];
+    }
     for (size_t o = 0; o < f.size(); ++o) {
       if (f[o][static_cast<size_t>(DType::kFloat32)] == nullptr) continue;
       for (DType d : {DType::kFloat16, DType::kBFloat16}) {

@@ -26,7 +26,26 @@ KernelFn find_kernel(OpKind op, DType dtype);
 // then stored [..., k, m], b [..., n, k]); batch dims broadcast. The CPU
 // program calls it for a matmul whose operand is a transpose, reading the
 // untransposed buffer instead of copying it.
-void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out);
+//
+// `epilogue`, when given, is called on element ranges [begin, end) of `out`
+// once they are final, on the thread that computed them while they are
+// still in its cache (a fused bias + activation applied to the rows a GEMM
+// part just wrote); every element is covered exactly once.
+struct Epilogue {
+  template <typename F>
+  explicit Epilogue(F& f)
+      : object(&f), call([](void* o, int64_t begin, int64_t end) { (*static_cast<F*>(o))(begin, end); }) {}
+  void operator()(int64_t begin, int64_t end) const { call(object, begin, end); }
+  void* object;
+  void (*call)(void*, int64_t, int64_t);
+};
+void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out,
+                 const Epilogue* epilogue = nullptr);
+
+// out [K, N] (any shape of K*N elements) = a^T b with a [..., K] read as
+// [R, K] and b [..., N] as [R, N], R the rest of their elements (equal):
+// the sum over a batch of products a_i^T b_i as one GEMM.
+void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
 
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.

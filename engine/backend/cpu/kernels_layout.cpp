@@ -18,34 +18,108 @@ template <typename T> void reshape_kernel(const KernelArgs& k) {
   if (k.out.bytes()) std::memcpy(k.out.data(), k.inputs[0]->data(), k.out.bytes());
 }
 
-// Walks the output row-major while following the input strides of the
-// permuted dims.
-template <typename T> void permute_kernel(const KernelArgs& k) {
-  const Buffer& in = *k.inputs[0];
-  const auto& dims = k.attrs.get_ints("dims");
-  const auto in_strides = contiguous_strides(in.shape());
-  const Shape& out_shape = k.out.shape();
-  const size_t rank = out_shape.size();
-  std::vector<int64_t> strides(rank);
+// A permute as a copy over merged dims: output dims that are adjacent and
+// in order in the input too collapse into one (a [B,T,H,D] -> [B,H,T,D]
+// permute is a 4-dim copy; a batch of matrix transposes a 3-dim one). Then
+// either the innermost output dim is the input's innermost (each output row
+// is one contiguous block: memcpy), or it is a transpose of two dims, done
+// in cache-sized square tiles so both the reads and the writes stay within
+// a few cache lines. Parts are split over output rows/tile rows, threaded.
+struct PermutePlan {
+  Shape shape;                   // merged output shape
+  std::vector<int64_t> strides;  // input stride of each merged output dim
+};
+
+PermutePlan plan_permute(const Shape& in_shape, const std::vector<int64_t>& dims_attr) {
+  const size_t rank = in_shape.size();
+  const auto in_strides = contiguous_strides(in_shape);
+  PermutePlan p;
   for (size_t i = 0; i < rank; ++i) {
-    const int64_t d = dims[i] < 0 ? dims[i] + static_cast<int64_t>(rank) : dims[i];
-    strides[i] = in_strides[static_cast<size_t>(d)];
-  }
-  const T* src = in.as<T>();
-  T* out = k.out.as<T>();
-  std::vector<int64_t> index(rank, 0);
-  int64_t o = 0;
-  const int64_t n = k.out.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = src[o];
-    for (size_t d = rank; d-- > 0;) {
-      ++index[d];
-      o += strides[d];
-      if (index[d] < out_shape[d]) break;
-      o -= strides[d] * out_shape[d];
-      index[d] = 0;
+    const int64_t d = dims_attr[i] < 0 ? dims_attr[i] + static_cast<int64_t>(rank) : dims_attr[i];
+    const int64_t size = in_shape[static_cast<size_t>(d)], stride = in_strides[static_cast<size_t>(d)];
+    if (size == 1) continue;  // a unit dim moves nothing
+    // Merge with the previous output dim when it sits right outside this
+    // one in the input.
+    if (!p.shape.empty() && p.strides.back() == stride * size) {
+      p.shape.back() *= size;
+      p.strides.back() = stride;
+      continue;
     }
+    p.shape.push_back(size);
+    p.strides.push_back(stride);
   }
+  if (p.shape.empty()) {
+    p.shape = {1};
+    p.strides = {1};
+  }
+  return p;
+}
+
+template <typename T> void permute_kernel(const KernelArgs& k) {
+  const PermutePlan p = plan_permute(k.inputs[0]->shape(), k.attrs.get_ints("dims"));
+  const T* src = k.inputs[0]->as<T>();
+  T* out = k.out.as<T>();
+  const int64_t n = k.out.numel();
+  if (n == 0) return;
+  const size_t rank = p.shape.size();
+  const int64_t inner = p.shape.back();
+  // Offset into the input of output element `flat` (a multiple of the
+  // dims after `upto`), walking the merged dims before `upto`.
+  const auto input_offset = [&](int64_t flat, size_t upto) {
+    int64_t off = 0;
+    for (size_t d = upto; d-- > 0;) {
+      off += (flat % p.shape[d]) * p.strides[d];
+      flat /= p.shape[d];
+    }
+    return off;
+  };
+  if (p.strides.back() == 1) {
+    // Contiguous output rows: one block copy each.
+    const int64_t rows = n / inner;
+    parallel_for(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        std::memcpy(out + r * inner, src + input_offset(r, rank - 1), static_cast<size_t>(inner) * sizeof(T));
+      }
+    });
+    return;
+  }
+  // The output dim q whose input stride is 1 (merged dims keep exactly one);
+  // output element (.., i_q, .., j) reads src[base + i_q + j * stride_last].
+  size_t q = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (p.strides[d] == 1) q = d;
+  }
+  int64_t after_q = 1;  // output elements per step of dim q
+  for (size_t d = q + 1; d < rank; ++d) after_q *= p.shape[d];
+  const int64_t rows_q = p.shape[q], mid = after_q / inner;  // dims strictly between q and the last
+  const int64_t outer = n / (rows_q * after_q);
+  constexpr int64_t kTile = 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T) * 2;  // two cache lines of T per tile side
+  const int64_t tiles_i = (rows_q + kTile - 1) / kTile, tiles_j = (inner + kTile - 1) / kTile;
+  const int64_t planes = outer * mid, tiles = planes * tiles_i * tiles_j;
+  const int64_t sl = p.strides.back();
+  parallel_for(tiles, std::max<int64_t>(1, 4096 / (kTile * kTile)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t plane = t / (tiles_i * tiles_j), ti = t / tiles_j % tiles_i, tj = t % tiles_j;
+      const int64_t o = plane / mid, m = plane % mid;
+      // Output offset and input offset of (o, i=0, m, j=0).
+      const int64_t out_base = o * rows_q * after_q + m * inner;
+      int64_t in_base = input_offset(o, q);
+      {
+        int64_t rest = m;  // the dims between q and the last
+        for (size_t d = rank - 1; d-- > q + 1;) {
+          in_base += (rest % p.shape[d]) * p.strides[d];
+          rest /= p.shape[d];
+        }
+      }
+      const int64_t i0 = ti * kTile, i1 = std::min(rows_q, i0 + kTile);
+      const int64_t j0 = tj * kTile, j1 = std::min(inner, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        T* dst = out + out_base + i * after_q;
+        const T* from = src + in_base + i;
+        for (int64_t j = j0; j < j1; ++j) dst[j] = from[j * sl];
+      }
+    }
+  });
 }
 
 template <typename T> void expand_kernel(const KernelArgs& k) {
@@ -131,30 +205,39 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 // One product split across the pool: by output rows, or by output columns
 // when there are too few rows to share. Each part is a single-threaded GEMM
 // on its own block of the output.
+// `epilogue` (or nullptr) runs on each row part as soon as it is written;
+// a product split by columns runs it once all parts are done.
 template <typename T>
-void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n) {
+void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n,
+                   const Epilogue* epilogue) {
   const int64_t lda = ta ? m : kk, ldb = tb ? kk : n;
   constexpr int64_t kMinFlopsPerPart = 1 << 16;
-  auto body = [&](int ith, int nth) {
-    if (m >= n || m >= 16 * nth) {
-      const auto [r0, r1] = split(m, ith, nth, 4);
-      if (r0 < r1) gemm_ld(a + (ta ? r0 : r0 * lda), lda, ta, b, ldb, tb, out + r0 * n, n, r1 - r0, kk, n);
-    } else {
-      const auto [c0, c1] = split(n, ith, nth, 16);
-      if (c0 < c1) gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
-    }
-  };
   int nth = num_threads();
   const int64_t flops = m * n * kk;
   if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
+  const bool by_rows = m >= n || m >= 16 * nth;
+  auto body = [&](int ith, int parts) {
+    if (by_rows) {
+      const auto [r0, r1] = split(m, ith, parts, 4);
+      if (r0 < r1) {
+        gemm_ld(a + (ta ? r0 : r0 * lda), lda, ta, b, ldb, tb, out + r0 * n, n, r1 - r0, kk, n);
+        if (epilogue) (*epilogue)(r0 * n, r1 * n);
+      }
+    } else {
+      const auto [c0, c1] = split(n, ith, parts, 16);
+      if (c0 < c1) gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
+    }
+  };
   if (nth <= 1) {
     body(0, 1);
   } else {
     parallel_region(nth, RegionBody(body));
   }
+  if (epilogue && !by_rows) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
-template <typename T> void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob) {
+template <typename T>
+void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob, const Epilogue* epilogue = nullptr) {
   const Shape& as = ab.shape();
   const Shape& bs = bb.shape();
   const Shape& os = ob.shape();
@@ -175,13 +258,19 @@ template <typename T> void matmul_typed(const Buffer& ab, bool ta, const Buffer&
       for (int64_t i = begin; i < end; ++i) {
         const auto& o = offsets[static_cast<size_t>(i)];
         gemm_ld(a + o[0] * m * kk, ta ? m : kk, ta, b + o[1] * kk * n, tb ? kk : n, tb, out + i * m * n, n, m, kk, n);
+        if (epilogue) (*epilogue)(i * m * n, (i + 1) * m * n);
       }
     });
     return;
   }
+  if (batches == 1) {
+    parallel_gemm(a, ta, b, tb, out, m, kk, n, epilogue);
+    return;
+  }
   for_each_broadcast<2>(o_batch, {&a_batch, &b_batch}, [&](int64_t i, const std::array<int64_t, 2>& o) {
-    parallel_gemm(a + o[0] * m * kk, ta, b + o[1] * kk * n, tb, out + i * m * n, m, kk, n);
+    parallel_gemm(a + o[0] * m * kk, ta, b + o[1] * kk * n, tb, out + i * m * n, m, kk, n, nullptr);
   });
+  if (epilogue) parallel_for(ob.numel(), 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
 // [..., m, k] x [..., k, n]: the batch dims broadcast, each batch is one gemm.
@@ -208,14 +297,34 @@ void add_layout_kernels(Table& t) {
 
 namespace lazyscope::cpu {
 
-void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out) {
+void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out,
+                 const Epilogue* epilogue) {
+  if (epilogue && out.dtype() != DType::kFloat32 && out.dtype() != DType::kFloat64) {
+    throw EngineError("matmul: an epilogue needs a floating-point product");
+  }
   switch (out.dtype()) {
-    case DType::kFloat32: matmul_typed<float>(a, transpose_a, b, transpose_b, out); return;
-    case DType::kFloat64: matmul_typed<double>(a, transpose_a, b, transpose_b, out); return;
+    case DType::kFloat32: matmul_typed<float>(a, transpose_a, b, transpose_b, out, epilogue); return;
+    case DType::kFloat64: matmul_typed<double>(a, transpose_a, b, transpose_b, out, epilogue); return;
     case DType::kUInt8: matmul_typed<uint8_t>(a, transpose_a, b, transpose_b, out); return;
     case DType::kInt32: matmul_typed<int32_t>(a, transpose_a, b, transpose_b, out); return;
     case DType::kInt64: matmul_typed<int64_t>(a, transpose_a, b, transpose_b, out); return;
     default: throw EngineError("matmul: no kernel for " + std::string(dtype_name(out.dtype())));
+  }
+}
+
+void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
+  const int64_t k = a.shape().empty() ? 1 : a.shape().back(), n = b.shape().empty() ? 1 : b.shape().back();
+  const int64_t rows = k ? a.numel() / k : 0;
+  if ((n ? b.numel() / n : 0) != rows || out.numel() != k * n || a.dtype() != out.dtype() || b.dtype() != out.dtype()) {
+    throw EngineError("matmul: stacked rows of " + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
+                      " do not make " + shape_str(out.shape()));
+  }
+  switch (out.dtype()) {
+    case DType::kFloat32: parallel_gemm(a.as<float>(), true, b.as<float>(), false, out.as<float>(), k, rows, n, nullptr); return;
+    case DType::kFloat64:
+      parallel_gemm(a.as<double>(), true, b.as<double>(), false, out.as<double>(), k, rows, n, nullptr);
+      return;
+    default: throw EngineError("matmul: no stacked-rows kernel for " + std::string(dtype_name(out.dtype())));
   }
 }
 

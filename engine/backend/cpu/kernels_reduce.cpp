@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
@@ -72,7 +73,118 @@ void reduce(const KernelArgs& k, A init, Step step, Finish finish) {
                });
 }
 
+// A sum over leading and/or trailing dims, the kept dims contiguous in
+// between: [R1, C, R2] once merged. A linear layer's bias gradient is
+// [R, C] (summed over the batch), a layer norm's row sums [C, R], a
+// convolution's bias gradient [N, C, H*W]. Leading-only sums add rows into
+// a block of column accumulators, reading the input once, row by row,
+// instead of one strided walk down each column; the others add contiguous
+// runs of R2 in 8 double lanes. Columns keep the general path's order (each
+// adds its values in order, in double: the same result to the bit); lanes
+// reorder a sum of doubles (differences far below float32's precision).
+// Each output is folded by one thread: threading changes no result.
+struct SumPlan {
+  int64_t outer = 0, cols = 0, inner = 0;  // R1, C, R2; outer 0: not of this form
+};
+
+SumPlan plan_sum(const Shape& s, const Attrs& attrs) {
+  const auto reduced = reduced_dims(s, attrs.get_ints("dims"), "reduce");
+  SumPlan p{1, 1, 1};
+  int stage = 0;  // 0: leading reduced dims, 1: kept dims, 2: trailing reduced dims
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == 1) continue;  // a unit dim is neither
+    if (!reduced[d]) {
+      if (stage == 2) return {};
+      stage = 1;
+      p.cols *= s[d];
+    } else if (stage == 0) {
+      p.outer *= s[d];
+    } else {
+      stage = 2;
+      p.inner *= s[d];
+    }
+  }
+  if (p.outer * p.inner == 1) return {};  // nothing reduced, or only unit dims
+  return p;
+}
+
+// Column sums of src [rows, cols] for columns [c0, c1), divided by `divide`.
+template <typename T>
+[[gnu::always_inline]] inline void column_sums_body(const T* src, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
+                                                    double divide, T* out) {
+  constexpr int64_t kBlock = 256;
+  double acc[kBlock];
+  for (int64_t b = c0; b < c1; b += kBlock) {
+    const int64_t w = std::min(kBlock, c1 - b);
+    for (int64_t j = 0; j < w; ++j) acc[j] = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = src + r * cols + b;
+      for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<double>(row[j]);
+    }
+    for (int64_t j = 0; j < w; ++j) out[b + j] = static_cast<T>(divide == 1.0 ? acc[j] : acc[j] / divide);
+  }
+}
+
+// out[c] for c in [c0, c1) of src [outer, cols, inner], summed over outer and inner.
+template <typename T>
+[[gnu::always_inline]] inline void run_sums_body(const T* src, int64_t outer, int64_t cols, int64_t inner, int64_t c0,
+                                                 int64_t c1, double divide, T* out) {
+  for (int64_t c = c0; c < c1; ++c) {
+    double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double tail = 0;
+    for (int64_t a = 0; a < outer; ++a) {
+      const T* run = src + (a * cols + c) * inner;
+      int64_t b = 0;
+      for (; b + 8 <= inner; b += 8) {
+        for (int k = 0; k < 8; ++k) lanes[k] += static_cast<double>(run[b + k]);
+      }
+      for (; b < inner; ++b) tail += static_cast<double>(run[b]);
+    }
+    double acc = tail;
+    for (double lane : lanes) acc += lane;
+    out[c] = static_cast<T>(divide == 1.0 ? acc : acc / divide);
+  }
+}
+
+// Compiled for AVX-512, AVX2 and baseline x86-64, chosen when the library
+// loads (GCC's target_clones, never -march=native): the float -> double
+// widening adds vectorise.
+#define LAZYSCOPE_SUM_CLONES(T)                                                                                   \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void column_sums(                                \
+      const T* src, int64_t rows, int64_t cols, int64_t c0, int64_t c1, double divide, T* out) {                 \
+    column_sums_body(src, rows, cols, c0, c1, divide, out);                                                       \
+  }                                                                                                               \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void run_sums(                                   \
+      const T* src, int64_t outer, int64_t cols, int64_t inner, int64_t c0, int64_t c1, double divide, T* out) { \
+    run_sums_body(src, outer, cols, inner, c0, c1, divide, out);                                                  \
+  }
+LAZYSCOPE_SUM_CLONES(float)
+LAZYSCOPE_SUM_CLONES(double)
+#undef LAZYSCOPE_SUM_CLONES
+
+template <typename T> bool planned_sum(const KernelArgs& k, bool mean) {
+  if constexpr (!std::is_floating_point_v<T>) {
+    return false;
+  } else {
+    const SumPlan p = plan_sum(k.inputs[0]->shape(), k.attrs);
+    if (p.outer == 0) return false;
+    const T* src = k.inputs[0]->as<T>();
+    T* out = k.out.as<T>();
+    const double divide = mean ? static_cast<double>(p.outer * p.inner) : 1.0;
+    const int64_t per_output = p.outer * p.inner;
+    if (p.inner == 1) {
+      parallel_for(p.cols, std::max<int64_t>(16, 16384 / per_output),
+                   [&](int64_t c0, int64_t c1) { column_sums(src, p.outer, p.cols, c0, c1, divide, out); });
+    } else {
+      parallel_for(p.cols, std::max<int64_t>(1, 16384 / per_output),
+                   [&](int64_t c0, int64_t c1) { run_sums(src, p.outer, p.cols, p.inner, c0, c1, divide, out); });
+    }
+    return true;
+  }
+}
+
 template <typename T> void sum_kernel(const KernelArgs& k) {
+  if (planned_sum<T>(k, false)) return;
   reduce<T, T>(k, Acc<T>(0), [](Acc<T> a, T v, int64_t) { return a + static_cast<Acc<T>>(v); },
                [](Acc<T> a, int64_t) { return static_cast<T>(a); });
 }
@@ -83,6 +195,7 @@ template <typename T> void prod_kernel(const KernelArgs& k) {
 }
 
 template <typename T> void mean_kernel(const KernelArgs& k) {
+  if (planned_sum<T>(k, true)) return;
   reduce<T, T>(k, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v); },
                [](double a, int64_t n) { return static_cast<T>(a / static_cast<double>(n)); });
 }
@@ -121,15 +234,21 @@ template <typename T> void var_kernel(const KernelArgs& k) {
   const T* src = k.inputs[0]->as<T>();
   T* out = k.out.as<T>();
   const auto n = static_cast<double>(r.inner.size());
-  for (size_t o = 0; o < r.bases.size(); ++o) {
-    const T* base = src + r.bases[o];
-    double mean = 0;
-    for (int64_t off : r.inner) mean += static_cast<double>(base[off]);
-    mean /= n;
-    double ss = 0;
-    for (int64_t off : r.inner) ss += (static_cast<double>(base[off]) - mean) * (static_cast<double>(base[off]) - mean);
-    out[o] = static_cast<T>(ss / std::max(0.0, n - correction));
-  }
+  // Outputs split across the pool, each folded by one thread in order.
+  parallel_for(static_cast<int64_t>(r.bases.size()), std::max<int64_t>(1, 8192 / std::max<int64_t>(1, r.inner.size())),
+               [&](int64_t o0, int64_t o1) {
+                 for (auto o = static_cast<size_t>(o0); o < static_cast<size_t>(o1); ++o) {
+                   const T* base = src + r.bases[o];
+                   double mean = 0;
+                   for (int64_t off : r.inner) mean += static_cast<double>(base[off]);
+                   mean /= n;
+                   double ss = 0;
+                   for (int64_t off : r.inner) {
+                     ss += (static_cast<double>(base[off]) - mean) * (static_cast<double>(base[off]) - mean);
+                   }
+                   out[o] = static_cast<T>(ss / std::max(0.0, n - correction));
+                 }
+               });
 }
 
 // max + log(sum(exp(x - max))); an infinite max is the answer itself.
@@ -171,8 +290,26 @@ template <typename T, bool kLog> void softmax_like_kernel(const KernelArgs& k) {
     }
   }
 }
-template <typename T> void softmax_kernel(const KernelArgs& k) { softmax_like_kernel<T, false>(k); }
-template <typename T> void log_softmax_kernel(const KernelArgs& k) { softmax_like_kernel<T, true>(k); }
+// float32 along the last dim: contiguous rows, threaded, each row one pass
+// of the instruction set's row function (float exponentials, as PyTorch's).
+template <typename T, bool kLog> void softmax_rows_or_general(const KernelArgs& k) {
+  const Shape& s = k.inputs[0]->shape();
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t dim = wrap_dim(k.attrs.get_int("dim"), s.size(), "softmax");
+    if (!s.empty() && dim == static_cast<int64_t>(s.size()) - 1 && s.back() > 0) {
+      const int64_t n = s.back(), rows = numel(s) / n;
+      const SoftmaxRowsFn fn = softmax_rows();
+      const float* src = k.inputs[0]->as<float>();
+      float* out = k.out.as<float>();
+      parallel_for(rows, std::max<int64_t>(1, 8192 / n),
+                   [&](int64_t r0, int64_t r1) { fn(out + r0 * n, src + r0 * n, r1 - r0, n, kLog); });
+      return;
+    }
+  }
+  softmax_like_kernel<T, kLog>(k);
+}
+template <typename T> void softmax_kernel(const KernelArgs& k) { softmax_rows_or_general<T, false>(k); }
+template <typename T> void log_softmax_kernel(const KernelArgs& k) { softmax_rows_or_general<T, true>(k); }
 
 void any_kernel(const KernelArgs& k) {
   reduce<bool, bool>(k, false, [](bool a, bool v, int64_t) { return a || v; }, [](bool a, int64_t) { return a; });
