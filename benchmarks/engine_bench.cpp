@@ -28,11 +28,11 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "core/settings.h"
 #include "events/event_bus.h"
 #include "executor/compile_cache.h"
-#include "backend/cpu/kernels.h"
-#include "core/settings.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
@@ -62,8 +62,8 @@ void BM_MatmulReference(benchmark::State& state) {
   for (auto _ : state) {
     // Allocation included, as the engine allocates its output too.
     std::vector<float> out(a.size());
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                out.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(),
+                n);
     benchmark::DoNotOptimize(out.data());
   }
   openblas_set_num_threads(1);  // back to the engine's set-up
@@ -141,7 +141,8 @@ void BM_StreamTriadReference(benchmark::State& state) {
   const float s = 3.0f;
   for (auto _ : state) {
     cpu::parallel_for(kStreamN, 1 << 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) a[static_cast<size_t>(i)] = b[static_cast<size_t>(i)] + s * c[static_cast<size_t>(i)];
+      for (int64_t i = begin; i < end; ++i)
+        a[static_cast<size_t>(i)] = b[static_cast<size_t>(i)] + s * c[static_cast<size_t>(i)];
     });
     benchmark::DoNotOptimize(a.data());
   }
@@ -213,8 +214,10 @@ void BM_ConvKernel(benchmark::State& state, bool im2col) {
   const ConvCase cc = kConvCases[state.range(1)];
   const int64_t oh = cc.hw + 2 * cc.pad - cc.k + 1;
   const Shape xs{cc.n, cc.c, cc.hw, cc.hw}, ws{cc.o, cc.c, cc.k, cc.k}, ys{cc.n, cc.o, oh, oh};
-  const Attrs attrs{{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{cc.pad, cc.pad}},
-                    {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t{1}}};
+  const Attrs attrs{{"stride", std::vector<int64_t>{1, 1}},
+                    {"padding", std::vector<int64_t>{cc.pad, cc.pad}},
+                    {"dilation", std::vector<int64_t>{1, 1}},
+                    {"groups", int64_t{1}}};
   auto buffer = [](const Shape& s) {
     BufferPtr b = Buffer::allocate(DType::kFloat32, s);
     for (int64_t i = 0; i < b->numel(); ++i) b->as<float>()[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
@@ -222,7 +225,9 @@ void BM_ConvKernel(benchmark::State& state, bool im2col) {
   };
   const BufferPtr x = buffer(xs), w = buffer(ws), y = buffer(ys);
   const int pass = static_cast<int>(state.range(0));
-  const OpKind op = pass == 0 ? OpKind::kConv2d : pass == 1 ? OpKind::kConv2dBackwardInput : OpKind::kConv2dBackwardWeight;
+  const OpKind op = pass == 0   ? OpKind::kConv2d
+                    : pass == 1 ? OpKind::kConv2dBackwardInput
+                                : OpKind::kConv2dBackwardWeight;
   const Buffer* in0 = pass == 0 ? x.get() : pass == 1 ? y.get() : x.get();
   const Buffer* in1 = pass == 0 ? w.get() : pass == 1 ? w.get() : y.get();
   const BufferPtr out = pass == 0 ? buffer(ys) : pass == 1 ? buffer(xs) : buffer(ws);
@@ -241,13 +246,15 @@ void BM_ConvKernel(benchmark::State& state, bool im2col) {
   for (int64_t pass = 0; pass < 3; ++pass) {
     for (int64_t c = 0; c < 3; ++c) {
       const ConvCase cc = kConvCases[c];
-      const std::string shape = std::to_string(cc.n) + "x" + std::to_string(cc.c) + "x" + std::to_string(cc.hw) +
-                                "_k" + std::to_string(cc.k) + "_to_" + std::to_string(cc.o);
+      const std::string shape = std::to_string(cc.n) + "x" + std::to_string(cc.c) + "x" + std::to_string(cc.hw) + "_k" +
+                                std::to_string(cc.k) + "_to_" + std::to_string(cc.o);
       const std::string name = std::string("conv_kernel/") + passes[pass] + "/" + shape;
       benchmark::RegisterBenchmark((name + "/lazyscope").c_str(), BM_ConvKernel, false)
-          ->Args({pass, c})->Unit(benchmark::kMicrosecond);
+          ->Args({pass, c})
+          ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark((name + "/reference").c_str(), BM_ConvKernel, true)
-          ->Args({pass, c})->Unit(benchmark::kMicrosecond);
+          ->Args({pass, c})
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   return true;

@@ -85,7 +85,10 @@ void BM_InitialStateTrainingStep(benchmark::State& state) {
   }
   state.counters["nodes"] = g.nodes_size();
 }
-BENCHMARK(BM_InitialStateTrainingStep)->Name("training_step_initial_state")->Arg(1500)->Arg(5000)
+BENCHMARK(BM_InitialStateTrainingStep)
+    ->Name("training_step_initial_state")
+    ->Arg(1500)
+    ->Arg(5000)
     ->Unit(benchmark::kMillisecond);
 
 void BM_OpenTrainingStep(benchmark::State& state) {
@@ -101,7 +104,10 @@ void BM_OpenTrainingStep(benchmark::State& state) {
   state.counters["nodes"] = g.nodes_size();
   state.counters["boxes"] = static_cast<double>(boxes);
 }
-BENCHMARK(BM_OpenTrainingStep)->Name("training_step_outline_and_layout")->Arg(1500)->Arg(5000)
+BENCHMARK(BM_OpenTrainingStep)
+    ->Name("training_step_outline_and_layout")
+    ->Arg(1500)
+    ->Arg(5000)
     ->Unit(benchmark::kMillisecond);
 
 // Expanded, from IR to a built scene: the whole wait for the worst case.

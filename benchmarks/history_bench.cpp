@@ -11,11 +11,11 @@
 // Run: build/release/bin/history_bench (LAZYSCOPE_BENCH_STEPS=N for another length)
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "db/history_file.h"
 #include "db/statement.h"
@@ -41,7 +41,8 @@ struct GeneratedHistory {
   int64_t run_id = 0;
 
   GeneratedHistory() {
-    path = (std::filesystem::temp_directory_path() / ("lazyscope_history_bench_" + std::to_string(getpid()) + ".sqlite"))
+    path = (std::filesystem::temp_directory_path() /
+            ("lazyscope_history_bench_" + std::to_string(getpid()) + ".sqlite"))
                .string();
     pb::RunInfo info;
     info.set_name("long run");

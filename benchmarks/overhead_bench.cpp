@@ -71,9 +71,12 @@ void BM_StepLazy(benchmark::State& state) {
   // Kernel time: the sampled executions of the timed loop (every 64th), as a mean per execution.
   const executor::SyncProfile after = executor::last_sync_profile(kLazy);
   const int64_t samples = after.kernel_samples - before.kernel_samples;
-  const double kernel_us =
-      samples > 0 ? static_cast<double>(after.kernel_total_ns - before.kernel_total_ns) / 1e3 / static_cast<double>(samples) : 0.0;
-  const auto us = [&](int64_t ns) { return static_cast<double>(ns) / 1e3 / static_cast<double>(std::max<int64_t>(1, steps)); };
+  const double kernel_us = samples > 0 ? static_cast<double>(after.kernel_total_ns - before.kernel_total_ns) / 1e3 /
+                                             static_cast<double>(samples)
+                                       : 0.0;
+  const auto us = [&](int64_t ns) {
+    return static_cast<double>(ns) / 1e3 / static_cast<double>(std::max<int64_t>(1, steps));
+  };
   state.counters["trace_us"] = us(trace_ns);
   state.counters["sync_us"] = us(sum.total_ns);
   state.counters["collect"] = us(sum.collect_ns);

@@ -37,8 +37,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
       auto ours = by_kind.find("lazyscope");
       auto ref = by_kind.find("reference");
       if (ours == by_kind.end() || ref == by_kind.end()) continue;
-      std::printf("%-40s %14.1f %14.1f %7.2fx\n", name.c_str(), ours->second, ref->second,
-                  ours->second / ref->second);
+      std::printf("%-40s %14.1f %14.1f %7.2fx\n", name.c_str(), ours->second, ref->second, ours->second / ref->second);
     }
     std::printf("(times in the benchmark's unit; ratio < 1 means LazyScope is faster)\n");
   }

@@ -40,8 +40,7 @@ CommandArgs parse_command_args(const std::vector<std::string>& args, const std::
 int64_t resolve_run(const storage::HistoryReader& reader, const std::string& ref, const std::string& history) {
   if (auto run_id = reader.find_run(ref)) return *run_id;
   if (ref == "last") throw NotFound("no runs in " + history);
-  throw NotFound("no run with id or name '" + ref + "' in " + history +
-                 " (`lazyscope runs` lists them)");
+  throw NotFound("no run with id or name '" + ref + "' in " + history + " (`lazyscope runs` lists them)");
 }
 
 std::string hash_hex(uint64_t hash) {
@@ -115,8 +114,7 @@ uint64_t resolve_graph(const storage::HistoryReader& reader, int64_t run_id, con
                    " hex digits of the hash (" + run + "'s graphs: " + listing(all) + ")");
   }
   throw NotFound("no graph '" + ref + "' in " + run +
-                 (all.empty() ? std::string(" (it has no graphs)")
-                              : " (its graphs: " + listing(all) + ")"));
+                 (all.empty() ? std::string(" (it has no graphs)") : " (its graphs: " + listing(all) + ")"));
 }
 
 std::string to_json(const google::protobuf::Message& message) {

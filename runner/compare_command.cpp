@@ -23,11 +23,10 @@ std::string printf_str(const char* fmt, auto... args) {
 
 std::string graph_line(const pb::GraphMatch& match) {
   const pb::GraphInfo& graph = match.has_a() ? match.a() : match.b();
-  std::string line = printf_str("  %s  %5d nodes  compiles %lld (%s)  executions %lld (%s)", hash_hex(match.hash()).c_str(),
-                                graph.node_count(), static_cast<long long>(graph.compiles()),
-                                format_duration_ms(graph.compile_ms()).c_str(),
-                                static_cast<long long>(graph.executions()),
-                                format_duration_ms(graph.execute_ms()).c_str());
+  std::string line = printf_str(
+      "  %s  %5d nodes  compiles %lld (%s)  executions %lld (%s)", hash_hex(match.hash()).c_str(), graph.node_count(),
+      static_cast<long long>(graph.compiles()), format_duration_ms(graph.compile_ms()).c_str(),
+      static_cast<long long>(graph.executions()), format_duration_ms(graph.execute_ms()).c_str());
   if (match.has_a() && match.has_b()) {
     line += printf_str("  B-A: compiles %+lld (%+.1f ms), executions %+lld (%+.1f ms)",
                        static_cast<long long>(match.compiles_delta()), match.compile_ms_delta(),
@@ -40,7 +39,7 @@ std::string graph_line(const pb::GraphMatch& match) {
 // did B compile less, and is its typical step faster.
 std::string headline(const pb::RunComparison& c) {
   const long long compiles = static_cast<long long>(c.b().compiles() - c.a().compiles());
-  const std::string compiled = compiles == 0 ? "the same number of compiles"
+  const std::string compiled = compiles == 0  ? "the same number of compiles"
                                : compiles < 0 ? printf_str("%lld fewer compile%s", -compiles, compiles == -1 ? "" : "s")
                                               : printf_str("%lld more compile%s", compiles, compiles == 1 ? "" : "s");
   const double a_ms = c.a().median_step_ms();
@@ -65,7 +64,8 @@ std::string format_comparison(const pb::RunComparison& c) {
     // change of a time within the runs' own noise said to be so.
     const std::string verdict = metric.verdict() > 0   ? "  better"
                                 : metric.verdict() < 0 ? "  worse"
-                                : metric.delta() != 0 && metric.noise() > 0 && std::abs(metric.delta()) <= metric.noise()
+                                : metric.delta() != 0 && metric.noise() > 0 &&
+                                        std::abs(metric.delta()) <= metric.noise()
                                     ? printf_str("  within noise (+/-%.3f)", metric.noise())
                                     : std::string();
     if (metric.is_count()) {
@@ -88,7 +88,8 @@ std::string format_comparison(const pb::RunComparison& c) {
     const std::string where = reason.source().file().empty()
                                   ? std::string("an unknown line")
                                   : reason.source().file() + ":" + std::to_string(reason.source().line());
-    out += printf_str("  %-12s at %s: A %lld (%s), B %lld (%s)\n", event_text::compile_reason_label(reason.kind()).c_str(), where.c_str(),
+    out += printf_str("  %-12s at %s: A %lld (%s), B %lld (%s)\n",
+                      event_text::compile_reason_label(reason.kind()).c_str(), where.c_str(),
                       static_cast<long long>(reason.count_a()), format_duration_ms(reason.compile_ms_a()).c_str(),
                       static_cast<long long>(reason.count_b()), format_duration_ms(reason.compile_ms_b()).c_str());
   }

@@ -26,7 +26,8 @@ int tag_command(const std::vector<std::string>& raw) {
   }
   const std::vector<std::string> given(args.positional.begin() + 1, args.positional.end());
   if (args.has("--remove")) {
-    std::erase_if(tags, [&](const std::string& tag) { return std::find(given.begin(), given.end(), tag) != given.end(); });
+    std::erase_if(tags,
+                  [&](const std::string& tag) { return std::find(given.begin(), given.end(), tag) != given.end(); });
   } else {
     tags.insert(tags.end(), given.begin(), given.end());  // the editor drops duplicates
   }

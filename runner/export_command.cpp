@@ -25,8 +25,8 @@ void export_bundle(const storage::HistoryReader& reader, int64_t run_id, const s
   }
   const int events = bundle->events_size();
   storage::write_run_bundle_file(std::move(*bundle), file);
-  std::cout << "wrote run #" << run_id << " (" << events << " events) to " << file
-            << " (`lazyscope import " << file << "` adds it to another history)\n";
+  std::cout << "wrote run #" << run_id << " (" << events << " events) to " << file << " (`lazyscope import " << file
+            << "` adds it to another history)\n";
 }
 
 void export_chrome_trace(const storage::HistoryReader& reader, int64_t run_id, const std::string& file) {
@@ -63,7 +63,8 @@ int export_command(const std::vector<std::string>& raw) {
 
 int import_command(const std::vector<std::string>& raw) {
   const CommandArgs args = parse_command_args(raw, {}, {"--into"});
-  if (args.positional.size() != 1) throw std::invalid_argument("import takes one FILE (a bundle from `export --bundle`)");
+  if (args.positional.size() != 1)
+    throw std::invalid_argument("import takes one FILE (a bundle from `export --bundle`)");
   const std::string& file = args.positional[0];
   // Read and checked before the history is opened: a bad file changes nothing.
   const pb::RunBundle bundle = storage::read_run_bundle_file(file);
@@ -71,8 +72,8 @@ int import_command(const std::vector<std::string>& raw) {
     // Another node's ranks of a multi-host job, into the run of this node's.
     const int64_t run_id = resolve_run(storage::HistoryReader(args.history), into, args.history);
     storage::merge_run_bundle(args.history, run_id, bundle);
-    std::cout << "merged the ranks of \"" << bundle.run().name() << "\" (" << file << ") into run #" << run_id
-              << " of " << args.history << "\n";
+    std::cout << "merged the ranks of \"" << bundle.run().name() << "\" (" << file << ") into run #" << run_id << " of "
+              << args.history << "\n";
     return 0;
   }
   const storage::ImportedRun imported = storage::import_run_bundle(args.history, bundle);

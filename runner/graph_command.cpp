@@ -30,7 +30,8 @@ std::string format_text(const pb::IrGraph& graph, const std::string& program) {
 
 int graph_command(const std::vector<std::string>& raw) {
   const CommandArgs args = parse_command_args(raw, {"--json"}, {"--format"});
-  if (args.positional.size() != 2) throw std::invalid_argument("graph needs a RUN and a GRAPH (a hash from `lazyscope graphs RUN`)");
+  if (args.positional.size() != 2)
+    throw std::invalid_argument("graph needs a RUN and a GRAPH (a hash from `lazyscope graphs RUN`)");
   const std::string format = args.option("--format", "text");
   if (format != "text" && format != "dot" && format != "proto") {
     throw std::invalid_argument("--format must be text, dot or proto, got '" + format + "'");
@@ -40,8 +41,7 @@ int graph_command(const std::vector<std::string>& raw) {
   const uint64_t hash = resolve_graph(reader, run_id, args.positional[1]);
   const auto graph = reader.graph_ir(run_id, hash);
   if (!graph) {
-    throw NotFound("run " + std::to_string(run_id) + " executed graph " + hash_hex(hash) +
-                   " but did not store its IR");
+    throw NotFound("run " + std::to_string(run_id) + " executed graph " + hash_hex(hash) + " but did not store its IR");
   }
   if (args.has("--json")) {
     std::cout << to_json(*graph) << "\n";

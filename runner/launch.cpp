@@ -218,7 +218,8 @@ NodeJob host_nodes(int listen_fd, const RunOptions& o) {
       break;
     }
     if (node >= o.nnodes || joined.contains(node)) {
-      const std::string e = "node rank " + std::to_string(node) + (node >= o.nnodes ? " is out of range" : " joined twice");
+      const std::string e = "node rank " + std::to_string(node) +
+                            (node >= o.nnodes ? " is out of range" : " joined twice");
       write_all(c, "error " + e + "\n");
       ::close(c);
       job.error = e;
@@ -296,8 +297,9 @@ int exit_code_of(int status) {
   return 1;
 }
 
-pid_t start_worker(const std::string& exe, const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                   int out_w, int err_w, int event_w, const std::vector<int>& close_in_child) {
+pid_t start_worker(const std::string& exe, const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& env, int out_w, int err_w, int event_w,
+                   const std::vector<int>& close_in_child) {
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
   // Child: only async-signal-safe calls until exec, plus setenv (single-threaded copy).
@@ -476,7 +478,7 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
   // file store under LAZYSCOPE_RDZV_DIR.
   const char* rdzv_env = std::getenv("LAZYSCOPE_RDZV_DIR");
   const bool tcp_store = o.master_port != 0;
-  const std::string rdzv_dir = tcp_store                ? distributed::tcp_rendezvous(master_addr, o.master_port)
+  const std::string rdzv_dir = tcp_store               ? distributed::tcp_rendezvous(master_addr, o.master_port)
                                : rdzv_env && *rdzv_env ? rdzv_env
                                                        : "/tmp/lazyscope-rdzv";
   std::unique_ptr<distributed::StoreServer> store_server;
@@ -538,9 +540,8 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
       parent_ends.push_back(fd);
     }
   }
-  std::cerr << "lazyscope run: started " << o.nproc_per_node << " worker(s), ranks "
-            << o.node_rank * o.nproc_per_node << ".." << (o.node_rank + 1) * o.nproc_per_node - 1 << " of " << world
-            << "\n";
+  std::cerr << "lazyscope run: started " << o.nproc_per_node << " worker(s), ranks " << o.node_rank * o.nproc_per_node
+            << ".." << (o.node_rank + 1) * o.nproc_per_node - 1 << " of " << world << "\n";
 
   // One loop: output and events from every worker, their exits, signals.
   auto pass_output = [&](Worker& w, bool is_err, std::string& partial, const char* data, size_t n, bool at_eof) {
@@ -619,7 +620,8 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
             w->events.append(buf, static_cast<size_t>(n));
             pass_events(*w);
           } else {
-            pass_output(*w, which == 1, which == 1 ? w->err_partial : w->out_partial, buf, static_cast<size_t>(n), false);
+            pass_output(*w, which == 1, which == 1 ? w->err_partial : w->out_partial, buf, static_cast<size_t>(n),
+                        false);
           }
           continue;
         }
@@ -709,8 +711,10 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
   const int64_t run_id = recorder->run_id();
   recorder.reset();
   std::cout << "\nlazyscope: run " << run_id << " (" << world << " rank(s)"
-            << (o.nnodes > 1 ? ", node " + std::to_string(o.node_rank) + " of " + std::to_string(o.nnodes) : "")
-            << ") " << (status == pb::RUN_STATUS_SUCCEEDED ? "succeeded" : status == pb::RUN_STATUS_FAILED ? "failed" : "interrupted")
+            << (o.nnodes > 1 ? ", node " + std::to_string(o.node_rank) + " of " + std::to_string(o.nnodes) : "") << ") "
+            << (status == pb::RUN_STATUS_SUCCEEDED ? "succeeded"
+                : status == pb::RUN_STATUS_FAILED  ? "failed"
+                                                   : "interrupted")
             << "  history " << history << "\n";
   return exit_code;
 }

@@ -52,8 +52,8 @@ std::string format_progress(const ProgressCounts& c, size_t width) {
                 static_cast<long long>(elapsed % 60));
   // The last finished step's own number (the script's, counted from 0), not
   // how many finished: after step 0 the line says "step 0".
-  std::string line = std::string("lazyscope: step ") + (c.last_step < 0 ? std::string("-") : std::to_string(c.last_step)) +
-                     "  " + rate + " steps/s";
+  std::string line = std::string("lazyscope: step ") +
+                     (c.last_step < 0 ? std::string("-") : std::to_string(c.last_step)) + "  " + rate + " steps/s";
   if (!c.scalar_name.empty()) line += "  " + c.scalar_name + " " + number(c.scalar_value);
   line += "  compiles " + std::to_string(c.compiles) + "  fallbacks " + std::to_string(c.fallbacks) + "  " + clock;
   if (width > 0 && line.size() > width) line.resize(width);
@@ -61,8 +61,7 @@ std::string format_progress(const ProgressCounts& c, size_t width) {
 }
 
 Progress::Progress(Mode mode, double every_s, int fd)
-    : mode_(mode), every_(every_s), fd_(fd), started_(std::chrono::steady_clock::now()),
-      window_start_(started_) {
+    : mode_(mode), every_(every_s), fd_(fd), started_(std::chrono::steady_clock::now()), window_start_(started_) {
   if (mode_ != Mode::kOff) thread_ = std::thread([this] { loop(); });
 }
 

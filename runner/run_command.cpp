@@ -22,8 +22,8 @@
 #include "db/history_file.h"
 #include "events/event_bus.h"
 #include "launch.h"
-#include "query/history_reader.h"
 #include "progress.h"
+#include "query/history_reader.h"
 #include "recorder/recorder.h"
 #include "summary_format.h"
 
@@ -293,7 +293,7 @@ int run_script(const RunOptions& options) {
     std::cerr << "lazyscope run: cannot record into the history: " << e.what() << "\n";
     return 2;
   }
-  const Progress::Mode mode = options.quiet           ? Progress::Mode::kOff
+  const Progress::Mode mode = options.quiet             ? Progress::Mode::kOff
                               : ::isatty(STDERR_FILENO) ? Progress::Mode::kLive
                                                         : Progress::Mode::kPeriodic;
   Progress progress(mode, options.progress_every_s);

@@ -48,8 +48,13 @@ constexpr const char* kForceFallback = "LAZYSCOPE_FORCE_FALLBACK";
 // Every environment variable the engine reads at start-up; a run records
 // those in effect whether an option or the caller's environment set them.
 constexpr const char* kEngineVariables[] = {
-    kDefaultDevice, kDeviceCount, kUseBf16, kForceFallback,
-    "LAZYSCOPE_COMPILE_CACHE_SIZE", "LAZYSCOPE_GRAPH_NODE_LIMIT", "LAZYSCOPE_METRIC_SNAPSHOT_MS",
+    kDefaultDevice,
+    kDeviceCount,
+    kUseBf16,
+    kForceFallback,
+    "LAZYSCOPE_COMPILE_CACHE_SIZE",
+    "LAZYSCOPE_GRAPH_NODE_LIMIT",
+    "LAZYSCOPE_METRIC_SNAPSHOT_MS",
 };
 
 std::vector<std::string> split_ops(const std::string& text) {
@@ -59,7 +64,8 @@ std::vector<std::string> split_ops(const std::string& text) {
     const size_t comma = std::min(text.find(',', start), text.size());
     std::string op = text.substr(start, comma - start);
     if (op.empty() || op.find_first_of(" \t") != std::string::npos) {
-      throw std::invalid_argument(std::string("--force-fallback needs op names separated by commas, got '") + text + "'");
+      throw std::invalid_argument(std::string("--force-fallback needs op names separated by commas, got '") + text +
+                                  "'");
     }
     ops.push_back(std::move(op));
     start = comma + 1;

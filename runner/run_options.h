@@ -15,13 +15,13 @@ struct RunOptions {
   std::string history_path;  // empty: the default history
   std::string name;          // empty: the script's file name without .py
   std::vector<std::string> tags;
-  std::string device;        // "cpu" or "lazy"; empty: the engine's default
-  int device_count = 0;      // 0: keep the engine's default
+  std::string device;    // "cpu" or "lazy"; empty: the engine's default
+  int device_count = 0;  // 0: keep the engine's default
   bool bf16 = false;
   std::vector<std::string> force_fallback;  // op names
-  bool quiet = false;        // no progress line
-  double progress_every_s = 10;  // when stderr is not a terminal
-  bool help = false;         // `run --help`: print kRunHelp and nothing else
+  bool quiet = false;                       // no progress line
+  double progress_every_s = 10;             // when stderr is not a terminal
+  bool help = false;                        // `run --help`: print kRunHelp and nothing else
   // The launcher's (launch.h): 0 processes per node means no launcher.
   int nproc_per_node = 0;
   int nnodes = 1;

@@ -16,8 +16,8 @@ pb::RunStatus parse_status(const std::string& name) {
   for (int value = pb::RUN_STATUS_RUNNING; value <= pb::RUN_STATUS_CRASHED; ++value) {
     if (status_name(static_cast<pb::RunStatus>(value)) == name) return static_cast<pb::RunStatus>(value);
   }
-  throw std::invalid_argument("--status must be running, succeeded, failed, interrupted or crashed, got '" +
-                              name + "'");
+  throw std::invalid_argument("--status must be running, succeeded, failed, interrupted or crashed, got '" + name +
+                              "'");
 }
 
 // "2024-05-01" (local midnight), "2024-05-01 14:30", or a span back from now:
@@ -39,8 +39,8 @@ int64_t parse_since(const std::string& when) {
       return static_cast<int64_t>(std::mktime(&tm)) * 1000;
     }
   }
-  throw std::invalid_argument("--since must be a date (2024-05-01, '2024-05-01 14:30') or a span (30m, 12h, 7d), got '" +
-                              when + "'");
+  throw std::invalid_argument(
+      "--since must be a date (2024-05-01, '2024-05-01 14:30') or a span (30m, 12h, 7d), got '" + when + "'");
 }
 
 }  // namespace

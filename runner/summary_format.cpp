@@ -48,9 +48,9 @@ std::string format_summary(const pb::RunSummary& s, TracebackAt traceback_at) {
   const pb::RunInfo& r = s.run();
   const std::string exit_code = r.has_exit_code() ? "exit code " + std::to_string(r.exit_code())
                                                   : std::string("exit code unknown");
-  std::string out = printf_str("run #%lld \"%s\" %s in %s (%s)\n", static_cast<long long>(r.id()),
-                               r.name().c_str(), status_name(r.status()).c_str(),
-                               format_duration_ms(s.wall_ms()).c_str(), exit_code.c_str());
+  std::string out = printf_str("run #%lld \"%s\" %s in %s (%s)\n", static_cast<long long>(r.id()), r.name().c_str(),
+                               status_name(r.status()).c_str(), format_duration_ms(s.wall_ms()).c_str(),
+                               exit_code.c_str());
   if (!r.error().empty()) out += "  error        " + r.error() + "\n";
   // A run that did not finish: say how it ended and that what follows is
   // only what was recorded until then.
@@ -64,9 +64,9 @@ std::string format_summary(const pb::RunSummary& s, TracebackAt traceback_at) {
   if (ended != nullptr) {
     out += printf_str("  ended        %s after %lld recorded step%s; below is what was recorded until then%s\n", ended,
                       steps, steps == 1 ? "" : "s",
-                      r.traceback().empty()                   ? ""
+                      r.traceback().empty()                 ? ""
                       : traceback_at == TracebackAt::kAbove ? ", the traceback above"
-                                                              : ", the traceback last");
+                                                            : ", the traceback last");
   }
   out += steps == 0 ? std::string("  steps        0\n")
                     : printf_str("  steps        %lld, median %s per step after warm-up\n", steps,
@@ -121,8 +121,8 @@ std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding
                                   ? printf_str("step %lld", static_cast<long long>(f.first_step()))
                                   : printf_str("steps %lld-%lld", static_cast<long long>(f.first_step()),
                                                static_cast<long long>(f.last_step()));
-    const std::string times =
-        f.count() == 1 ? std::string("once") : printf_str("%lld times", static_cast<long long>(f.count()));
+    const std::string times = f.count() == 1 ? std::string("once")
+                                             : printf_str("%lld times", static_cast<long long>(f.count()));
     out += printf_str("      %s, %s, %s lost (%.1f%% of step time)\n", steps.c_str(), times.c_str(),
                       format_duration_ms(f.time_lost_ms()).c_str(), 100.0 * f.share_of_step_time());
     if (!f.detail().empty()) out += "      " + f.detail() + "\n";
@@ -180,7 +180,8 @@ std::string format_kernel_report(const pb::KernelReport& report) {
                                report.graphs(), format_duration_ms(report.total_ms()).c_str());
   if (report.peak_bytes() > 0) {
     const double b = static_cast<double>(report.peak_bytes());
-    out += b >= 1e6 ? printf_str(", memory-plan peak %.1f MB", b / 1e6) : printf_str(", memory-plan peak %.1f kB", b / 1e3);
+    out += b >= 1e6 ? printf_str(", memory-plan peak %.1f MB", b / 1e6)
+                    : printf_str(", memory-plan peak %.1f kB", b / 1e3);
   }
   out += "\n";
   if (report.has_peaks()) {

@@ -54,20 +54,20 @@ Tensor saved_alias(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
-Tensor ones_like(const Tensor& t) {
-  return ops::expand(ops::scalar(1.0, t.dtype(), t.device()), t.shape());
-}
+Tensor ones_like(const Tensor& t) { return ops::expand(ops::scalar(1.0, t.dtype(), t.device()), t.shape()); }
 
 // A saved value the rule reads must be the one saved: an in-place op since
 // would make the gradient silently wrong, so it is an error, as in PyTorch.
 void check_versions(const GradFn& fn) {
   const SavedUse use = saved_use(fn.op);
   const auto fail = [&](const std::string& what, const Shape& shape, uint64_t now, uint64_t saved) {
-    throw EngineError("backward: one of the variables needed for gradient computation has been modified by an "
-                      "inplace operation: " + what + " of " + std::string(op_name(fn.op)) + " (shape " +
-                      shape_str(shape) + ") is at version " + std::to_string(now) + "; expected version " +
-                      std::to_string(saved) + " instead. Compute it out of place, or clone() it before the "
-                      "in-place op");
+    throw EngineError(
+        "backward: one of the variables needed for gradient computation has been modified by an "
+        "inplace operation: " +
+        what + " of " + std::string(op_name(fn.op)) + " (shape " + shape_str(shape) + ") is at version " +
+        std::to_string(now) + "; expected version " + std::to_string(saved) +
+        " instead. Compute it out of place, or clone() it before the "
+        "in-place op");
   };
   for (size_t i = 0; i < fn.inputs.size(); ++i) {
     if (!use.reads_input(i) || !fn.inputs[i].defined()) continue;
@@ -142,8 +142,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   if (!root.defined()) throw EngineError("backward: undefined tensor");
   views::refresh_if_view(root);
   if (!root.requires_grad()) {
-    throw EngineError("backward: the tensor does not require grad and has no grad_fn; mark a leaf with "
-                      "requires_grad_() before computing it");
+    throw EngineError(
+        "backward: the tensor does not require grad and has no grad_fn; mark a leaf with "
+        "requires_grad_() before computing it");
   }
   Tensor seed = gradient;
   if (!seed.defined()) {
@@ -204,8 +205,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       continue;
     }
     if (fn->released) {
-      throw EngineError("backward: trying to backward through the graph a second time (or directly access saved "
-                        "tensors after they have already been freed); pass retain_graph=True to the first backward");
+      throw EngineError(
+          "backward: trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed); pass retain_graph=True to the first backward");
     }
     std::vector<Tensor> grads;
     if (grad.defined()) check_versions(*fn);

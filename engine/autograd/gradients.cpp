@@ -67,7 +67,7 @@ struct GradRow {
 };
 using Table = std::array<GradRow, static_cast<size_t>(OpKind::kNumOps)>;
 
-constexpr SavedUse kNothing{0, false};             // shapes and attrs only
+constexpr SavedUse kNothing{0, false};  // shapes and attrs only
 constexpr SavedUse kOutput{0, true};
 constexpr SavedUse kInput0{1u, false};
 constexpr SavedUse kInput1{2u, false};
@@ -75,8 +75,8 @@ constexpr SavedUse kInputs{~0u, false};
 constexpr SavedUse kInput0AndOutput{1u, true};
 constexpr SavedUse kInput1AndOutput{2u, true};
 constexpr SavedUse kInputsAndOutput{~0u, true};
-constexpr SavedUse kIndices{~1u, false};           // index: every operand but self
-constexpr SavedUse kIndicesOfPut{~3u, false};      // index_put: every operand but self and values
+constexpr SavedUse kIndices{~1u, false};       // index: every operand but self
+constexpr SavedUse kIndicesOfPut{~3u, false};  // index_put: every operand but self and values
 
 void set(Table& t, OpKind op, SavedUse use, GradRule rule) { t[static_cast<size_t>(op)] = GradRow{rule, use}; }
 
@@ -88,7 +88,8 @@ Tensor zeros_of(const Shape& shape, const Tensor& g) { return ops::expand(num(0,
 Tensor pad_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   const std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
-  return ops::apply(OpKind::kSliceBackward, {g}, {{"shape", shape}, {"starts", starts}, {"ends", g.shape()}, {"steps", steps}});
+  return ops::apply(OpKind::kSliceBackward, {g},
+                    {{"shape", shape}, {"starts", starts}, {"ends", g.shape()}, {"steps", steps}});
 }
 
 // A bool constant [n, n] on `like`'s device: (i, j) set when j >= i (upper) or i == j.
@@ -176,8 +177,10 @@ void add_index_rules(Table& t) {
     const Tensor weighted = ops::where(square_mask(n, true, a), ops::mul(scans, ops::unsqueeze(gx, -2)), num(0, a));
     return {ops::transpose(ops::sum(weighted, {-1}), dim, -1)};
   });
-  set(t, OpKind::kTril, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::tril(g, c.attrs.get_int("diagonal"))}; });
-  set(t, OpKind::kTriu, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::triu(g, c.attrs.get_int("diagonal"))}; });
+  set(t, OpKind::kTril, kNothing,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::tril(g, c.attrs.get_int("diagonal"))}; });
+  set(t, OpKind::kTriu, kNothing,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::triu(g, c.attrs.get_int("diagonal"))}; });
 }
 
 Table make_table() {
@@ -224,21 +227,18 @@ Table make_table() {
   });
   set(t, OpKind::kExp, kOutput, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::mul(g, c.output())}; });
   set(t, OpKind::kLog, kInput0, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::div(g, in0(c))}; });
-  set(t, OpKind::kLog1p, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::div(g, ops::add(in0(c), num(1, in0(c))))};
-  });
-  set(t, OpKind::kSqrt, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::div(g, ops::mul(c.output(), num(2, c.output())))};
-  });
+  set(t, OpKind::kLog1p, kInput0,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::div(g, ops::add(in0(c), num(1, in0(c))))}; });
+  set(t, OpKind::kSqrt, kOutput,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::div(g, ops::mul(c.output(), num(2, c.output())))}; });
   // d(x^-1/2) = -1/2 x^-3/2 = -1/2 out^3.
   set(t, OpKind::kRsqrt, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& y = c.output();
     return {ops::mul(g, ops::mul(ops::mul(y, ops::mul(y, y)), num(-0.5, y)))};
   });
   set(t, OpKind::kSin, kInput0, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::mul(g, ops::cos(in0(c)))}; });
-  set(t, OpKind::kCos, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::neg(ops::mul(g, ops::sin(in0(c))))};
-  });
+  set(t, OpKind::kCos, kInput0,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::neg(ops::mul(g, ops::sin(in0(c))))}; });
   set(t, OpKind::kTanh, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& y = c.output();
     return {ops::mul(g, ops::sub(num(1, y), ops::mul(y, y)))};
@@ -295,14 +295,16 @@ Table make_table() {
     const Shape& x = c.shape(0);
     const Shape& w = c.shape(1);
     const auto with = [&](const char* name, Shape size) {
-      return Attrs{{"stride", c.attrs.get_ints("stride")}, {"padding", c.attrs.get_ints("padding")},
-                   {"dilation", c.attrs.get_ints("dilation")}, {"groups", c.attrs.get_int("groups")},
+      return Attrs{{"stride", c.attrs.get_ints("stride")},
+                   {"padding", c.attrs.get_ints("padding")},
+                   {"dilation", c.attrs.get_ints("dilation")},
+                   {"groups", c.attrs.get_int("groups")},
                    {name, std::move(size)}};
     };
-    return {c.needs(0) ? ops::apply(OpKind::kConv2dBackwardInput, {g, in1(c)}, with("input_size", {x[2], x[3]}))
-                       : Tensor(),
-            c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {in0(c), g}, with("kernel_size", {w[2], w[3]}))
-                       : Tensor()};
+    return {
+        c.needs(0) ? ops::apply(OpKind::kConv2dBackwardInput, {g, in1(c)}, with("input_size", {x[2], x[3]})) : Tensor(),
+        c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {in0(c), g}, with("kernel_size", {w[2], w[3]}))
+                   : Tensor()};
   });
   set(t, OpKind::kMaxPool2d, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::apply(OpKind::kMaxPool2dBackward, {g, in0(c)}, c.attrs)};
@@ -310,28 +312,32 @@ Table make_table() {
   set(t, OpKind::kAvgPool2d, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const Shape& x = c.shape(0);
     return {ops::apply(OpKind::kAvgPool2dBackward, {g},
-                       {{"kernel_size", c.attrs.get_ints("kernel_size")}, {"stride", c.attrs.get_ints("stride")},
-                        {"padding", c.attrs.get_ints("padding")}, {"ceil_mode", c.attrs.get_bool("ceil_mode")},
+                       {{"kernel_size", c.attrs.get_ints("kernel_size")},
+                        {"stride", c.attrs.get_ints("stride")},
+                        {"padding", c.attrs.get_ints("padding")},
+                        {"ceil_mode", c.attrs.get_bool("ceil_mode")},
                         {"count_include_pad", c.attrs.get_bool("count_include_pad")},
-                        {"divisor", c.attrs.get_int("divisor")}, {"input_size", Shape{x[2], x[3]}}})};
+                        {"divisor", c.attrs.get_int("divisor")},
+                        {"input_size", Shape{x[2], x[3]}}})};
   });
   set(t, OpKind::kAdaptiveAvgPool2d, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const Shape& x = c.shape(0);
     return {ops::apply(OpKind::kAdaptiveAvgPool2dBackward, {g}, {{"input_size", Shape{x[2], x[3]}}})};
   });
-  set(t, OpKind::kReshape, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {ops::reshape(g, c.shape(0))}; });
+  set(t, OpKind::kReshape, kNothing,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::reshape(g, c.shape(0))}; });
   set(t, OpKind::kPermute, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const auto& dims = c.attrs.get_ints("dims");
     std::vector<int64_t> inverse(dims.size());
     const auto rank = static_cast<int64_t>(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>((dims[i] + rank) % rank)] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < dims.size(); ++i)
+      inverse[static_cast<size_t>((dims[i] + rank) % rank)] = static_cast<int64_t>(i);
     return {ops::permute(g, inverse)};
   });
   set(t, OpKind::kExpand, kNothing, [](const Ctx&, const Tensor& g) -> Grads { return {g}; });
   set(t, OpKind::kSum, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {unreduce(g, c)}; });
-  set(t, OpKind::kMean, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::div(unreduce(g, c), num(reduced_count(c), g))};
-  });
+  set(t, OpKind::kMean, kNothing,
+      [](const Ctx& c, const Tensor& g) -> Grads { return {ops::div(unreduce(g, c), num(reduced_count(c), g))}; });
   // d prod / d x_i = the product of the others, exact with zeros: with no
   // zero in the reduced slice it is prod / x_i; with one zero, the zero gets
   // the product of the rest and the others 0; with two or more, all 0.
@@ -397,8 +403,10 @@ Table make_table() {
   });
   set(t, OpKind::kSlice, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::apply(OpKind::kSliceBackward, {g},
-                       {{"shape", c.shape(0)}, {"starts", c.attrs.get_ints("starts")},
-                        {"ends", c.attrs.get_ints("ends")}, {"steps", c.attrs.get_ints("steps")}})};
+                       {{"shape", c.shape(0)},
+                        {"starts", c.attrs.get_ints("starts")},
+                        {"ends", c.attrs.get_ints("ends")},
+                        {"steps", c.attrs.get_ints("steps")}})};
   });
   set(t, OpKind::kSliceBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::slice(g, c.attrs.get_ints("starts"), c.attrs.get_ints("ends"), c.attrs.get_ints("steps"))};
@@ -430,9 +438,10 @@ Table make_table() {
   // replica must issue in the same order, which a per-replica backward pass
   // cannot promise. Gradients are reduced after backward (optimizer_step).
   set(t, OpKind::kAllReduce, kNothing, [](const Ctx&, const Tensor&) -> Grads {
-    throw EngineError("all_reduce has no gradient: backward reached an all_reduce of a tensor that requires grad. "
-                      "Reduce gradients after backward (lazy_model.optimizer_step / reduce_gradients), or "
-                      "all_reduce a detached tensor");
+    throw EngineError(
+        "all_reduce has no gradient: backward reached an all_reduce of a tensor that requires grad. "
+        "Reduce gradients after backward (lazy_model.optimizer_step / reduce_gradients), or "
+        "all_reduce a detached tensor");
   });
   return t;
 }

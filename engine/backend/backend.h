@@ -29,9 +29,9 @@ struct GraphView {
 // One kernel of a lowered program and its sampled timings, cumulative over
 // the executable's life (the engine's side of pb::KernelProfile).
 struct KernelTiming {
-  int index = 0;           // position in the program
-  std::string name;        // "fused_elementwise", "gemm", or the op's name
-  std::vector<int> nodes;  // post-order positions of the IR nodes it covers
+  int index = 0;                 // position in the program
+  std::string name;              // "fused_elementwise", "gemm", or the op's name
+  std::vector<int> nodes;        // post-order positions of the IR nodes it covers
   int64_t flops = 0, bytes = 0;  // estimated, per run
   int64_t samples = 0, total_ns = 0;
 };

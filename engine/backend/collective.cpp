@@ -6,16 +6,16 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <utility>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "core/error.h"
 #include "core/settings.h"
-#include "events/event_bus.h"
 #include "distributed/process_group.h"
+#include "events/event_bus.h"
 
 namespace lazyscope::collective {
 namespace {
@@ -35,7 +35,7 @@ struct Slot {
 
 struct Group {
   int64_t key = 0;
-  std::vector<int> devices;  // rank -> lazy device ordinal
+  std::vector<int> devices;   // rank -> lazy device ordinal
   std::vector<int64_t> next;  // rank -> number of its next collective
   std::map<int64_t, Slot> slots;
   std::string broken;  // non-empty: the reason every collective in it fails
@@ -105,9 +105,7 @@ std::string describe(const Group& g) {
   return out + ")";
 }
 
-std::string spec_text(const Buffer& b) {
-  return std::string(dtype_name(b.dtype())) + shape_str(b.shape());
-}
+std::string spec_text(const Buffer& b) { return std::string(dtype_name(b.dtype())) + shape_str(b.shape()); }
 
 // The header each rank sends ahead of its contribution to a cross-process
 // collective, so that ranks that traced different collectives get an error
@@ -146,8 +144,8 @@ void process_rendezvous(const std::string& name, int64_t reduce, const Buffer& i
   const int world = distributed::world_size();
   const int rank = distributed::rank();
   const auto ranks = static_cast<size_t>(world);
-  const ContributionHeader mine{next_number++, tls_step, static_cast<int64_t>(input.dtype()), input.numel(),
-                                shape_hash(input.shape()), reduce};
+  const ContributionHeader mine{
+      next_number++, tls_step, static_cast<int64_t>(input.dtype()), input.numel(), shape_hash(input.shape()), reduce};
   const size_t bytes = input.bytes();
   const size_t first_limit = distributed::small_message_tuning() ? kFirstExchangeBytes : 0;
   const size_t first = std::min(bytes, first_limit);
@@ -273,7 +271,8 @@ void rendezvous(std::string_view op, int64_t group, int64_t reduce, const Buffer
                 const ReduceFn& reduce_fn) {
   const std::string name(op);
   if (tls_device < 0) {
-    throw EngineError(name + " runs only inside a lazy device's graph, as one replica of a replica group "
+    throw EngineError(name +
+                      " runs only inside a lazy device's graph, as one replica of a replica group "
                       "(lazy_model.all_reduce in a DataParallel or spawn replica); it cannot run eagerly or "
                       "on the host");
   }
@@ -338,17 +337,18 @@ void rendezvous(std::string_view op, int64_t group, int64_t reduce, const Buffer
   } else {
     const auto timeout = settings::collective_timeout_s();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-    const bool ready = reg.cv.wait_until(lock, deadline, [&] {
-      return slot.done || !slot.error.empty() || !g->broken.empty();
-    });
+    const bool ready = reg.cv.wait_until(lock, deadline,
+                                         [&] { return slot.done || !slot.error.empty() || !g->broken.empty(); });
     if (!ready) {
       std::string missing;
       for (size_t r = 0; r < world; ++r) {
-        if (!slot.arrived[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (" + lazy_name(g->devices[r]) + ")";
+        if (!slot.arrived[r])
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (" + lazy_name(g->devices[r]) + ")";
       }
       g->broken = name + where + ": replica " + missing + " never arrived within " + std::to_string(timeout) +
                   " s (LAZYSCOPE_COLLECTIVE_TIMEOUT_S); " + lazy_name(device) + " waited at step " +
-                  std::to_string(step) + ". A replica that raised, or traced a different graph, leaves the "
+                  std::to_string(step) +
+                  ". A replica that raised, or traced a different graph, leaves the "
                   "others waiting here";
       reg.cv.notify_all();
       throw EngineError(g->broken);

@@ -43,8 +43,7 @@ std::shared_ptr<Buffer> Buffer::make(DType dtype, Shape shape, bool on_device) {
   int64_t n = 1;
   size_t bytes = 0;
   const auto describe = [&] {
-    return std::string("cannot allocate a ") + std::string(dtype_name(dtype)) + " tensor of shape " +
-           shape_str(shape);
+    return std::string("cannot allocate a ") + std::string(dtype_name(dtype)) + " tensor of shape " + shape_str(shape);
   };
   bool overflow = false;
   for (int64_t d : shape) overflow = overflow || __builtin_mul_overflow(n, d, &n);

@@ -24,9 +24,7 @@ std::atomic<int>& device_count() {
 
 }  // namespace
 
-std::string Device::str() const {
-  return kind == DeviceKind::kCpu ? "cpu" : "lazy:" + std::to_string(ordinal);
-}
+std::string Device::str() const { return kind == DeviceKind::kCpu ? "cpu" : "lazy:" + std::to_string(ordinal); }
 
 int lazy_device_count() { return device_count().load(std::memory_order_relaxed); }
 
@@ -56,8 +54,7 @@ Device parse_device(std::string_view text) {
     }
   }
   if (ordinal >= lazy_device_count()) {
-    throw EngineError("device '" + original + "' does not exist: " +
-                      std::to_string(lazy_device_count()) +
+    throw EngineError("device '" + original + "' does not exist: " + std::to_string(lazy_device_count()) +
                       " lazy device(s) configured (set LAZYSCOPE_DEVICE_COUNT for more)");
   }
   return {DeviceKind::kLazy, ordinal};

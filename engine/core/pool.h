@@ -41,16 +41,14 @@ struct FreeList {
 
 // One list per thread and block size; sizes are rounded up to 16 bytes so
 // that types of nearly equal size share a list.
-template <size_t Size>
-FreeList& free_list() {
+template <size_t Size> FreeList& free_list() {
   static thread_local FreeList list;
   return list;
 }
 
 constexpr size_t round_up(size_t size) { return (size + 15) / 16 * 16; }
 
-template <size_t Size>
-void* allocate() {
+template <size_t Size> void* allocate() {
   FreeList& list = free_list<round_up(Size)>();
   if (void* block = list.head) {
     list.head = *static_cast<void**>(block);
@@ -60,8 +58,7 @@ void* allocate() {
   return ::operator new(round_up(Size));
 }
 
-template <size_t Size>
-void deallocate(void* block) noexcept {
+template <size_t Size> void deallocate(void* block) noexcept {
   FreeList& list = free_list<round_up(Size)>();
   if (list.dead || list.count >= kMaxBlocks) {
     ::operator delete(block);
@@ -74,13 +71,11 @@ void deallocate(void* block) noexcept {
 
 // A std allocator over the free lists: single objects come from the pool,
 // arrays from ::operator new.
-template <typename T>
-struct PoolAllocator {
+template <typename T> struct PoolAllocator {
   using value_type = T;
   static_assert(alignof(T) <= alignof(std::max_align_t), "pooled blocks have the default alignment");
   PoolAllocator() = default;
-  template <typename U>
-  PoolAllocator(const PoolAllocator<U>&) noexcept {}  // NOLINT: allocators convert implicitly
+  template <typename U> PoolAllocator(const PoolAllocator<U>&) noexcept {}  // NOLINT: allocators convert implicitly
 
   T* allocate(size_t n) {
     if (n == 1) return static_cast<T*>(pool::allocate<sizeof(T)>());
@@ -93,15 +88,11 @@ struct PoolAllocator {
       ::operator delete(p);
     }
   }
-  template <typename U>
-  bool operator==(const PoolAllocator<U>&) const noexcept {
-    return true;
-  }
+  template <typename U> bool operator==(const PoolAllocator<U>&) const noexcept { return true; }
 };
 
 // std::make_shared with the object and its control block from the pool.
-template <typename T, typename... Args>
-std::shared_ptr<T> make_pooled(Args&&... args) {
+template <typename T, typename... Args> std::shared_ptr<T> make_pooled(Args&&... args) {
   return std::allocate_shared<T>(PoolAllocator<T>{}, std::forward<Args>(args)...);
 }
 

@@ -37,8 +37,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
       throw ShapeError(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
-                       " cannot be broadcast (dimension " + std::to_string(i) + ": " +
-                       std::to_string(da) + " vs " + std::to_string(db) + ")");
+                       " cannot be broadcast (dimension " + std::to_string(i) + ": " + std::to_string(da) + " vs " +
+                       std::to_string(db) + ")");
     }
     out[i] = da == 1 ? db : da;
   }
@@ -48,8 +48,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 int64_t wrap_dim(int64_t dim, size_t rank, const char* op) {
   const auto r = static_cast<int64_t>(rank);
   if (dim < -r || dim >= std::max<int64_t>(r, 1)) {
-    throw ShapeError(std::string(op) + ": dimension " + std::to_string(dim) +
-                     " is out of range for a tensor of rank " + std::to_string(rank));
+    throw ShapeError(std::string(op) + ": dimension " + std::to_string(dim) + " is out of range for a tensor of rank " +
+                     std::to_string(rank));
   }
   return dim < 0 ? dim + r : dim;
 }

@@ -139,8 +139,9 @@ void no_delay_on_new_sockets(const std::set<int>& before) {
 State& active(const std::string& what) {
   State& s = state();
   if (!s.context) {
-    throw EngineError(what + ": the process group is not initialized (lazyscope.distributed.init_process_group(), "
-                             "in a worker that `lazyscope run --nproc-per-node N` started)");
+    throw EngineError(what +
+                      ": the process group is not initialized (lazyscope.distributed.init_process_group(), "
+                      "in a worker that `lazyscope run --nproc-per-node N` started)");
   }
   return s;
 }
@@ -181,14 +182,16 @@ bool small_message_tuning() {
 void init(const InitOptions& o) {
   State& s = state();
   std::lock_guard lock(s.mu);
-  if (s.context) throw EngineError("init_process_group: the process group is already initialized (" + where(s.options) + ")");
+  if (s.context)
+    throw EngineError("init_process_group: the process group is already initialized (" + where(s.options) + ")");
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
     throw EngineError("init_process_group: rank " + std::to_string(o.rank) + " is not in 0 .. world size " +
                       std::to_string(o.world_size) + " - 1");
   }
   if (o.store_dir.empty() || o.prefix.empty()) {
-    throw EngineError("init_process_group: no rendezvous directory (LAZYSCOPE_RDZV_DIR) or job id "
-                      "(LAZYSCOPE_RDZV_ID); start the script with `lazyscope run --nproc-per-node N`");
+    throw EngineError(
+        "init_process_group: no rendezvous directory (LAZYSCOPE_RDZV_DIR) or job id "
+        "(LAZYSCOPE_RDZV_ID); start the script with `lazyscope run --nproc-per-node N`");
   }
   // The store: node 0's launcher over TCP ("tcp://HOST:PORT", so that
   // machines need no shared folder), or a Gloo file store in a folder.
@@ -207,7 +210,9 @@ void init(const InitOptions& o) {
     const std::filesystem::path dir = std::filesystem::path(o.store_dir) / o.prefix;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) throw EngineError("init_process_group: cannot create the rendezvous directory " + dir.string() + ": " + ec.message());
+    if (ec)
+      throw EngineError("init_process_group: cannot create the rendezvous directory " + dir.string() + ": " +
+                        ec.message());
     base = std::make_unique<gloo::rendezvous::FileStore>(dir.string());
   }
   try {

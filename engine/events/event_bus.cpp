@@ -32,8 +32,7 @@ Bus& bus() {
 }
 
 // Applies `change` to a copy of the list and installs it; the lock is held.
-template <class Change>
-void replace_subscribers(Bus& b, Change change) {
+template <class Change> void replace_subscribers(Bus& b, Change change) {
   auto next = std::make_shared<Subscribers>(*b.subscribers);
   change(*next);
   b.enabled.store(!next->plain.empty() || !next->taking.empty());

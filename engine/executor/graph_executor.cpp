@@ -12,8 +12,8 @@
 
 #include "backend/collective.h"
 #include "backend/cpu/kernels.h"
-#include "core/hash.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
 #include "executor/compile_cache.h"
@@ -93,7 +93,7 @@ struct DeviceState {
   // So they take only this small lock, and read the step from an atomic
   // copy, never `mu`.
   std::mutex transfer_mu;
-  int64_t transfer_ns = 0;            // guarded by transfer_mu
+  int64_t transfer_ns = 0;           // guarded by transfer_mu
   std::atomic<int64_t> step_now{0};  // == step, readable without mu
   // Scalars logged this step, read once the barrier has run the step's graph.
   std::vector<std::pair<std::string, std::shared_ptr<TensorImpl>>> scalar_logs;
@@ -146,7 +146,6 @@ void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
   out->set_line(loc.line);
   if (loc.function) out->set_function(*loc.function);
 }
-
 
 // Each node reached is marked with the walk's epoch and its position
 // (Node::visit_epoch/visit_position: no map from node to position, no
@@ -201,7 +200,6 @@ LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes)
   lower(roots, expected_nodes, g);
   return g;
 }
-
 
 // The operand positions of every node of a graph just lowered (its marks
 // are still the walk's: nothing walks in between, under the device's lock).
@@ -288,7 +286,8 @@ void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImp
 double first_value(const Buffer& buffer) {
   BufferPtr one = Buffer::allocate(DType::kFloat64, {});
   const Buffer* in = &buffer;
-  cpu::find_kernel(OpKind::kCast, DType::kFloat64)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *one, Attrs{}});
+  cpu::find_kernel(OpKind::kCast,
+                   DType::kFloat64)(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), *one, Attrs{}});
   return *one->as<double>();
 }
 

@@ -95,9 +95,8 @@ CompileReason explain_recompile(const GraphSignature& now, const GraphSignature*
     if (now.nodes[i].spec.shape != previous->nodes[i].spec.shape ||
         now.nodes[i].spec.dtype != previous->nodes[i].spec.dtype) {
       r.kind = pb::COMPILE_REASON_STRUCTURE;
-      r.text = "node " + std::to_string(i) + " " + std::string(op_name(now.nodes[i].op)) +
-               where(now.nodes[i].source) + " " + spec_str(previous->nodes[i].spec) + " -> " +
-               spec_str(now.nodes[i].spec);
+      r.text = "node " + std::to_string(i) + " " + std::string(op_name(now.nodes[i].op)) + where(now.nodes[i].source) +
+               " " + spec_str(previous->nodes[i].spec) + " -> " + spec_str(now.nodes[i].spec);
       return r;
     }
   }

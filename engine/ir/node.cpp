@@ -37,10 +37,7 @@ Node::Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs 
 Node::Node(BufferPtr data, SourceLocation source) : Node(data, source, data->dtype()) {}
 
 Node::Node(BufferPtr data, SourceLocation source, DType dtype)
-    : op_(OpKind::kDeviceData),
-      spec_{data->shape(), dtype},
-      source_(source),
-      data_(std::move(data)) {
+    : op_(OpKind::kDeviceData), spec_{data->shape(), dtype}, source_(source), data_(std::move(data)) {
   local_hash_ = node_local_hash(op_, attrs_, spec_);
   hash_ = local_hash_;
 }

@@ -38,7 +38,8 @@ class Node {
   OpKind op() const { return op_; }
   bool is_leaf() const { return op_ == OpKind::kDeviceData; }
   std::span<const NodePtr> operands() const {
-    return spilled_.empty() ? std::span<const NodePtr>(inline_.data(), num_operands_) : std::span<const NodePtr>(spilled_);
+    return spilled_.empty() ? std::span<const NodePtr>(inline_.data(), num_operands_)
+                            : std::span<const NodePtr>(spilled_);
   }
   const Shape& shape() const { return spec_.shape; }
   DType dtype() const { return spec_.dtype; }

@@ -184,8 +184,12 @@ Shape pool2d_shape(const char* op, const TensorSpec& input, const Attrs& attrs, 
   return out;
 }
 
-TensorSpec infer_max_pool2d(const char* op, Specs in, const Attrs& attrs) { return {pool2d_shape(op, in[0], attrs, true), in[0].dtype}; }
-TensorSpec infer_avg_pool2d(const char* op, Specs in, const Attrs& attrs) { return {pool2d_shape(op, in[0], attrs, false), in[0].dtype}; }
+TensorSpec infer_max_pool2d(const char* op, Specs in, const Attrs& attrs) {
+  return {pool2d_shape(op, in[0], attrs, true), in[0].dtype};
+}
+TensorSpec infer_avg_pool2d(const char* op, Specs in, const Attrs& attrs) {
+  return {pool2d_shape(op, in[0], attrs, false), in[0].dtype};
+}
 
 void check_grad_shape(const char* op, const TensorSpec& grad, const Shape& expected) {
   if (grad.shape != expected) {
@@ -265,8 +269,9 @@ TensorSpec infer_reshape(const char* op, Specs in, const Attrs& attrs) {
   }
   if (infer_at >= 0 && known != 0 && n % known == 0) shape[static_cast<size_t>(infer_at)] = n / known;
   if (numel(shape) != n || (infer_at >= 0 && known == 0)) {
-    throw ShapeError(std::string(op) + ": shape " + shape_str(attrs.get_ints("shape")) + " is invalid for input of shape " +
-                     shape_str(in[0].shape) + " (" + std::to_string(n) + " elements)");
+    throw ShapeError(std::string(op) + ": shape " + shape_str(attrs.get_ints("shape")) +
+                     " is invalid for input of shape " + shape_str(in[0].shape) + " (" + std::to_string(n) +
+                     " elements)");
   }
   return {shape, in[0].dtype};
 }
@@ -275,7 +280,8 @@ TensorSpec infer_permute(const char* op, Specs in, const Attrs& attrs) {
   const Shape& s = in[0].shape;
   const auto& dims = attrs.get_ints("dims");
   if (dims.size() != s.size()) {
-    throw ShapeError(std::string(op) + ": " + std::to_string(dims.size()) + " dims given for a tensor of shape " + shape_str(s));
+    throw ShapeError(std::string(op) + ": " + std::to_string(dims.size()) + " dims given for a tensor of shape " +
+                     shape_str(s));
   }
   std::vector<bool> seen(s.size(), false);
   Shape out;
@@ -292,7 +298,8 @@ TensorSpec infer_expand(const char* op, Specs in, const Attrs& attrs) {
   const Shape& s = in[0].shape;
   Shape out = attrs.get_ints("shape");
   if (out.size() < s.size()) {
-    throw ShapeError(std::string(op) + ": the shape " + shape_str(out) + " has fewer dimensions than the input " + shape_str(s));
+    throw ShapeError(std::string(op) + ": the shape " + shape_str(out) + " has fewer dimensions than the input " +
+                     shape_str(s));
   }
   const size_t lead = out.size() - s.size();
   for (size_t i = 0; i < out.size(); ++i) {
@@ -322,8 +329,8 @@ TensorSpec infer_reduce_nonempty(const char* op, Specs in, const Attrs& attrs) {
   const auto reduced = reduced_dims(s, attrs.get_ints("dims"), op);
   for (size_t i = 0; i < s.size(); ++i) {
     if (reduced[i] && s[i] == 0) {
-      throw ShapeError(std::string(op) + ": cannot reduce over dimension " + std::to_string(i) + " of size 0 in shape " +
-                       shape_str(s));
+      throw ShapeError(std::string(op) + ": cannot reduce over dimension " + std::to_string(i) +
+                       " of size 0 in shape " + shape_str(s));
     }
   }
   return {reduced_shape(s, reduced, attrs.get_bool("keepdim")), in[0].dtype};
@@ -369,7 +376,8 @@ TensorSpec infer_nll_loss(const char* op, Specs in, const Attrs& attrs) {
                      shape_str(t));
   }
   const int64_t reduction = attrs.get_int("reduction");
-  if (reduction < 0 || reduction > 2) throw EngineError(std::string(op) + ": invalid reduction code " + std::to_string(reduction));
+  if (reduction < 0 || reduction > 2)
+    throw EngineError(std::string(op) + ": invalid reduction code " + std::to_string(reduction));
   return {reduction == 0 ? Shape{x[0]} : Shape{}, in[0].dtype};
 }
 
@@ -405,9 +413,9 @@ Shape slice_shape(const char* op, const Shape& s, const Attrs& attrs) {
   Shape out(s.size());
   for (size_t d = 0; d < s.size(); ++d) {
     if (steps[d] < 1 || starts[d] < 0 || starts[d] > ends[d] || ends[d] > s[d]) {
-      throw ShapeError(std::string(op) + ": invalid slice " + std::to_string(starts[d]) + ":" + std::to_string(ends[d]) +
-                       ":" + std::to_string(steps[d]) + " of dimension " + std::to_string(d) + " (size " +
-                       std::to_string(s[d]) + ")");
+      throw ShapeError(std::string(op) + ": invalid slice " + std::to_string(starts[d]) + ":" +
+                       std::to_string(ends[d]) + ":" + std::to_string(steps[d]) + " of dimension " + std::to_string(d) +
+                       " (size " + std::to_string(s[d]) + ")");
     }
     out[d] = (ends[d] - starts[d] + steps[d] - 1) / steps[d];
   }
@@ -448,7 +456,8 @@ TensorSpec infer_index_add(const char* op, Specs in, const Attrs& attrs) {
   const Shape& self = in[0].shape;
   if (self.empty()) throw ShapeError(std::string(op) + ": cannot index a zero-dimensional tensor");
   Shape expected = self;
-  expected[static_cast<size_t>(wrap_dim(attrs.get_int("dim"), self.size(), op))] = in[1].shape.empty() ? 1 : in[1].shape[0];
+  expected[static_cast<size_t>(wrap_dim(attrs.get_int("dim"), self.size(), op))] = in[1].shape.empty() ? 1
+                                                                                                       : in[1].shape[0];
   if (in[2].shape != expected || in[2].dtype != in[0].dtype) {
     throw ShapeError(std::string(op) + ": source of shape " + shape_str(in[2].shape) + " (" +
                      std::string(dtype_name(in[2].dtype)) + ") does not fit " + shape_str(expected) + " (" +
@@ -516,14 +525,15 @@ Shape advanced_index_shape(const char* op, Specs in, size_t first) {
   const Shape& s = in[0].shape;
   const size_t k = in.size() - first;
   if (k == 0 || k > s.size()) {
-    throw ShapeError(std::string(op) + ": " + std::to_string(k) + " index tensors for a tensor of shape " + shape_str(s));
+    throw ShapeError(std::string(op) + ": " + std::to_string(k) + " index tensors for a tensor of shape " +
+                     shape_str(s));
   }
   const Shape& b = in[first].shape;
   for (size_t i = first; i < in.size(); ++i) {
     check_int64(op, "index", in[i]);
     if (in[i].shape != b) {
-      throw ShapeError(std::string(op) + ": index tensors of shapes " + shape_str(b) + " and " + shape_str(in[i].shape) +
-                       " (broadcast them first)");
+      throw ShapeError(std::string(op) + ": index tensors of shapes " + shape_str(b) + " and " +
+                       shape_str(in[i].shape) + " (broadcast them first)");
     }
   }
   Shape out = b;
@@ -531,7 +541,9 @@ Shape advanced_index_shape(const char* op, Specs in, size_t first) {
   return out;
 }
 
-TensorSpec infer_index(const char* op, Specs in, const Attrs&) { return {advanced_index_shape(op, in, 1), in[0].dtype}; }
+TensorSpec infer_index(const char* op, Specs in, const Attrs&) {
+  return {advanced_index_shape(op, in, 1), in[0].dtype};
+}
 
 TensorSpec infer_index_put(const char* op, Specs in, const Attrs&) {
   if (in.size() < 3) throw ShapeError(std::string(op) + ": expected self, values and at least one index");
@@ -714,8 +726,7 @@ OpCategory op_category(OpKind op) {
   switch (op) {
     case OpKind::kDeviceData:
     case OpKind::kDropoutMask:
-    case OpKind::kOneHot:
-      return OpCategory::kData;
+    case OpKind::kOneHot: return OpCategory::kData;
     case OpKind::kCast:
     case OpKind::kAdd:
     case OpKind::kSub:
@@ -761,8 +772,7 @@ OpCategory op_category(OpKind op) {
     case OpKind::kRemainder:
     case OpKind::kFmod:
     case OpKind::kTril:
-    case OpKind::kTriu:
-      return OpCategory::kElementwise;
+    case OpKind::kTriu: return OpCategory::kElementwise;
     case OpKind::kMatmul:
     case OpKind::kConv2d:
     case OpKind::kConv2dBackwardInput:
@@ -772,8 +782,7 @@ OpCategory op_category(OpKind op) {
     case OpKind::kAvgPool2d:
     case OpKind::kAvgPool2dBackward:
     case OpKind::kAdaptiveAvgPool2d:
-    case OpKind::kAdaptiveAvgPool2dBackward:
-      return OpCategory::kMatmulConv;
+    case OpKind::kAdaptiveAvgPool2dBackward: return OpCategory::kMatmulConv;
     case OpKind::kSum:
     case OpKind::kMean:
     case OpKind::kProd:
@@ -789,16 +798,14 @@ OpCategory op_category(OpKind op) {
     case OpKind::kLogSoftmax:
     case OpKind::kNllLoss:
     case OpKind::kCumsum:
-    case OpKind::kCumprod:
-      return OpCategory::kReduction;
+    case OpKind::kCumprod: return OpCategory::kReduction;
     case OpKind::kReshape:
     case OpKind::kPermute:
     case OpKind::kExpand:
     case OpKind::kCat:
     case OpKind::kSlice:
     case OpKind::kSliceBackward:
-    case OpKind::kSliceScatter:
-      return OpCategory::kLayout;
+    case OpKind::kSliceScatter: return OpCategory::kLayout;
     case OpKind::kIndexSelect:
     case OpKind::kIndexAdd:
     case OpKind::kGather:
@@ -806,10 +813,8 @@ OpCategory op_category(OpKind op) {
     case OpKind::kScatterAdd:
     case OpKind::kIndex:
     case OpKind::kIndexPut:
-    case OpKind::kArgsort:
-      return OpCategory::kIndexing;
-    case OpKind::kAllReduce:
-      return OpCategory::kCollective;
+    case OpKind::kArgsort: return OpCategory::kIndexing;
+    case OpKind::kAllReduce: return OpCategory::kCollective;
     case OpKind::kNumOps: break;
   }
   return OpCategory::kOther;

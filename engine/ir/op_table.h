@@ -52,9 +52,9 @@ enum class OpKind : uint16_t {
   kLeakyRelu,  // attr negative_slope
   kGelu,       // erf form
   kSilu,
-  kSoftplus,   // attrs beta, threshold
-  kClamp,      // attrs min, max (+-inf when absent)
-  kMatmul,  // [..., m, k] x [..., k, n], batch dims broadcast (1-D operands: see ops::matmul)
+  kSoftplus,  // attrs beta, threshold
+  kClamp,     // attrs min, max (+-inf when absent)
+  kMatmul,    // [..., m, k] x [..., k, n], batch dims broadcast (1-D operands: see ops::matmul)
   // Convolution, pooling, normalization, dropout. NCHW, 4-D operands (ops.h
   // adds and drops the batch dim of unbatched inputs); spatial attrs are
   // [h, w] pairs. The backward ops are IR ops too, so a lazy backward pass is
@@ -100,8 +100,8 @@ enum class OpKind : uint16_t {
   // cpu device, at the sync that executes the graph on a lazy one.
   kNllLoss,
   // Joins, slices and gathers.
-  kCat,    // any number of operands (arity -1), attr dim; operands promoted to their common type
-  kSlice,  // attrs starts, ends, steps: one each per dim, normalized (0 <= start <= end <= size, step >= 1)
+  kCat,            // any number of operands (arity -1), attr dim; operands promoted to their common type
+  kSlice,          // attrs starts, ends, steps: one each per dim, normalized (0 <= start <= end <= size, step >= 1)
   kSliceBackward,  // attrs shape, starts, ends, steps: zeros of `shape` with the operand at the slice
   kIndexSelect,    // (input, int64 index [K]), attr dim: input's shape with dim of size K
   kIndexAdd,       // (self, int64 index [K], source), attr dim: self with source's slices added at index
@@ -150,9 +150,9 @@ enum class OpKind : uint16_t {
 // hashes): append, never renumber.
 enum class ReduceKind : int64_t { kSum = 0, kMul = 1, kMin = 2, kMax = 3, kAnd = 4, kOr = 5 };
 inline constexpr int64_t kNumReduceKinds = 6;
-std::string_view reduce_name(ReduceKind kind);  // "sum", as torch_xla's REDUCE_* constants
+std::string_view reduce_name(ReduceKind kind);                      // "sum", as torch_xla's REDUCE_* constants
 std::optional<ReduceKind> reduce_from_name(std::string_view name);  // nullopt for an unknown name
-std::string reduce_names();  // "sum, mul, min, max, and, or": for messages
+std::string reduce_names();                                         // "sum, mul, min, max, and, or": for messages
 // and/or give bool; the others keep the operand's dtype.
 inline bool is_logical(ReduceKind kind) { return kind == ReduceKind::kAnd || kind == ReduceKind::kOr; }
 

@@ -190,11 +190,11 @@ std::vector<SnapshotEntry> snapshot(bool only_changed) {
 
 namespace {
 void append_metric(std::string& out, const std::string& name, const MetricStats& s) {
-    out += "Metric: " + name + "\n";
-    out += "  TotalSamples: " + std::to_string(s.count) + "\n";
-    out += "  Accumulator: " + fmt("%.3fms", s.total) + "\n";
-    out += "  Percentiles: 50%=" + fmt("%.3fms", s.p50) + "; 90%=" + fmt("%.3fms", s.p90) +
-           "; 99%=" + fmt("%.3fms", s.p99) + "\n";
+  out += "Metric: " + name + "\n";
+  out += "  TotalSamples: " + std::to_string(s.count) + "\n";
+  out += "  Accumulator: " + fmt("%.3fms", s.total) + "\n";
+  out += "  Percentiles: 50%=" + fmt("%.3fms", s.p50) + "; 90%=" + fmt("%.3fms", s.p90) +
+         "; 99%=" + fmt("%.3fms", s.p99) + "\n";
 }
 }  // namespace
 

@@ -75,13 +75,13 @@ std::vector<SnapshotEntry> snapshot(bool only_changed);
 
 }  // namespace lazyscope::metrics
 
-#define LAZYSCOPE_COUNTER(name)                                                 \
-  ([]() -> ::lazyscope::metrics::Counter* {                                     \
+#define LAZYSCOPE_COUNTER(name)                                                    \
+  ([]() -> ::lazyscope::metrics::Counter* {                                        \
     static ::lazyscope::metrics::Counter* c = ::lazyscope::metrics::counter(name); \
-    return c;                                                                   \
+    return c;                                                                      \
   }())
-#define LAZYSCOPE_METRIC(name)                                                 \
-  ([]() -> ::lazyscope::metrics::Metric* {                                     \
+#define LAZYSCOPE_METRIC(name)                                                   \
+  ([]() -> ::lazyscope::metrics::Metric* {                                       \
     static ::lazyscope::metrics::Metric* m = ::lazyscope::metrics::metric(name); \
-    return m;                                                                  \
+    return m;                                                                    \
   }())

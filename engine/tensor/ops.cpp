@@ -232,8 +232,8 @@ Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs) {
       for (const Tensor& t : inputs) many.push_back(t.impl()->ir);
       operands = many;
     }
-    const NodePtr node =
-        make_node(op, operands, std::move(spec), std::move(attrs), current_source_location(), current_scope());
+    const NodePtr node = make_node(op, operands, std::move(spec), std::move(attrs), current_source_location(),
+                                   current_scope());
     // `node` is held here because registering `out` may run the graph (the
     // node limit) and rebind `out` to a leaf, releasing the node and with
     // it the attributes record() reads.
@@ -356,16 +356,36 @@ std::vector<int64_t> dim_list(std::optional<int64_t> dim) {
 }
 }  // namespace
 
-Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kSum, a, std::move(dims), keepdim); }
-Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kMean, a, std::move(dims), keepdim); }
-Tensor prod(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kProd, a, std::move(dims), keepdim); }
-Tensor amax(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAmax, a, std::move(dims), keepdim); }
-Tensor amin(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAmin, a, std::move(dims), keepdim); }
-Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) { return reduce(OpKind::kArgmax, a, dim_list(dim), keepdim); }
-Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) { return reduce(OpKind::kArgmin, a, dim_list(dim), keepdim); }
-Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kLogsumexp, a, std::move(dims), keepdim); }
-Tensor any(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAny, a, std::move(dims), keepdim); }
-Tensor all(const Tensor& a, std::vector<int64_t> dims, bool keepdim) { return reduce(OpKind::kAll, a, std::move(dims), keepdim); }
+Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kSum, a, std::move(dims), keepdim);
+}
+Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kMean, a, std::move(dims), keepdim);
+}
+Tensor prod(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kProd, a, std::move(dims), keepdim);
+}
+Tensor amax(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kAmax, a, std::move(dims), keepdim);
+}
+Tensor amin(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kAmin, a, std::move(dims), keepdim);
+}
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  return reduce(OpKind::kArgmax, a, dim_list(dim), keepdim);
+}
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  return reduce(OpKind::kArgmin, a, dim_list(dim), keepdim);
+}
+Tensor logsumexp(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kLogsumexp, a, std::move(dims), keepdim);
+}
+Tensor any(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kAny, a, std::move(dims), keepdim);
+}
+Tensor all(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  return reduce(OpKind::kAll, a, std::move(dims), keepdim);
+}
 Tensor var(const Tensor& a, std::vector<int64_t> dims, double correction, bool keepdim) {
   return apply(OpKind::kVar, {a}, {{"dims", std::move(dims)}, {"keepdim", keepdim}, {"correction", correction}});
 }
@@ -376,16 +396,13 @@ Tensor std(const Tensor& a, std::vector<int64_t> dims, double correction, bool k
 Tensor softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kSoftmax, {a}, {{"dim", dim}}); }
 Tensor log_softmax(const Tensor& a, int64_t dim) { return apply(OpKind::kLogSoftmax, {a}, {{"dim", dim}}); }
 
-
-
 Tensor all_reduce(const Tensor& a, ReduceKind kind, double scale, int64_t group) {
   if (!a.device().is_lazy()) {
     // The eager device would run the kernel now, outside any replica's graph.
     throw DeviceMismatchError("all_reduce: expected a tensor on a replica's lazy device, got one on " +
                               a.device().str() + at_line(current_source_location()));
   }
-  return apply(OpKind::kAllReduce, {a},
-               {{"reduce", static_cast<int64_t>(kind)}, {"scale", scale}, {"group", group}});
+  return apply(OpKind::kAllReduce, {a}, {{"reduce", static_cast<int64_t>(kind)}, {"scale", scale}, {"group", group}});
 }
 
 Tensor constant(BufferPtr buffer, const Device& device) { return Tensor::wrap(std::move(buffer), device); }

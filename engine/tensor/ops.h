@@ -174,9 +174,9 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
 struct IndexItem {
   enum class Kind { kInt, kSlice, kNone, kEllipsis, kTensor };
   Kind kind = Kind::kNone;
-  int64_t value = 0;  // kInt
+  int64_t value = 0;                         // kInt
   std::optional<int64_t> start, stop, step;  // kSlice
-  Tensor tensor;  // kTensor: integer indices or a bool mask
+  Tensor tensor;                             // kTensor: integer indices or a bool mask
 };
 Tensor index(const Tensor& a, const std::vector<IndexItem>& items);
 // The value of `self` with the elements `items` select (as in index())
@@ -185,7 +185,8 @@ Tensor index(const Tensor& a, const std::vector<IndexItem>& items);
 // A single bool mask of self's leading shape is allowed here: its
 // assignment is a where(), not data dependent, if `values` broadcast to the
 // unmasked trailing dims. Functional: the caller rebinds (see views.h).
-Tensor index_put(const Tensor& self, const std::vector<IndexItem>& items, const Tensor& values, bool accumulate = false);
+Tensor index_put(const Tensor& self, const std::vector<IndexItem>& items, const Tensor& values,
+                 bool accumulate = false);
 
 // Gathers and their scatter-adds. Indices are integer tensors of at most one
 // dim, each in [0, size); out of range is an IndexError when the kernel runs.

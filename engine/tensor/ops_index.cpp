@@ -53,7 +53,8 @@ IndexPlan plan_index(const Tensor& a, const std::vector<IndexItem>& items) {
     consumed += it.kind == Kind::kInt || it.kind == Kind::kSlice || it.kind == Kind::kTensor;
     ellipses += it.kind == Kind::kEllipsis;
   }
-  if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')" + at_line(current_source_location()));
+  if (ellipses > 1)
+    throw IndexError("an index can only have a single ellipsis ('...')" + at_line(current_source_location()));
   if (consumed > rank) {
     throw IndexError("too many indices for tensor of dimension " + std::to_string(rank) + " (got " +
                      std::to_string(consumed) + ")" + at_line(current_source_location()));
@@ -216,21 +217,25 @@ Tensor index_put(const Tensor& self, const std::vector<IndexItem>& items, const 
     // x[mask] = v is a where(): no data-dependent shape, as long as v does
     // not need to know how many elements the mask selects.
     if (items.size() != 1) {
-      throw IndexError("index_put: a boolean mask combined with other indices is not supported in an assignment; "
-                       "use where()" + at_line(current_source_location()));
+      throw IndexError(
+          "index_put: a boolean mask combined with other indices is not supported in an assignment; "
+          "use where()" +
+          at_line(current_source_location()));
     }
     const Tensor& mask = items[0].tensor;
     const Shape& m = mask.shape();
     if (m.size() > s.size() || !std::equal(m.begin(), m.end(), s.begin())) {
-      throw IndexError("index_put: the shape of the mask " + shape_str(m) + " does not match the shape of the indexed tensor " +
-                       shape_str(s) + at_line(current_source_location()));
+      throw IndexError("index_put: the shape of the mask " + shape_str(m) +
+                       " does not match the shape of the indexed tensor " + shape_str(s) +
+                       at_line(current_source_location()));
     }
     const Shape trailing(s.begin() + static_cast<std::ptrdiff_t>(m.size()), s.end());
     const bool fits = broadcasts_to(v.shape(), trailing);
     if (!fits) {
-      throw ShapeError("index_put: values of shape " + shape_str(v.shape()) + " for a boolean mask of shape " + shape_str(m) +
-                       " on a tensor of shape " + shape_str(s) + ": only values that broadcast to the unmasked dims " +
-                       shape_str(trailing) + " are supported (one value per selected element is data dependent)" +
+      throw ShapeError("index_put: values of shape " + shape_str(v.shape()) + " for a boolean mask of shape " +
+                       shape_str(m) + " on a tensor of shape " + shape_str(s) +
+                       ": only values that broadcast to the unmasked dims " + shape_str(trailing) +
+                       " are supported (one value per selected element is data dependent)" +
                        at_line(current_source_location()));
     }
     Shape mask_shape = m;
@@ -275,7 +280,7 @@ Tensor index_put(const Tensor& self, const std::vector<IndexItem>& items, const 
 namespace {
 Tensor as_index(const Tensor& index) {
   return index.defined() && !is_floating(index.dtype()) && index.dtype() != DType::kBool ? cast(index, DType::kInt64)
-                                                                                            : index;
+                                                                                         : index;
 }
 }  // namespace
 
@@ -379,7 +384,6 @@ std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim, bool lar
   return {gather(a, dim, order), order};
 }
 
-
 namespace {
 // A data-dependent op: `fn` on host buffers. On the eager device it simply
 // runs; on a lazy device it is a DATA_DEPENDENT fallback.
@@ -436,8 +440,7 @@ std::vector<Tensor> nonzero_tuple(const Tensor& a) {
 Tensor masked_select(const Tensor& a, const Tensor& mask) {
   if (!a.defined() || !mask.defined()) throw EngineError("masked_select: undefined tensor operand");
   check_bool_mask("masked_select", mask);
-  const Shape shape =
-      at_call([&] { return broadcast_shapes(a.shape(), mask.shape(), "masked_select"); });
+  const Shape shape = at_call([&] { return broadcast_shapes(a.shape(), mask.shape(), "masked_select"); });
   // Only the mask leaves the device; the selection itself is an index_select
   // on the device, whose gradient scatters back into `a`.
   const Tensor positions = true_positions("masked_select", expand(mask, shape));

@@ -16,8 +16,7 @@ namespace lazyscope::ops::detail {
 inline std::string at_line(const SourceLocation& loc) { return loc.known() ? " (at " + loc.str() + ")" : ""; }
 
 // Shape errors of ops that check before apply(); they name the line too.
-template <typename F>
-auto at_call(F&& f) {
+template <typename F> auto at_call(F&& f) {
   try {
     return f();
   } catch (const ShapeError& e) {
@@ -31,8 +30,7 @@ inline void check_same_device(OpKind op, const std::vector<Tensor>& inputs) {
     if (inputs[i].device() != inputs[0].device()) {
       throw DeviceMismatchError(std::string(op_name(op)) + ": operands are on different devices, " +
                                 inputs[0].device().str() + " and " + inputs[i].device().str() +
-                                "; move them to one device with .to(device)" +
-                                at_line(current_source_location()));
+                                "; move them to one device with .to(device)" + at_line(current_source_location()));
     }
   }
 }

@@ -19,7 +19,6 @@ namespace lazyscope::ops {
 using detail::at_call;
 using detail::at_line;
 
-
 namespace {
 Tensor num_like(double v, const Tensor& like) { return scalar(v, like.dtype(), like.device()); }
 
@@ -42,12 +41,12 @@ namespace {
 // The class weights as a [C] tensor of the input's dtype; ShapeError otherwise.
 Tensor class_weights(const char* op, const Tensor& weight, const Tensor& input, int64_t classes) {
   if (weight.shape().size() != 1 || weight.shape()[0] != classes) {
-    throw ShapeError(std::string(op) + ": expected a weight of shape [" + std::to_string(classes) + "] (one per class), got " +
-                     shape_str(weight.shape()) + at_line(current_source_location()));
+    throw ShapeError(std::string(op) + ": expected a weight of shape [" + std::to_string(classes) +
+                     "] (one per class), got " + shape_str(weight.shape()) + at_line(current_source_location()));
   }
   if (!is_floating(weight.dtype())) {
-    throw EngineError(std::string(op) + ": expected a floating point weight, got " + std::string(dtype_name(weight.dtype())) +
-                      at_line(current_source_location()));
+    throw EngineError(std::string(op) + ": expected a floating point weight, got " +
+                      std::string(dtype_name(weight.dtype())) + at_line(current_source_location()));
   }
   return cast(weight, input.dtype());
 }
@@ -62,10 +61,12 @@ Tensor target_weights(const Tensor& weight, const Tensor& target, const Tensor& 
 }
 }  // namespace
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, int64_t ignore_index, const Tensor& weight) {
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, int64_t ignore_index,
+                const Tensor& weight) {
   const Attrs attrs{{"reduction", static_cast<int64_t>(reduction)}, {"ignore_index", ignore_index}};
   if (input.defined() && target.defined() && input.shape().size() == 1 && target.shape().empty()) {
-    const Tensor out = nll_loss(unsqueeze(input, 0), unsqueeze(class_targets(target), 0), reduction, ignore_index, weight);
+    const Tensor out = nll_loss(unsqueeze(input, 0), unsqueeze(class_targets(target), 0), reduction, ignore_index,
+                                weight);
     return reduction == Reduction::kNone ? reshape(out, {}) : out;
   }
   if (!weight.defined()) {
@@ -122,9 +123,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
   Tensor smooth = where(mask, neg(sum(weighted_logp, {class_dim})), num_like(0, logp));
   if (reduction == Reduction::kMean) {
     // Divided as the nll term is: by the weights of the targets kept (their count without weights).
-    const Tensor denominator =
-        w.defined() ? sum(target_weights(w, s.size() == 1 ? unsqueeze(t, 0) : t, s.size() == 1 ? unsqueeze(mask, 0) : mask, n_classes))
-                    : sum(cast(mask, logp.dtype()));
+    const Tensor denominator = w.defined() ? sum(target_weights(w, s.size() == 1 ? unsqueeze(t, 0) : t,
+                                                                s.size() == 1 ? unsqueeze(mask, 0) : mask, n_classes))
+                                           : sum(cast(mask, logp.dtype()));
     smooth = div(sum(smooth), denominator);
   } else if (reduction == Reduction::kSum) {
     smooth = sum(smooth);
@@ -139,8 +140,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
   if (input.shape() != target.shape()) {
-    throw ShapeError("binary_cross_entropy: target of shape " + shape_str(target.shape()) +
-                     " for an input of shape " + shape_str(input.shape()) + at_line(current_source_location()));
+    throw ShapeError("binary_cross_entropy: target of shape " + shape_str(target.shape()) + " for an input of shape " +
+                     shape_str(input.shape()) + at_line(current_source_location()));
   }
   const Tensor log_p = clamp(log(input), -100.0, std::nullopt);
   const Tensor log_q = clamp(log(sub(num_like(1, input), input)), -100.0, std::nullopt);

@@ -104,10 +104,9 @@ Tensor dropout_with_mask_shape(const char* op, const Tensor& input, double p, bo
   }
   check_floating(op, input);
   if (!training || p == 0.0) return input;
-  const Tensor mask = apply(OpKind::kDropoutMask, {next_rng_state(input.device())},
-                            {{"shape", std::move(mask_shape)},
-                             {"dtype", static_cast<int64_t>(input.dtype())},
-                             {"p", p}});
+  const Tensor mask = apply(
+      OpKind::kDropoutMask, {next_rng_state(input.device())},
+      {{"shape", std::move(mask_shape)}, {"dtype", static_cast<int64_t>(input.dtype())}, {"p", p}});
   return mul(input, mask);
 }
 
@@ -117,9 +116,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Siz
               Size2 dilation, int64_t groups) {
   check_defined("conv2d", weight, "the weight");
   return batched("conv2d", input, [&](const Tensor& x) {
-    Tensor out = apply(OpKind::kConv2d, {x, weight},
-                       {{"stride", vec(stride)}, {"padding", vec(padding)}, {"dilation", vec(dilation)},
-                        {"groups", groups}});
+    Tensor out = apply(
+        OpKind::kConv2d, {x, weight},
+        {{"stride", vec(stride)}, {"padding", vec(padding)}, {"dilation", vec(dilation)}, {"groups", groups}});
     if (!bias.defined()) return out;
     check_param("conv2d", "bias", bias, {weight.shape()[0]});
     return add(out, reshape(bias, {1, -1, 1, 1}));
@@ -130,8 +129,11 @@ Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
                   bool ceil_mode) {
   return batched("max_pool2d", input, [&](const Tensor& x) {
     return apply(OpKind::kMaxPool2d, {x},
-                 {{"kernel_size", vec(kernel_size)}, {"stride", vec(stride.value_or(kernel_size))},
-                  {"padding", vec(padding)}, {"dilation", vec(dilation)}, {"ceil_mode", ceil_mode}});
+                 {{"kernel_size", vec(kernel_size)},
+                  {"stride", vec(stride.value_or(kernel_size))},
+                  {"padding", vec(padding)},
+                  {"dilation", vec(dilation)},
+                  {"ceil_mode", ceil_mode}});
   });
 }
 
@@ -142,8 +144,11 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
   }
   return batched("avg_pool2d", input, [&](const Tensor& x) {
     return apply(OpKind::kAvgPool2d, {x},
-                 {{"kernel_size", vec(kernel_size)}, {"stride", vec(stride.value_or(kernel_size))},
-                  {"padding", vec(padding)}, {"ceil_mode", ceil_mode}, {"count_include_pad", count_include_pad},
+                 {{"kernel_size", vec(kernel_size)},
+                  {"stride", vec(stride.value_or(kernel_size))},
+                  {"padding", vec(padding)},
+                  {"ceil_mode", ceil_mode},
+                  {"count_include_pad", count_include_pad},
                   {"divisor", divisor_override.value_or(0)}});
   });
 }
@@ -221,7 +226,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   if (training && running_mean.defined()) {
     autograd::NoGradGuard no_grad;
     const auto blend = [&](const Tensor& running, const Tensor& batch) {
-      return add(mul(running, num(1.0 - momentum, running)), mul(cast(batch.detach(), running.dtype()), num(momentum, running)));
+      return add(mul(running, num(1.0 - momentum, running)),
+                 mul(cast(batch.detach(), running.dtype()), num(momentum, running)));
     };
     const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
     const Tensor new_mean = blend(running_mean, mu);

@@ -102,13 +102,15 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) throw ShapeError("stack: expected a non-empty list of tensors" + at_line(current_source_location()));
+  if (tensors.empty())
+    throw ShapeError("stack: expected a non-empty list of tensors" + at_line(current_source_location()));
   const Shape& first = tensors[0].shape();
   std::vector<Tensor> parts;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].shape() != first) {
       throw ShapeError("stack: expects each tensor to be equal size, but got " + shape_str(first) + " at entry 0 and " +
-                       shape_str(tensors[i].shape()) + " at entry " + std::to_string(i) + at_line(current_source_location()));
+                       shape_str(tensors[i].shape()) + " at entry " + std::to_string(i) +
+                       at_line(current_source_location()));
     }
     parts.push_back(unsqueeze(tensors[i], dim));
   }
@@ -121,7 +123,8 @@ Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> 
     identity = starts[d] == 0 && ends[d] == a.shape()[d] && steps[d] == 1;
   }
   if (identity) return a;
-  return apply(OpKind::kSlice, {a}, {{"starts", std::move(starts)}, {"ends", std::move(ends)}, {"steps", std::move(steps)}});
+  return apply(OpKind::kSlice, {a},
+               {{"starts", std::move(starts)}, {"ends", std::move(ends)}, {"steps", std::move(steps)}});
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
@@ -175,7 +178,8 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
   if (chunks <= 0) {
-    throw ShapeError("chunk: chunks must be positive, got " + std::to_string(chunks) + at_line(current_source_location()));
+    throw ShapeError("chunk: chunks must be positive, got " + std::to_string(chunks) +
+                     at_line(current_source_location()));
   }
   const Shape& s = a.shape();
   const auto d = static_cast<size_t>(at_call([&] { return wrap_dim(dim, s.size(), "chunk"); }));

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
-#include "core/settings.h"
 #include "core/error.h"
 #include "core/pool.h"
+#include "core/settings.h"
 #include "events/event_bus.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"

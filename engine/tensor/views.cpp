@@ -140,15 +140,16 @@ Tensor permute(const Tensor& a, std::vector<int64_t> dims) {
   const Tensor out = ops::permute(a, dims);
   std::vector<int64_t> inverse(dims.size());
   const auto rank = static_cast<int64_t>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>((dims[i] + rank) % rank)] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < dims.size(); ++i)
+    inverse[static_cast<size_t>((dims[i] + rank) % rank)] = static_cast<int64_t>(i);
   return make_view(
       a, out, [dims](const Tensor& b) { return ops::permute(b, dims); },
       [inverse](const Tensor&, const Tensor& v) { return ops::permute(v, inverse); }, "permuted view");
 }
 
 Tensor expand(const Tensor& a, std::vector<int64_t> shape) {
-  return make_view(a, ops::expand(a, shape), [shape](const Tensor& b) { return ops::expand(b, shape); }, nullptr,
-                   "expanded view");
+  return make_view(
+      a, ops::expand(a, shape), [shape](const Tensor& b) { return ops::expand(b, shape); }, nullptr, "expanded view");
 }
 
 Tensor index(const Tensor& a, const std::vector<ops::IndexItem>& items) {
@@ -177,13 +178,17 @@ Tensor inplace(const Tensor& self, const char* op, const std::function<Tensor(co
   refresh_if_view(self);
   if (autograd::grad_enabled()) {
     if (self.requires_grad() && self.is_leaf()) {
-      throw EngineError(std::string(op) + ": a leaf Variable that requires grad is being used in an in-place "
-                        "operation; do it under no_grad(), or on a clone()" + at_line());
+      throw EngineError(std::string(op) +
+                        ": a leaf Variable that requires grad is being used in an in-place "
+                        "operation; do it under no_grad(), or on a clone()" +
+                        at_line());
     }
     for (const ViewInfo* v = self.impl()->view.get(); v && !v->data_only; v = v->base->view.get()) {
       if (v->base->requires_grad && !v->base->grad_fn) {
-        throw EngineError(std::string(op) + ": a view of a leaf Variable that requires grad is being used in an "
-                          "in-place operation" + at_line());
+        throw EngineError(std::string(op) +
+                          ": a view of a leaf Variable that requires grad is being used in an "
+                          "in-place operation" +
+                          at_line());
       }
     }
   }
@@ -203,7 +208,8 @@ Tensor inplace(const Tensor& self, const char* op, const std::function<Tensor(co
   if (value.dtype() != self.dtype()) {
     if (!can_cast(value.dtype(), self.dtype())) {
       throw EngineError(std::string(op) + ": result type " + std::string(dtype_name(value.dtype())) +
-                        " can't be cast to the desired output type " + std::string(dtype_name(self.dtype())) + at_line());
+                        " can't be cast to the desired output type " + std::string(dtype_name(self.dtype())) +
+                        at_line());
     }
     value = ops::cast(value, self.dtype());
   }

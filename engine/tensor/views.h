@@ -59,7 +59,7 @@ Tensor make_view(const Tensor& base, const Tensor& view, std::function<Tensor(co
 // The user-visible views. Each returns a tensor of its own that aliases `a`.
 Tensor reshape(const Tensor& a, std::vector<int64_t> shape);
 Tensor permute(const Tensor& a, std::vector<int64_t> dims);
-Tensor expand(const Tensor& a, std::vector<int64_t> shape);  // read-only
+Tensor expand(const Tensor& a, std::vector<int64_t> shape);               // read-only
 Tensor index(const Tensor& a, const std::vector<ops::IndexItem>& items);  // basic items only
 Tensor slice(const Tensor& a, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> steps);
 Tensor detach(const Tensor& a);

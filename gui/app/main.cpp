@@ -25,24 +25,23 @@ int main(int argc, char* argv[]) {
   QApplication::setWindowIcon(QIcon(QStringLiteral(":/lazyscope/icons/lazyscope.svg")));
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      QStringLiteral("Browse the runs recorded in a LazyScope history."));
+  parser.setApplicationDescription(QStringLiteral("Browse the runs recorded in a LazyScope history."));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument(
-      QStringLiteral("history"),
-      QStringLiteral("History file to open (default: $LAZYSCOPE_HISTORY, else "
-                     "$XDG_DATA_HOME/lazyscope/history.sqlite)."),
-      QStringLiteral("[HISTORY]"));
+  parser.addPositionalArgument(QStringLiteral("history"),
+                               QStringLiteral("History file to open (default: $LAZYSCOPE_HISTORY, else "
+                                              "$XDG_DATA_HOME/lazyscope/history.sqlite)."),
+                               QStringLiteral("[HISTORY]"));
   const QCommandLineOption runOption(
       QStringLiteral("run"),
       QStringLiteral("Select this run once loaded: a run id, a run name (the newest run of that name) or "
                      "\"last\" (the default: the newest run)."),
       QStringLiteral("run"));
-  const QCommandLineOption tabOption(QStringLiteral("tab"),
-                                     QStringLiteral("Show this tab of the run: overview, recompilations, graphs, timeline, "
-                                                    "charts, fallbacks, metrics, output, kernels."),
-                                     QStringLiteral("name"));
+  const QCommandLineOption tabOption(
+      QStringLiteral("tab"),
+      QStringLiteral("Show this tab of the run: overview, recompilations, graphs, timeline, "
+                     "charts, fallbacks, metrics, output, kernels."),
+      QStringLiteral("name"));
   const QCommandLineOption schemeOption(
       QStringLiteral("color-scheme"),
       QStringLiteral("Colours: system (the default: follow the desktop), light or dark. "

@@ -22,19 +22,23 @@ namespace lazyscope::gui {
 QStringList splitList(const QString &text) {
   QStringList out;
   for (const QString &part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-    if (!part.trimmed().isEmpty())
-      out << part.trimmed();
+    if (!part.trimmed().isEmpty()) out << part.trimmed();
   }
   return out;
 }
 
 RunScriptDialog::RunScriptDialog(const QString &history, QWidget *parent)
-    : QDialog(parent), history_(history), script_(new QLineEdit(this)),
-      args_(new QLineEdit(this)), deviceKind_(new QComboBox(this)),
+    : QDialog(parent),
+      history_(history),
+      script_(new QLineEdit(this)),
+      args_(new QLineEdit(this)),
+      deviceKind_(new QComboBox(this)),
       deviceCount_(new QSpinBox(this)),
       bf16_(new QCheckBox(tr("Compute in bfloat16"), this)),
-      fallbacks_(new QLineEdit(this)), name_(new QLineEdit(this)),
-      tags_(new QLineEdit(this)), command_(new QLabel(this)),
+      fallbacks_(new QLineEdit(this)),
+      name_(new QLineEdit(this)),
+      tags_(new QLineEdit(this)),
+      command_(new QLabel(this)),
       problem_(new QLabel(this)),
       buttons_(new QDialogButtonBox(QDialogButtonBox::Cancel, this)) {
   setObjectName(QStringLiteral("runScriptDialog"));
@@ -46,8 +50,7 @@ RunScriptDialog::RunScriptDialog(const QString &history, QWidget *parent)
   deviceKind_->addItem(QStringLiteral("lazy"), QStringLiteral("lazy"));
   deviceKind_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
   deviceCount_->setRange(1, 64);
-  fallbacks_->setPlaceholderText(
-      tr("ops to run on the host, e.g. softmax, gelu"));
+  fallbacks_->setPlaceholderText(tr("ops to run on the host, e.g. softmax, gelu"));
   name_->setPlaceholderText(tr("the script's file name"));
   tags_->setPlaceholderText(tr("comma-separated, e.g. baseline, bs64"));
   command_->setObjectName(QStringLiteral("runCommandPreview"));
@@ -71,8 +74,8 @@ RunScriptDialog::RunScriptDialog(const QString &history, QWidget *parent)
 
   auto *form = new QFormLayout;
   // A row that is a layout gets no buddy from addRow(): the mnemonic needs one.
-  const auto label = [this](const QString& text, QWidget* buddy) {
-    auto* l = new QLabel(text, this);
+  const auto label = [this](const QString &text, QWidget *buddy) {
+    auto *l = new QLabel(text, this);
     l->setBuddy(buddy);
     return l;
   };
@@ -84,8 +87,7 @@ RunScriptDialog::RunScriptDialog(const QString &history, QWidget *parent)
   form->addRow(tr("Run &name:"), name_);
   form->addRow(tr("&Tags:"), tags_);
 
-  QPushButton *run =
-      buttons_->addButton(tr("&Run"), QDialogButtonBox::AcceptRole);
+  QPushButton *run = buttons_->addButton(tr("&Run"), QDialogButtonBox::AcceptRole);
   run->setObjectName(QStringLiteral("runButton"));
   run->setDefault(true);
   connect(buttons_, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -102,10 +104,8 @@ RunScriptDialog::RunScriptDialog(const QString &history, QWidget *parent)
   for (QLineEdit *edit : {script_, args_, fallbacks_, name_, tags_}) {
     connect(edit, &QLineEdit::textChanged, this, &RunScriptDialog::update);
   }
-  connect(deviceKind_, &QComboBox::currentIndexChanged, this,
-          &RunScriptDialog::update);
-  connect(deviceCount_, &QSpinBox::valueChanged, this,
-          &RunScriptDialog::update);
+  connect(deviceKind_, &QComboBox::currentIndexChanged, this, &RunScriptDialog::update);
+  connect(deviceCount_, &QSpinBox::valueChanged, this, &RunScriptDialog::update);
   connect(bf16_, &QCheckBox::toggled, this, &RunScriptDialog::update);
   update();
   askRunnerForFlags();
@@ -116,14 +116,11 @@ void RunScriptDialog::askRunnerForFlags() {
   // blocking the dialog.
   auto *help = new QProcess(this);
   connect(help, &QProcess::finished, this, [this, help] {
-    const QString text = QString::fromUtf8(help->readAllStandardOutput() +
-                                           help->readAllStandardError());
+    const QString text = QString::fromUtf8(help->readAllStandardOutput() + help->readAllStandardError());
     QStringList flags;
     const QRegularExpression flag(QStringLiteral("--[a-z][a-z0-9-]*"));
-    for (auto it = flag.globalMatch(text); it.hasNext();)
-      flags << it.next().captured();
-    if (!flags.isEmpty())
-      setSupportedFlags(flags);
+    for (auto it = flag.globalMatch(text); it.hasNext();) flags << it.next().captured();
+    if (!flags.isEmpty()) setSupportedFlags(flags);
     help->deleteLater();
   });
   connect(help, &QProcess::errorOccurred, help, &QObject::deleteLater);
@@ -136,9 +133,7 @@ void RunScriptDialog::setSupportedFlags(const QStringList &flags) {
     const QString flag = QString::fromLatin1(runFlag(option));
     const bool known = flags.contains(flag);
     widget->setEnabled(known);
-    widget->setToolTip(
-        known ? QString()
-              : tr("This lazyscope does not support %1 yet.").arg(flag));
+    widget->setToolTip(known ? QString() : tr("This lazyscope does not support %1 yet.").arg(flag));
   };
   enable(deviceKind_, "device");
   enable(deviceCount_, "devices");
@@ -155,13 +150,10 @@ ScriptRunOptions RunScriptDialog::options() const {
   o.args = QProcess::splitCommand(args_->text());
   o.name = name_->text().trimmed();
   o.tags = splitList(tags_->text());
-  o.deviceKind = deviceKind_->isEnabled()
-                     ? deviceKind_->currentData().toString()
-                     : QString();
+  o.deviceKind = deviceKind_->isEnabled() ? deviceKind_->currentData().toString() : QString();
   o.deviceCount = deviceCount_->value();
   o.bf16 = bf16_->isEnabled() && bf16_->isChecked();
-  o.fallbackOps =
-      fallbacks_->isEnabled() ? splitList(fallbacks_->text()) : QStringList();
+  o.fallbackOps = fallbacks_->isEnabled() ? splitList(fallbacks_->text()) : QStringList();
   return o;
 }
 
@@ -170,31 +162,24 @@ void RunScriptDialog::setOptions(const ScriptRunOptions &o) {
   args_->setText(o.args.join(QLatin1Char(' ')));
   name_->setText(o.name);
   tags_->setText(o.tags.join(QStringLiteral(", ")));
-  deviceKind_->setCurrentIndex(
-      std::max(0, deviceKind_->findData(o.deviceKind)));
+  deviceKind_->setCurrentIndex(std::max(0, deviceKind_->findData(o.deviceKind)));
   deviceCount_->setValue(o.deviceCount);
   bf16_->setChecked(o.bf16);
   fallbacks_->setText(o.fallbackOps.join(QStringLiteral(", ")));
 }
 
-QStringList RunScriptDialog::commandLine() const {
-  return runCommandLine(options(), history_, supported_);
-}
+QStringList RunScriptDialog::commandLine() const { return runCommandLine(options(), history_, supported_); }
 
 void RunScriptDialog::browse() {
   const QString path = QFileDialog::getOpenFileName(
-      this, tr("Script to Run"), QFileInfo(script_->text()).absolutePath(),
-      tr("Python scripts (*.py);;All files (*)"));
-  if (!path.isEmpty())
-    script_->setText(path);
+      this, tr("Script to Run"), QFileInfo(script_->text()).absolutePath(), tr("Python scripts (*.py);;All files (*)"));
+  if (!path.isEmpty()) script_->setText(path);
 }
 
 void RunScriptDialog::update() {
   QStringList shown{QFileInfo(runnerPath()).fileName()};
   for (const QString &arg : commandLine()) {
-    shown << (arg.contains(QLatin1Char(' '))
-                  ? QLatin1Char('"') + arg + QLatin1Char('"')
-                  : arg);
+    shown << (arg.contains(QLatin1Char(' ')) ? QLatin1Char('"') + arg + QLatin1Char('"') : arg);
   }
   command_->setText(shown.join(QLatin1Char(' ')));
   QString problem;
@@ -211,9 +196,8 @@ void RunScriptDialog::update() {
                                             .arg(history_)
                                       : problem);
   for (QAbstractButton *button : buttons_->buttons()) {
-    if (buttons_->buttonRole(button) == QDialogButtonBox::AcceptRole)
-      button->setEnabled(problem.isEmpty());
+    if (buttons_->buttonRole(button) == QDialogButtonBox::AcceptRole) button->setEnabled(problem.isEmpty());
   }
 }
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

@@ -21,7 +21,7 @@ namespace lazyscope::gui {
 class RunScriptDialog : public QDialog {
   Q_OBJECT
 
-public:
+ public:
   RunScriptDialog(const QString &history, QWidget *parent = nullptr);
 
   ScriptRunOptions options() const;
@@ -30,7 +30,7 @@ public:
   void setSupportedFlags(const QStringList &flags);
   QStringList commandLine() const;
 
-private:
+ private:
   void browse();
   void update();
   void askRunnerForFlags();
@@ -53,4 +53,4 @@ private:
 // "a, b ,c" -> {"a", "b", "c"}.
 QStringList splitList(const QString &text);
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

@@ -35,8 +35,7 @@ class BackgroundJob : public QObject {
   // Runs `work` (callable as work() or work(JobControl&)) on a pool thread
   // and calls deliver(result) here unless superseded or cancelled. `work`
   // must touch nothing but what it captured; its result must be copyable.
-  template <class Work, class Deliver>
-  void run(const QString& label, Work work, Deliver deliver);
+  template <class Work, class Deliver> void run(const QString& label, Work work, Deliver deliver);
 
   // Drops the result of the run under way, if any (no cancelled() signal:
   // the caller itself no longer wants it).
@@ -68,8 +67,7 @@ class BackgroundJob : public QObject {
   std::shared_ptr<JobControl> control_;
 };
 
-template <class Work, class Deliver>
-void BackgroundJob::run(const QString& label, Work work, Deliver deliver) {
+template <class Work, class Deliver> void BackgroundJob::run(const QString& label, Work work, Deliver deliver) {
   std::shared_ptr<JobControl> control = begin(label);
   const quint64 generation = generation_;
   auto task = [work = std::move(work), control]() mutable {

@@ -4,30 +4,27 @@
 #include <memory>
 
 #include "analysis/compare.h"
-#include "loaders/background_job.h"
 #include "analysis/run_data.h"
+#include "loaders/background_job.h"
 #include "query/history_reader.h"
 
 namespace lazyscope::gui {
 
 struct CompareLoader::Result {
-  std::shared_ptr<Comparison>
-      comparison; // shared: a QFuture result must be copyable
+  std::shared_ptr<Comparison> comparison;  // shared: a QFuture result must be copyable
   QString error;
 };
 
 namespace {
 
-CompareLoader::Result read(const std::string &path, int64_t runA,
-                           int64_t runB) {
+CompareLoader::Result read(const std::string &path, int64_t runA, int64_t runB) {
   CompareLoader::Result result;
   try {
     const storage::HistoryReader reader(path);
     std::optional<storage::RunData> a = storage::load_run_data(reader, runA);
     std::optional<storage::RunData> b = storage::load_run_data(reader, runB);
     if (!a || !b) {
-      result.error = CompareLoader::tr("Run %1 is no longer in the history.")
-                         .arg(!a ? runA : runB);
+      result.error = CompareLoader::tr("Run %1 is no longer in the history.").arg(!a ? runA : runB);
       return result;
     }
     auto comparison = std::make_shared<Comparison>();
@@ -43,10 +40,9 @@ CompareLoader::Result read(const std::string &path, int64_t runA,
   return result;
 }
 
-} // namespace
+}  // namespace
 
-CompareLoader::CompareLoader(QObject *parent)
-    : QObject(parent), job_(new BackgroundJob(this)) {
+CompareLoader::CompareLoader(QObject *parent) : QObject(parent), job_(new BackgroundJob(this)) {
   connect(job_, &BackgroundJob::cancelled, this, &CompareLoader::cancelled);
 }
 
@@ -55,9 +51,10 @@ bool CompareLoader::isLoading() const { return job_->isRunning(); }
 void CompareLoader::cancel() { job_->cancel(); }
 
 void CompareLoader::load(const QString &path, int64_t runA, int64_t runB) {
-  job_->run(tr("Comparing runs %1 and %2…").arg(runA).arg(runB),
-            [path = path.toStdString(), runA, runB] { return read(path, runA, runB); },
-            [this](const Result &result) { deliver(result); });
+  job_->run(
+      tr("Comparing runs %1 and %2…").arg(runA).arg(runB),
+      [path = path.toStdString(), runA, runB] { return read(path, runA, runB); },
+      [this](const Result &result) { deliver(result); });
 }
 
 void CompareLoader::deliver(const Result &result) {
@@ -68,4 +65,4 @@ void CompareLoader::deliver(const Result &result) {
   }
 }
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

@@ -15,7 +15,7 @@ namespace lazyscope::gui {
 class BackgroundJob;
 
 struct Comparison {
-  pb::RunComparison runs; // deltas are B - A
+  pb::RunComparison runs;  // deltas are B - A
   std::vector<pb::FallbackGroup> fallbacksA;
   std::vector<pb::FallbackGroup> fallbacksB;
   pb::StepSeries stepsA;
@@ -25,7 +25,7 @@ struct Comparison {
 class CompareLoader : public QObject {
   Q_OBJECT
 
-public:
+ public:
   explicit CompareLoader(QObject *parent = nullptr);
 
   void load(const QString &path, int64_t runA, int64_t runB);
@@ -34,16 +34,16 @@ public:
 
   struct Result;
 
-signals:
+ signals:
   void loaded(const lazyscope::gui::Comparison &comparison);
   void failed(const QString &message);
   // The user pressed Cancel in the status bar: nothing is delivered.
   void cancelled();
 
-private:
+ private:
   void deliver(const Result &result);
 
   BackgroundJob *job_;
 };
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

@@ -78,9 +78,10 @@ bool GraphLoader::isLoading() const { return listJob_->isRunning() || graphJob_-
 
 void GraphLoader::loadList(const QString& path, int64_t runId) {
   graphJob_->cancel();  // a graph of the previous run is no longer wanted
-  listJob_->run(tr("Reading the graphs of run %1…").arg(runId),
-                [path = path.toStdString(), runId] { return readList(path, runId); },
-                [this, runId](const ListResult& result) { deliverList(runId, result); });
+  listJob_->run(
+      tr("Reading the graphs of run %1…").arg(runId),
+      [path = path.toStdString(), runId] { return readList(path, runId); },
+      [this, runId](const ListResult& result) { deliverList(runId, result); });
 }
 
 void GraphLoader::deliverList(int64_t runId, const ListResult& result) {
@@ -93,9 +94,10 @@ void GraphLoader::deliverList(int64_t runId, const ListResult& result) {
 
 void GraphLoader::loadGraph(const QString& path, int64_t runId, uint64_t hash) {
   hash_ = hash;
-  graphJob_->run(tr("Reading graph %1…").arg(hash, 16, 16, QLatin1Char('0')),
-                 [path = path.toStdString(), runId, hash] { return readGraph(path, runId, hash); },
-                 [this, hash](const GraphResult& result) { deliverGraph(hash, result); });
+  graphJob_->run(
+      tr("Reading graph %1…").arg(hash, 16, 16, QLatin1Char('0')),
+      [path = path.toStdString(), runId, hash] { return readGraph(path, runId, hash); },
+      [this, hash](const GraphResult& result) { deliverGraph(hash, result); });
 }
 
 void GraphLoader::deliverGraph(uint64_t hash, const GraphResult& result) {

@@ -35,8 +35,7 @@ class GraphLoader : public QObject {
 
  signals:
   void listLoaded(qint64 runId, const std::vector<lazyscope::gui::GraphRow>& rows);
-  void graphLoaded(quint64 hash, std::shared_ptr<const lazyscope::pb::IrGraph> graph,
-                   const QString& programText);
+  void graphLoaded(quint64 hash, std::shared_ptr<const lazyscope::pb::IrGraph> graph, const QString& programText);
   // `hash` is 0 for a failed list.
   void failed(quint64 hash, const QString& message);
   // The user pressed Cancel in the status bar; `hash` as for failed().

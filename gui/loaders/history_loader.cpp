@@ -22,8 +22,7 @@ HistoryLoader::LoadResult HistoryLoader::read(const std::string& path) {
   } catch (const storage::HistoryError& e) {
     result.error = QString::fromUtf8(e.what());
   } catch (const std::exception& e) {
-    result.error = tr("Could not read %1: %2")
-                       .arg(QString::fromStdString(path), QString::fromUtf8(e.what()));
+    result.error = tr("Could not read %1: %2").arg(QString::fromStdString(path), QString::fromUtf8(e.what()));
   }
   return result;
 }
@@ -39,9 +38,9 @@ bool HistoryLoader::isLoading() const { return job_->isRunning(); }
 void HistoryLoader::load(const QString& path) {
   path_ = path;
   emit started(path);
-  job_->run(tr("Reading runs of %1…").arg(QFileInfo(path).fileName()),
-            [path = path.toStdString()] { return read(path); },
-            [this, path](const LoadResult& result) { deliver(path, result); });
+  job_->run(
+      tr("Reading runs of %1…").arg(QFileInfo(path).fileName()), [path = path.toStdString()] { return read(path); },
+      [this, path](const LoadResult& result) { deliver(path, result); });
 }
 
 void HistoryLoader::deliver(const QString& path, const LoadResult& result) {

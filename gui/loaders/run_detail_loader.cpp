@@ -65,9 +65,9 @@ bool RunDetailLoader::isLoading() const { return job_->isRunning(); }
 void RunDetailLoader::load(const QString& path, int64_t runId) {
   runId_ = runId;
   emit started(runId);
-  job_->run(tr("Reading run %1…").arg(runId),
-            [path = path.toStdString(), runId] { return read(path, runId); },
-            [this](const LoadResult& result) { deliver(result); });
+  job_->run(
+      tr("Reading run %1…").arg(runId), [path = path.toStdString(), runId] { return read(path, runId); },
+      [this](const LoadResult& result) { deliver(result); });
 }
 
 void RunDetailLoader::deliver(const LoadResult& result) {

@@ -23,8 +23,8 @@ class BackgroundJob;
 struct RunDetail {
   int64_t runId = 0;
   pb::RunSummary summary;
-  std::vector<pb::Finding> findings;        // most severe first
-  std::vector<pb::CompileEvent> compiles;   // uncached, in order, with their IR
+  std::vector<pb::Finding> findings;       // most severe first
+  std::vector<pb::CompileEvent> compiles;  // uncached, in order, with their IR
   // Graphs compiles were compared with that the run did not compile itself
   // (looked up by hash); graphs of `compiles` are not repeated here.
   std::unordered_map<uint64_t, pb::IrGraph> otherGraphs;

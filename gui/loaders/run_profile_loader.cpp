@@ -87,8 +87,8 @@ RunProfile RunProfileLoader::read(const storage::HistoryReader& reader, int64_t 
 
 struct RunProfileLoader::LoadResult {
   std::shared_ptr<std::vector<RunProfile>> profiles;  // shared: a QFuture result must be copyable
-  int64_t runId = 0;  // the first run asked for, for the error message
-  QString error;      // empty on success
+  int64_t runId = 0;                                  // the first run asked for, for the error message
+  QString error;                                      // empty on success
 };
 
 RunProfileLoader::LoadResult RunProfileLoader::readAll(const std::string& path, std::vector<int64_t> runIds) {
@@ -125,16 +125,15 @@ bool RunProfileLoader::isLoading() const { return job_->isRunning(); }
 
 void RunProfileLoader::load(const QString& path, int64_t runId) { start(path, {runId}, false); }
 
-void RunProfileLoader::loadMany(const QString& path, const std::vector<int64_t>& runIds) {
-  start(path, runIds, true);
-}
+void RunProfileLoader::loadMany(const QString& path, const std::vector<int64_t>& runIds) { start(path, runIds, true); }
 
 void RunProfileLoader::start(const QString& path, std::vector<int64_t> runIds, bool many) {
   runId_ = runIds.empty() ? 0 : runIds.front();
   const QString label = many ? tr("Reading the steps of %1 runs…").arg(runIds.size())
                              : tr("Reading the timeline of run %1…").arg(runId_);
-  job_->run(label, [path = path.toStdString(), runIds = std::move(runIds)] { return readAll(path, runIds); },
-            [this, many](const LoadResult& result) { deliver(many, result); });
+  job_->run(
+      label, [path = path.toStdString(), runIds = std::move(runIds)] { return readAll(path, runIds); },
+      [this, many](const LoadResult& result) { deliver(many, result); });
 }
 
 void RunProfileLoader::deliver(bool many, const LoadResult& result) {

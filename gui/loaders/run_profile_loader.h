@@ -37,14 +37,14 @@ struct StepMarker {
 
 struct RunProfile {
   int64_t runId = 0;
-  pb::RunInfo run;                        // with the script text and traceback
-  pb::StepSeries steps;                   // replica 0, in step order
-  std::vector<StepMarker> markers;        // replica 0, in step order
+  pb::RunInfo run;                  // with the script text and traceback
+  pb::StepSeries steps;             // replica 0, in step order
+  std::vector<StepMarker> markers;  // replica 0, in step order
   // Every replica's steps and markers (replicaSteps[r].replica() == r), for
   // the Timeline's replica choice; steps/markers are replica 0's.
   std::vector<pb::StepSeries> replicaSteps;
   std::vector<std::vector<StepMarker>> replicaMarkers;
-  std::vector<pb::ScalarSeries> scalars;  // by name
+  std::vector<pb::ScalarSeries> scalars;          // by name
   std::vector<pb::FallbackGroup> fallbackGroups;  // most expensive first
   pb::RunOutput output;
   // The run's metrics report: the engine's last snapshot of each metric

@@ -16,13 +16,13 @@ namespace lazyscope::gui {
 
 struct ScriptRunOptions {
   QString script;
-  QStringList args; // the script's own arguments
-  QString name;     // empty: the runner's default (the file name)
+  QStringList args;  // the script's own arguments
+  QString name;      // empty: the runner's default (the file name)
   QStringList tags;
-  QString deviceKind; // empty: the runner's default
+  QString deviceKind;  // empty: the runner's default
   int deviceCount = 1;
   bool bf16 = false;
-  QStringList fallbackOps; // ops forced to fall back to the host
+  QStringList fallbackOps;  // ops forced to fall back to the host
 };
 
 // The runner's flag for each option, in one table so that a renamed or new
@@ -30,8 +30,8 @@ struct ScriptRunOptions {
 // is always passed, --progress-every is moot under --quiet). `flag` empty:
 // the option is not passed.
 struct RunFlag {
-  const char *option; // "name", "tag", "device", "devices", "bf16",
-                      // "fallback", "quiet"
+  const char *option;  // "name", "tag", "device", "devices", "bf16",
+                       // "fallback", "quiet"
   const char *flag;
 };
 inline constexpr RunFlag kRunFlags[] = {
@@ -51,9 +51,7 @@ const char *runFlag(const char *option);
 // --quiet [flags] SCRIPT -- ARGS`. Options whose flag is not in `supported` (the
 // flags `lazyscope --help` lists; empty: assume all) are left out and named in
 // `skipped`.
-QStringList runCommandLine(const ScriptRunOptions &options,
-                           const QString &history,
-                           const QStringList &supported = {},
+QStringList runCommandLine(const ScriptRunOptions &options, const QString &history, const QStringList &supported = {},
                            QStringList *skipped = nullptr);
 
 // The `lazyscope` binary installed next to this program ($LAZYSCOPE_RUNNER
@@ -63,7 +61,7 @@ QString runnerPath();
 class ScriptRun : public QObject {
   Q_OBJECT
 
-public:
+ public:
   explicit ScriptRun(QObject *parent = nullptr);
   ~ScriptRun() override;
 
@@ -77,17 +75,17 @@ public:
   // Everything the process printed so far (stdout and stderr).
   QString output() const { return output_; }
 
-signals:
+ signals:
   // Every poll interval while the process lives: time to re-read the history.
   void poll();
   void outputReceived(const QString &text);
   void finished(int exitCode, bool crashed);
 
-private:
+ private:
   QProcess *process_;
   QTimer *timer_;
   QString error_;
   QString output_;
 };
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

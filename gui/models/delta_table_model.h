@@ -15,9 +15,9 @@
 namespace lazyscope::gui {
 
 struct DeltaRow {
-  QString presence; // "only in A", "only in B", "both", or a category
-  QString item;     // graph hash, op, reason kind
-  QString where;    // source line
+  QString presence;  // "only in A", "only in B", "both", or a category
+  QString item;      // graph hash, op, reason kind
+  QString where;     // source line
   // One (A, B) pair per value column; nullopt where the row is absent from a
   // run.
   std::vector<std::pair<std::optional<double>, std::optional<double>>> values;
@@ -44,12 +44,11 @@ struct DeltaColumn {
 class DeltaTableModel : public QAbstractTableModel {
   Q_OBJECT
 
-public:
+ public:
   enum FixedColumns { Presence, Item, Where, FIRST_VALUE };
   enum Roles { SortRole = Qt::UserRole, DeltaRole, VerdictRole };
 
-  DeltaTableModel(QStringList fixedTitles, std::vector<DeltaColumn> columns,
-                  QObject *parent = nullptr);
+  DeltaTableModel(QStringList fixedTitles, std::vector<DeltaColumn> columns, QObject *parent = nullptr);
 
   void setRows(std::vector<DeltaRow> rows);
   // A change of `metric` no larger than `noise` (in its unit) is no verdict:
@@ -61,12 +60,10 @@ public:
 
   int rowCount(const QModelIndex &parent = {}) const override;
   int columnCount(const QModelIndex &parent = {}) const override;
-  QVariant data(const QModelIndex &index,
-                int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation,
-                      int role = Qt::DisplayRole) const override;
+  QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-private:
+ private:
   QStringList fixedTitles_;
   std::vector<DeltaColumn> columns_;
   std::vector<DeltaRow> rows_;
@@ -74,4 +71,4 @@ private:
   QPalette palette_;
 };
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

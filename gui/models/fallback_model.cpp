@@ -13,9 +13,7 @@ bool isNumeric(int column) { return column >= FallbackModel::Count; }
 
 }  // namespace
 
-QString formatBytes(int64_t bytes) {
-  return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat);
-}
+QString formatBytes(int64_t bytes) { return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat); }
 
 FallbackModel::FallbackModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -76,7 +74,8 @@ QVariant FallbackModel::displayData(const pb::FallbackGroup& group, int column) 
 QVariant FallbackModel::sortData(const pb::FallbackGroup& group, int column) const {
   switch (column) {
     case Source:
-      return QStringLiteral("%1:%2").arg(QString::fromStdString(group.source().file()))
+      return QStringLiteral("%1:%2")
+          .arg(QString::fromStdString(group.source().file()))
           .arg(group.source().line(), 8, 10, QLatin1Char('0'));
     case TotalTime: return group.total_ms();
     case Bytes: return QVariant::fromValue<qint64>(group.bytes());

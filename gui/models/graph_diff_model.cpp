@@ -36,7 +36,8 @@ QString nodeOpText(const pb::IrNode& node) {
   const QStringList attrs = attributes(node);
   if (!operands.isEmpty() || !attrs.isEmpty()) {
     text += QLatin1Char('(') + operands.join(QStringLiteral(", "));
-    if (!attrs.isEmpty()) text += (operands.isEmpty() ? QString() : QStringLiteral("; ")) + attrs.join(QStringLiteral(", "));
+    if (!attrs.isEmpty())
+      text += (operands.isEmpty() ? QString() : QStringLiteral("; ")) + attrs.join(QStringLiteral(", "));
     text += QLatin1Char(')');
   }
   if (node.parameter_index() >= 0) text += QStringLiteral("  [input %1]").arg(node.parameter_index());
@@ -84,9 +85,7 @@ int GraphDiffModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(differs_.size());
 }
 
-int GraphDiffModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : NUM_COLUMNS;
-}
+int GraphDiffModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : NUM_COLUMNS; }
 
 QVariant GraphDiffModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {

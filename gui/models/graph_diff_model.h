@@ -21,7 +21,7 @@ class GraphDiffModel : public QAbstractTableModel {
     BeforeShape,  // "f32[8, 3]"
     AfterOp,
     AfterShape,
-    Source,       // where the After node (else the Before node) was traced
+    Source,  // where the After node (else the Before node) was traced
     NUM_COLUMNS
   };
   enum Roles {
@@ -42,8 +42,7 @@ class GraphDiffModel : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation,
-                      int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
   const pb::IrNode* node(const pb::IrGraph& graph, int row) const;

@@ -17,9 +17,7 @@ int GraphListModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 
-int GraphListModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : NUM_COLUMNS;
-}
+int GraphListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : NUM_COLUMNS; }
 
 QVariant GraphListModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
@@ -30,8 +28,7 @@ QVariant GraphListModel::data(const QModelIndex& index, int role) const {
     case HashRole: return QVariant::fromValue<quint64>(info.hash());
     case HasIrRole: return info.has_ir();
     case Qt::TextAlignmentRole:
-      return column == Hash || column == Source ? QVariant()
-                                                : QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      return column == Hash || column == Source ? QVariant() : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ToolTipRole:
       if (column == Hash) {
         return QStringLiteral("%1%2")

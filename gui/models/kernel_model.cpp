@@ -116,7 +116,8 @@ QVariant KernelModel::kernelData(const pb::KernelRow& k, int column, int role) c
     case MeanTime: return formatStepTime(k.mean_us() / 1000.0);
     case GFlops: return k.flops() > 0 ? QString::number(k.gflops(), 'f', 2) : QStringLiteral("–");
     case GBps: return QString::number(k.gbps(), 'f', 2);
-    case Roofline: return rated ? QStringLiteral("%1%").arg(100.0 * k.roofline_fraction(), 0, 'f', 0) : QStringLiteral("–");
+    case Roofline:
+      return rated ? QStringLiteral("%1%").arg(100.0 * k.roofline_fraction(), 0, 'f', 0) : QStringLiteral("–");
     case Graph: return QStringLiteral("%1").arg(k.graph_hash(), 16, 16, QLatin1Char('0')).left(8);
     case Source: return kernelSourceText(k);
     default: return {};
@@ -143,8 +144,9 @@ QVariant KernelModel::headerData(int section, Qt::Orientation orientation, int r
       case TotalTime: return tr("Mean time of the timed calls × calls: the kernel's share of the run");
       case Calls: return tr("Executions of the kernel's graph");
       case Roofline:
-        return tr("Achieved GFLOP/s over min(peak GFLOP/s, intensity × peak GB/s); GB/s over peak GB/s "
-                  "for kernels without FLOPs");
+        return tr(
+            "Achieved GFLOP/s over min(peak GFLOP/s, intensity × peak GB/s); GB/s over peak GB/s "
+            "for kernels without FLOPs");
       case Graph: return tr("Graph hash (nodes: module scope)");
       default: return {};
     }

@@ -15,11 +15,11 @@ namespace lazyscope::gui {
 class MetricDeltaModel : public QAbstractTableModel {
   Q_OBJECT
 
-public:
+ public:
   enum Columns { Metric, A, B, Delta, Change, NUM_COLUMNS };
   enum Roles {
     SortRole = Qt::UserRole,
-    VerdictRole, // int: +1 B is better, -1 worse, 0 equal or neutral
+    VerdictRole,  // int: +1 B is better, -1 worse, 0 equal or neutral
   };
 
   explicit MetricDeltaModel(QObject *parent = nullptr);
@@ -30,20 +30,17 @@ public:
 
   int rowCount(const QModelIndex &parent = {}) const override;
   int columnCount(const QModelIndex &parent = {}) const override;
-  QVariant data(const QModelIndex &index,
-                int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation,
-                      int role = Qt::DisplayRole) const override;
+  QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-private:
+ private:
   std::vector<pb::MetricDelta> metrics_;
   QPalette palette_;
 };
 
 // "+3", "−12.5 ms", "+2.0 %": a signed value in the metric's unit.
-QString signedMetricText(const std::string &metric, double value,
-                         bool withSign);
+QString signedMetricText(const std::string &metric, double value, bool withSign);
 // Green or red readable on `palette`'s Base.
 QColor verdictColor(int verdict, const QPalette &palette);
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

@@ -53,9 +53,7 @@ int RecompilationModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(compiles_.size());
 }
 
-int RecompilationModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : NUM_COLUMNS;
-}
+int RecompilationModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : NUM_COLUMNS; }
 
 QVariant RecompilationModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
@@ -102,7 +100,8 @@ QVariant RecompilationModel::sortData(const pb::CompileEvent& compile, int colum
     case Duration: return durationMs(compile);
     case Graph: return QVariant::fromValue<qulonglong>(compile.graph_hash());
     case Source:
-      return QStringLiteral("%1:%2").arg(QString::fromStdString(compile.source().file()))
+      return QStringLiteral("%1:%2")
+          .arg(QString::fromStdString(compile.source().file()))
           .arg(compile.source().line(), 8, 10, QLatin1Char('0'));
     default: return displayData(compile, column);
   }

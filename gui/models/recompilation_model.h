@@ -16,12 +16,12 @@ class RecompilationModel : public QAbstractTableModel {
  public:
   enum Columns {
     Step,
-    Graph,       // short graph hash; the full one is the tooltip
+    Graph,  // short graph hash; the full one is the tooltip
     Nodes,
     Duration,
     ReasonKind,  // first sight, shape, dtype, structure, evicted
     Reason,
-    Source,      // file:line of the sync that triggered the compile
+    Source,  // file:line of the sync that triggered the compile
     NUM_COLUMNS
   };
   enum Roles {
@@ -41,8 +41,7 @@ class RecompilationModel : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation,
-                      int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
   QVariant displayData(const pb::CompileEvent& compile, int column) const;

@@ -43,10 +43,8 @@ bool isNumeric(int column) {
     case RunListModel::CacheHits:
     case RunListModel::MedianStep:
     case RunListModel::Fallbacks:
-    case RunListModel::LastLoss:
-      return true;
-    default:
-      return false;
+    case RunListModel::LastLoss: return true;
+    default: return false;
   }
 }
 
@@ -66,9 +64,7 @@ int RunListModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(runs_.size());
 }
 
-int RunListModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : NUM_COLUMNS;
-}
+int RunListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : NUM_COLUMNS; }
 
 QVariant RunListModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
@@ -89,8 +85,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case Qt::TextAlignmentRole:
       if (isNumeric(index.column())) return static_cast<int>(Qt::AlignRight | Qt::AlignVCenter);
       return static_cast<int>(Qt::AlignLeft | Qt::AlignVCenter);
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -109,11 +104,9 @@ QVariant RunListModel::displayData(const pb::RunSummary& summary, int column) co
     case Steps: return QVariant::fromValue<qint64>(summary.steps());
     case Compiles: return QVariant::fromValue<qint64>(summary.compiles());
     case CacheHits: return QVariant::fromValue<qint64>(summary.cache_hits());
-    case MedianStep:
-      return summary.steps() > 0 ? formatStepTime(summary.median_step_ms()) : QStringLiteral("—");
+    case MedianStep: return summary.steps() > 0 ? formatStepTime(summary.median_step_ms()) : QStringLiteral("—");
     case Fallbacks: return QVariant::fromValue<qint64>(summary.fallbacks());
-    case LastLoss:
-      return summary.has_last_loss() ? QString::number(summary.last_loss(), 'g', 4) : QStringLiteral("—");
+    case LastLoss: return summary.has_last_loss() ? QString::number(summary.last_loss(), 'g', 4) : QStringLiteral("—");
     case Tags: return tagsText(run);
     default: return {};
   }
@@ -147,11 +140,9 @@ QVariant RunListModel::toolTipData(const pb::RunSummary& summary, int column) co
     case Status:
       switch (run.status()) {
         case pb::RUN_STATUS_FAILED:
-          return run.error().empty()
-                     ? tr("Failed with exit code %1").arg(run.exit_code())
-                     : tr("Failed: %1").arg(fromStd(run.error()));
-        case pb::RUN_STATUS_CRASHED:
-          return tr("The process recording this run ended without finishing it");
+          return run.error().empty() ? tr("Failed with exit code %1").arg(run.exit_code())
+                                     : tr("Failed: %1").arg(fromStd(run.error()));
+        case pb::RUN_STATUS_CRASHED: return tr("The process recording this run ended without finishing it");
         case pb::RUN_STATUS_RUNNING: return tr("Still being recorded");
         default: return {};
       }

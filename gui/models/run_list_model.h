@@ -17,7 +17,7 @@ class RunListModel : public QAbstractTableModel {
   enum Columns {
     Id,
     Name,
-    Script,      // file name; the full path is the tooltip
+    Script,  // file name; the full path is the tooltip
     Status,
     Started,
     Duration,
@@ -46,8 +46,7 @@ class RunListModel : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation,
-                      int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
   QVariant displayData(const pb::RunSummary& summary, int column) const;

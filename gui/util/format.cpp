@@ -29,9 +29,7 @@ QString formatTimestamp(int64_t unix_ms) {
   return QDateTime::fromMSecsSinceEpoch(unix_ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
 }
 
-QString signOf(double value) {
-  return value > 0 ? QStringLiteral("+") : value < 0 ? QStringLiteral("−") : QString();
-}
+QString signOf(double value) { return value > 0 ? QStringLiteral("+") : value < 0 ? QStringLiteral("−") : QString(); }
 
 double niceInterval(double span, int targetTicks) {
   const double raw = span / std::max(targetTicks, 1);

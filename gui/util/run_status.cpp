@@ -15,9 +15,7 @@ QString statusText(pb::RunStatus status) {
   }
 }
 
-bool isDarkPalette(const QPalette& palette) {
-  return palette.color(QPalette::Base).lightnessF() < 0.5;
-}
+bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Base).lightnessF() < 0.5; }
 
 QColor statusColor(pb::RunStatus status, const QPalette& palette) {
   // Two tones per status: a deep one with at least 4.5:1 contrast on white

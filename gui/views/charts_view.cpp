@@ -10,8 +10,8 @@
 #include <QMessageBox>
 #include <QStackedLayout>
 #include <QToolButton>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -182,8 +182,8 @@ std::vector<QPointF> ChartsView::thin(const std::vector<QPointF>& points, int ma
   for (size_t begin = 0; begin < points.size(); begin += perBucket) {
     const auto first = points.begin() + static_cast<std::ptrdiff_t>(begin);
     const auto last = points.begin() + static_cast<std::ptrdiff_t>(std::min(begin + perBucket, points.size()));
-    const auto [low, high] =
-        std::minmax_element(first, last, [](const QPointF& a, const QPointF& b) { return a.y() < b.y(); });
+    const auto [low, high] = std::minmax_element(first, last,
+                                                 [](const QPointF& a, const QPointF& b) { return a.y() < b.y(); });
     if (low == high) {
       out.push_back(*low);
     } else if (low->x() < high->x()) {

@@ -14,50 +14,38 @@
 #include "loaders/compare_loader.h"
 #include "models/delta_table_model.h"
 #include "models/metric_delta_model.h"
-#include "models/recompilation_model.h" // reasonKindText, shortHash, sourceText
+#include "models/recompilation_model.h"  // reasonKindText, shortHash, sourceText
 #include "views/step_chart.h"
 
 namespace lazyscope::gui {
 namespace {
 
 QString runTitle(const pb::RunSummary &summary) {
-  return QStringLiteral("#%1 %2")
-      .arg(summary.run().id())
-      .arg(QString::fromStdString(summary.run().name()));
+  return QStringLiteral("#%1 %2").arg(summary.run().id()).arg(QString::fromStdString(summary.run().name()));
 }
 
-std::optional<double> present(bool has, double value) {
-  return has ? std::optional<double>(value) : std::nullopt;
-}
+std::optional<double> present(bool has, double value) { return has ? std::optional<double>(value) : std::nullopt; }
 
 std::vector<DeltaRow> graphRows(const pb::RunComparison &runs) {
   std::vector<DeltaRow> rows;
-  const auto add = [&rows](const pb::GraphMatch &match,
-                           const QString &presence) {
+  const auto add = [&rows](const pb::GraphMatch &match, const QString &presence) {
     const bool a = match.has_a();
     const bool b = match.has_b();
     DeltaRow row;
     row.presence = presence;
     row.item = shortHash(match.hash());
-    row.where =
-        QString::number(a ? match.a().node_count() : match.b().node_count()) +
-        CompareView::tr(" nodes");
-    row.values = {{present(a, static_cast<double>(match.a().compiles())),
-                   present(b, static_cast<double>(match.b().compiles()))},
-                  {present(a, match.a().compile_ms()),
-                   present(b, match.b().compile_ms())},
-                  {present(a, static_cast<double>(match.a().executions())),
-                   present(b, static_cast<double>(match.b().executions()))},
-                  {present(a, match.a().execute_ms()),
-                   present(b, match.b().execute_ms())}};
+    row.where = QString::number(a ? match.a().node_count() : match.b().node_count()) + CompareView::tr(" nodes");
+    row.values = {
+        {present(a, static_cast<double>(match.a().compiles())), present(b, static_cast<double>(match.b().compiles()))},
+        {present(a, match.a().compile_ms()), present(b, match.b().compile_ms())},
+        {present(a, static_cast<double>(match.a().executions())),
+         present(b, static_cast<double>(match.b().executions()))},
+        {present(a, match.a().execute_ms()), present(b, match.b().execute_ms())}};
     rows.push_back(std::move(row));
   };
-  for (const auto &match : runs.only_a())
-    add(match, CompareView::tr("only in A"));
-  for (const auto &match : runs.only_b())
-    add(match, CompareView::tr("only in B"));
-  for (const auto &match : runs.both())
-    add(match, CompareView::tr("both"));
+  for (const auto &match : runs.only_a()) add(match, CompareView::tr("only in A"));
+  for (const auto &match : runs.only_b()) add(match, CompareView::tr("only in B"));
+  for (const auto &match : runs.both()) add(match, CompareView::tr("both"));
   return rows;
 }
 
@@ -70,8 +58,7 @@ std::vector<DeltaRow> reasonRows(const pb::RunComparison &runs) {
                                            : CompareView::tr("both");
     row.item = reasonKindText(reason.kind());
     row.where = sourceText(reason.source());
-    row.values = {{static_cast<double>(reason.count_a()),
-                   static_cast<double>(reason.count_b())},
+    row.values = {{static_cast<double>(reason.count_a()), static_cast<double>(reason.count_b())},
                   {reason.compile_ms_a(), reason.compile_ms_b()}};
     rows.push_back(std::move(row));
   }
@@ -80,28 +67,19 @@ std::vector<DeltaRow> reasonRows(const pb::RunComparison &runs) {
 
 // Fallback groups matched by op and source line; only those whose count
 // differs.
-std::vector<DeltaRow> fallbackRows(const std::vector<pb::FallbackGroup> &a,
-                                   const std::vector<pb::FallbackGroup> &b) {
+std::vector<DeltaRow> fallbackRows(const std::vector<pb::FallbackGroup> &a, const std::vector<pb::FallbackGroup> &b) {
   using Key = std::tuple<std::string, std::string, int>;
-  std::map<Key, std::pair<const pb::FallbackGroup *, const pb::FallbackGroup *>>
-      groups;
-  for (const auto &group : a)
-    groups[{group.op(), group.source().file(), group.source().line()}].first =
-        &group;
-  for (const auto &group : b)
-    groups[{group.op(), group.source().file(), group.source().line()}].second =
-        &group;
+  std::map<Key, std::pair<const pb::FallbackGroup *, const pb::FallbackGroup *>> groups;
+  for (const auto &group : a) groups[{group.op(), group.source().file(), group.source().line()}].first = &group;
+  for (const auto &group : b) groups[{group.op(), group.source().file(), group.source().line()}].second = &group;
   std::vector<DeltaRow> rows;
   for (const auto &[key, pair] : groups) {
     const auto [ga, gb] = pair;
     const int64_t countA = ga ? ga->count() : 0;
     const int64_t countB = gb ? gb->count() : 0;
-    if (countA == countB)
-      continue;
+    if (countA == countB) continue;
     DeltaRow row;
-    row.presence = !ga   ? CompareView::tr("only in B")
-                   : !gb ? CompareView::tr("only in A")
-                         : CompareView::tr("both");
+    row.presence = !ga ? CompareView::tr("only in B") : !gb ? CompareView::tr("only in A") : CompareView::tr("both");
     row.item = QString::fromStdString(std::get<0>(key));
     row.where = sourceText((ga ? ga : gb)->source());
     row.values = {{static_cast<double>(countA), static_cast<double>(countB)},
@@ -111,8 +89,7 @@ std::vector<DeltaRow> fallbackRows(const std::vector<pb::FallbackGroup> &a,
   return rows;
 }
 
-StepChart::Series series(const QString &name, const QColor &color,
-                         const pb::StepSeries &steps) {
+StepChart::Series series(const QString &name, const QColor &color, const pb::StepSeries &steps) {
   StepChart::Series s{name, color, {}, {}};
   for (int i = 0; i < steps.steps_size() && i < steps.step_ms_size(); ++i) {
     s.steps.push_back(static_cast<double>(steps.steps(i)));
@@ -121,10 +98,11 @@ StepChart::Series series(const QString &name, const QColor &color,
   return s;
 }
 
-} // namespace
+}  // namespace
 
 CompareView::CompareView(QWidget *parent)
-    : QWidget(parent, Qt::Window), loader_(new CompareLoader(this)),
+    : QWidget(parent, Qt::Window),
+      loader_(new CompareLoader(this)),
       metrics_(new MetricDeltaModel(this)),
       graphs_(new DeltaTableModel({tr("In"), tr("Graph"), tr("Size")},
                                   {{tr("Compiles"), QStringLiteral("compiles")},
@@ -134,20 +112,15 @@ CompareView::CompareView(QWidget *parent)
                                   this)),
       reasons_(new DeltaTableModel(
           {tr("In"), tr("Reason"), tr("Source")},
-          {{tr("Compiles"), QStringLiteral("compiles")},
-           {tr("Compile time"), QStringLiteral("compile_ms")}},
-          this)),
+          {{tr("Compiles"), QStringLiteral("compiles")}, {tr("Compile time"), QStringLiteral("compile_ms")}}, this)),
       fallbacks_(new DeltaTableModel(
           {tr("In"), tr("Op"), tr("Source")},
-          {{tr("Fallbacks"), QStringLiteral("fallbacks")},
-           {tr("Time"), QStringLiteral("fallback_ms")}},
-          this)) {
+          {{tr("Fallbacks"), QStringLiteral("fallbacks")}, {tr("Time"), QStringLiteral("fallback_ms")}}, this)) {
   setObjectName(QStringLiteral("compareView"));
   setWindowTitle(tr("Compare runs"));
   resize(1000, 700);
   metrics_->setPalette(palette());
-  for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_})
-    model->setPalette(palette());
+  for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_}) model->setPalette(palette());
 
   title_ = new QLabel(this);
   title_->setObjectName(QStringLiteral("compareTitle"));
@@ -173,10 +146,8 @@ CompareView::CompareView(QWidget *parent)
   tabs_->setObjectName(QStringLiteral("compareTabs"));
   tabs_->setDocumentMode(true);
   tabs_->addTab(table(graphs_, QStringLiteral("compareGraphs")), tr("Graphs"));
-  tabs_->addTab(table(reasons_, QStringLiteral("compareReasons")),
-                tr("Recompile reasons"));
-  tabs_->addTab(table(fallbacks_, QStringLiteral("compareFallbacks")),
-                tr("Fallbacks"));
+  tabs_->addTab(table(reasons_, QStringLiteral("compareReasons")), tr("Recompile reasons"));
+  tabs_->addTab(table(fallbacks_, QStringLiteral("compareFallbacks")), tr("Fallbacks"));
 
   auto *split = new QSplitter(Qt::Vertical, this);
   split->addWidget(summary);
@@ -190,11 +161,10 @@ CompareView::CompareView(QWidget *parent)
   layout->addWidget(split, 1);
 
   connect(loader_, &CompareLoader::loaded, this, &CompareView::showComparison);
-  connect(loader_, &CompareLoader::failed, this,
-          [this](const QString &message) {
-            status_->setText(tr("Could not compare the runs. %1").arg(message));
-            status_->show();
-          });
+  connect(loader_, &CompareLoader::failed, this, [this](const QString &message) {
+    status_->setText(tr("Could not compare the runs. %1").arg(message));
+    status_->show();
+  });
   connect(loader_, &CompareLoader::cancelled, this, [this] {
     status_->setText(tr("Comparing was cancelled — choose Compare again to reload."));
     status_->show();
@@ -206,20 +176,18 @@ CompareView::~CompareView() = default;
 QTableView *CompareView::table(QAbstractItemModel *model, const QString &name) {
   auto *proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model);
-  proxy->setSortRole(Qt::UserRole); // every model's SortRole
+  proxy->setSortRole(Qt::UserRole);  // every model's SortRole
   auto *view = new QTableView(this);
   view->setObjectName(name);
   view->setModel(proxy);
   view->setSortingEnabled(true);
-  view->sortByColumn(
-      -1, Qt::AscendingOrder); // the model's order until a header is clicked
+  view->sortByColumn(-1, Qt::AscendingOrder);  // the model's order until a header is clicked
   view->setSelectionBehavior(QAbstractItemView::SelectRows);
   view->setAlternatingRowColors(true);
   view->setWordWrap(false);
   view->verticalHeader()->hide();
   view->horizontalHeader()->setStretchLastSection(true);
-  connect(model, &QAbstractItemModel::modelReset, view,
-          [view] { view->resizeColumnsToContents(); });
+  connect(model, &QAbstractItemModel::modelReset, view, [view] { view->resizeColumnsToContents(); });
   return view;
 }
 
@@ -232,16 +200,12 @@ void CompareView::compare(const QString &path, int64_t runA, int64_t runB) {
 
 bool CompareView::isLoading() const { return loader_->isLoading(); }
 
-QString CompareView::statusText() const {
-  return status_->isVisible() ? status_->text() : QString();
-}
+QString CompareView::statusText() const { return status_->isVisible() ? status_->text() : QString(); }
 
 void CompareView::showComparison(const Comparison &comparison) {
   const pb::RunComparison &runs = comparison.runs;
-  title_->setText(
-      tr("A: %1   vs   B: %2").arg(runTitle(runs.a()), runTitle(runs.b())));
-  setWindowTitle(
-      tr("Compare %1 and %2").arg(runTitle(runs.a()), runTitle(runs.b())));
+  title_->setText(tr("A: %1   vs   B: %2").arg(runTitle(runs.a()), runTitle(runs.b())));
+  setWindowTitle(tr("Compare %1 and %2").arg(runTitle(runs.a()), runTitle(runs.b())));
   status_->setText(
       tr("Deltas are B − A: green where B is better, red where it is worse. "
          "Graphs are matched by their structural hash."));
@@ -250,13 +214,11 @@ void CompareView::showComparison(const Comparison &comparison) {
   // own change of them may be before it is coloured.
   for (const pb::MetricDelta &metric : runs.metrics()) {
     const QString name = QString::fromStdString(metric.metric());
-    for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_})
-      model->setNoise(name, metric.noise());
+    for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_}) model->setNoise(name, metric.noise());
   }
   graphs_->setRows(graphRows(runs));
   reasons_->setRows(reasonRows(runs));
-  fallbacks_->setRows(
-      fallbackRows(comparison.fallbacksA, comparison.fallbacksB));
+  fallbacks_->setRows(fallbackRows(comparison.fallbacksA, comparison.fallbacksB));
   tabs_->setTabText(0, tr("Graphs (%1 only in A, %2 only in B, %3 in both)")
                            .arg(runs.only_a_size())
                            .arg(runs.only_b_size())
@@ -265,19 +227,16 @@ void CompareView::showComparison(const Comparison &comparison) {
   tabs_->setTabText(2, tr("Fallbacks (%1)").arg(fallbacks_->rowCount()));
   // Blue and orange: told apart by most colour-blind readers, on light and
   // dark.
-  chart_->setSeries({series(tr("A ") + runTitle(runs.a()),
-                            QColor(0x3b, 0x82, 0xd6), comparison.stepsA),
-                     series(tr("B ") + runTitle(runs.b()),
-                            QColor(0xf0, 0x8c, 0x1a), comparison.stepsB)});
+  chart_->setSeries({series(tr("A ") + runTitle(runs.a()), QColor(0x3b, 0x82, 0xd6), comparison.stepsA),
+                     series(tr("B ") + runTitle(runs.b()), QColor(0xf0, 0x8c, 0x1a), comparison.stepsB)});
 }
 
 void CompareView::changeEvent(QEvent *event) {
   if (event->type() == QEvent::PaletteChange) {
     metrics_->setPalette(palette());
-    for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_})
-      model->setPalette(palette());
+    for (DeltaTableModel *model : {graphs_, reasons_, fallbacks_}) model->setPalette(palette());
   }
   QWidget::changeEvent(event);
 }
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

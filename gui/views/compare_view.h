@@ -24,7 +24,7 @@ struct Comparison;
 class CompareView : public QWidget {
   Q_OBJECT
 
-public:
+ public:
   explicit CompareView(QWidget *parent = nullptr);
   ~CompareView() override;
 
@@ -39,10 +39,10 @@ public:
   StepChart *chart() const { return chart_; }
   QString statusText() const;
 
-protected:
+ protected:
   void changeEvent(QEvent *event) override;
 
-private:
+ private:
   void showComparison(const Comparison &comparison);
   QTableView *table(QAbstractItemModel *model, const QString &name);
 
@@ -57,4 +57,4 @@ private:
   QTabWidget *tabs_ = nullptr;
 };
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

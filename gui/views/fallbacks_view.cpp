@@ -72,10 +72,9 @@ FallbacksView::FallbacksView(QWidget* parent)
   layout->addWidget(empty_);
   layout->addWidget(splitter, 1);
 
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            showGroup(current.isValid() ? current.data(FallbackModel::GroupIndexRole).toInt() : -1);
-          });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    showGroup(current.isValid() ? current.data(FallbackModel::GroupIndexRole).toInt() : -1);
+  });
   clear();
 }
 
@@ -106,8 +105,7 @@ void FallbacksView::clear() {
 bool FallbacksView::selectGroup(int row) {
   if (row < 0 || row >= model_->rowCount()) return false;
   const QModelIndex index = proxy_->mapFromSource(model_->index(row, 0));
-  table_->selectionModel()->setCurrentIndex(index,
-                                            QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   table_->scrollTo(index);
   return true;
 }

@@ -77,13 +77,11 @@ void sortByBarycentre(std::vector<int>& row, const std::vector<std::vector<int>>
     }
     keyed.emplace_back(key, v);
   }
-  std::stable_sort(keyed.begin(), keyed.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 0; i < row.size(); ++i) row[i] = keyed[i].second;
 }
 
-LayoutResult finish(const LayoutInput& input, const std::vector<std::vector<int>>& rows,
-                    std::vector<int> layer) {
+LayoutResult finish(const LayoutInput& input, const std::vector<std::vector<int>>& rows, std::vector<int> layer) {
   const int n = static_cast<int>(input.widths.size());
   LayoutResult out;
   out.layer = std::move(layer);
@@ -102,9 +100,7 @@ LayoutResult finish(const LayoutInput& input, const std::vector<std::vector<int>
   }
   for (double& x : out.x) x -= minX;
   out.width = n == 0 ? 0 : maxX - minX;
-  out.height = out.layerCount == 0
-                   ? 0
-                   : out.layerCount * (input.nodeHeight + input.layerGap) - input.layerGap;
+  out.height = out.layerCount == 0 ? 0 : out.layerCount * (input.nodeHeight + input.layerGap) - input.layerGap;
   return out;
 }
 
@@ -151,8 +147,7 @@ LayoutResult layoutTopological(const LayoutInput& input) {
 long long countCrossings(const LayoutInput& input, const LayoutResult& layout) {
   // Per pair of adjacent layers, the (upper x, lower x) of each edge between
   // them; two edges cross when their order differs at the two ends.
-  std::vector<std::vector<std::pair<double, double>>> between(
-      static_cast<size_t>(std::max(layout.layerCount, 1)));
+  std::vector<std::vector<std::pair<double, double>>> between(static_cast<size_t>(std::max(layout.layerCount, 1)));
   const int n = static_cast<int>(input.widths.size());
   for (auto [from, to] : input.edges) {
     if (from < 0 || to < 0 || from >= n || to >= n) continue;

@@ -11,8 +11,8 @@
 
 #include <utility>
 
-#include "util/job_control.h"
 #include <vector>
+#include "util/job_control.h"
 
 namespace lazyscope::gui {
 
@@ -25,9 +25,9 @@ struct LayoutInput {
   // a topological order where one exists.
   std::vector<std::pair<int, int>> edges;
   double nodeHeight = 36;
-  double layerGap = 44;    // vertical space between layers
-  double nodeGap = 16;     // horizontal space between neighbours
-  int sweeps = 4;          // barycentric passes (down, up, down, up)
+  double layerGap = 44;  // vertical space between layers
+  double nodeGap = 16;   // horizontal space between neighbours
+  int sweeps = 4;        // barycentric passes (down, up, down, up)
 };
 
 struct LayoutResult {

@@ -52,7 +52,9 @@ QString lineLabel(const pb::SourceLocation& source) {
   return QStringLiteral("%1:%2").arg(file).arg(source.line());
 }
 
-bool isLineLabel(const QString& component) { return component.contains(QLatin1Char(':')) || component == QLatin1String("unscoped"); }
+bool isLineLabel(const QString& component) {
+  return component.contains(QLatin1Char(':')) || component == QLatin1String("unscoped");
+}
 
 // The next component of `path` below `box` ("model.a.b" below "model" is
 // "model.a"); `path` itself when it is `box`.
@@ -148,8 +150,7 @@ QSet<QString> allScopes(const pb::IrGraph& graph) {
   for (const QString& scope : groupPaths(graph)) {
     if (scope.isEmpty() || scope == last) continue;  // neighbours mostly share a scope
     last = scope;
-    for (qsizetype end = scope.indexOf(QLatin1Char('.')); end >= 0;
-         end = scope.indexOf(QLatin1Char('.'), end + 1)) {
+    for (qsizetype end = scope.indexOf(QLatin1Char('.')); end >= 0; end = scope.indexOf(QLatin1Char('.'), end + 1)) {
       scopes.insert(scope.left(end));
     }
     scopes.insert(scope);
@@ -327,9 +328,8 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
       if (best < 0 || counts[k] > counts[best]) best = k;
     }
     item.kind = best < 0 ? OpKind::Data : static_cast<OpKind>(best);
-    item.subtitle = item.members.size() == 1
-                        ? QStringLiteral("1 node")
-                        : QStringLiteral("%1 nodes").arg(item.members.size());
+    item.subtitle = item.members.size() == 1 ? QStringLiteral("1 node")
+                                             : QStringLiteral("%1 nodes").arg(item.members.size());
     const QString first = item.scope.section(QLatin1Char('.'), 0, 0);
     if (isLineLabel(first)) {
       // A group of ops outside every module: named by the module they
@@ -340,8 +340,9 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
       // "line 81" fits beside the count; the file is in the tooltip.
       const qsizetype colon = first.lastIndexOf(QLatin1Char(':'));
       item.subtitle += QStringLiteral(" · ") + (colon < 0 ? first : QObject::tr("line %1").arg(first.mid(colon + 1)));
-      item.tooltip = QObject::tr("%1 traced at %2 outside any module call (a backward pass, an optimizer "
-                                 "update, a loss)%3")
+      item.tooltip = QObject::tr(
+                         "%1 traced at %2 outside any module call (a backward pass, an optimizer "
+                         "update, a loss)%3")
                          .arg(item.subtitle.section(QStringLiteral(" · "), 0, 0), first,
                               module.isEmpty() ? QString()
                                                : QObject::tr(", grouped by the module whose parameters, "
@@ -358,9 +359,8 @@ GraphOutline buildOutline(const pb::IrGraph& graph, const OutlineState& state) {
   // groups run forward in this order and the layout draws them downwards.
   std::vector<int> order(out.items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&out](int a, int b) {
-    return out.items[a].members.back() < out.items[b].members.back();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&out](int a, int b) { return out.items[a].members.back() < out.items[b].members.back(); });
   std::vector<int> position(order.size());
   std::vector<OutlineItem> sorted;
   sorted.reserve(order.size());

@@ -28,19 +28,19 @@
 namespace lazyscope::gui {
 
 struct OutlineState {
-  QSet<QString> expanded;     // scope paths whose nodes are shown one by one
-  std::vector<int> focus;     // node indices; empty: the whole graph
-  int hops = 2;               // with a focus: nodes within this many edges
+  QSet<QString> expanded;  // scope paths whose nodes are shown one by one
+  std::vector<int> focus;  // node indices; empty: the whole graph
+  int hops = 2;            // with a focus: nodes within this many edges
 };
 
 struct OutlineItem {
-  int node = -1;              // index into the graph's nodes; -1 for a scope box
-  QString scope;              // the box's scope path, or the node's scope
-  std::vector<int> members;   // node indices (one for a node)
+  int node = -1;                // index into the graph's nodes; -1 for a scope box
+  QString scope;                // the box's scope path, or the node's scope
+  std::vector<int> members;     // node indices (one for a node)
   OpKind kind = OpKind::Other;  // a box: the kind most of its members are
-  QString title;              // op, or the box's scope path
-  QString subtitle;           // "f32[8, 3]", or "24 nodes"
-  QString tooltip;            // a box: its whole group path and what it holds
+  QString title;                // op, or the box's scope path
+  QString subtitle;             // "f32[8, 3]", or "24 nodes"
+  QString tooltip;              // a box: its whole group path and what it holds
 };
 
 struct GraphOutline {

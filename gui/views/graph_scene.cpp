@@ -83,13 +83,11 @@ void GraphItemBox::paint(QPainter* painter, const QStyleOptionGraphicsItem* opti
                     metrics.elidedText(title_, scope_ ? Qt::ElideLeft : Qt::ElideRight, text.width()));
   font.setBold(false);
   painter->setFont(font);
-  painter->drawText(bottom, Qt::AlignCenter,
-                    QFontMetricsF(font).elidedText(subtitle_, Qt::ElideMiddle, text.width()));
+  painter->drawText(bottom, Qt::AlignCenter, QFontMetricsF(font).elidedText(subtitle_, Qt::ElideMiddle, text.width()));
 }
 
 GraphScene::GraphScene(QObject* parent) : QGraphicsScene(parent) {
-  connect(this, &QGraphicsScene::selectionChanged, this,
-          [this] { highlightEdgesOf(selectedIndex()); });
+  connect(this, &QGraphicsScene::selectionChanged, this, [this] { highlightEdgesOf(selectedIndex()); });
 }
 
 void GraphScene::clearGraph() {

@@ -97,24 +97,22 @@ GraphTab::GraphTab(QWidget* parent)
   layout->addWidget(status_);
   layout->addWidget(split, 1);
 
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          &GraphTab::onCurrentRowChanged);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &GraphTab::onCurrentRowChanged);
   connect(viewer_, &GraphViewer::nodeSelected, this, &GraphTab::showNode);
   connect(viewer_, &GraphViewer::scopeSelected, this, &GraphTab::showScope);
-  connect(loader_, &GraphLoader::listLoaded, this,
-          [this](qint64 runId, const std::vector<GraphRow>& rows) {
-            if (runId != runId_) return;
-            model_->setGraphs(rows);
-            table_->resizeColumnsToContents();
-            emit graphCountChanged(static_cast<int>(rows.size()));
-            if (rows.empty()) {
-              setStatus(tr("This run compiled no graphs."));
-              return;
-            }
-            setStatus({});
-            if (pendingHash_ == 0 || !selectGraph(pendingHash_)) table_->selectRow(0);
-            pendingHash_ = 0;
-          });
+  connect(loader_, &GraphLoader::listLoaded, this, [this](qint64 runId, const std::vector<GraphRow>& rows) {
+    if (runId != runId_) return;
+    model_->setGraphs(rows);
+    table_->resizeColumnsToContents();
+    emit graphCountChanged(static_cast<int>(rows.size()));
+    if (rows.empty()) {
+      setStatus(tr("This run compiled no graphs."));
+      return;
+    }
+    setStatus({});
+    if (pendingHash_ == 0 || !selectGraph(pendingHash_)) table_->selectRow(0);
+    pendingHash_ = 0;
+  });
   connect(loader_, &GraphLoader::graphLoaded, this,
           [this](quint64 hash, std::shared_ptr<const pb::IrGraph> graph, const QString& program) {
             graph_ = std::move(graph);
@@ -176,8 +174,7 @@ bool GraphTab::selectGraph(uint64_t hash) {
   for (int r = 0; r < proxy_->rowCount(); ++r) {
     const QModelIndex index = proxy_->index(r, 0);
     if (index.data(GraphListModel::HashRole).toULongLong() != hash) continue;
-    table_->selectionModel()->setCurrentIndex(
-        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     return true;
   }
   return false;
@@ -241,17 +238,16 @@ void GraphTab::showNode(int node) {
                                    .arg(n.source().line())
                                    .arg(n.source().function().empty()
                                             ? QString()
-                                            : QStringLiteral(" in ") +
-                                                  QString::fromStdString(n.source().function()));
+                                            : QStringLiteral(" in ") + QString::fromStdString(n.source().function()));
   html += row(tr("Source"), source);
   html += row(tr("Hash"), QStringLiteral("%1").arg(n.hash(), 16, 16, QLatin1Char('0')));
   details_->setHtml(html + QStringLiteral("</table>"));
 }
 
 void GraphTab::showScope(const QString& scope, int nodeCount) {
-  details_->setHtml(QStringLiteral("<table>") + row(tr("Scope"), scope) +
-                    row(tr("Nodes"), QString::number(nodeCount)) + QStringLiteral("</table><p>") +
-                    tr("Double-click the box to expand it.").toHtmlEscaped() + QStringLiteral("</p>"));
+  details_->setHtml(QStringLiteral("<table>") + row(tr("Scope"), scope) + row(tr("Nodes"), QString::number(nodeCount)) +
+                    QStringLiteral("</table><p>") + tr("Double-click the box to expand it.").toHtmlEscaped() +
+                    QStringLiteral("</p>"));
 }
 
 }  // namespace lazyscope::gui

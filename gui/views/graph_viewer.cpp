@@ -41,8 +41,8 @@ QCache<QString, std::shared_ptr<const LaidOutGraph>>& layoutCache() {
 // Runs on a pool thread: touches nothing but its arguments.
 // With `control` stopped (Cancel, or a newer layout) it gives up early; the
 // result is then dropped unseen.
-std::shared_ptr<const LaidOutGraph> layOut(std::shared_ptr<const pb::IrGraph> graph,
-                                           OutlineState state, JobControl* control) {
+std::shared_ptr<const LaidOutGraph> layOut(std::shared_ptr<const pb::IrGraph> graph, OutlineState state,
+                                           JobControl* control) {
   auto laid = std::make_shared<LaidOutGraph>();
   auto outline = std::make_shared<GraphOutline>(buildOutline(*graph, state));
   if (static_cast<int>(outline->items.size()) > GraphViewer::kDrawLimit && state.focus.empty()) {
@@ -64,9 +64,8 @@ bool nodeMatches(const pb::IrNode& node, const QString& text) {
   };
   if (has(node.op()) || has(node.scope())) return true;
   if (node.source().file().empty()) return false;
-  const QString source = QStringLiteral("%1:%2")
-                             .arg(QString::fromStdString(node.source().file()))
-                             .arg(node.source().line());
+  const QString source =
+      QStringLiteral("%1:%2").arg(QString::fromStdString(node.source().file())).arg(node.source().line());
   return source.contains(text, Qt::CaseInsensitive);
 }
 
@@ -187,16 +186,16 @@ QWidget* GraphViewer::createLegend() {
     const auto kind = static_cast<OpKind>(k);
     auto* swatch = new QLabel(legend);
     swatch->setFixedSize(14, 14);
-    swatch->setStyleSheet(QStringLiteral("background:%1; border:1px solid #505050;")
-                              .arg(opKindColor(kind).name()));
+    swatch->setStyleSheet(QStringLiteral("background:%1; border:1px solid #505050;").arg(opKindColor(kind).name()));
     row->addWidget(swatch);
     row->addWidget(new QLabel(opKindName(kind), legend));
   }
   // Short enough to fit beside the legend when the details pane is open
   // (the long form was cut off at 1280 px); the how-to is in the tooltip.
   auto* hint = new QLabel(tr("dashed: collapsed scope"), legend);
-  hint->setToolTip(tr("A dashed box is a collapsed module scope: double-click it to expand it; right-click a "
-                      "node to collapse its scope."));
+  hint->setToolTip(
+      tr("A dashed box is a collapsed module scope: double-click it to expand it; right-click a "
+         "node to collapse its scope."));
   hint->setForegroundRole(QPalette::PlaceholderText);
   row->addSpacing(12);
   row->addWidget(hint, 1);
@@ -240,14 +239,14 @@ void GraphViewer::relayout(int focusNode) {
   if (const auto* cached = layoutCache().object(key)) {
     // Through the job too, so that a cached layout is delivered from the
     // event loop and supersedes a layout under way, as a computed one does.
-    layoutJob_->run(label, [laid = *cached] { return laid; },
-                    [this, focusNode](const std::shared_ptr<const LaidOutGraph>& laid) { onLaidOut(laid, focusNode); });
+    layoutJob_->run(
+        label, [laid = *cached] { return laid; },
+        [this, focusNode](const std::shared_ptr<const LaidOutGraph>& laid) { onLaidOut(laid, focusNode); });
     return;
   }
   status_->setText(label);
   layoutJob_->run(
-      label,
-      [graph = graph_, state = state_](JobControl& control) { return layOut(graph, state, &control); },
+      label, [graph = graph_, state = state_](JobControl& control) { return layOut(graph, state, &control); },
       [this, key, focusNode](const std::shared_ptr<const LaidOutGraph>& laid) {
         // Only a finished layout reaches here (a stopped one is dropped).
         layoutCache().insert(key, new std::shared_ptr<const LaidOutGraph>(laid),
@@ -298,8 +297,7 @@ void GraphViewer::onLaidOut(const std::shared_ptr<const LaidOutGraph>& laid, int
 void GraphViewer::expandScope(const QString& scope) {
   if (!graph_ || scope.isEmpty()) return;
   // Expanding "a.b" means its parents are expanded too.
-  for (qsizetype end = scope.indexOf(QLatin1Char('.')); end >= 0;
-       end = scope.indexOf(QLatin1Char('.'), end + 1)) {
+  for (qsizetype end = scope.indexOf(QLatin1Char('.')); end >= 0; end = scope.indexOf(QLatin1Char('.'), end + 1)) {
     state_.expanded.insert(scope.left(end));
   }
   state_.expanded.insert(scope);

@@ -60,8 +60,9 @@ void MetricsView::setProfile(const RunProfile& profile) {
   if (profile.metrics.empty()) {
     note_->setText(tr("No metrics recorded for this run."));
   } else if (profile.metricsDerived) {
-    note_->setText(tr("This run was recorded without snapshots of the engine's metrics report, so this "
-                      "report is derived from its recorded events."));
+    note_->setText(
+        tr("This run was recorded without snapshots of the engine's metrics report, so this "
+           "report is derived from its recorded events."));
   } else {
     note_->setText(tr("The engine's metrics report as last recorded (step %1): each metric's newest "
                       "snapshot.")

@@ -21,14 +21,12 @@ void StepChart::setSeries(std::vector<Series> series) {
   xMax_ = 1;
   for (const Series &s : series_) {
     all.insert(all.end(), s.ms.begin(), s.ms.end());
-    if (!s.steps.empty())
-      xMax_ = std::max(xMax_, s.steps.back());
+    if (!s.steps.empty()) xMax_ = std::max(xMax_, s.steps.back());
   }
   yMax_ = 1;
   if (!all.empty()) {
     std::sort(all.begin(), all.end());
-    const double p98 =
-        all[static_cast<size_t>(static_cast<double>(all.size() - 1) * 0.98)];
+    const double p98 = all[static_cast<size_t>(static_cast<double>(all.size() - 1) * 0.98)];
     yMax_ = niceAxis(std::max(p98 * 1.25, 1e-3), 4).top;  // round labels
   }
   update();
@@ -43,14 +41,12 @@ std::vector<StepChart::LegendEntry> StepChart::legend() const {
   double x = left;
   double y = 4;
   for (const Series &s : series_) {
-    if (s.ms.empty())
-      continue;
+    if (s.ms.empty()) continue;
     QString text = tr("%1 (%2 steps)").arg(s.name).arg(s.ms.size());
     // A label alone wider than a row is elided; otherwise it starts a new
     // row when it does not fit on this one.
     const double room = std::max(0.0, right - left - 16);
-    if (metrics.horizontalAdvance(text) > room)
-      text = metrics.elidedText(text, Qt::ElideMiddle, room);
+    if (metrics.horizontalAdvance(text) > room) text = metrics.elidedText(text, Qt::ElideMiddle, room);
     const double entryWidth = 16 + metrics.horizontalAdvance(text);
     if (x > left && x + entryWidth > right) {
       x = left;
@@ -69,11 +65,9 @@ std::vector<StepChart::LegendEntry> StepChart::legend() const {
 QRectF StepChart::plotRect() const {
   const QFontMetrics metrics(font());
   double top = metrics.height() + 10;
-  for (const LegendEntry &entry : legend())
-    top = std::max(top, entry.label.bottom() + 8);
-  return QRectF(rect()).adjusted(
-      metrics.horizontalAdvance(QStringLiteral("000.0 ms")) + 12, top, -12,
-      -metrics.height() - 12);
+  for (const LegendEntry &entry : legend()) top = std::max(top, entry.label.bottom() + 8);
+  return QRectF(rect()).adjusted(metrics.horizontalAdvance(QStringLiteral("000.0 ms")) + 12, top, -12,
+                                 -metrics.height() - 12);
 }
 
 void StepChart::paintEvent(QPaintEvent *) {
@@ -93,22 +87,15 @@ void StepChart::paintEvent(QPaintEvent *) {
     const double y = plot.bottom() - plot.height() * value / yMax_;
     painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
     painter.setPen(text);
-    painter.drawText(QRectF(0, y - metrics.height() / 2.0, plot.left() - 6,
-                            metrics.height()),
-                     Qt::AlignRight | Qt::AlignVCenter,
-                     formatStepTime(value));
+    painter.drawText(QRectF(0, y - metrics.height() / 2.0, plot.left() - 6, metrics.height()),
+                     Qt::AlignRight | Qt::AlignVCenter, formatStepTime(value));
     painter.setPen(grid);
   }
   painter.setPen(text);
-  painter.drawText(
-      QRectF(plot.left(), plot.bottom() + 4, plot.width(), metrics.height()),
-      Qt::AlignLeft, tr("step 0"));
-  painter.drawText(
-      QRectF(plot.left(), plot.bottom() + 4, plot.width(), metrics.height()),
-      Qt::AlignRight, tr("step %1").arg(xMax_, 0, 'f', 0));
-  if (series_.empty() ||
-      std::all_of(series_.begin(), series_.end(),
-                  [](const Series &s) { return s.ms.empty(); })) {
+  painter.drawText(QRectF(plot.left(), plot.bottom() + 4, plot.width(), metrics.height()), Qt::AlignLeft, tr("step 0"));
+  painter.drawText(QRectF(plot.left(), plot.bottom() + 4, plot.width(), metrics.height()), Qt::AlignRight,
+                   tr("step %1").arg(xMax_, 0, 'f', 0));
+  if (series_.empty() || std::all_of(series_.begin(), series_.end(), [](const Series &s) { return s.ms.empty(); })) {
     painter.drawText(plot, Qt::AlignCenter, tr("No steps recorded."));
     return;
   }
@@ -117,8 +104,7 @@ void StepChart::paintEvent(QPaintEvent *) {
   const std::vector<LegendEntry> entries = legend();
   size_t entry = 0;
   for (const Series &s : series_) {
-    if (s.ms.empty())
-      continue;
+    if (s.ms.empty()) continue;
     const LegendEntry &e = entries[entry++];
     painter.fillRect(e.swatch, s.color);
     painter.setPen(text);
@@ -129,9 +115,8 @@ void StepChart::paintEvent(QPaintEvent *) {
   for (const Series &s : series_) {
     QPainterPath path;
     for (size_t i = 0; i < s.ms.size(); ++i) {
-      const QPointF p(
-          plot.left() + plot.width() * s.steps[i] / std::max(xMax_, 1.0),
-          plot.bottom() - plot.height() * std::min(s.ms[i], yMax_) / yMax_);
+      const QPointF p(plot.left() + plot.width() * s.steps[i] / std::max(xMax_, 1.0),
+                      plot.bottom() - plot.height() * std::min(s.ms[i], yMax_) / yMax_);
       if (i == 0) {
         path.moveTo(p);
       } else {
@@ -144,4 +129,4 @@ void StepChart::paintEvent(QPaintEvent *) {
   }
 }
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

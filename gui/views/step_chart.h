@@ -16,7 +16,7 @@ namespace lazyscope::gui {
 class StepChart : public QWidget {
   Q_OBJECT
 
-public:
+ public:
   struct Series {
     QString name;
     QColor color;
@@ -45,13 +45,13 @@ public:
   QSize sizeHint() const override { return {480, 220}; }
   QSize minimumSizeHint() const override { return {200, 120}; }
 
-protected:
+ protected:
   void paintEvent(QPaintEvent *event) override;
 
-private:
+ private:
   std::vector<Series> series_;
   double xMax_ = 1;
   double yMax_ = 1;
 };
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

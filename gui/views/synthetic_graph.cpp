@@ -10,12 +10,12 @@ class Builder {
  public:
   explicit Builder(pb::IrGraph& graph) : graph_(graph) {}
 
-  int add(const char* op, std::initializer_list<int> operands, const std::string& scope,
-          int line, bool parameter = false) {
+  int add(const char* op, std::initializer_list<int> operands, const std::string& scope, int line,
+          bool parameter = false) {
     return add(op, std::vector<int>(operands), scope, line, parameter);
   }
-  int add(const char* op, const std::vector<int>& operands, const std::string& scope,
-          int line, bool parameter = false) {
+  int add(const char* op, const std::vector<int>& operands, const std::string& scope, int line,
+          bool parameter = false) {
     pb::IrNode& node = *graph_.add_nodes();
     node.set_id(graph_.nodes_size() - 1);
     node.set_op(op);
@@ -52,15 +52,18 @@ pb::IrGraph syntheticGraph(int nodes, bool scoped) {
     const int k = b.add("matmul", {x, b.add("device_data", {}, attn, 20, true)}, attn, 22);
     const int v = b.add("matmul", {x, b.add("device_data", {}, attn, 20, true)}, attn, 23);
     const int kt = b.add("permute", {k}, attn, 24);
-    const int score = b.add("mul", {b.add("matmul", {q, kt}, attn, 24), b.add("device_data", {}, attn, 24, true)}, attn, 24);
+    const int score = b.add("mul", {b.add("matmul", {q, kt}, attn, 24), b.add("device_data", {}, attn, 24, true)}, attn,
+                            24);
     const int soft = b.add("softmax", {score}, attn, 25);
     const int mixed = b.add("reshape", {b.add("matmul", {soft, v}, attn, 26)}, attn, 26);
     const int res = b.add("add", {x, mixed}, attn, 27);
     const int mean = b.add("mean", {res}, attn, 28);
     const int norm = b.add("sub", {res, b.add("expand", {mean}, attn, 28)}, attn, 28);
     // MLP-like: up, gelu, down, residual.
-    const int up = b.add("add", {b.add("matmul", {norm, b.add("device_data", {}, mlp, 30, true)}, mlp, 30),
-                                 b.add("device_data", {}, mlp, 30, true)}, mlp, 30);
+    const int up = b.add("add",
+                         {b.add("matmul", {norm, b.add("device_data", {}, mlp, 30, true)}, mlp, 30),
+                          b.add("device_data", {}, mlp, 30, true)},
+                         mlp, 30);
     const int act = b.add("gelu", {up}, mlp, 31);
     const int down = b.add("matmul", {act, b.add("device_data", {}, mlp, 32, true)}, mlp, 32);
     x = b.add("add", {norm, down}, mlp, 33);
@@ -102,7 +105,8 @@ pb::IrGraph syntheticTrainingStep(int nodes) {
     const int k = linear(x, attn, 22);
     const int v = linear(x, attn, 23);
     const int score = b.add("matmul", {q, b.add("permute", {k}, attn, 24)}, attn, 24);
-    const int soft = b.add("softmax", {b.add("mul", {score, b.add("device_data", {}, "", 24, true)}, attn, 24)}, attn, 25);
+    const int soft = b.add("softmax", {b.add("mul", {score, b.add("device_data", {}, "", 24, true)}, attn, 24)}, attn,
+                           25);
     const int mixed = b.add("reshape", {b.add("matmul", {soft, v}, attn, 26)}, attn, 26);
     const int res = b.add("add", {x, linear(mixed, attn, 27)}, attn, 27);
     const int mean = b.add("mean", {res}, attn, 28);
@@ -135,8 +139,9 @@ pb::IrGraph syntheticTrainingStep(int nodes) {
     // the step, an output nothing reads.
     const auto beta = [&b] { return b.add("device_data", {}, "", 43, true); };
     const int m = b.add("add", {b.add("mul", {beta(), beta()}, "", 43), b.add("mul", {g, g}, "", 43)}, "", 43);
-    const int v = b.add("add", {b.add("mul", {beta(), beta()}, "", 43),
-                                b.add("mul", {g, b.add("mul", {g, g}, "", 43)}, "", 43)}, "", 43);
+    const int v = b.add(
+        "add", {b.add("mul", {beta(), beta()}, "", 43), b.add("mul", {g, b.add("mul", {g, g}, "", 43)}, "", 43)}, "",
+        43);
     const int step = b.add("div", {m, b.add("add", {b.add("sqrt", {v}, "", 43), g}, "", 43)}, "", 43);
     outputs.push_back(b.add("add", {b.add("mul", {w, beta()}, "", 43), b.add("mul", {step, m}, "", 43)}, "", 43));
     outputs.push_back(m);

@@ -27,10 +27,7 @@ QToolButton* toolButton(const QString& text, const QString& tip, const QString& 
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
-    : QWidget(parent),
-      timeline_(new TimelineWidget(this)),
-      range_(new QLabel(this)),
-      selection_(new QLabel(this)) {
+    : QWidget(parent), timeline_(new TimelineWidget(this)), range_(new QLabel(this)), selection_(new QLabel(this)) {
   setObjectName(QStringLiteral("timelineView"));
   range_->setObjectName(QStringLiteral("timelineRange"));
   range_->setForegroundRole(QPalette::PlaceholderText);
@@ -40,7 +37,8 @@ TimelineView::TimelineView(QWidget* parent)
   selection_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   QToolButton* fit = toolButton(tr("Fit"), tr("Show every step (F)"), QStringLiteral("zoom-fit-best"), this);
-  QToolButton* zoomOut = toolButton(tr("Zoom out"), tr("Zoom out (−, S or the wheel)"), QStringLiteral("zoom-out"), this);
+  QToolButton* zoomOut = toolButton(tr("Zoom out"), tr("Zoom out (−, S or the wheel)"), QStringLiteral("zoom-out"),
+                                    this);
   QToolButton* zoomIn = toolButton(tr("Zoom in"), tr("Zoom in (+, W or the wheel)"), QStringLiteral("zoom-in"), this);
   QToolButton* exportButton = toolButton(tr("Export…"), tr("Save the timeline as PNG or SVG"),
                                          QStringLiteral("document-save-as"), this);
@@ -106,7 +104,8 @@ void TimelineView::showRange(qint64 first, qint64 last) {
 void TimelineView::showSelection(qint64 step) {
   selection_->setText(step < 0 ? tr("Click a step for its breakdown; drag or use the arrow keys to pan, "
                                     "the wheel or +/− to zoom, F to fit.")
-                               : timeline_->describeStep(step, timeline_->selectedLane()).replace(QStringLiteral("<br>"), QStringLiteral(" · ")));
+                               : timeline_->describeStep(step, timeline_->selectedLane())
+                                     .replace(QStringLiteral("<br>"), QStringLiteral(" · ")));
 }
 
 }  // namespace lazyscope::gui

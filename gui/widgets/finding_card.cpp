@@ -50,8 +50,7 @@ QString severityText(pb::Severity severity) {
   }
 }
 
-FindingCard::FindingCard(const pb::Finding& finding, QWidget* parent)
-    : QFrame(parent), severity_(finding.severity()) {
+FindingCard::FindingCard(const pb::Finding& finding, QWidget* parent) : QFrame(parent), severity_(finding.severity()) {
   setObjectName(QStringLiteral("findingCard"));
   setFrameShape(QFrame::StyledPanel);
   setAutoFillBackground(true);
@@ -77,8 +76,8 @@ FindingCard::FindingCard(const pb::Finding& finding, QWidget* parent)
     text->addWidget(textLabel(QString::fromStdString(finding.detail()), QStringLiteral("findingDetail"), this));
   }
   if (!finding.fix().empty()) {
-    text->addWidget(textLabel(tr("Fix: %1").arg(QString::fromStdString(finding.fix())),
-                              QStringLiteral("findingFix"), this));
+    text->addWidget(
+        textLabel(tr("Fix: %1").arg(QString::fromStdString(finding.fix())), QStringLiteral("findingFix"), this));
   }
 
   auto* layout = new QHBoxLayout(this);

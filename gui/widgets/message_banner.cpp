@@ -14,10 +14,9 @@ namespace lazyscope::gui {
 namespace {
 
 QColor blend(const QColor& base, const QColor& tint, double amount) {
-  return QColor::fromRgbF(
-      static_cast<float>(base.redF() * (1.0 - amount) + tint.redF() * amount),
-      static_cast<float>(base.greenF() * (1.0 - amount) + tint.greenF() * amount),
-      static_cast<float>(base.blueF() * (1.0 - amount) + tint.blueF() * amount));
+  return QColor::fromRgbF(static_cast<float>(base.redF() * (1.0 - amount) + tint.redF() * amount),
+                          static_cast<float>(base.greenF() * (1.0 - amount) + tint.greenF() * amount),
+                          static_cast<float>(base.blueF() * (1.0 - amount) + tint.blueF() * amount));
 }
 
 }  // namespace
@@ -61,14 +60,12 @@ QString MessageBanner::text() const { return text_->text(); }
 void MessageBanner::dismiss() { hide(); }
 
 QColor MessageBanner::accentColor() const {
-  return kind_ == Kind::Error ? statusColor(pb::RUN_STATUS_FAILED, palette())
-                              : palette().color(QPalette::Highlight);
+  return kind_ == Kind::Error ? statusColor(pb::RUN_STATUS_FAILED, palette()) : palette().color(QPalette::Highlight);
 }
 
 void MessageBanner::updateIcon() {
   const int size = style()->pixelMetric(QStyle::PM_SmallIconSize, nullptr, this);
-  const auto icon = kind_ == Kind::Error ? QStyle::SP_MessageBoxCritical
-                                         : QStyle::SP_MessageBoxInformation;
+  const auto icon = kind_ == Kind::Error ? QStyle::SP_MessageBoxCritical : QStyle::SP_MessageBoxInformation;
   icon_->setPixmap(style()->standardIcon(icon, nullptr, this).pixmap(size, size));
 }
 

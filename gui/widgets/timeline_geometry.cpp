@@ -59,9 +59,7 @@ void TimelineGeometry::ensureVisible(double position) {
   clamp();
 }
 
-bool TimelineGeometry::isFit() const {
-  return first_ <= 0.0 && span_ >= std::max(static_cast<double>(count_), 1.0);
-}
+bool TimelineGeometry::isFit() const { return first_ <= 0.0 && span_ >= std::max(static_cast<double>(count_), 1.0); }
 
 void TimelineGeometry::clamp() {
   const double total = std::max(static_cast<double>(count_), 1.0);

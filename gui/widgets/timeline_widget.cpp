@@ -19,11 +19,11 @@ namespace {
 constexpr int kMarkerRowHeight = 9;  // one row of markers per kind
 constexpr int kMarkerRows = 3;
 constexpr int kRightMargin = 8;
-constexpr double kZoomStep = 1.25;     // one wheel notch or key press
-constexpr double kKeyPanShare = 0.1;   // an arrow key pans a tenth of the view
-constexpr int kDragThreshold = 4;      // pixels before a press becomes a pan
-constexpr int kLaneGap = 6;            // between the lanes of several replicas
-constexpr int kMinLaneHeight = 28;     // a lane still shows its bars' parts
+constexpr double kZoomStep = 1.25;    // one wheel notch or key press
+constexpr double kKeyPanShare = 0.1;  // an arrow key pans a tenth of the view
+constexpr int kDragThreshold = 4;     // pixels before a press becomes a pan
+constexpr int kLaneGap = 6;           // between the lanes of several replicas
+constexpr int kMinLaneHeight = 28;    // a lane still shows its bars' parts
 
 int rowOf(StepMarker::Kind kind) { return static_cast<int>(kind); }
 
@@ -98,7 +98,8 @@ void TimelineWidget::setLanes(std::vector<TimelineLane> lanes) {
   // Columns are the union of the lanes' step numbers, so that step n of
   // every lane lines up; a lane without step n leaves its column empty.
   positions_.clear();
-  for (const TimelineLane& lane : lanes_) positions_.insert(positions_.end(), lane.steps.steps().begin(), lane.steps.steps().end());
+  for (const TimelineLane& lane : lanes_)
+    positions_.insert(positions_.end(), lane.steps.steps().begin(), lane.steps.steps().end());
   std::sort(positions_.begin(), positions_.end());
   positions_.erase(std::unique(positions_.begin(), positions_.end()), positions_.end());
   laneIndexes_.assign(lanes_.size(), std::vector<int>(positions_.size(), -1));
@@ -236,8 +237,8 @@ int64_t TimelineWidget::columnAt(double plotX, int lane) const {
   const auto from = static_cast<int64_t>(std::floor(geometry_.toPosition(plotX)));
   if (geometry_.stepsPerPixel() <= 1.0) return from >= 0 && from < count && indexIn(lane, from) >= 0 ? from : -1;
   // Zoomed out: the bar at this pixel is the lane's slowest step of its column.
-  const auto to = std::min(count, std::max(from + 1, static_cast<int64_t>(std::floor(geometry_.toPosition(
-                                                          std::floor(plotX) + 1.0)))));
+  const auto to = std::min(
+      count, std::max(from + 1, static_cast<int64_t>(std::floor(geometry_.toPosition(std::floor(plotX) + 1.0)))));
   int64_t best = -1;
   for (int64_t c = std::max<int64_t>(from, 0); c < to; ++c) {
     if (indexIn(lane, c) >= 0 && (best < 0 || totalMs(lane, c) > totalMs(lane, best))) best = c;
@@ -516,8 +517,8 @@ void TimelineWidget::paintAxes(QPainter& painter, double maxMs) const {
     painter.drawLine(x, plot.bottom() + 1, x, plot.bottom() + 4);
     const QString label = QString::number(positions_[static_cast<size_t>(column)]);
     const int w = metrics.horizontalAdvance(label);
-    painter.drawText(std::clamp(x - w / 2, plot.left() - w / 2, width() - w - 2),
-                     plot.bottom() + 4 + metrics.ascent(), label);
+    painter.drawText(std::clamp(x - w / 2, plot.left() - w / 2, width() - w - 2), plot.bottom() + 4 + metrics.ascent(),
+                     label);
   }
 }
 

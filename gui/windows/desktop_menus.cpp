@@ -42,8 +42,8 @@ void addViewAndHelpMenus(QMainWindow* window) {
   QMenu* help = window->menuBar()->addMenu(QMainWindow::tr("&Help"));
   QAction* shortcuts = help->addAction(QMainWindow::tr("&Keyboard Shortcuts"));
   shortcuts->setObjectName(QStringLiteral("shortcutSheetAction"));
-  shortcuts->setShortcuts({QKeySequence(Qt::Key_F1), QKeySequence(Qt::CTRL | Qt::Key_Slash),
-                           QKeySequence(Qt::Key_Question)});
+  shortcuts->setShortcuts(
+      {QKeySequence(Qt::Key_F1), QKeySequence(Qt::CTRL | Qt::Key_Slash), QKeySequence(Qt::Key_Question)});
   shortcuts->setIcon(QIcon::fromTheme(QStringLiteral("help-keyboard-shortcuts")));
   QObject::connect(shortcuts, &QAction::triggered, window, [window] {
     // One sheet per window, raised if already open; not modal, so it can

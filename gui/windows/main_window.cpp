@@ -20,8 +20,8 @@
 #include <utility>
 
 #include "db/history_file.h"
-#include "query/history_reader.h"
 #include "loaders/history_loader.h"
+#include "query/history_reader.h"
 #include "widgets/message_banner.h"
 #include "widgets/task_progress.h"
 #include "windows/desktop_menus.h"
@@ -195,8 +195,8 @@ void MainWindow::openDefaultHistory() {
   try {
     path = QString::fromStdString(storage::default_history_path());
   } catch (const std::exception& e) {
-    banner_->showMessage(MessageBanner::Kind::Error, tr("Could not find the default history: %1")
-                                                         .arg(QString::fromUtf8(e.what())));
+    banner_->showMessage(MessageBanner::Kind::Error,
+                         tr("Could not find the default history: %1").arg(QString::fromUtf8(e.what())));
     return;
   }
   if (QFileInfo::exists(path)) {
@@ -212,8 +212,7 @@ void MainWindow::openDefaultHistory() {
   isDefaultHistory_ = true;
   lastLoadFailed_ = false;
   runs_->setEmptyReason(RunListPage::EmptyReason::NoHistory);
-  pathLabel_->setText(
-      tr("No runs recorded yet. Runs recorded with `lazyscope run` will appear here (%1).").arg(path));
+  pathLabel_->setText(tr("No runs recorded yet. Runs recorded with `lazyscope run` will appear here (%1).").arg(path));
   updateRunCount();
 }
 
@@ -231,8 +230,7 @@ void MainWindow::showOpenDialog() {
   QString dir = historyPath_.isEmpty() ? QString() : QFileInfo(historyPath_).absolutePath();
   dir = settings.value(kLastDirKey, dir).toString();
   const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open History"), dir,
-      tr("LazyScope histories (*.sqlite *.db *.lazyscope);;All files (*)"));
+      this, tr("Open History"), dir, tr("LazyScope histories (*.sqlite *.db *.lazyscope);;All files (*)"));
   if (path.isEmpty()) return;
   settings.setValue(kLastDirKey, QFileInfo(path).absolutePath());
   openHistory(path);
@@ -355,8 +353,7 @@ void MainWindow::onLoadCancelled(const QString& path) {
   if (path != historyPath_) return;
   // The rows of an earlier read (if any) stay; say they may be stale.
   runs_->setEmptyReason(RunListPage::EmptyReason::Loaded);
-  banner_->showMessage(MessageBanner::Kind::Information,
-                       tr("Reading the runs was cancelled — press F5 to reload."));
+  banner_->showMessage(MessageBanner::Kind::Information, tr("Reading the runs was cancelled — press F5 to reload."));
 }
 
 void MainWindow::updateRunCount() {

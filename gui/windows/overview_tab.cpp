@@ -103,10 +103,10 @@ QString OverviewTab::figure(const QString& name) const {
 
 void OverviewTab::setRun(const pb::RunSummary& summary, const std::vector<pb::Finding>& findings) {
   const pb::RunInfo& run = summary.run();
-  heading_->setText(tr("Run %1 — %2 (%3)")
-                        .arg(run.id())
-                        .arg(QString::fromStdString(run.name()),
-                             QFileInfo(QString::fromStdString(run.script_path())).fileName()));
+  heading_->setText(
+      tr("Run %1 — %2 (%3)")
+          .arg(run.id())
+          .arg(QString::fromStdString(run.name()), QFileInfo(QString::fromStdString(run.script_path())).fileName()));
   auto set = [this](const char* name, const QString& text) {
     if (auto* label = findChild<QLabel*>(QLatin1String(kFigurePrefix) + QLatin1String(name))) {
       label->setText(text);
@@ -124,11 +124,11 @@ void OverviewTab::setRun(const pb::RunSummary& summary, const std::vector<pb::Fi
   set("compiles", QString::number(summary.compiles()));
   set("compileTime", formatStepTime(summary.compile_ms()));
   set("executions", QString::number(summary.executions()));
-  set("cacheHitRate",
-      summary.executions() > 0
-          ? QStringLiteral("%1 %").arg(100.0 * static_cast<double>(summary.cache_hits()) /
-                                            static_cast<double>(summary.executions()), 0, 'f', 1)
-          : QStringLiteral("—"));
+  set("cacheHitRate", summary.executions() > 0
+                          ? QStringLiteral("%1 %").arg(100.0 * static_cast<double>(summary.cache_hits()) /
+                                                           static_cast<double>(summary.executions()),
+                                                       0, 'f', 1)
+                          : QStringLiteral("—"));
   set("fallbacks", QString::number(summary.fallbacks()));
 
   const bool failed = run.status() == pb::RUN_STATUS_FAILED;

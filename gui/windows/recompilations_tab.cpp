@@ -58,12 +58,9 @@ RecompilationsTab::RecompilationsTab(QWidget* parent)
   table_->setSortingEnabled(true);
   table_->sortByColumn(-1, Qt::AscendingOrder);  // the order of the run
   table_->setAlternatingRowColors(true);
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            showCompile(current.isValid()
-                            ? current.data(RecompilationModel::CompileIndexRole).toInt()
-                            : -1);
-          });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    showCompile(current.isValid() ? current.data(RecompilationModel::CompileIndexRole).toInt() : -1);
+  });
 
   auto* lower = new QWidget(splitter);
   reason_ = new QLabel(lower);
@@ -113,8 +110,7 @@ void RecompilationsTab::clear() { setRun(nullptr); }
 
 void RecompilationsTab::selectCompile(int row) {
   const QModelIndex index = proxy_->mapFromSource(model_->index(row, 0));
-  table_->selectionModel()->setCurrentIndex(
-      index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 }
 
 QString RecompilationsTab::reasonText() const { return reason_->text(); }

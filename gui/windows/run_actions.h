@@ -31,7 +31,7 @@ struct ScriptRunOptions;
 class RunActions : public QObject {
   Q_OBJECT
 
-public:
+ public:
   explicit RunActions(MainWindow *window);
   ~RunActions() override;
 
@@ -56,12 +56,12 @@ public:
   ScriptRun *scriptRun() const { return script_; }
   bool isEditing() const { return editing_ > 0; }
 
-signals:
+ signals:
   void edited(const QString &what);
   void failed(const QString &message);
   void exported(const QString &path);
 
-private:
+ private:
   void askRename();
   void askTags();
   void askDelete();
@@ -69,8 +69,7 @@ private:
   void askExport(RunExportFormat format);
   void showRunDialog();
   void updateEnabled();
-  void edit(const QString &what,
-            std::function<void(const std::string &path)> change);
+  void edit(const QString &what, std::function<void(const std::string &path)> change);
   void onScriptPoll();
   void onScriptFinished(int exitCode);
 
@@ -90,4 +89,4 @@ private:
   QToolButton *stopButton_ = nullptr;
 };
 
-} // namespace lazyscope::gui
+}  // namespace lazyscope::gui

@@ -9,14 +9,14 @@
 #include "models/recompilation_model.h"
 #include "views/charts_view.h"
 #include "views/fallbacks_view.h"
+#include "views/graph_tab.h"
+#include "views/kernels_view.h"
 #include "views/metrics_view.h"
 #include "views/output_view.h"
 #include "views/timeline_view.h"
 #include "widgets/timeline_widget.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
-#include "views/graph_tab.h"
-#include "views/kernels_view.h"
 
 namespace lazyscope::gui {
 
@@ -39,9 +39,8 @@ RunDetailView::RunDetailView(QWidget* parent)
   graphs_ = new GraphTab(tabs_);
   graphs_->setObjectName(QStringLiteral("graphTab"));
   tabs_->addTab(graphs_, tr("&Graphs"));
-  connect(graphs_, &GraphTab::graphCountChanged, this, [this](int count) {
-    tabs_->setTabText(tabs_->indexOf(graphs_), tr("&Graphs (%1)").arg(count));
-  });
+  connect(graphs_, &GraphTab::graphCountChanged, this,
+          [this](int count) { tabs_->setTabText(tabs_->indexOf(graphs_), tr("&Graphs (%1)").arg(count)); });
   // --- end Graphs tab
   // --- Kernels tab: reads its own data (the kernel profile), by path and run id.
   kernels_ = new KernelsView(tabs_);

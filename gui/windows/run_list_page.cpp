@@ -87,8 +87,7 @@ void RunListPage::createTable() {
   applyDefaultColumnWidths();
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this] { emit currentRunChanged(currentRunId()); });
-  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-          &RunListPage::selectedRunsChanged);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunListPage::selectedRunsChanged);
 
   placeholder_ = new QLabel(table_->viewport());
   placeholder_->setObjectName(QStringLiteral("runTablePlaceholder"));
@@ -128,8 +127,7 @@ bool RunListPage::selectRun(qint64 runId) {
   for (int row = 0; row < proxy_->rowCount(); ++row) {
     const QModelIndex index = proxy_->index(row, 0);
     if (index.data(RunListModel::RunIdRole).toLongLong() != runId) continue;
-    table_->selectionModel()->setCurrentIndex(
-        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     table_->scrollTo(index);
     return true;
   }
@@ -140,7 +138,8 @@ std::vector<int64_t> RunListPage::selectedRunIds() const {
   std::vector<int64_t> ids;
   for (int row = 0; row < proxy_->rowCount(); ++row) {
     const QModelIndex index = proxy_->index(row, 0);
-    if (table_->selectionModel()->isRowSelected(row, {})) ids.push_back(index.data(RunListModel::RunIdRole).toLongLong());
+    if (table_->selectionModel()->isRowSelected(row, {}))
+      ids.push_back(index.data(RunListModel::RunIdRole).toLongLong());
   }
   return ids;
 }
@@ -156,15 +155,12 @@ void RunListPage::updatePlaceholder() {
   if (proxy_->rowCount() == 0) {
     switch (emptyReason_) {
       case EmptyReason::NoHistory:
-        text = tr("No runs recorded yet.\nRun a script with `lazyscope run train.py` and it "
-                  "will appear here.");
+        text = tr(
+            "No runs recorded yet.\nRun a script with `lazyscope run train.py` and it "
+            "will appear here.");
         break;
-      case EmptyReason::Loading:
-        text = tr("Loading runs…");
-        break;
-      case EmptyReason::Failed:
-        text = tr("No runs to show.\nOpen another history with File ▸ Open… (Ctrl+O).");
-        break;
+      case EmptyReason::Loading: text = tr("Loading runs…"); break;
+      case EmptyReason::Failed: text = tr("No runs to show.\nOpen another history with File ▸ Open… (Ctrl+O)."); break;
       case EmptyReason::Loaded:
         text = model_->rowCount() == 0 ? tr("This history has no runs yet.")
                                        : tr("No runs match “%1”.").arg(filter_->text());
@@ -179,12 +175,16 @@ void RunListPage::updatePlaceholder() {
 void RunListPage::applyDefaultColumnWidths() {
   // Wide enough for typical values, so that even an empty table looks laid out.
   const QFontMetrics metrics(table_->font());
-  const QString samples[RunListModel::NUM_COLUMNS] = {
-      QStringLiteral("0000"),         QStringLiteral("mnist-mlp baseline"),
-      QStringLiteral("train_mlp.py"), QStringLiteral("interrupted"),
-      QStringLiteral("2024-12-31 23:59:59"), QStringLiteral("44 min 00 s"),
-      QStringLiteral("000000"),       QStringLiteral("0000"),
-      QStringLiteral("000000"),       QStringLiteral("000.0 ms")};
+  const QString samples[RunListModel::NUM_COLUMNS] = {QStringLiteral("0000"),
+                                                      QStringLiteral("mnist-mlp baseline"),
+                                                      QStringLiteral("train_mlp.py"),
+                                                      QStringLiteral("interrupted"),
+                                                      QStringLiteral("2024-12-31 23:59:59"),
+                                                      QStringLiteral("44 min 00 s"),
+                                                      QStringLiteral("000000"),
+                                                      QStringLiteral("0000"),
+                                                      QStringLiteral("000000"),
+                                                      QStringLiteral("000.0 ms")};
   QHeaderView* header = table_->horizontalHeader();
   for (int column = 0; column < RunListModel::NUM_COLUMNS; ++column) {
     const QString title = model_->headerData(column, Qt::Horizontal).toString();

@@ -20,10 +20,8 @@ constexpr std::array kSyncCauses = {
                  "reading a tensor on the host (.cpu(), .numpy(), .tolist(), print)", true},
     SyncCauseRow{pb::SYNC_CAUSE_CONTROL_FLOW, "control flow", "bool() of a tensor in control flow", true},
     SyncCauseRow{pb::SYNC_CAUSE_SAVE, "save", "saving a tensor", true},
-    SyncCauseRow{pb::SYNC_CAUSE_FALLBACK, "fallback operands", "moving a fallback op's operands to the host",
-                 false},
-    SyncCauseRow{pb::SYNC_CAUSE_GRAPH_LIMIT, "graph node limit", "the pending graph reaching the node limit",
-                 false},
+    SyncCauseRow{pb::SYNC_CAUSE_FALLBACK, "fallback operands", "moving a fallback op's operands to the host", false},
+    SyncCauseRow{pb::SYNC_CAUSE_GRAPH_LIMIT, "graph node limit", "the pending graph reaching the node limit", false},
 };
 
 const SyncCauseRow* row_of(pb::SyncCause cause) {

@@ -13,8 +13,7 @@ void append(std::string& out, const std::string& part) { out += part; }
 void append(std::string& out, const char* part) { out += part; }
 void append(std::string& out, std::integral auto number) { out += std::to_string(number); }
 
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
+template <typename... Parts> std::string cat(const Parts&... parts) {
   std::string out;
   (append(out, parts), ...);
   return out;
@@ -81,8 +80,8 @@ std::string text(const pb::IrGraph& graph, const Options& options) {
 }
 
 std::string dot(const pb::IrGraph& graph, const Options& options) {
-  std::string out =
-      cat("digraph \"", hash_text(graph.hash(), options), "\" {\n  node [shape=box, fontname=\"monospace\"];\n");
+  std::string out = cat("digraph \"", hash_text(graph.hash(), options),
+                        "\" {\n  node [shape=box, fontname=\"monospace\"];\n");
   for (const pb::IrNode& node : graph.nodes()) {
     std::string label = cat(node.op(), "\\n", node.dtype(), shape(node));
     if (!node.scope().empty()) label += cat("\\n", node.scope());

@@ -47,8 +47,8 @@ const Metric kMetrics[] = {
     {"compiles", [](const pb::RunSummary& s) { return static_cast<double>(s.compiles()); }, true, Better::Lower,
      Noise::None},
     {"compile_ms", [](const pb::RunSummary& s) { return s.compile_ms(); }, false, Better::Lower, Noise::Compiles},
-    {"executions", [](const pb::RunSummary& s) { return static_cast<double>(s.executions()); }, true,
-     Better::Neither, Noise::None},
+    {"executions", [](const pb::RunSummary& s) { return static_cast<double>(s.executions()); }, true, Better::Neither,
+     Noise::None},
     {"execute_ms", [](const pb::RunSummary& s) { return s.execute_ms(); }, false, Better::Lower, Noise::Executions},
     {"cache_hit_rate", cache_hit_rate, false, Better::Higher, Noise::None},
     {"fallbacks", [](const pb::RunSummary& s) { return static_cast<double>(s.fallbacks()); }, true, Better::Lower,
@@ -159,17 +159,15 @@ using ReasonKey = std::tuple<int, std::string, int32_t>;  // kind, file, line
 std::string reason_file_key(const pb::SourceLocation& source, const pb::RunInfo& run) {
   namespace fs = std::filesystem;
   if (source.file().empty() || run.script_path().empty()) return source.file();
-  return fs::path(source.file()).filename() == fs::path(run.script_path()).filename() ? std::string()
-                                                                                       : source.file();
+  return fs::path(source.file()).filename() == fs::path(run.script_path()).filename() ? std::string() : source.file();
 }
 
 void compare_reasons(const RunData& a, const RunData& b, pb::RunComparison& out) {
   std::map<ReasonKey, pb::CompileReasonDelta> groups;
   const auto count = [&](const RunData& run, bool is_a) {
     for (const pb::CompileEvent& compile : run.compiles) {
-      pb::CompileReasonDelta& group = groups[{compile.reason_kind(),
-                                              reason_file_key(compile.source(), run.summary.run()),
-                                              compile.source().line()}];
+      pb::CompileReasonDelta& group = groups[{
+          compile.reason_kind(), reason_file_key(compile.source(), run.summary.run()), compile.source().line()}];
       group.set_kind(compile.reason_kind());
       if (!group.has_source()) *group.mutable_source() = compile.source();  // A's file where both have it
       const double compile_ms = static_cast<double>(compile.duration_ns()) / 1e6;

@@ -102,8 +102,8 @@ pb::Severity severity_by_share(double share_of_step_time) {
 
 struct VaryingInput {
   int32_t parameter = -1;
-  pb::SourceLocation source;       // where the script made the input
-  std::vector<std::string> shapes;  // distinct, in order of first sight
+  pb::SourceLocation source;               // where the script made the input
+  std::vector<std::string> shapes;         // distinct, in order of first sight
   std::vector<std::vector<int64_t>> dims;  // the same shapes as numbers
 };
 
@@ -157,7 +157,8 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
                          const RunData& run, pb::Finding& finding) {
   const std::string site = where(group.front()->source());
   const auto n = static_cast<long long>(group.size());
-  const std::string cost = format("%lld recompile%s, %s", n, n == 1 ? "" : "s", duration(finding.time_lost_ms()).c_str());
+  const std::string cost = format("%lld recompile%s, %s", n, n == 1 ? "" : "s",
+                                  duration(finding.time_lost_ms()).c_str());
   std::vector<std::string> reasons;
   for (const pb::CompileEvent* compile : group) {
     if (std::find(reasons.begin(), reasons.end(), compile->reason()) == reasons.end()) {
@@ -184,11 +185,11 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
       if (const auto input = varying_input(graphs)) {
         const std::string at = input->source.file().empty() ? site : where(input->source);
         const int dim = varying_dimension(*input);
-        const std::string what = dim == 0   ? format("input %d shape: the batch dimension (dim 0)", input->parameter)
+        const std::string what = dim == 0  ? format("input %d shape: the batch dimension (dim 0)", input->parameter)
                                  : dim > 0 ? format("input %d shape: dimension %d", input->parameter, dim)
                                            : format("input %d shape", input->parameter);
-        finding.set_title(format("%s took %zu values at %s (%s)", what.c_str(), input->shapes.size(), at.c_str(),
-                                 cost.c_str()));
+        finding.set_title(
+            format("%s took %zu values at %s (%s)", what.c_str(), input->shapes.size(), at.c_str(), cost.c_str()));
         finding.set_detail("shapes: " + joined(input->shapes, 5) + "; compiled at " + site);
         if (!input->source.file().empty()) *finding.mutable_source() = input->source;
       } else {
@@ -201,7 +202,8 @@ void describe_recompiles(pb::CompileReasonKind kind, const std::vector<const pb:
     }
     case pb::COMPILE_REASON_DTYPE:
       finding.set_title("input dtypes change at " + site + " (" + cost + ")");
-      finding.set_fix("cast inputs to one dtype before the step (e.g. x.float()), so every step traces the same dtypes");
+      finding.set_fix(
+          "cast inputs to one dtype before the step (e.g. x.float()), so every step traces the same dtypes");
       break;
     case pb::COMPILE_REASON_EVICTED:
       finding.set_title("compiled graphs are evicted and compiled again at " + site + " (" + cost + ")");
@@ -242,9 +244,10 @@ bool is_warm_up_change(const std::vector<const pb::CompileEvent*>& group, const 
 
 void describe_warm_up(const pb::CompileEvent& compile, pb::Finding& finding) {
   finding.set_severity(pb::SEVERITY_INFO);
-  finding.set_title(format("the step's graph changed once, at step %lld, and every later step reuses it: warm-up, "
-                           "not a recompilation problem",
-                           static_cast<long long>(compile.step())));
+  finding.set_title(
+      format("the step's graph changed once, at step %lld, and every later step reuses it: warm-up, "
+             "not a recompilation problem",
+             static_cast<long long>(compile.step())));
   finding.set_detail("compiled at " + where(compile.source()) + "; reason: " + compile.reason() +
                      " (typically the optimizer creating its state, e.g. momentum buffers, in the first step)");
   finding.set_fix("nothing to change: it costs one compile per run");
@@ -268,8 +271,7 @@ std::vector<pb::Finding> find_recompilations(const RunData& run) {
   const auto cut = fallback_cut_compiles(run);
   std::map<std::tuple<int, std::string, int32_t>, std::vector<const pb::CompileEvent*>> groups;
   for (const pb::CompileEvent& compile : run.compiles) {
-    if (!event_text::is_recompile(compile.reason_kind()) ||
-        cut.contains({compile.graph_hash(), compile.start_ns()})) {
+    if (!event_text::is_recompile(compile.reason_kind()) || cut.contains({compile.graph_hash(), compile.start_ns()})) {
       continue;
     }
     groups[{compile.reason_kind(), compile.source().file(), compile.source().line()}].push_back(&compile);
@@ -303,7 +305,8 @@ struct SyncFix {
 constexpr std::array kSyncFixes = {
     SyncFix{pb::SYNC_CAUSE_ITEM, "log with lazyscope.log or read the value after mark_step (every N steps)"},
     SyncFix{pb::SYNC_CAUSE_TO_HOST, "read values after mark_step, and only every N steps"},
-    SyncFix{pb::SYNC_CAUSE_CONTROL_FLOW, "branch on a tensor op (where) instead of a Python if, or decide on host values"},
+    SyncFix{pb::SYNC_CAUSE_CONTROL_FLOW,
+            "branch on a tensor op (where) instead of a Python if, or decide on host values"},
     SyncFix{pb::SYNC_CAUSE_SAVE, "save after mark_step, every N steps"},
 };
 
@@ -322,8 +325,7 @@ std::vector<pb::Finding> find_host_syncs(const RunData& run) {
   for (const SyncCost& cost : sync_costs(run.timeline)) {
     const pb::ExecuteEvent& execution = *cost.execute;
     if (!event_text::is_value_read(execution.cause()) || !steps.contains(execution.step())) continue;
-    auto& [evidence, source] =
-        groups[{execution.cause(), execution.source().file(), execution.source().line()}];
+    auto& [evidence, source] = groups[{execution.cause(), execution.source().file(), execution.source().line()}];
     evidence.add(execution.step(), cost.wait_ns());
     source = execution.source();
   }
@@ -336,17 +338,18 @@ std::vector<pb::Finding> find_host_syncs(const RunData& run) {
     pb::Finding finding = evidence.finding("host-sync", source, step_ms);
     const bool every_step = evidence.steps_affected() == step_count;
     finding.set_severity(2 * evidence.steps_affected() >= step_count ? pb::SEVERITY_WARNING : pb::SEVERITY_INFO);
-    const std::string when = every_step ? "in every step"
-                                        : format("in %lld of %lld steps", static_cast<long long>(evidence.steps_affected()),
-                                                 static_cast<long long>(step_count));
+    const std::string when = every_step
+                                 ? "in every step"
+                                 : format("in %lld of %lld steps", static_cast<long long>(evidence.steps_affected()),
+                                          static_cast<long long>(step_count));
     finding.set_title(event_text::sync_cause_description(cause) + " at " + where(source) + " " + when +
                       " forces a sync");
     const double affected = static_cast<double>(std::max<int64_t>(evidence.steps_affected(), 1));
-    finding.set_detail(format("%lld syncs made the host wait %s for the device inside steps (compile and "
-                              "execution of the graphs they forced; %.1f syncs and %s per affected step)",
-                              static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str(),
-                              static_cast<double>(evidence.count()) / affected,
-                              duration(evidence.time_ms() / affected).c_str()));
+    finding.set_detail(
+        format("%lld syncs made the host wait %s for the device inside steps (compile and "
+               "execution of the graphs they forced; %.1f syncs and %s per affected step)",
+               static_cast<long long>(evidence.count()), duration(evidence.time_ms()).c_str(),
+               static_cast<double>(evidence.count()) / affected, duration(evidence.time_ms() / affected).c_str()));
     finding.set_fix(fix_of(cause));
     findings.push_back(std::move(finding));
   }
@@ -370,12 +373,14 @@ pb::FallbackReason reason_of(const pb::FallbackEvent& fallback) {
 std::string fallback_fix(const std::string& op, pb::FallbackReason reason, const std::string& dtypes) {
   switch (reason) {
     case pb::FALLBACK_REASON_DATA_DEPENDENT:
-      return op + " has a data-dependent output shape (it depends on the values, so it cannot be traced): "
-                  "compute a fixed-shape result instead (a mask with where, a fixed-size top-k), or move it out "
-                  "of the step loop";
+      return op +
+             " has a data-dependent output shape (it depends on the values, so it cannot be traced): "
+             "compute a fixed-shape result instead (a mask with where, a fixed-size top-k), or move it out "
+             "of the step loop";
     case pb::FALLBACK_REASON_FORCED:
-      return op + " runs on the host because LAZYSCOPE_FORCE_FALLBACK (--force-fallback) names it: drop it "
-                  "from that setting to run it on the device";
+      return op +
+             " runs on the host because LAZYSCOPE_FORCE_FALLBACK (--force-fallback) names it: drop it "
+             "from that setting to run it on the device";
     default:
       return "the backend does not lower " + op + (dtypes.empty() ? std::string() : std::string(" for ") + dtypes) +
              ": rewrite it with supported ops" +
@@ -414,12 +419,11 @@ std::vector<pb::Finding> find_fallbacks(const RunData& run) {
     finding.set_severity(severity_by_share(finding.share_of_step_time()));
     finding.set_title(format("%s runs on the CPU at %s: %lld calls, %s (%.1f%% of step time)", op.c_str(),
                              where(group.source).c_str(), static_cast<long long>(evidence.count()),
-                             duration(evidence.time_ms()).c_str(),
-                             100.0 * finding.share_of_step_time()));
-    std::string detail = format("%lld of the calls inside the step loop, in %lld steps; each call cuts the graph "
-                                "and moves its operands to the host and back",
-                                static_cast<long long>(group.in_steps),
-                                static_cast<long long>(evidence.steps_affected()));
+                             duration(evidence.time_ms()).c_str(), 100.0 * finding.share_of_step_time()));
+    std::string detail = format(
+        "%lld of the calls inside the step loop, in %lld steps; each call cuts the graph "
+        "and moves its operands to the host and back",
+        static_cast<long long>(group.in_steps), static_cast<long long>(evidence.steps_affected()));
     if (group.cut_nodes > 0) {
       detail += format(" (%.1f pending nodes executed early per call)",
                        static_cast<double>(group.cut_nodes) / static_cast<double>(evidence.count()));
@@ -455,8 +459,9 @@ std::vector<pb::Finding> find_growing_graphs(const RunData& run) {
     const auto& [evidence, source] = group;
     pb::Finding finding = evidence.finding("growing-graph", source, step_ms);
     finding.set_severity(pb::SEVERITY_CRITICAL);
-    finding.set_title(format("the pending graph hit the node limit %lld times (last traced at %s): a barrier is missing",
-                             static_cast<long long>(evidence.count()), where(source).c_str()));
+    finding.set_title(
+        format("the pending graph hit the node limit %lld times (last traced at %s): a barrier is missing",
+               static_cast<long long>(evidence.count()), where(source).c_str()));
     finding.set_detail("the engine cut the graph because no barrier did");
     finding.set_fix(kBarrierFix);
     findings.push_back(std::move(finding));
@@ -499,10 +504,10 @@ std::vector<pb::Finding> find_growing_graphs(const RunData& run) {
     finding.set_title(format("the graph compiled at %s grows every step: %lld -> %lld nodes over %zu compiles",
                              where(first.source()).c_str(), static_cast<long long>(nodes_of(first)),
                              static_cast<long long>(nodes_of(last)), best_length));
-    finding.set_detail(format("steps %lld to %lld each compiled a larger graph (%.1f ms of compiling): the graph "
-                              "carries earlier steps' ops because no barrier cuts it",
-                              static_cast<long long>(first.step()), static_cast<long long>(last.step()),
-                              evidence.time_ms()));
+    finding.set_detail(
+        format("steps %lld to %lld each compiled a larger graph (%.1f ms of compiling): the graph "
+               "carries earlier steps' ops because no barrier cuts it",
+               static_cast<long long>(first.step()), static_cast<long long>(last.step()), evidence.time_ms()));
     finding.set_fix(kBarrierFix);
     findings.push_back(std::move(finding));
   }
@@ -530,8 +535,7 @@ std::vector<pb::Finding> find_blocking_transfers(const RunData& run) {
   finding.set_title(format("uploads to the device take %.0f%% of step time and block the step",
                            100.0 * finding.share_of_step_time()));
   finding.set_detail(format("%lld host-to-device transfers in %lld steps moved %.1f MB in %.1f ms",
-                            static_cast<long long>(evidence.count()),
-                            static_cast<long long>(evidence.steps_affected()),
+                            static_cast<long long>(evidence.count()), static_cast<long long>(evidence.steps_affected()),
                             static_cast<double>(bytes) / 1e6, evidence.time_ms()));
   finding.set_fix(
       "load batches with the parallel loader (MpDeviceLoader), which uploads the next batch while this one "
@@ -593,17 +597,19 @@ std::vector<pb::Finding> find_collective_problems(const RunData& run) {
     finding.set_time_lost_ms(lag_ms);
     finding.set_share_of_step_time(share(lag_ms, step_ms_per_replica));
     finding.set_severity(severity_by_share(finding.share_of_step_time()));
-    finding.set_title(format("replica %d is a straggler: its steps compute %s longer than the others' median, "
-                             "and the others wait for it in collectives",
-                             slowest->first, duration(lag_ms / static_cast<double>(steps)).c_str()));
+    finding.set_title(
+        format("replica %d is a straggler: its steps compute %s longer than the others' median, "
+               "and the others wait for it in collectives",
+               slowest->first, duration(lag_ms / static_cast<double>(steps)).c_str()));
     std::string detail = format("over %lld steps, time outside collectives per replica:", steps);
     for (const auto& [replica, t] : totals) {
       detail += format(" %d: %.1f ms (waited %.1f ms)", replica, t.busy_ms(), t.collective_ms);
     }
     finding.set_detail(detail);
-    finding.set_fix("give every replica the same work: the same per-replica batch (DistributedSampler, drop_last=True), "
-                    "no work only the master does inside the step (logging, evaluation, checkpoints: after the "
-                    "step or in a step closure), and no other load on the slow replica's cores");
+    finding.set_fix(
+        "give every replica the same work: the same per-replica batch (DistributedSampler, drop_last=True), "
+        "no work only the master does inside the step (logging, evaluation, checkpoints: after the "
+        "step or in a step closure), and no other load on the slow replica's cores");
     findings.push_back(std::move(finding));
   }
 
@@ -624,16 +630,16 @@ std::vector<pb::Finding> find_collective_problems(const RunData& run) {
                                 replicas, static_cast<double>(all.bytes) / 1e6 / static_cast<double>(steps));
     for (const auto& [replica, t] : totals) detail += format(" %d: %.1f ms", replica, t.collective_ms);
     finding.set_detail(detail);
-    finding.set_fix("exchange less per unit of work: a larger per-replica batch (more compute per all_reduce), "
-                    "gradient accumulation (reduce every k steps), fewer replicas than cores on one machine");
+    finding.set_fix(
+        "exchange less per unit of work: a larger per-replica batch (more compute per all_reduce), "
+        "gradient accumulation (reduce every k steps), fewer replicas than cores on one machine");
     findings.push_back(std::move(finding));
   }
   return findings;
 }
 
 constexpr std::array kRules = {
-    DiagnosisRule{"recompilation", "uncached compiles after the first, by reason and source line",
-                  find_recompilations},
+    DiagnosisRule{"recompilation", "uncached compiles after the first, by reason and source line", find_recompilations},
     DiagnosisRule{"host-sync", "value reads inside steps that make the host wait for the device", find_host_syncs},
     DiagnosisRule{"cpu-fallback", "ops that ran on the CPU, by op and source line", find_fallbacks},
     DiagnosisRule{"growing-graph", "graphs that grow step after step: a missing barrier", find_growing_graphs},

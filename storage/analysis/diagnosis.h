@@ -12,8 +12,8 @@
 namespace lazyscope::storage {
 
 struct DiagnosisRule {
-  const char* id;           // Finding.rule
-  const char* looks_for;    // one line, for documentation and --help
+  const char* id;         // Finding.rule
+  const char* looks_for;  // one line, for documentation and --help
   std::vector<pb::Finding> (*find)(const RunData& run);
 };
 

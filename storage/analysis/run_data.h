@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "lazyscope/events.pb.h"
 #include "analysis/step_times.h"
+#include "lazyscope/events.pb.h"
 #include "lazyscope/history.pb.h"
 
 namespace lazyscope::storage {
@@ -17,8 +17,8 @@ class HistoryReader;
 
 struct RunData {
   pb::RunSummary summary;
-  std::vector<pb::StepEvent> steps;         // replica 0, in step order
-  std::vector<pb::CompileEvent> compiles;   // with their IR, in start order
+  std::vector<pb::StepEvent> steps;        // replica 0, in step order
+  std::vector<pb::CompileEvent> compiles;  // with their IR, in start order
   std::vector<pb::ExecuteEvent> executions;
   std::vector<pb::FallbackEvent> fallbacks;
   std::vector<pb::TransferEvent> transfers;

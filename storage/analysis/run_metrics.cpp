@@ -124,9 +124,9 @@ std::vector<TimelineMarker> timeline_markers(const pb::RunTimeline& timeline) {
     } else if (event.has_fallback()) {
       const pb::FallbackEvent& fallback = event.fallback();
       const std::string reason = fallback_reason_text(fallback.reason());
-      markers.push_back({event.replica(), fallback.step(), TimelineMarker::Kind::Fallback,
-                         "fallback " + fallback.op() + (reason.empty() ? "" : " (" + reason + ")") +
-                             at(fallback.source())});
+      markers.push_back(
+          {event.replica(), fallback.step(), TimelineMarker::Kind::Fallback,
+           "fallback " + fallback.op() + (reason.empty() ? "" : " (" + reason + ")") + at(fallback.source())});
     } else if (event.has_execute() && event.execute().cause() != pb::SYNC_CAUSE_MARK_STEP &&
                event.execute().cause() != pb::SYNC_CAUSE_UNSPECIFIED) {
       const pb::ExecuteEvent& execute = event.execute();

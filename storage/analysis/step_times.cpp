@@ -23,8 +23,7 @@ struct Window {
 };
 
 bool inside(const std::vector<Window>& windows, int64_t t) {
-  return std::any_of(windows.begin(), windows.end(),
-                     [t](const Window& w) { return t >= w.start_ns && t <= w.end_ns; });
+  return std::any_of(windows.begin(), windows.end(), [t](const Window& w) { return t >= w.start_ns && t <= w.end_ns; });
 }
 
 }  // namespace
@@ -123,8 +122,8 @@ std::vector<StepTimes> step_times(const pb::RunTimeline& timeline) {
   std::vector<StepTimes> out;
   out.reserve(steps.size());
   for (auto& [key, times] : steps) {
-    const int64_t busy =
-        times.compile_ns + times.execute_ns + times.transfer_ns + times.host_wait_ns + times.fallback_ns;
+    const int64_t busy = times.compile_ns + times.execute_ns + times.transfer_ns + times.host_wait_ns +
+                         times.fallback_ns;
     times.trace_ns = std::max<int64_t>(0, times.duration_ns() - busy);
     out.push_back(times);
   }

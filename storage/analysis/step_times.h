@@ -42,7 +42,7 @@ struct StepTimes {
   int64_t fallback_ns = 0;
   int64_t collective_ns = 0;     // inside execute_ns, see above
   int64_t collective_bytes = 0;  // this replica's contribution
-  bool ran_graph = false;  // false: an empty barrier, not a step
+  bool ran_graph = false;        // false: an empty barrier, not a step
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 

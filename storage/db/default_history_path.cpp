@@ -37,8 +37,8 @@ std::string default_history_path() {
   if (!explicit_path.empty()) return explicit_path;
   // The XDG base directory spec says to ignore a relative XDG_DATA_HOME.
   const std::string data_home = environment("XDG_DATA_HOME");
-  const std::string base =
-      (!data_home.empty() && data_home.front() == '/') ? data_home : home_folder() + "/.local/share";
+  const std::string base = (!data_home.empty() && data_home.front() == '/') ? data_home
+                                                                            : home_folder() + "/.local/share";
   return base + "/lazyscope/history.sqlite";
 }
 

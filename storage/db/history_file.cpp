@@ -45,9 +45,8 @@ bool has_any_table(const HistoryFile& file) {
 }
 
 HistoryError newer_schema_error(const std::string& path, int version) {
-  return HistoryError(path + ": history was written by a newer LazyScope (schema " +
-                      std::to_string(version) + ", this build reads up to " +
-                      std::to_string(kSchemaVersion) + ")");
+  return HistoryError(path + ": history was written by a newer LazyScope (schema " + std::to_string(version) +
+                      ", this build reads up to " + std::to_string(kSchemaVersion) + ")");
 }
 
 HistoryError foreign_database_error(const std::string& path) {
@@ -93,8 +92,7 @@ void migrate_forward(const HistoryFile& file) {
   if (version == 0 && has_any_table(file)) throw foreign_database_error(file.path());
   for (const Migration& step : schema_migrations()) {
     if (step.version <= version) continue;
-    execute_script(file, step.sql,
-                   "cannot migrate to schema " + std::to_string(step.version));
+    execute_script(file, step.sql, "cannot migrate to schema " + std::to_string(step.version));
   }
   // PRAGMA takes no bound parameters; the value is our own constant.
   const std::string set_version = "PRAGMA user_version = " + std::to_string(kSchemaVersion);
@@ -126,8 +124,8 @@ void check_readable(const HistoryFile& file) {
   }
   if (version < kSchemaVersion) {
     throw OlderSchemaError(file.path() + ": history uses schema " + std::to_string(version) +
-                       ", older than this build's " + std::to_string(kSchemaVersion) +
-                       "; open it for writing once (record a run) to upgrade it");
+                           ", older than this build's " + std::to_string(kSchemaVersion) +
+                           "; open it for writing once (record a run) to upgrade it");
   }
   check_tables_present(file);
   snapshot.commit();

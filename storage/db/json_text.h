@@ -13,8 +13,7 @@ namespace lazyscope::storage {
 void append_json_string(std::string& out, std::string_view text);
 
 // ["a", "b"]
-template <typename Strings>
-std::string json_array(const Strings& items) {
+template <typename Strings> std::string json_array(const Strings& items) {
   std::string out = "[";
   bool first = true;
   for (const auto& item : items) {
@@ -26,8 +25,7 @@ std::string json_array(const Strings& items) {
 }
 
 // [1, 2, 3]
-template <typename Numbers>
-std::string json_number_array(const Numbers& items) {
+template <typename Numbers> std::string json_number_array(const Numbers& items) {
   std::string out = "[";
   for (const auto& item : items) {
     if (out.size() > 1) out += ',';

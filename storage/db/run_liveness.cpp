@@ -9,8 +9,7 @@
 namespace lazyscope::storage {
 
 int64_t unix_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -25,8 +24,8 @@ bool process_is_alive(int64_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }
 
-pb::RunStatus observed_status(pb::RunStatus stored, const std::string& host, int64_t pid,
-                              int64_t heartbeat_unix_ms, int64_t now_unix_ms) {
+pb::RunStatus observed_status(pb::RunStatus stored, const std::string& host, int64_t pid, int64_t heartbeat_unix_ms,
+                              int64_t now_unix_ms) {
   if (stored != pb::RUN_STATUS_RUNNING) return stored;
   const bool writer_gone = host == this_host_name() && !process_is_alive(pid);
   const bool silent_too_long = now_unix_ms - heartbeat_unix_ms > kHeartbeatStaleAfter.count();

@@ -29,7 +29,7 @@ bool process_is_alive(int64_t pid);
 // The status to show for a run whose stored status is `stored`: RUNNING
 // becomes CRASHED when its writer is gone from this host, or has been silent
 // too long (also the only test that works for a run written on another host).
-pb::RunStatus observed_status(pb::RunStatus stored, const std::string& host, int64_t pid,
-                              int64_t heartbeat_unix_ms, int64_t now_unix_ms);
+pb::RunStatus observed_status(pb::RunStatus stored, const std::string& host, int64_t pid, int64_t heartbeat_unix_ms,
+                              int64_t now_unix_ms);
 
 }  // namespace lazyscope::storage

@@ -236,9 +236,9 @@ static_assert(versions_are_contiguous_up_to_current(),
               "schema migrations must be numbered 1..kSchemaVersion, in order");
 
 constexpr std::array<std::string_view, 13> kTables = {
-    "runs",      "steps",     "graphs",  "compilations", "executions",
-    "fallbacks", "transfers", "scalars", "output",       "metric_snapshots",
-    "kernel_profiles", "kernel_profile_kernels", "machine_peaks",
+    "runs",          "steps",   "graphs", "compilations",     "executions",      "fallbacks",
+    "transfers",     "scalars", "output", "metric_snapshots", "kernel_profiles", "kernel_profile_kernels",
+    "machine_peaks",
 };
 
 }  // namespace

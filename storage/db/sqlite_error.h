@@ -17,7 +17,6 @@ bool is_corruption(int sqlite_result_code);
 // HistoryError("<path>: <doing>: <sqlite message>"), or the corruption
 // wording when `sqlite_result_code` says the file is damaged. Returned, not
 // thrown, so that callers can clean up after reading the connection's message.
-HistoryError sqlite_error(std::string_view path, sqlite3* db, int sqlite_result_code,
-                          std::string_view doing);
+HistoryError sqlite_error(std::string_view path, sqlite3* db, int sqlite_result_code, std::string_view doing);
 
 }  // namespace lazyscope::storage

@@ -10,8 +10,7 @@
 namespace lazyscope::storage {
 
 Statement::Statement(const HistoryFile& file, std::string_view sql) : file_(&file) {
-  const int rc = sqlite3_prepare_v2(file.db(), sql.data(), static_cast<int>(sql.size()),
-                                    &statement_, nullptr);
+  const int rc = sqlite3_prepare_v2(file.db(), sql.data(), static_cast<int>(sql.size()), &statement_, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(statement_);
     statement_ = nullptr;
@@ -64,8 +63,7 @@ Statement& Statement::bind_double(int index, double value) {
 }
 
 Statement& Statement::bind_text(int index, std::string_view value) {
-  check_bind(*file_, sqlite3_bind_text64(statement_, index, value.data(), value.size(),
-                                         SQLITE_TRANSIENT, SQLITE_UTF8));
+  check_bind(*file_, sqlite3_bind_text64(statement_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
   return *this;
 }
 
@@ -75,14 +73,11 @@ Statement& Statement::bind_text_unowned(int index, std::string_view value) {
 }
 
 Statement& Statement::bind_blob(int index, std::string_view bytes) {
-  check_bind(*file_,
-             sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
+  check_bind(*file_, sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
   return *this;
 }
 
-Statement& Statement::bind_hash(int index, uint64_t hash) {
-  return bind_int64(index, static_cast<int64_t>(hash));
-}
+Statement& Statement::bind_hash(int index, uint64_t hash) { return bind_int64(index, static_cast<int64_t>(hash)); }
 
 bool Statement::next_row() {
   const int rc = sqlite3_step(statement_);
@@ -126,9 +121,7 @@ std::string Statement::blob_at(int column) const {
 
 uint64_t Statement::hash_at(int column) const { return static_cast<uint64_t>(int64_at(column)); }
 
-bool Statement::is_null_at(int column) const {
-  return sqlite3_column_type(statement_, column) == SQLITE_NULL;
-}
+bool Statement::is_null_at(int column) const { return sqlite3_column_type(statement_, column) == SQLITE_NULL; }
 
 void execute_script(const HistoryFile& file, const char* sql, std::string_view doing) {
   const int rc = sqlite3_exec(file.db(), sql, nullptr, nullptr, nullptr);

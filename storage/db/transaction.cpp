@@ -8,8 +8,7 @@
 namespace lazyscope::storage {
 
 Transaction::Transaction(const HistoryFile& file, Kind kind) : file_(file) {
-  execute_script(file, kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED",
-                 "cannot begin a transaction");
+  execute_script(file, kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED", "cannot begin a transaction");
 }
 
 Transaction::~Transaction() {

@@ -66,9 +66,9 @@ void HistoryEditor::delete_run(int64_t run_id) {
   Statement run(*file_, "SELECT status, host, pid, heartbeat_unix_ms FROM runs WHERE id = ?1");
   run.bind_int64(1, run_id);
   if (!run.next_row()) throw HistoryError(file_->path() + ": no run " + std::to_string(run_id));
-  const pb::RunStatus status =
-      observed_status(enum_or_unspecified<pb::RunStatus>(run.int64_at(0), pb::RunStatus_IsValid),
-                      run.text_at(1), run.int64_at(2), run.int64_at(3), unix_now_ms());
+  const pb::RunStatus status = observed_status(
+      enum_or_unspecified<pb::RunStatus>(run.int64_at(0), pb::RunStatus_IsValid), run.text_at(1), run.int64_at(2),
+      run.int64_at(3), unix_now_ms());
   const int64_t pid = run.int64_at(2);
   run.reset();
   if (status == pb::RUN_STATUS_RUNNING) {

@@ -20,7 +20,13 @@ namespace lazyscope::storage {
 namespace {
 
 enum Thread : int {
-  kCounters = 0, kSteps = 1, kCompiles = 2, kExecutions = 3, kFallbacks = 4, kTransfers = 5, kHostWaits = 6
+  kCounters = 0,
+  kSteps = 1,
+  kCompiles = 2,
+  kExecutions = 3,
+  kFallbacks = 4,
+  kTransfers = 5,
+  kHostWaits = 6
 };
 
 constexpr std::pair<Thread, const char*> kThreadNames[] = {
@@ -118,14 +124,14 @@ class TraceBuilder {
 
   // A counter track (Perfetto draws one per name and process); `series` names
   // the value in the track's legend.
-  void counter(int replica, std::string_view name, std::string_view category, std::string_view series,
-               int64_t at_ns, double value) {
+  void counter(int replica, std::string_view name, std::string_view category, std::string_view series, int64_t at_ns,
+               double value) {
     const int pid = replica + 1;
     const int64_t ts = at_ns - origin_ns_;
     add(pid, kCounters, ts,
-        "{\"name\":" + json_string(name) + ",\"cat\":" + json_string(category) + ",\"ph\":\"C\",\"pid\":" +
-            std::to_string(pid) + ",\"tid\":0,\"ts\":" + micros(ts) + ",\"args\":{" + json_string(series) + ":" +
-            number(value) + "}}");
+        "{\"name\":" + json_string(name) + ",\"cat\":" + json_string(category) +
+            ",\"ph\":\"C\",\"pid\":" + std::to_string(pid) + ",\"tid\":0,\"ts\":" + micros(ts) + ",\"args\":{" +
+            json_string(series) + ":" + number(value) + "}}");
     threads_[pid];
   }
 
@@ -145,14 +151,14 @@ class TraceBuilder {
       const std::string head = "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",";
       lines.push_back(head + "\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"replica " +
                       std::to_string(pid - 1) + "\"}}");
-      lines.push_back(head + "\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":" +
-                      std::to_string(pid) + "}}");
+      lines.push_back(
+          head + "\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":" + std::to_string(pid) + "}}");
       for (const auto& [tid, name] : kThreadNames) {
         if (!threads.contains(tid)) continue;
         const std::string thread_head = head + "\"tid\":" + std::to_string(tid) + ",";
         lines.push_back(thread_head + "\"name\":\"thread_name\",\"args\":{\"name\":\"" + name + "\"}}");
-        lines.push_back(thread_head + "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" +
-                        std::to_string(tid) + "}}");
+        lines.push_back(thread_head + "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(tid) +
+                        "}}");
       }
     }
     std::sort(events_.begin(), events_.end(), [](const TraceEvent& a, const TraceEvent& b) {
@@ -178,9 +184,7 @@ class TraceBuilder {
 
 // The engine's memory counters, drawn as counter tracks: device memory is
 // what runs out, host buffers show what stays alive between steps.
-bool is_memory_metric(std::string_view name) {
-  return name == "LiveDeviceBufferBytes" || name == "LiveBufferBytes";
-}
+bool is_memory_metric(std::string_view name) { return name == "LiveDeviceBufferBytes" || name == "LiveBufferBytes"; }
 
 // The start of the run's first timed event, the trace's zero.
 int64_t first_start_ns(const pb::RunTimeline& timeline) {
@@ -230,8 +234,8 @@ ChromeTrace chrome_trace(const pb::RunTimeline& timeline) {
       }
       case pb::Event::kCompile: {
         const pb::CompileEvent& compile = event.compile();
-        trace.complete(replica, kCompiles, "compile " + hash_hex(compile.graph_hash()), "compile",
-                       compile.start_ns(), compile.duration_ns(),
+        trace.complete(replica, kCompiles, "compile " + hash_hex(compile.graph_hash()), "compile", compile.start_ns(),
+                       compile.duration_ns(),
                        Args()
                            .integer("step", compile.step())
                            .text("graph", hash_hex(compile.graph_hash()))
@@ -242,8 +246,8 @@ ChromeTrace chrome_trace(const pb::RunTimeline& timeline) {
       }
       case pb::Event::kExecute: {
         const pb::ExecuteEvent& execute = event.execute();
-        trace.complete(replica, kExecutions, "execute " + hash_hex(execute.graph_hash()), "execute",
-                       execute.start_ns(), execute.duration_ns(),
+        trace.complete(replica, kExecutions, "execute " + hash_hex(execute.graph_hash()), "execute", execute.start_ns(),
+                       execute.duration_ns(),
                        Args()
                            .integer("step", execute.step())
                            .text("graph", hash_hex(execute.graph_hash()))
@@ -279,8 +283,7 @@ ChromeTrace chrome_trace(const pb::RunTimeline& timeline) {
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
   // Every sync the script forced by reading a value: the host's wait, from

@@ -110,15 +110,16 @@ void write_run_bundle_file(pb::RunBundle bundle, const std::string& path) {
 pb::RunBundle read_run_bundle_file(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
-    throw HistoryError(path + ": is a folder, not a run bundle (give the file `lazyscope export RUN --bundle FILE` wrote)");
+    throw HistoryError(path +
+                       ": is a folder, not a run bundle (give the file `lazyscope export RUN --bundle FILE` wrote)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw HistoryError(path + ": no such bundle file (or it cannot be read)");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   const std::string data = bytes.str();
-  const std::string not_a_bundle =
-      path + ": not a LazyScope run bundle (write one with `lazyscope export RUN --bundle FILE`)";
+  const std::string not_a_bundle = path +
+                                   ": not a LazyScope run bundle (write one with `lazyscope export RUN --bundle FILE`)";
   pb::RunBundle bundle;
   if (data.empty()) throw HistoryError(not_a_bundle + "; the file is empty");
   ProtobufLogCapture protobuf_log;  // protobuf's own complaint, e.g. invalid UTF-8 in a string
@@ -140,9 +141,10 @@ pb::RunBundle read_run_bundle_file(const std::string& path) {
     const bool placed = data.size() > kChecksumFieldBytes &&
                         data.compare(data.size() - kChecksumFieldBytes, kChecksumFieldBytes,
                                      checksum_field(bundle.payload_checksum())) == 0;
-    if (!placed || fnv1a64(std::string_view(data).substr(0, data.size() - kChecksumFieldBytes)) !=
-                       bundle.payload_checksum()) {
-      throw HistoryError(path + ": the bundle is corrupt (its checksum does not match its contents); "
+    if (!placed ||
+        fnv1a64(std::string_view(data).substr(0, data.size() - kChecksumFieldBytes)) != bundle.payload_checksum()) {
+      throw HistoryError(path +
+                         ": the bundle is corrupt (its checksum does not match its contents); "
                          "nothing was imported, export the run again");
     }
   }

@@ -29,8 +29,7 @@ inline const std::string kFallbackColumns =
 inline const std::string kTransferColumns = "step, to_device, start_ns, duration_ns, bytes";
 inline const std::string kScalarColumns = "step, name, value";
 // One metric of one snapshot (a row of metric_snapshots).
-inline const std::string kMetricColumns =
-    "name, is_counter, value, count, total_ms, p50_ms, p90_ms, p99_ms";
+inline const std::string kMetricColumns = "name, is_counter, value, count, total_ms, p50_ms, p90_ms, p99_ms";
 
 // Columns source_file, source_line, source_function from `first`.
 void read_source(const Statement& row, int first, pb::SourceLocation* source);

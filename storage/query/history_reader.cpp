@@ -5,13 +5,13 @@
 #include "db/history_file.h"
 #include "db/statement.h"
 #include "db/transaction.h"
+#include "query/event_rows.h"
 #include "query/run_bundle_query.h"
 #include "query/run_events.h"
 #include "query/run_graphs.h"
 #include "query/run_kernels.h"
 #include "query/run_summaries.h"
 #include "query/run_timeline.h"
-#include "query/event_rows.h"
 
 namespace lazyscope::storage {
 
@@ -68,8 +68,7 @@ std::optional<int64_t> HistoryReader::last_run_id() const {
 std::optional<int64_t> HistoryReader::find_run(const std::string& ref) const {
   if (ref == "last") return last_run_id();
   std::lock_guard lock(mutex_);
-  const bool all_digits =
-      !ref.empty() && ref.size() < 19 && ref.find_first_not_of("0123456789") == std::string::npos;
+  const bool all_digits = !ref.empty() && ref.size() < 19 && ref.find_first_not_of("0123456789") == std::string::npos;
   if (all_digits) {
     Statement by_id(*file_, "SELECT id FROM runs WHERE id = ?1");
     by_id.bind_int64(1, std::stoll(ref));
@@ -97,7 +96,8 @@ std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id, bool w
     FROM compilations AS c
     LEFT JOIN graphs AS g ON g.run_id = c.run_id AND g.hash = c.graph_hash)sql"
                                       : R"sql(, NULL, NULL
-    FROM compilations AS c)sql") + R"sql(
+    FROM compilations AS c)sql") +
+                             R"sql(
     WHERE c.run_id = ?1
     ORDER BY c.start_ns, c.id)sql");
   rows.bind_int64(1, run_id);
@@ -107,8 +107,8 @@ std::vector<pb::CompileEvent> HistoryReader::compilations(int64_t run_id, bool w
     const int ir = read_compile_row(rows, 0, &compile);
     if (!rows.is_null_at(ir)) {
       if (!compile.mutable_graph()->ParseFromString(rows.blob_at(ir))) {
-        throw HistoryError(file_->path() + ": the stored graph " + std::to_string(compile.graph_hash()) +
-                           " of run " + std::to_string(run_id) + " is corrupt");
+        throw HistoryError(file_->path() + ": the stored graph " + std::to_string(compile.graph_hash()) + " of run " +
+                           std::to_string(run_id) + " is corrupt");
       }
       compile.set_program_text(rows.text_at(ir + 1));
     }

@@ -61,8 +61,7 @@ namespace {
 // (the shared decoders of event_rows.h).
 template <typename Event>
 std::vector<Event> read_event_table(const HistoryFile& file, int64_t run_id, const std::string& table,
-                                    const std::string& columns,
-                                    int (*read_row)(const Statement&, int, Event*)) {
+                                    const std::string& columns, int (*read_row)(const Statement&, int, Event*)) {
   Statement rows(file, "SELECT " + columns + " FROM " + table + " WHERE run_id = ?1 ORDER BY start_ns, id");
   rows.bind_int64(1, run_id);
   std::vector<Event> events;

@@ -4,7 +4,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <string>
 #include <utility>
 
 #include "db/history_file.h"

@@ -16,10 +16,33 @@ namespace {
 
 // Column order shared by the SELECT below and summary_from_row().
 enum Column {
-  kId, kName, kScriptPath, kScriptSha256, kScriptText, kArgsJson, kSettingsJson, kBackend,
-  kDeviceCount, kHost, kPid, kStartedUnixMs, kEndedUnixMs, kHeartbeatUnixMs, kStatus, kExitCode,
-  kError, kTraceback, kTagsJson,
-  kSteps, kCompiles, kCompileNs, kExecutions, kCacheHits, kExecuteNs, kFallbacks, kLastLoss,
+  kId,
+  kName,
+  kScriptPath,
+  kScriptSha256,
+  kScriptText,
+  kArgsJson,
+  kSettingsJson,
+  kBackend,
+  kDeviceCount,
+  kHost,
+  kPid,
+  kStartedUnixMs,
+  kEndedUnixMs,
+  kHeartbeatUnixMs,
+  kStatus,
+  kExitCode,
+  kError,
+  kTraceback,
+  kTagsJson,
+  kSteps,
+  kCompiles,
+  kCompileNs,
+  kExecutions,
+  kCacheHits,
+  kExecuteNs,
+  kFallbacks,
+  kLastLoss,
 };
 
 constexpr double kNsPerMs = 1e6;
@@ -67,9 +90,7 @@ pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t n
   run.set_script_path(row.text_at(kScriptPath));
   run.set_script_sha256(row.text_at(kScriptSha256));
   run.set_script_text(row.text_at(kScriptText));
-  read_json_values(row.text_at(kArgsJson), [&](std::string, std::string value) {
-    run.add_args(std::move(value));
-  });
+  read_json_values(row.text_at(kArgsJson), [&](std::string, std::string value) { run.add_args(std::move(value)); });
   read_json_values(row.text_at(kSettingsJson), [&](std::string key, std::string value) {
     (*run.mutable_settings())[std::move(key)] = std::move(value);
   });
@@ -80,8 +101,8 @@ pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t n
   run.set_started_unix_ms(row.int64_at(kStartedUnixMs));
   run.set_ended_unix_ms(row.int64_at(kEndedUnixMs));
   const int64_t heartbeat = row.int64_at(kHeartbeatUnixMs);
-  run.set_status(observed_status(enum_or_unspecified<pb::RunStatus>(row.int64_at(kStatus), pb::RunStatus_IsValid), run.host(), run.pid(),
-                                 heartbeat, now_unix_ms));
+  run.set_status(observed_status(enum_or_unspecified<pb::RunStatus>(row.int64_at(kStatus), pb::RunStatus_IsValid),
+                                 run.host(), run.pid(), heartbeat, now_unix_ms));
   // Only the runner's end of the run writes an exit code; before it, or when
   // its process died without one, the column's 0 is not a code.
   if (run.status() != pb::RUN_STATUS_RUNNING && run.status() != pb::RUN_STATUS_CRASHED) {
@@ -89,9 +110,7 @@ pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t n
   }
   run.set_error(row.text_at(kError));
   run.set_traceback(row.text_at(kTraceback));
-  read_json_values(row.text_at(kTagsJson), [&](std::string, std::string value) {
-    run.add_tags(std::move(value));
-  });
+  read_json_values(row.text_at(kTagsJson), [&](std::string, std::string value) { run.add_tags(std::move(value)); });
 
   summary.set_steps(row.int64_at(kSteps));
   summary.set_compiles(row.int64_at(kCompiles));
@@ -102,7 +121,7 @@ pb::RunSummary RunSummaryQuery::summary_from_row(const Statement& row, int64_t n
   summary.set_fallbacks(row.int64_at(kFallbacks));
   if (!row.is_null_at(kLastLoss)) {  // NULL: no loss logged; SQLite stores a NaN as NULL, read back as 'NaN'
     summary.set_last_loss(row.text_at(kLastLoss) == "NaN" ? std::numeric_limits<double>::quiet_NaN()
-                                                           : row.double_at(kLastLoss));
+                                                          : row.double_at(kLastLoss));
   }
   summary.set_median_step_ms(median_step_ms(run.id()));
 
@@ -128,8 +147,7 @@ double RunSummaryQuery::median_step_ms(int64_t run_id) {
   return median_ms(warm.empty() ? std::move(all) : std::move(warm));
 }
 
-template <typename AddValue>
-void RunSummaryQuery::read_json_values(const std::string& json, AddValue add_value) {
+template <typename AddValue> void RunSummaryQuery::read_json_values(const std::string& json, AddValue add_value) {
   json_entries_.bind_text(1, json);
   while (json_entries_.next_row()) {
     add_value(json_entries_.text_at(0), json_entries_.text_at(1));

@@ -26,8 +26,7 @@ class RunSummaryQuery {
  private:
   pb::RunSummary summary_from_row(const Statement& row, int64_t now_unix_ms);
   double median_step_ms(int64_t run_id);
-  template <typename AddValue>
-  void read_json_values(const std::string& json, AddValue add_value);
+  template <typename AddValue> void read_json_values(const std::string& json, AddValue add_value);
 
   const HistoryFile& file_;
   Statement json_entries_;

@@ -6,8 +6,7 @@
 
 namespace lazyscope::storage {
 
-template <typename Enum>
-Enum enum_or_unspecified(int64_t stored, bool (*is_valid)(int)) {
+template <typename Enum> Enum enum_or_unspecified(int64_t stored, bool (*is_valid)(int)) {
   return is_valid(static_cast<int>(stored)) ? static_cast<Enum>(stored) : Enum{};
 }
 

@@ -13,7 +13,8 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
       run_id_(run_id),
       insert_step_(file, R"sql(
         INSERT INTO steps (run_id, replica, step, start_ns, end_ns, trace_ns, compile_ns,
-                           execute_ns, transfer_ns, host_wait_ns, collective_ns, collective_bytes))sql", 12),
+                           execute_ns, transfer_ns, host_wait_ns, collective_ns, collective_bytes))sql",
+                   12),
       // A graph recompiled after eviction is already stored: keep the first copy.
       insert_graph_(file, R"sql(
         INSERT OR IGNORE INTO graphs (run_id, hash, node_count, ir, program_text)
@@ -25,20 +26,23 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12))sql"),
       insert_execution_(file, R"sql(
         INSERT INTO executions (run_id, replica, step, graph_hash, start_ns, duration_ns, cause,
-                                cache_hit, node_count, source_file, source_line, source_function))sql", 12),
+                                cache_hit, node_count, source_file, source_line, source_function))sql",
+                        12),
       insert_fallback_(file, R"sql(
         INSERT INTO fallbacks (run_id, replica, step, op, start_ns, duration_ns, bytes,
                                source_file, source_line, source_function, reason,
                                graph_cut_nodes, dtype)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
       insert_transfer_(file, R"sql(
-        INSERT INTO transfers (run_id, replica, step, to_device, start_ns, duration_ns, bytes))sql", 7),
+        INSERT INTO transfers (run_id, replica, step, to_device, start_ns, duration_ns, bytes))sql",
+                       7),
       insert_scalar_(file, "INSERT INTO scalars (run_id, replica, step, name, value)", 5),
       insert_output_(file, R"sql(
         INSERT INTO output (run_id, seq, stream, text) VALUES (?1, ?2, ?3, ?4))sql"),
       insert_metric_(file, R"sql(
         INSERT INTO metric_snapshots (run_id, replica, step, time_ns, name, is_counter, value,
-                                      count, total_ms, p50_ms, p90_ms, p99_ms))sql", 12),
+                                      count, total_ms, p50_ms, p90_ms, p99_ms))sql",
+                     12),
       // Profiles are cumulative: the latest event of a (replica, graph) holds
       // the totals, so it replaces the row rather than adding one.
       upsert_kernel_profile_(file, R"sql(
@@ -65,8 +69,7 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
                         ended_unix_ms = ?6, heartbeat_unix_ms = ?6
         WHERE id = ?1)sql") {}
 
-void BatchWriter::write(std::span<const PendingRecord> batch,
-                        std::optional<int64_t> heartbeat_unix_ms) {
+void BatchWriter::write(std::span<const PendingRecord> batch, std::optional<int64_t> heartbeat_unix_ms) {
   Transaction transaction(file_, Transaction::Kind::kWrite);
   write_records(batch);
   if (heartbeat_unix_ms) {

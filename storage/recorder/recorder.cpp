@@ -59,16 +59,16 @@ struct Recorder::Impl {
   const pid_t owner_pid;  // a forked child must not touch the parent's thread or connection
   std::thread writer_thread;
 
-  mutable std::mutex mutex;  // guards everything below
-  std::condition_variable wake_writer;     // records waiting, a flush, or stop
-  std::condition_variable batch_written;   // written_count advanced
+  mutable std::mutex mutex;               // guards everything below
+  std::condition_variable wake_writer;    // records waiting, a flush, or stop
+  std::condition_variable batch_written;  // written_count advanced
   std::vector<PendingRecord> queue;
-  uint64_t enqueued_count = 0;   // records ever enqueued
-  uint64_t written_count = 0;    // of those, how many the writer has dealt with
-  int flush_waiters = 0;         // a flush skips the batching delay
+  uint64_t enqueued_count = 0;  // records ever enqueued
+  uint64_t written_count = 0;   // of those, how many the writer has dealt with
+  int flush_waiters = 0;        // a flush skips the batching delay
   int64_t next_output_seq = 0;
-  bool finished = false;         // finish() called: later records are ignored
-  bool stopping = false;         // the writer drains the queue and exits
+  bool finished = false;  // finish() called: later records are ignored
+  bool stopping = false;  // the writer drains the queue and exits
   bool writer_exited = false;
   std::string first_error;
 };
@@ -152,12 +152,10 @@ void Recorder::Impl::note_error(const std::string& message) {
   std::lock_guard lock(mutex);
   if (!first_error.empty()) return;
   first_error = message;
-  std::fprintf(stderr, "lazyscope: recording into the history failed, some events are lost: %s\n",
-               message.c_str());
+  std::fprintf(stderr, "lazyscope: recording into the history failed, some events are lost: %s\n", message.c_str());
 }
 
-Recorder::Recorder(const std::string& path, const pb::RunInfo& info)
-    : impl_(std::make_unique<Impl>(path, info)) {
+Recorder::Recorder(const std::string& path, const pb::RunInfo& info) : impl_(std::make_unique<Impl>(path, info)) {
   impl_->writer_thread = std::thread([impl = impl_.get()] { impl->writer_loop(); });
 }
 
@@ -181,8 +179,7 @@ void Recorder::record_output(const std::string& stream, std::string text) {
 
 void Recorder::flush() { impl_->flush(); }
 
-void Recorder::finish(pb::RunStatus status, int exit_code, const std::string& error,
-                      const std::string& traceback) {
+void Recorder::finish(pb::RunStatus status, int exit_code, const std::string& error, const std::string& traceback) {
   Impl& impl = *impl_;
   if (getpid() != impl.owner_pid) return;
   {

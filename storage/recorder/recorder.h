@@ -38,8 +38,7 @@ class Recorder {
   void flush();
 
   // Flushes and stores the final status; later record() calls are ignored.
-  void finish(pb::RunStatus status, int exit_code, const std::string& error,
-              const std::string& traceback);
+  void finish(pb::RunStatus status, int exit_code, const std::string& error, const std::string& traceback);
 
   // The first database error the writer thread met, empty while every batch
   // was stored. Recording never throws into the training process: a failed

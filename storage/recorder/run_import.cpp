@@ -107,7 +107,8 @@ void merge_run_bundle(const std::string& history_path, int64_t run_id, const pb:
   Transaction transaction(file, Transaction::Kind::kWrite);
   Statement run(file, "SELECT status, ended_unix_ms, device_count FROM runs WHERE id = ?1");
   run.bind_int64(1, run_id);
-  if (!run.next_row()) throw HistoryError(history_path + ": there is no run " + std::to_string(run_id) + " to merge into");
+  if (!run.next_row())
+    throw HistoryError(history_path + ": there is no run " + std::to_string(run_id) + " to merge into");
   const int64_t status = run.int64_at(0);
   const int64_t ended = run.int64_at(1);
   const int64_t device_count = run.int64_at(2);

@@ -10,8 +10,8 @@ namespace lazyscope::storage {
 
 struct ImportedRun {
   int64_t run_id;
-  std::string name;     // the name it got: the bundle's, or with a suffix on a clash
-  bool renamed;         // a run of the bundle's name was there already
+  std::string name;  // the name it got: the bundle's, or with a suffix on a clash
+  bool renamed;      // a run of the bundle's name was there already
 };
 
 // Stores the bundle as a new run (a new id; status, times, host and pid as

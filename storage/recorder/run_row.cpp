@@ -17,8 +17,7 @@ namespace {
 
 std::string settings_json(const pb::RunInfo& info) {
   // A protobuf map has no stable order; sort so equal settings store equal text.
-  std::vector<std::pair<std::string, std::string>> entries(info.settings().begin(),
-                                                           info.settings().end());
+  std::vector<std::pair<std::string, std::string>> entries(info.settings().begin(), info.settings().end());
   std::sort(entries.begin(), entries.end());
   return json_object(entries);
 }

@@ -106,7 +106,8 @@ TEST_P(OpsAutograd, ImplicitGradientOnlyForOneElement) {
   EXPECT_FLOAT_EQ(g[1], 0.5f * std::exp(2.0f));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OpsAutograd, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
+INSTANTIATE_TEST_SUITE_P(Devices, OpsAutograd,
+                         ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
                          [](const auto& p) { return p.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
 
 TEST(OpsAutogradLazy, BackwardIsTracedNotRun) {

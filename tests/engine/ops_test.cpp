@@ -194,8 +194,11 @@ TEST_P(OpsOnDevice, OutOfRangeTargetIsAnIndexErrorNamingTheValue) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
-                         [](const auto& param_info) { return param_info.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
+INSTANTIATE_TEST_SUITE_P(Devices, OpsOnDevice,
+                         ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
+                         [](const auto& param_info) {
+                           return param_info.param.is_lazy() ? std::string("lazy") : std::string("cpu");
+                         });
 
 TEST(Ops, MixingDevicesNamesBoth) {
   Tensor a = make({1}, {1});

@@ -26,7 +26,7 @@ TEST(DTypeResultType, WrappedNumbersAndZeroDimTensorsPromoteOnlyAcrossCategories
   EXPECT_EQ(result_type({dim(DType::kInt64), num(DType::kFloat64)}), DType::kFloat32);  // int64 * 2.5
   EXPECT_EQ(result_type({dim(DType::kFloat64), num(DType::kFloat64)}), DType::kFloat64);
   EXPECT_EQ(result_type({dim(DType::kFloat16), num(DType::kFloat64)}), DType::kFloat16);
-  EXPECT_EQ(result_type({dim(DType::kBool), num(DType::kInt64)}), DType::kInt64);       // bool + 1
+  EXPECT_EQ(result_type({dim(DType::kBool), num(DType::kInt64)}), DType::kInt64);  // bool + 1
   EXPECT_EQ(result_type({dim(DType::kBool), num(DType::kBool)}), DType::kBool);
   EXPECT_EQ(result_type({dim(DType::kUInt8), num(DType::kFloat64)}), DType::kFloat32);
   EXPECT_EQ(result_type({dim(DType::kInt32), zero(DType::kInt64)}), DType::kInt32);
@@ -60,30 +60,28 @@ TEST(DTypeCast, BFloat16RoundsToNearestEven) {
 TEST(DTypeCast, HalfRoundsToNearestEvenWithSubnormalsAndOverflow) {
   EXPECT_EQ(cpu::float_to_half(1.0f), 0x3c00);
   EXPECT_EQ(cpu::float_to_half(-2.0f), 0xc000);
-  EXPECT_EQ(cpu::float_to_half(65504.0f), 0x7bff);  // largest half
-  EXPECT_EQ(cpu::float_to_half(65519.0f), 0x7bff);  // below the midpoint to 2^16
-  EXPECT_EQ(cpu::float_to_half(65520.0f), 0x7c00);  // the midpoint: ties to even = inf
+  EXPECT_EQ(cpu::float_to_half(65504.0f), 0x7bff);                          // largest half
+  EXPECT_EQ(cpu::float_to_half(65519.0f), 0x7bff);                          // below the midpoint to 2^16
+  EXPECT_EQ(cpu::float_to_half(65520.0f), 0x7c00);                          // the midpoint: ties to even = inf
   EXPECT_EQ(cpu::float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie, to even
   EXPECT_EQ(cpu::float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie, to even
   EXPECT_EQ(cpu::float_to_half(std::ldexp(1.0f, -24)), 0x0001);             // smallest subnormal
   EXPECT_EQ(cpu::float_to_half(std::ldexp(1.0f, -25)), 0x0000);             // tie to even: zero
   EXPECT_EQ(cpu::float_to_half(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(cpu::float_to_half(std::ldexp(1.0f, -14)), 0x0400);             // smallest normal
+  EXPECT_EQ(cpu::float_to_half(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
   EXPECT_EQ(cpu::half_to_float(0x0001), std::ldexp(1.0f, -24));
   EXPECT_EQ(cpu::half_to_float(0x8400), -std::ldexp(1.0f, -14));
   EXPECT_EQ(cpu::half_to_float(0x7c00), INFINITY);
   EXPECT_TRUE(std::isnan(cpu::half_to_float(cpu::float_to_half(NAN))));
 }
 
-template <typename T>
-Tensor make_typed(const std::vector<T>& v, DType dtype, Shape shape, Device device) {
+template <typename T> Tensor make_typed(const std::vector<T>& v, DType dtype, Shape shape, Device device) {
   BufferPtr b = Buffer::allocate(dtype, std::move(shape));
   std::memcpy(b->data(), v.data(), v.size() * sizeof(T));
   return Tensor::wrap(std::move(b), Device{}).to(device);
 }
 
-template <typename T>
-std::vector<T> typed_values(const Tensor& t) {
+template <typename T> std::vector<T> typed_values(const Tensor& t) {
   BufferPtr b = t.host_buffer(pb::SYNC_CAUSE_TO_HOST);
   return {b->as<T>(), b->as<T>() + b->numel()};
 }
@@ -129,7 +127,8 @@ TEST_P(OpsPromotion, WrappedNumbersKeepTheTensorsTypeUnlessTheyBringFloat) {
             (std::vector<double>{0.1 * 0.1, 0.2 * 0.1}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OpsPromotion, ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
+INSTANTIATE_TEST_SUITE_P(Devices, OpsPromotion,
+                         ::testing::Values(Device{DeviceKind::kCpu, 0}, Device{DeviceKind::kLazy, 0}),
                          [](const auto& p) { return p.param.is_lazy() ? std::string("lazy") : std::string("cpu"); });
 
 TEST(OpsPromotionLazy, AWrappedNumberIsConvertedOnTheHostNotByACastNode) {

@@ -186,7 +186,7 @@ TEST_F(RuntimeTest, SnapshotPercentilesMatchASortedOracle) {
 void exercise_every_event_path() {
   settings::set_forced_fallbacks({"exp"});
   const Tensor x = make({0.f, 1.f, -1.f}, {3}, lazy0());  // an upload: a transfer
-  const Tensor y = ops::add(ops::exp(x), x);                // a fallback, then a graph
+  const Tensor y = ops::add(ops::exp(x), x);              // a fallback, then a graph
   executor::log_scalar("loss", ops::sum(y, {}, false));
   executor::log_scalar("cpu_loss", make({2.f}, {1}));
   executor::publish_scalar(lazy0(), "lr", 0.1);

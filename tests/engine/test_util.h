@@ -29,27 +29,32 @@ class EventCapture {
   ~EventCapture() { events::unsubscribe(id_); }
   std::vector<pb::CompileEvent> compiles() const {
     std::vector<pb::CompileEvent> out;
-    for (const auto& e : events_) if (e.has_compile()) out.push_back(e.compile());
+    for (const auto& e : events_)
+      if (e.has_compile()) out.push_back(e.compile());
     return out;
   }
   std::vector<pb::ExecuteEvent> executions() const {
     std::vector<pb::ExecuteEvent> out;
-    for (const auto& e : events_) if (e.has_execute()) out.push_back(e.execute());
+    for (const auto& e : events_)
+      if (e.has_execute()) out.push_back(e.execute());
     return out;
   }
   std::vector<pb::FallbackEvent> fallbacks() const {
     std::vector<pb::FallbackEvent> out;
-    for (const auto& e : events_) if (e.has_fallback()) out.push_back(e.fallback());
+    for (const auto& e : events_)
+      if (e.has_fallback()) out.push_back(e.fallback());
     return out;
   }
   std::vector<pb::MetricSnapshotEvent> snapshots() const {
     std::vector<pb::MetricSnapshotEvent> out;
-    for (const auto& e : events_) if (e.has_metrics()) out.push_back(e.metrics());
+    for (const auto& e : events_)
+      if (e.has_metrics()) out.push_back(e.metrics());
     return out;
   }
   std::vector<pb::StepEvent> steps() const {
     std::vector<pb::StepEvent> out;
-    for (const auto& e : events_) if (e.has_step()) out.push_back(e.step());
+    for (const auto& e : events_)
+      if (e.has_step()) out.push_back(e.step());
     return out;
   }
 

@@ -65,10 +65,10 @@ TEST(Trace, ATensorRegisteredAgainIsAnOutputOnceAtItsLastPlace) {
   Tensor x = make({1, 2}, {2}, lazy0());
   Tensor p = make({10, 20}, {2}, lazy0());
   const auto add_x = [&](const Tensor& before) { return ops::add(before, x); };
-  views::inplace(p, "add_", add_x);  // p registers (1)
-  Tensor u = ops::mul(x, x);         // u registers (2)
+  views::inplace(p, "add_", add_x);                    // p registers (1)
+  Tensor u = ops::mul(x, x);                           // u registers (2)
   EXPECT_EQ(values(p), (std::vector<float>{11, 22}));  // runs p alone: its entry (1) stays behind
-  views::inplace(p, "add_", add_x);  // p registers again (3): entry (1) is stale
+  views::inplace(p, "add_", add_x);                    // p registers again (3): entry (1) is stale
   const pb::IrGraph graph = executor::pending_graph(lazy0(), {});
   ASSERT_EQ(graph.outputs_size(), 2);
   EXPECT_EQ(graph.nodes(graph.outputs(0)).op(), "mul");  // u, registered before p's latest value

@@ -36,8 +36,7 @@ pb::RunInfo runInfo(const std::string& name, const std::string& script, int64_t 
 
 // Step `step`, lasting `duration_ms`, of which `compile_ms` compiling; the
 // step's graph is executed once, from the cache unless it was compiled.
-void recordStep(storage::Recorder& recorder, int64_t step, int64_t start_ms, int64_t duration_ms,
-                int64_t compile_ms) {
+void recordStep(storage::Recorder& recorder, int64_t step, int64_t start_ms, int64_t duration_ms, int64_t compile_ms) {
   const uint64_t graph_hash = 0x5eedf00dULL;
   if (compile_ms > 0) {
     pb::Event event;
@@ -129,14 +128,13 @@ HistoryFixture::HistoryFixture(const QString& path) : path_(path) {
     failedId = recorder.run_id();
     recordStep(recorder, 0, 0, 60, 45);
     recordStep(recorder, 1, 60, 20, 0);
-    const QString traceback =
-        QStringLiteral("Traceback (most recent call last):\n  File \"train_cnn.py\", line 42, in <module>\n"
-                       "    out = model(x)\n%1\n")
-            .arg(QString::fromUtf8(kError));
+    const QString traceback = QStringLiteral(
+                                  "Traceback (most recent call last):\n  File \"train_cnn.py\", line 42, in <module>\n"
+                                  "    out = model(x)\n%1\n")
+                                  .arg(QString::fromUtf8(kError));
     recorder.finish(pb::RUN_STATUS_FAILED, 1, kError, traceback.toStdString());
   }
-  live_ = std::make_unique<storage::Recorder>(
-      file, runInfo("live", "/work/proj/train_live.py", now - 5'000));
+  live_ = std::make_unique<storage::Recorder>(file, runInfo("live", "/work/proj/train_live.py", now - 5'000));
   runningId = live_->run_id();
   recordStep(*live_, 0, 0, 30, 20);
   recordStep(*live_, 1, 30, 8, 0);
@@ -148,8 +146,7 @@ HistoryFixture::~HistoryFixture() = default;
 
 int64_t recordFinishedRun(const QString& path, const QString& name, int steps) {
   storage::Recorder recorder(path.toStdString(),
-                             runInfo(name.toStdString(), "/work/proj/extra.py",
-                                     QDateTime::currentMSecsSinceEpoch()));
+                             runInfo(name.toStdString(), "/work/proj/extra.py", QDateTime::currentMSecsSinceEpoch()));
   for (int step = 0; step < steps; ++step) recordStep(recorder, step, step * 10, 10, step == 0 ? 5 : 0);
   recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   return recorder.run_id();
@@ -157,8 +154,7 @@ int64_t recordFinishedRun(const QString& path, const QString& name, int steps) {
 
 int64_t recordRecompilingRun(const QString& path) {
   storage::Recorder recorder(path.toStdString(),
-                             runInfo("reshaped", "/work/proj/train_shapes.py",
-                                     QDateTime::currentMSecsSinceEpoch()));
+                             runInfo("reshaped", "/work/proj/train_shapes.py", QDateTime::currentMSecsSinceEpoch()));
   const int64_t durations[] = {50, 10, 40, 10, 10};
   int64_t start = 0;
   for (int64_t step = 0; step < 5; ++step) {
@@ -266,8 +262,7 @@ void writeNewerSchemaFile(const QString& path) {
   // The one place the GUI tests touch SQL: storage keeps its schema version
   // in SQLite's user_version, and only a future build would raise it.
   const storage::HistoryFile file(path.toStdString(), storage::OpenMode::kReadWrite);
-  const std::string pragma =
-      QStringLiteral("PRAGMA user_version = %1").arg(storage::kSchemaVersion + 1).toStdString();
+  const std::string pragma = QStringLiteral("PRAGMA user_version = %1").arg(storage::kSchemaVersion + 1).toStdString();
   if (sqlite3_exec(file.db(), pragma.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     throw std::runtime_error(sqlite3_errmsg(file.db()));
   }
@@ -286,25 +281,25 @@ void writeGarbageFile(const QString& path) {
 // For the Timeline, Charts, Fallbacks, Metrics and Output views (gui2).
 
 const char* const kProfiledScript =
-    "import lazyscope\n"                                         // 1
-    "from lazyscope.core import lazy_model as lm\n"              // 2
-    "\n"                                                         // 3
-    "device = lm.lazy_device()\n"                                // 4
-    "w = lazyscope.zeros(16, 1, device=device)\n"                // 5
-    "\n"                                                         // 6
-    "for step in range(steps):\n"                                // 7
-    "    x = batch(step)\n"                                      // 8
-    "    error = x @ w - target(step)\n"                         // 9
-    "    loss = (error * error).mean()\n"                        // 10
-    "    grad = x.t() @ error\n"                                 // 11
-    "    w = w - grad * 0.1\n"                                   // 12
-    "    if step % 5 == 0:\n"                                    // 13
-    "        kept = w.nonzero()\n"                               // 14
-    "    if step % 10 == 0:\n"                                   // 15
-    "        order = w.sort()\n"                                 // 16
-    "        ranked = order.values.sort()\n"                     // 17
-    "    lm.mark_step()\n"                                       // 18
-    "    if step % 10 == 0: print(step, loss.item())\n";         // 19
+    "import lazyscope\n"                                  // 1
+    "from lazyscope.core import lazy_model as lm\n"       // 2
+    "\n"                                                  // 3
+    "device = lm.lazy_device()\n"                         // 4
+    "w = lazyscope.zeros(16, 1, device=device)\n"         // 5
+    "\n"                                                  // 6
+    "for step in range(steps):\n"                         // 7
+    "    x = batch(step)\n"                               // 8
+    "    error = x @ w - target(step)\n"                  // 9
+    "    loss = (error * error).mean()\n"                 // 10
+    "    grad = x.t() @ error\n"                          // 11
+    "    w = w - grad * 0.1\n"                            // 12
+    "    if step % 5 == 0:\n"                             // 13
+    "        kept = w.nonzero()\n"                        // 14
+    "    if step % 10 == 0:\n"                            // 15
+    "        order = w.sort()\n"                          // 16
+    "        ranked = order.values.sort()\n"              // 17
+    "    lm.mark_step()\n"                                // 18
+    "    if step % 10 == 0: print(step, loss.item())\n";  // 19
 
 namespace {
 
@@ -348,11 +343,13 @@ int64_t recordProfiledRun(const QString& path, int steps, const QString& name, d
       compile->mutable_source()->set_file("/work/proj/train_profiled.py");
       compile->mutable_source()->set_line(18);
       compile->set_reason_kind(step == 0 ? pb::COMPILE_REASON_FIRST_SIGHT : pb::COMPILE_REASON_SHAPE);
-      compile->set_reason(step == 0 ? "first time this graph was seen" : "input 0 shape changed from [64, 16] to [32, 16]");
+      compile->set_reason(step == 0 ? "first time this graph was seen"
+                                    : "input 0 shape changed from [64, 16] to [32, 16]");
       if (step != 0) compile->set_compared_with(hashA);
       recorder.record(std::move(event));
     }
-    if (step % 5 == 0) recordFallback(recorder, step, start + 1, "nonzero", 14, 2, 4096, pb::FALLBACK_REASON_DATA_DEPENDENT);
+    if (step % 5 == 0)
+      recordFallback(recorder, step, start + 1, "nonzero", 14, 2, 4096, pb::FALLBACK_REASON_DATA_DEPENDENT);
     if (step % 10 == 0) recordFallback(recorder, step, start + 2, "sort", 17, 3, 1024, pb::FALLBACK_REASON_NOT_LOWERED);
     {
       pb::Event event;
@@ -400,7 +397,9 @@ int64_t recordProfiledRun(const QString& path, int steps, const QString& name, d
     timing->set_host_wait_ns(wait_ms * kMs);
     recorder.record(std::move(event));
     if (step % 10 == 0) {
-      recorder.record_output("stdout", QStringLiteral("step %1 loss %2\n").arg(step).arg(scale / static_cast<double>(step + 1)).toStdString());
+      recorder.record_output(
+          "stdout",
+          QStringLiteral("step %1 loss %2\n").arg(step).arg(scale / static_cast<double>(step + 1)).toStdString());
     }
     if (step == 1) recorder.record_output("stderr", "warning: sort falls back to the host\n");
     start += duration;
@@ -421,8 +420,9 @@ ExclusiveLock::ExclusiveLock(const QString& path) {
   }
   db_ = db;
   // In WAL mode only locking_mode=EXCLUSIVE plus a write keeps readers out.
-  held_ = sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; "
-                           "UPDATE runs SET name = name WHERE 0;",
+  held_ = sqlite3_exec(db,
+                       "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; "
+                       "UPDATE runs SET name = name WHERE 0;",
                        nullptr, nullptr, nullptr) == SQLITE_OK;
 }
 

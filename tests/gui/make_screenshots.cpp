@@ -27,8 +27,8 @@
 #include "util/color_scheme.h"
 #include "views/compare_view.h"
 #include "views/graph_tab.h"
-#include "views/kernels_view.h"
 #include "views/graph_viewer.h"
+#include "views/kernels_view.h"
 #include "windows/main_window.h"
 #include "windows/recompilations_tab.h"
 #include "windows/run_actions.h"
@@ -40,8 +40,7 @@ using namespace lazyscope::gui;
 
 namespace {
 
-template <typename Done>
-bool waitFor(Done done) {
+template <typename Done> bool waitFor(Done done) {
   for (int i = 0; i < 600 && !done(); ++i) QTest::qWait(50);
   QTest::qWait(300);  // let charts and layouts settle after the data arrived
   return done();

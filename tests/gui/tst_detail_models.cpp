@@ -62,13 +62,11 @@ class TestDetailModels : public QObject {
     RecompilationModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QCOMPARE(model.rowCount(), 0);
-    model.setCompiles({compile(0, 40, pb::COMPILE_REASON_FIRST_SIGHT, 8),
-                       compile(3, 12.5, pb::COMPILE_REASON_SHAPE, 4)});
+    model.setCompiles(
+        {compile(0, 40, pb::COMPILE_REASON_FIRST_SIGHT, 8), compile(3, 12.5, pb::COMPILE_REASON_SHAPE, 4)});
     QCOMPARE(model.rowCount(), 2);
     QCOMPARE(model.columnCount(), int(RecompilationModel::NUM_COLUMNS));
-    auto cell = [&](int row, int column, int role = Qt::DisplayRole) {
-      return model.index(row, column).data(role);
-    };
+    auto cell = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
     QCOMPARE(cell(1, RecompilationModel::Step).toLongLong(), 3);
     QCOMPARE(cell(1, RecompilationModel::Graph).toString(), QStringLiteral("0123456789ab"));
     QCOMPARE(cell(1, RecompilationModel::Nodes).toInt(), 3);
@@ -95,9 +93,7 @@ class TestDetailModels : public QObject {
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setGraphs(graph(8), graph(4, true));
     QCOMPARE(model.rowCount(), 4);
-    auto cell = [&](int row, int column, int role = Qt::DisplayRole) {
-      return model.index(row, column).data(role);
-    };
+    auto cell = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
     QCOMPARE(cell(0, GraphDiffModel::BeforeShape).toString(), QStringLiteral("f32[8, 3]"));
     QCOMPARE(cell(0, GraphDiffModel::AfterShape).toString(), QStringLiteral("f32[4, 3]"));
     QCOMPARE(cell(2, GraphDiffModel::AfterOp).toString(), QStringLiteral("matmul(%0, %1)"));

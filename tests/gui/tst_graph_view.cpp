@@ -371,8 +371,7 @@ class TestGraphView : public QObject {
     QTRY_VERIFY(tab->irText().contains(QStringLiteral("matmul(%0, %1)")));
     QTRY_VERIFY(!tab->isLoading());
     QVERIFY(tab->irText().contains(QStringLiteral("at train_shapes.py:6")));
-    QCOMPARE(tab->model()->index(0, GraphListModel::Source).data().toString(),
-             QStringLiteral("train_shapes.py:7"));
+    QCOMPARE(tab->model()->index(0, GraphListModel::Source).data().toString(), QStringLiteral("train_shapes.py:7"));
 
     tab->viewer()->selectNode(2);
     QVERIFY2(tab->detailsText().contains(QStringLiteral("/work/proj/train_shapes.py:6")),

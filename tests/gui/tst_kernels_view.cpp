@@ -99,11 +99,11 @@ class TestKernelsView : public QObject {
   }
 
   void logAxesLabelFewEnoughPowers() {
-    QCOMPARE(gui::logAxisBase(0.1, 1000, 5), 10);       // 4 decades: 5 labels
-    QCOMPARE(gui::logAxisBase(5e-5, 20, 5), 100);       // 5.6 decades: 0.0001, 0.01, 1 (and 100)
-    QCOMPARE(gui::logAxisBase(1e-6, 1e6, 5), 1000);     // 12 decades
+    QCOMPARE(gui::logAxisBase(0.1, 1000, 5), 10);    // 4 decades: 5 labels
+    QCOMPARE(gui::logAxisBase(5e-5, 20, 5), 100);    // 5.6 decades: 0.0001, 0.01, 1 (and 100)
+    QCOMPARE(gui::logAxisBase(1e-6, 1e6, 5), 1000);  // 12 decades
     QCOMPARE(gui::logAxisBase(5e-4, 200, 9), 10);
-    QCOMPARE(gui::logAxisBase(0, 10, 5), 10);           // no range: the plain base
+    QCOMPARE(gui::logAxisBase(0, 10, 5), 10);  // no range: the plain base
   }
 
   void aRunWithoutAProfileSaysWhy() {

@@ -5,15 +5,15 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
-#include <QMimeData>
 #include <QMenuBar>
+#include <QMimeData>
 #include <QScreen>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QThreadPool>
-#include <QSplitter>
 #include <QtTest>
 
 #include "history_fixture.h"
@@ -29,16 +29,12 @@ using lazyscope::gui::testing::HistoryFixture;
 namespace {
 
 QTableView* table(const MainWindow& w) { return w.findChild<QTableView*>(QStringLiteral("runTable")); }
-MessageBanner* banner(const MainWindow& w) {
-  return w.findChild<MessageBanner*>(QStringLiteral("errorBanner"));
-}
+MessageBanner* banner(const MainWindow& w) { return w.findChild<MessageBanner*>(QStringLiteral("errorBanner")); }
 QString labelText(const MainWindow& w, const char* name) {
   auto* label = w.findChild<QLabel*>(QString::fromLatin1(name));
   return label ? label->text() : QStringLiteral("<no label %1>").arg(QLatin1String(name));
 }
-QLabel* placeholder(const MainWindow& w) {
-  return w.findChild<QLabel*>(QStringLiteral("runTablePlaceholder"));
-}
+QLabel* placeholder(const MainWindow& w) { return w.findChild<QLabel*>(QStringLiteral("runTablePlaceholder")); }
 QAction* fileAction(const MainWindow& w, const QKeySequence& shortcut) {
   for (QAction* menu : w.menuBar()->actions()) {
     if (!menu->menu()) continue;
@@ -166,8 +162,7 @@ void TestMainWindow::newerHistoryIsReportedInline() {
   w.openHistory(path);
   QTRY_VERIFY(banner(w)->isVisible());
   const QString text = banner(w)->text();
-  QVERIFY2(text.contains(QStringLiteral("future.sqlite")) && text.contains(QStringLiteral("newer")),
-           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("future.sqlite")) && text.contains(QStringLiteral("newer")), qPrintable(text));
   QCOMPARE(table(w)->model()->rowCount(), 0);
   QVERIFY(QApplication::activeModalWidget() == nullptr);
 }
@@ -228,8 +223,7 @@ void TestMainWindow::filterNarrowsRows() {
   QCOMPARE(table(w)->model()->rowCount(), 3);
   QTest::keyClicks(filter, QStringLiteral("train_live"));
   QCOMPARE(table(w)->model()->rowCount(), 1);
-  QCOMPARE(table(w)->model()->index(0, lazyscope::gui::RunListModel::Name).data().toString(),
-           QStringLiteral("live"));
+  QCOMPARE(table(w)->model()->index(0, lazyscope::gui::RunListModel::Name).data().toString(), QStringLiteral("live"));
   QVERIFY(!placeholder(w)->isVisible());
   QTest::keyClicks(filter, QStringLiteral("zzz"));
   QCOMPARE(table(w)->model()->rowCount(), 0);
@@ -369,7 +363,8 @@ void TestMainWindow::firstOpenSizeComesFromTheScreen() {
   auto* splitter = w.findChild<QSplitter*>(QStringLiteral("mainSplitter"));
   QVERIFY(splitter != nullptr);
   const QList<int> sizes = splitter->sizes();
-  QVERIFY2(sizes[0] >= (sizes[0] + sizes[1]) * 35 / 100, qPrintable(QStringLiteral("%1 of %2").arg(sizes[0]).arg(sizes[0] + sizes[1])));
+  QVERIFY2(sizes[0] >= (sizes[0] + sizes[1]) * 35 / 100,
+           qPrintable(QStringLiteral("%1 of %2").arg(sizes[0]).arg(sizes[0] + sizes[1])));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -36,26 +36,24 @@ namespace {
 // The run as last read, or an empty summary (id 0) when it is not listed.
 pb::RunSummary run(const MainWindow &window, qint64 id) {
   for (const pb::RunSummary &r : window.runModel()->runs()) {
-    if (r.run().id() == id)
-      return r;
+    if (r.run().id() == id) return r;
   }
   return {};
 }
 
 pb::RunSummary runNamed(const MainWindow &window, const std::string &name) {
   for (const pb::RunSummary &r : window.runModel()->runs()) {
-    if (r.run().name() == name)
-      return r;
+    if (r.run().name() == name) return r;
   }
   return {};
 }
 
-} // namespace
+}  // namespace
 
 class TestRunActions : public QObject {
   Q_OBJECT
 
-private slots:
+ private slots:
   void initTestCase() {
     QCoreApplication::setOrganizationName(QStringLiteral("lazyscope-tests"));
     QCoreApplication::setApplicationName(QStringLiteral("tst_run_actions"));
@@ -79,14 +77,11 @@ private slots:
     RunActions *actions = window_->runActions();
     actions->renameRun(fixture_->succeededId, QStringLiteral("baseline v2"));
     QTRY_VERIFY(!actions->isEditing());
-    QTRY_COMPARE(QString::fromStdString(
-                     run(*window_, fixture_->succeededId).run().name()),
+    QTRY_COMPARE(QString::fromStdString(run(*window_, fixture_->succeededId).run().name()),
                  QStringLiteral("baseline v2"));
-    actions->setTags(fixture_->succeededId,
-                     splitList(QStringLiteral("fast, bs64 , fast")));
+    actions->setTags(fixture_->succeededId, splitList(QStringLiteral("fast, bs64 , fast")));
     QTRY_COMPARE(run(*window_, fixture_->succeededId).run().tags_size(), 2);
-    QCOMPARE(run(*window_, fixture_->succeededId).run().tags(1),
-             std::string("bs64"));
+    QCOMPARE(run(*window_, fixture_->succeededId).run().tags(1), std::string("bs64"));
     QVERIFY(!window_->banner()->isVisible());
   }
 
@@ -95,14 +90,13 @@ private slots:
     const QList<QAction *> list = actions->runActions();
     QAction *compare = list[3];
     QVERIFY(window_->runListPage()->selectRun(fixture_->succeededId));
-    QVERIFY(list[0]->isEnabled()); // rename one run
+    QVERIFY(list[0]->isEnabled());  // rename one run
     QVERIFY(!compare->isEnabled());
     window_->runListPage()->table()->selectAll();
     QVERIFY(!list[0]->isEnabled());
-    QVERIFY(list[2]->isEnabled()); // delete many
+    QVERIFY(list[2]->isEnabled());  // delete many
     // The table's context menu holds the actions, with their shortcuts.
-    QCOMPARE(window_->runListPage()->table()->contextMenuPolicy(),
-             Qt::ActionsContextMenu);
+    QCOMPARE(window_->runListPage()->table()->contextMenuPolicy(), Qt::ActionsContextMenu);
     QCOMPARE(list[0]->shortcut(), QKeySequence(Qt::Key_F2));
     QCOMPARE(list[2]->shortcut(), QKeySequence(QKeySequence::Delete));
   }
@@ -113,15 +107,12 @@ private slots:
     actions->deleteRuns({fixture_->runningId});
     QTRY_COMPARE(failed.count(), 1);
     QVERIFY(window_->banner()->isVisible());
-    QVERIFY2(window_->banner()->text().contains(QStringLiteral("delete run")),
-             qPrintable(window_->banner()->text()));
-    QCOMPARE(run(*window_, fixture_->runningId).run().id(),
-             fixture_->runningId);
+    QVERIFY2(window_->banner()->text().contains(QStringLiteral("delete run")), qPrintable(window_->banner()->text()));
+    QCOMPARE(run(*window_, fixture_->runningId).run().id(), fixture_->runningId);
   }
 
   void deleteARun() {
-    const qint64 id =
-        testing::recordFinishedRun(path_, QStringLiteral("scratch"), 2);
+    const qint64 id = testing::recordFinishedRun(path_, QStringLiteral("scratch"), 2);
     window_->reload();
     QTRY_COMPARE(run(*window_, id).run().id(), id);
     window_->runActions()->deleteRuns({id});
@@ -137,10 +128,8 @@ private slots:
     const QString bundle = dir_.filePath(QStringLiteral("run.lsrun"));
     actions->exportRun(reshapedId_, bundle, RunExportFormat::Bundle);
     QTRY_COMPARE(exported.count(), 1);
-    const pb::RunBundle read =
-        storage::read_run_bundle_file(bundle.toStdString());
-    QCOMPARE(QString::fromStdString(read.run().name()),
-             QStringLiteral("reshaped"));
+    const pb::RunBundle read = storage::read_run_bundle_file(bundle.toStdString());
+    QCOMPARE(QString::fromStdString(read.run().name()), QStringLiteral("reshaped"));
     QVERIFY(read.events_size() > 0);
 
     // The trace is Chrome trace-event JSON.
@@ -152,8 +141,7 @@ private slots:
     QVERIFY(file.readAll().contains("\"traceEvents\""));
 
     // An unwritable path and a vanished run are messages in the banner.
-    actions->exportRun(reshapedId_, QStringLiteral("/nonexistent/dir/run.lsrun"),
-                       RunExportFormat::Bundle);
+    actions->exportRun(reshapedId_, QStringLiteral("/nonexistent/dir/run.lsrun"), RunExportFormat::Bundle);
     QTRY_COMPARE(failed.count(), 1);
     QVERIFY(window_->banner()->text().contains(QStringLiteral("nonexistent")));
     actions->exportRun(99999, trace, RunExportFormat::ChromeTrace);
@@ -164,37 +152,21 @@ private slots:
   }
 
   void compareTwoRuns() {
-    CompareView *view =
-        window_->runActions()->compareRuns(reshapedId_, fixture_->succeededId);
-    QAbstractItemModelTester metricsTester(
-        view->metrics(),
-        QAbstractItemModelTester::FailureReportingMode::QtTest);
-    QAbstractItemModelTester graphsTester(
-        view->graphs(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-    QAbstractItemModelTester reasonsTester(
-        view->reasons(),
-        QAbstractItemModelTester::FailureReportingMode::QtTest);
+    CompareView *view = window_->runActions()->compareRuns(reshapedId_, fixture_->succeededId);
+    QAbstractItemModelTester metricsTester(view->metrics(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester graphsTester(view->graphs(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester reasonsTester(view->reasons(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     QTRY_VERIFY(!view->isLoading());
     QCOMPARE(view->metrics()->rowCount(), 9);
     // A is the older run (baseline: 1 compile), B the reshaped one (2).
     int compilesRow = -1;
     for (int r = 0; r < view->metrics()->rowCount(); ++r) {
-      if (view->metrics()
-              ->index(r, MetricDeltaModel::Metric)
-              .data()
-              .toString() == QStringLiteral("Uncached compiles"))
+      if (view->metrics()->index(r, MetricDeltaModel::Metric).data().toString() == QStringLiteral("Uncached compiles"))
         compilesRow = r;
     }
     QVERIFY(compilesRow >= 0);
-    QCOMPARE(view->metrics()
-                 ->index(compilesRow, MetricDeltaModel::Delta)
-                 .data()
-                 .toString(),
-             QStringLiteral("+1"));
-    QCOMPARE(view->metrics()
-                 ->index(compilesRow, MetricDeltaModel::Delta)
-                 .data(MetricDeltaModel::VerdictRole)
-                 .toInt(),
+    QCOMPARE(view->metrics()->index(compilesRow, MetricDeltaModel::Delta).data().toString(), QStringLiteral("+1"));
+    QCOMPARE(view->metrics()->index(compilesRow, MetricDeltaModel::Delta).data(MetricDeltaModel::VerdictRole).toInt(),
              -1);
     QVERIFY(view->graphs()->rowCount() >= 2);
     QCOMPARE(view->chart()->series().size(), size_t{2});
@@ -218,7 +190,7 @@ private slots:
     for (const StepChart::LegendEntry &entry : legend) {
       QVERIFY2(QRectF(chart.rect()).contains(entry.label), qPrintable(entry.text));
       QVERIFY(entry.text.endsWith(QStringLiteral("(3 steps)")));  // nothing elided: it fits in a row
-      QVERIFY(entry.label.bottom() < chart.plotRect().top());  // the plot starts below the legend
+      QVERIFY(entry.label.bottom() < chart.plotRect().top());     // the plot starts below the legend
     }
     QVERIFY(legend[1].label.top() > legend[0].label.top());  // a second row
     // Narrower than one label: elided, still inside.
@@ -233,35 +205,24 @@ private slots:
   }
 
   void metricVerdicts() {
-    DeltaTableModel model(
-        {QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
-        {{QStringLiteral("Count"), QStringLiteral("fallbacks")}});
-    QAbstractItemModelTester tester(
-        &model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model.setRows({{QStringLiteral("both"),
-                    QStringLiteral("softmax"),
-                    QStringLiteral("a.py:3"),
-                    {{3.0, 1.0}}},
-                   {QStringLiteral("only in B"),
-                    QStringLiteral("gelu"),
-                    QString(),
-                    {{std::nullopt, 2.0}}}});
-    QCOMPARE(model.index(0, DeltaTableModel::FIRST_VALUE).data().toString(),
-             QStringLiteral("3 → 1  (−2)"));
-    QCOMPARE(model.index(1, DeltaTableModel::FIRST_VALUE).data().toString(),
-             QStringLiteral("— → 2"));
+    DeltaTableModel model({QStringLiteral("In"), QStringLiteral("Op"), QStringLiteral("Source")},
+                          {{QStringLiteral("Count"), QStringLiteral("fallbacks")}});
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setRows({{QStringLiteral("both"), QStringLiteral("softmax"), QStringLiteral("a.py:3"), {{3.0, 1.0}}},
+                   {QStringLiteral("only in B"), QStringLiteral("gelu"), QString(), {{std::nullopt, 2.0}}}});
+    QCOMPARE(model.index(0, DeltaTableModel::FIRST_VALUE).data().toString(), QStringLiteral("3 → 1  (−2)"));
+    QCOMPARE(model.index(1, DeltaTableModel::FIRST_VALUE).data().toString(), QStringLiteral("— → 2"));
   }
 
   // Each column is coloured by what it measures: more compiles, time or
   // fallbacks are worse, more steps/s or cache hits better, more executions
   // neither; a row in one run only is not coloured at all.
   void deltaColoursFollowTheMetricsMeaning() {
-    const QStringList metrics = {"compiles", "compile_ms", "fallbacks", "executions",
-                                 "steps", "steps_per_s", "cache_hit_rate"};
+    const QStringList metrics = {"compiles", "compile_ms",  "fallbacks",     "executions",
+                                 "steps",    "steps_per_s", "cache_hit_rate"};
     std::vector<DeltaColumn> columns;
     for (const QString &metric : metrics) columns.push_back({metric, metric});
-    DeltaTableModel model({QStringLiteral("In"), QStringLiteral("Item"), QStringLiteral("Where")},
-                          columns);
+    DeltaTableModel model({QStringLiteral("In"), QStringLiteral("Item"), QStringLiteral("Where")}, columns);
     QPalette palette;
     model.setPalette(palette);
     // Every figure went up from A to B in row 0 and down in row 1.
@@ -272,8 +233,8 @@ private slots:
       onlyB.push_back({std::nullopt, 0.75});
     }
     model.setRows({{"both", "g1", "", up}, {"both", "g2", "", down}, {"only in B", "g3", "", onlyB}});
-    const std::map<QString, int> upVerdict = {{"compiles", -1}, {"compile_ms", -1}, {"fallbacks", -1},
-                                              {"executions", 0}, {"steps", 0}, {"steps_per_s", 1},
+    const std::map<QString, int> upVerdict = {{"compiles", -1},     {"compile_ms", -1}, {"fallbacks", -1},
+                                              {"executions", 0},    {"steps", 0},       {"steps_per_s", 1},
                                               {"cache_hit_rate", 1}};
     for (int c = 0; c < metrics.size(); ++c) {
       const int column = DeltaTableModel::FIRST_VALUE + c;
@@ -312,38 +273,48 @@ private slots:
     options.fallbackOps = {QStringLiteral("nonzero"), QStringLiteral("sort")};
 
     // Every option, as `lazyscope run --help` spells it; always --quiet.
-    QCOMPARE(runCommandLine(options, QStringLiteral("/h.sqlite")),
-             (QStringList{"run", "--history", "/h.sqlite", "--quiet",
-                          "--name", "try", "--tag", "a", "--tag", "b",
-                          "--devices", "2", "--device", "lazy", "--bf16",
-                          "--force-fallback", "nonzero,sort", "/tmp/train.py",
-                          "--", "--steps", "3"}));
+    QCOMPARE(runCommandLine(options, QStringLiteral("/h.sqlite")), (QStringList{"run",
+                                                                                "--history",
+                                                                                "/h.sqlite",
+                                                                                "--quiet",
+                                                                                "--name",
+                                                                                "try",
+                                                                                "--tag",
+                                                                                "a",
+                                                                                "--tag",
+                                                                                "b",
+                                                                                "--devices",
+                                                                                "2",
+                                                                                "--device",
+                                                                                "lazy",
+                                                                                "--bf16",
+                                                                                "--force-fallback",
+                                                                                "nonzero,sort",
+                                                                                "/tmp/train.py",
+                                                                                "--",
+                                                                                "--steps",
+                                                                                "3"}));
 
     // Defaults add nothing but --quiet.
     ScriptRunOptions plain;
     plain.script = QStringLiteral("/tmp/train.py");
     QCOMPARE(runCommandLine(plain, QStringLiteral("/h.sqlite")),
-             (QStringList{"run", "--history", "/h.sqlite", "--quiet",
-                          "/tmp/train.py"}));
+             (QStringList{"run", "--history", "/h.sqlite", "--quiet", "/tmp/train.py"}));
 
     // An older runner without some flags: those options are left out.
     QStringList skipped;
-    const QStringList args =
-        runCommandLine(options, QStringLiteral("/h.sqlite"),
-                       {QStringLiteral("--quiet"), QStringLiteral("--name"),
-                        QStringLiteral("--tag"), QStringLiteral("--devices")},
-                       &skipped);
-    QCOMPARE(args, (QStringList{"run", "--history", "/h.sqlite", "--quiet",
-                                "--name", "try", "--tag", "a", "--tag", "b",
-                                "--devices", "2", "/tmp/train.py", "--",
-                                "--steps", "3"}));
+    const QStringList args = runCommandLine(
+        options, QStringLiteral("/h.sqlite"),
+        {QStringLiteral("--quiet"), QStringLiteral("--name"), QStringLiteral("--tag"), QStringLiteral("--devices")},
+        &skipped);
+    QCOMPARE(args, (QStringList{"run", "--history", "/h.sqlite", "--quiet", "--name", "try", "--tag", "a", "--tag", "b",
+                                "--devices", "2", "/tmp/train.py", "--", "--steps", "3"}));
     QCOMPARE(skipped, (QStringList{"--device", "--bf16", "--force-fallback"}));
 
     RunScriptDialog dialog(path_);
     dialog.setOptions(options);
-    dialog.setSupportedFlags(
-        {QStringLiteral("--name"), QStringLiteral("--tag")});
-    QVERIFY(!dialog.options().bf16); // not supported: not passed
+    dialog.setSupportedFlags({QStringLiteral("--name"), QStringLiteral("--tag")});
+    QVERIFY(!dialog.options().bf16);  // not supported: not passed
     QVERIFY(dialog.commandLine().contains(QStringLiteral("--tag")));
     QVERIFY(!dialog.commandLine().contains(QStringLiteral("--bf16")));
   }
@@ -351,54 +322,46 @@ private slots:
   void flagTableMatchesTheRunnersHelp() {
     // The table must name only flags the real runner has: a renamed flag
     // would otherwise make every GUI-launched run fail to start.
-    if (!QFileInfo(runnerPath()).isExecutable())
-      QSKIP("the lazyscope runner is not built");
+    if (!QFileInfo(runnerPath()).isExecutable()) QSKIP("the lazyscope runner is not built");
     QProcess help;
     help.start(runnerPath(), {QStringLiteral("run"), QStringLiteral("--help")});
     QVERIFY(help.waitForFinished(30000));
-    const QString text = QString::fromUtf8(help.readAllStandardOutput() +
-                                           help.readAllStandardError());
+    const QString text = QString::fromUtf8(help.readAllStandardOutput() + help.readAllStandardError());
     for (const RunFlag &row : kRunFlags) {
       const QString flag = QString::fromLatin1(row.flag);
-      QVERIFY2(text.contains(QRegularExpression(
-                   QRegularExpression::escape(flag) + QStringLiteral("\\b"))),
-               qPrintable(QStringLiteral("%1 is not in `lazyscope run --help`")
-                              .arg(flag)));
+      QVERIFY2(text.contains(QRegularExpression(QRegularExpression::escape(flag) + QStringLiteral("\\b"))),
+               qPrintable(QStringLiteral("%1 is not in `lazyscope run --help`").arg(flag)));
     }
   }
 
   void liveRunAppearsAndIsInterrupted() {
-    if (!QFileInfo(runnerPath()).isExecutable())
-      QSKIP("the lazyscope runner is not built");
+    if (!QFileInfo(runnerPath()).isExecutable()) QSKIP("the lazyscope runner is not built");
     const QString script = dir_.filePath(QStringLiteral("slow.py"));
     QFile file(script);
     QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write("import time\nimport lazyscope\nfrom lazyscope.core import "
-               "lazy_model as lm\n"
-               "x = lazyscope.ones(4, 4, device=lm.lazy_device())\n"
-               "for step in range(600):\n    x = x * 1.0\n    lm.mark_step()\n "
-               "   time.sleep(0.05)\n");
+    file.write(
+        "import time\nimport lazyscope\nfrom lazyscope.core import "
+        "lazy_model as lm\n"
+        "x = lazyscope.ones(4, 4, device=lm.lazy_device())\n"
+        "for step in range(600):\n    x = x * 1.0\n    lm.mark_step()\n "
+        "   time.sleep(0.05)\n");
     file.close();
     ScriptRunOptions options;
     options.script = script;
     options.name = QStringLiteral("live-from-gui");
     RunActions *actions = window_->runActions();
-    QVERIFY2(actions->startScript(options),
-             qPrintable(window_->banner()->text()));
-    QTRY_VERIFY_WITH_TIMEOUT(
-        runNamed(*window_, "live-from-gui").run().id() != 0, 20000);
-    QCOMPARE(runNamed(*window_, "live-from-gui").run().status(),
-             pb::RUN_STATUS_RUNNING);
+    QVERIFY2(actions->startScript(options), qPrintable(window_->banner()->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(runNamed(*window_, "live-from-gui").run().id() != 0, 20000);
+    QCOMPARE(runNamed(*window_, "live-from-gui").run().status(), pb::RUN_STATUS_RUNNING);
     const qint64 id = runNamed(*window_, "live-from-gui").run().id();
     QTRY_VERIFY_WITH_TIMEOUT(run(*window_, id).steps() > 0, 20000);
     QSignalSpy finished(actions->scriptRun(), &ScriptRun::finished);
     actions->stopScript();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
-    QTRY_COMPARE_WITH_TIMEOUT(run(*window_, id).run().status(),
-                              pb::RUN_STATUS_INTERRUPTED, 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(run(*window_, id).run().status(), pb::RUN_STATUS_INTERRUPTED, 20000);
   }
 
-private:
+ private:
   QTemporaryDir dir_;
   QString path_;
   std::unique_ptr<testing::HistoryFixture> fixture_;

@@ -12,13 +12,13 @@
 #include "history_fixture.h"
 #include "models/graph_diff_model.h"
 #include "models/recompilation_model.h"
+#include "query/history_reader.h"
 #include "widgets/finding_card.h"
+#include "widgets/message_banner.h"
 #include "windows/main_window.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
 #include "windows/run_detail_view.h"
-#include "query/history_reader.h"
-#include "widgets/message_banner.h"
 #include "windows/run_list_page.h"
 
 using namespace lazyscope;
@@ -68,8 +68,8 @@ class TestRunDetail : public QObject {
     QCOMPARE(cards.first()->severity(), pb::SEVERITY_CRITICAL);
     const QString title = cards.first()->findChild<QLabel*>(QStringLiteral("findingTitle"))->text();
     QVERIFY2(title.contains(QStringLiteral("input 0 shape")), qPrintable(title));
-    QVERIFY(cards.first()->findChild<QLabel*>(QStringLiteral("findingFix"))->text().startsWith(
-        QStringLiteral("Fix: ")));
+    QVERIFY(
+        cards.first()->findChild<QLabel*>(QStringLiteral("findingFix"))->text().startsWith(QStringLiteral("Fix: ")));
     QVERIFY(!overview->findChild<QLabel*>(QStringLiteral("noFindings"))->isVisible());
     QVERIFY(!overview->findChild<QLabel*>(QStringLiteral("overviewError"))->isVisible());
   }
@@ -94,17 +94,14 @@ class TestRunDetail : public QObject {
     auto* table = tab->findChild<QTableView*>(QStringLiteral("recompilationTable"));
     // The recompile (step 2) is selected at once, not the first compile.
     QCOMPARE(table->currentIndex().data(RecompilationModel::CompileIndexRole).toInt(), 1);
-    QCOMPARE(tab->model()->index(1, RecompilationModel::ReasonKind).data().toString(),
-             QStringLiteral("shape"));
+    QCOMPARE(tab->model()->index(1, RecompilationModel::ReasonKind).data().toString(), QStringLiteral("shape"));
     QVERIFY2(tab->reasonText().contains(QStringLiteral("input 0 shape changed from [8, 3] to [4, 3]")),
              qPrintable(tab->reasonText()));
 
     auto* diffTable = tab->findChild<QTableView*>(QStringLiteral("graphDiffTable"));
     QAbstractItemModel* diff = diffTable->model();
     QCOMPARE(diff->rowCount(), 4);
-    auto cell = [diff](int row, int column, int role = Qt::DisplayRole) {
-      return diff->index(row, column).data(role);
-    };
+    auto cell = [diff](int row, int column, int role = Qt::DisplayRole) { return diff->index(row, column).data(role); };
     QCOMPARE(cell(0, GraphDiffModel::BeforeShape).toString(), QStringLiteral("f32[8, 3]"));
     QCOMPARE(cell(0, GraphDiffModel::AfterShape).toString(), QStringLiteral("f32[4, 3]"));
     QVERIFY(cell(0, GraphDiffModel::AfterOp, GraphDiffModel::DiffersRole).toBool());
@@ -221,8 +218,8 @@ class TestRunDetail : public QObject {
 
   void tabNamesAreTheNamesShowTabTakes() {
     const QStringList names = window_->runDetail()->tabNames();
-    QCOMPARE(names, (QStringList{"overview", "recompilations", "graphs", "kernels", "timeline", "charts", "fallbacks", "metrics",
-                                 "output"}));
+    QCOMPARE(names, (QStringList{"overview", "recompilations", "graphs", "kernels", "timeline", "charts", "fallbacks",
+                                 "metrics", "output"}));
     for (const QString& name : names) QVERIFY(window_->runDetail()->showTab(name));
     QVERIFY(!window_->runDetail()->showTab(QStringLiteral("bogus")));
   }

@@ -6,8 +6,8 @@
 #include <QHeaderView>
 #include <QImage>
 #include <QPainter>
-#include <QStyleOptionHeader>
 #include <QSortFilterProxyModel>
+#include <QStyleOptionHeader>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
@@ -166,8 +166,7 @@ void TestRunListModel::showsWhatWasRecorded() {
   // Only the status column is coloured.
   QVERIFY(cell(model, ok, RunListModel::Status, Qt::ForegroundRole).value<QColor>().isValid());
   QVERIFY(!cell(model, ok, RunListModel::Name, Qt::ForegroundRole).isValid());
-  QCOMPARE(cell(model, bad, RunListModel::Status, RunListModel::StatusRole).toInt(),
-           int(pb::RUN_STATUS_FAILED));
+  QCOMPARE(cell(model, bad, RunListModel::Status, RunListModel::StatusRole).toInt(), int(pb::RUN_STATUS_FAILED));
 }
 
 void TestRunListModel::sortRoleGivesRawNumbers() {
@@ -180,8 +179,7 @@ void TestRunListModel::sortRoleGivesRawNumbers() {
   const QVariant median = cell(model, ok, RunListModel::MedianStep, RunListModel::SortRole);
   QCOMPARE(median.typeId(), QMetaType::Double);
   QCOMPARE(median.toDouble(), 12.0);
-  QCOMPARE(cell(model, ok, RunListModel::Started, RunListModel::SortRole).typeId(),
-           QMetaType::LongLong);
+  QCOMPARE(cell(model, ok, RunListModel::Started, RunListModel::SortRole).typeId(), QMetaType::LongLong);
   QVERIFY(cell(model, ok, RunListModel::Duration, RunListModel::SortRole).toDouble() >= 0.0);
   QVERIFY(cell(model, fixture_->succeededId, RunListModel::Duration, RunListModel::SortRole).toDouble() >= 3'600'000.0);
   std::vector<pb::RunSummary> unknown(1);  // no times at all

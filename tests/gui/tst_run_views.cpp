@@ -7,8 +7,8 @@
 // runs in a chart, export images).
 #include <QAbstractItemModelTester>
 #include <QChart>
-#include <QComboBox>
 #include <QChartView>
+#include <QComboBox>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -22,33 +22,33 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "analysis/run_metrics.h"
 #include "db/history_file.h"
 #include "history_fixture.h"
-#include "analysis/run_metrics.h"
 #include "loaders/run_profile_loader.h"
 #include "models/fallback_model.h"
 #include "models/metrics_model.h"
-#include "models/run_list_model.h"
 #include "models/recompilation_model.h"
+#include "models/run_list_model.h"
 #include "query/history_reader.h"
 #include "recorder/recorder.h"
+#include "util/color_scheme.h"
+#include "util/run_status.h"
 #include "views/charts_view.h"
 #include "views/fallbacks_view.h"
 #include "views/metrics_view.h"
 #include "views/output_view.h"
 #include "views/timeline_view.h"
+#include "widgets/finding_card.h"
 #include "widgets/message_banner.h"
 #include "widgets/timeline_geometry.h"
 #include "widgets/timeline_widget.h"
 #include "windows/main_window.h"
-#include "util/color_scheme.h"
-#include "util/run_status.h"
-#include "widgets/finding_card.h"
 #include "windows/overview_tab.h"
 #include "windows/recompilations_tab.h"
-#include "windows/shortcut_sheet.h"
 #include "windows/run_detail_view.h"
 #include "windows/run_list_page.h"
+#include "windows/shortcut_sheet.h"
 
 using namespace lazyscope;
 using lazyscope::gui::RunProfile;
@@ -293,7 +293,8 @@ class TestRunViews : public QObject {
     const QColor pixel = timeline->grab().toImage().pixelColor(x, timeline->height() - 40);
     bool isPart = false;
     for (int part = 0; part < gui::TimelineWidget::NUM_PARTS; ++part) {
-      isPart |= pixel == gui::TimelineWidget::partColor(static_cast<gui::TimelineWidget::Part>(part), timeline->palette());
+      isPart |= pixel ==
+                gui::TimelineWidget::partColor(static_cast<gui::TimelineWidget::Part>(part), timeline->palette());
     }
     QVERIFY2(isPart, qPrintable(pixel.name()));
 

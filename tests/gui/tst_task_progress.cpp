@@ -5,8 +5,8 @@
 // Cancel drops the job's result and the view says it was cancelled and how
 // to get it back; a job that finishes hides it.
 #include <QLabel>
-#include <QPushButton>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSemaphore>
 #include <QSettings>
 #include <QTemporaryDir>
@@ -85,7 +85,8 @@ class TestTaskProgress : public QObject {
     TaskProgress* progress = served.progress;
     BackgroundJob* job = served.job;
     int delivered = 0;
-    job->run(QStringLiteral("quick"), [] { return 42; }, [&](int value) { delivered = value; });
+    job->run(
+        QStringLiteral("quick"), [] { return 42; }, [&](int value) { delivered = value; });
     QVERIFY(job->isRunning());
     QCOMPARE(delivered, 0);  // never inside run()
     QTRY_COMPARE(delivered, 42);
@@ -101,7 +102,8 @@ class TestTaskProgress : public QObject {
     BackgroundJob* job = served.job;
     int delivered = 0;
     PoolBlocker blocker;
-    job->run(QStringLiteral("Reading something big…"), [] { return 7; }, [&](int value) { delivered = value; });
+    job->run(
+        QStringLiteral("Reading something big…"), [] { return 7; }, [&](int value) { delivered = value; });
     QTest::qWait(TaskProgress::kShowDelayMs / 3);
     QVERIFY(!progress->isVisible());  // not before the delay: no flicker
     QTRY_VERIFY(progress->isVisible());
@@ -118,11 +120,15 @@ class TestTaskProgress : public QObject {
     std::vector<int> delivered;
     PoolBlocker blocker;
     auto firstSawStop = std::make_shared<std::atomic<int>>(-1);  // -1: not run yet
-    job->run(QStringLiteral("first"), [firstSawStop](JobControl& control) {
-      *firstSawStop = control.stopped() ? 1 : 0;
-      return 1;
-    }, [&](int value) { delivered.push_back(value); });
-    job->run(QStringLiteral("second"), [] { return 2; }, [&](int value) { delivered.push_back(value); });
+    job->run(
+        QStringLiteral("first"),
+        [firstSawStop](JobControl& control) {
+          *firstSawStop = control.stopped() ? 1 : 0;
+          return 1;
+        },
+        [&](int value) { delivered.push_back(value); });
+    job->run(
+        QStringLiteral("second"), [] { return 2; }, [&](int value) { delivered.push_back(value); });
     blocker.release();
     QTRY_COMPARE(delivered.size(), size_t{1});
     QTRY_VERIFY(*firstSawStop != -1);
@@ -196,6 +202,7 @@ class TestTaskProgress : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!detail->isProfileLoading(), 20000);
     QTRY_VERIFY(!progress->isVisible());
   }
+
  private:
   QTemporaryDir settingsDir_;
 };

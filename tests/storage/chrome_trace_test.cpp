@@ -39,12 +39,12 @@ int64_t record_small_run(const std::string& path) {
   // The transfer comes first: it is the trace's zero (1 ms on the engine clock).
   recorder.record(test_support::transfer_at(0, true, 1'000'000, 2'500, 4096));
   recorder.record(test_support::step_event(0, 1'000'500, 3'000'000, 1'200'000));
-  recorder.record(test_support::compile_at(0, kGraph, 1'100'000, 1'200'000, pb::COMPILE_REASON_FIRST_SIGHT, 0,
-                                           line12, test_support::chain_graph(kGraph, {2}, 1)));
+  recorder.record(test_support::compile_at(0, kGraph, 1'100'000, 1'200'000, pb::COMPILE_REASON_FIRST_SIGHT, 0, line12,
+                                           test_support::chain_graph(kGraph, {2}, 1)));
   recorder.record(test_support::execute_at(0, kGraph, 2'400'000, 300'000, pb::SYNC_CAUSE_MARK_STEP, line12, false));
   recorder.record(test_support::step_event(1, 3'100'000, 3'600'000, 0));
-  recorder.record(test_support::fallback_at(1, "aten::nonzero", 3'200'000, 50'000, 128,
-                                            test_support::source_at("train.py", 20)));
+  recorder.record(
+      test_support::fallback_at(1, "aten::nonzero", 3'200'000, 50'000, 128, test_support::source_at("train.py", 20)));
   recorder.record(test_support::execute_at(1, kGraph, 3'300'000, 250'000, pb::SYNC_CAUSE_MARK_STEP, line12, true));
   recorder.record(test_support::step_event(0, 1'000'500, 2'900'000, 0, /*replica=*/1));
   recorder.record(test_support::scalar_event(0, "loss", 2.5));
@@ -52,7 +52,8 @@ int64_t record_small_run(const std::string& path) {
   recorder.record(test_support::scalar_event(0, "accuracy", std::numeric_limits<double>::quiet_NaN()));
   recorder.record(test_support::scalar_event(5, "accuracy", 0.75));  // after the last step
   // Memory counters become counter tracks; other metrics stay in `show`.
-  recorder.record(snapshot_at(0, 2'950'000, {{"LiveDeviceBufferBytes", 4096}, {"ExecuteCount", 1}, {"LiveBufferBytes", 8192}}));
+  recorder.record(
+      snapshot_at(0, 2'950'000, {{"LiveDeviceBufferBytes", 4096}, {"ExecuteCount", 1}, {"LiveBufferBytes", 8192}}));
   recorder.record(snapshot_at(1, 3'650'000, {{"LiveDeviceBufferBytes", 0}}));
   recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
   return recorder.run_id();
@@ -64,7 +65,8 @@ TEST(ChromeTrace, ExportsProcessesThreadsSpansAndCounters) {
   const int64_t run_id = record_small_run(path);
   const auto timeline = HistoryReader(path).timeline(run_id);
   ASSERT_TRUE(timeline.has_value());
-  const std::string expected = R"json({"displayTimeUnit":"ms","otherData":{"run_id":1,"run_name":"trace \"demo\""},"traceEvents":[
+  const std::string expected =
+      R"json({"displayTimeUnit":"ms","otherData":{"run_id":1,"run_name":"trace \"demo\""},"traceEvents":[
 {"ph":"M","pid":1,"tid":0,"name":"process_name","args":{"name":"replica 0"}},
 {"ph":"M","pid":1,"tid":0,"name":"process_sort_index","args":{"sort_index":1}},
 {"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"steps"}},

@@ -43,18 +43,29 @@ pb::Event execution(int step, uint64_t hash, int64_t duration_ms, bool hit) {
 pb::RunComparison compare_two(test_support::ScratchFolder& scratch) {
   const std::string path = scratch.file("h.sqlite");
   const pb::SourceLocation line9 = source_at("x.py", 9), line12 = source_at("x.py", 12);
-  const int64_t a = record(path, 3, {
-      compile_at(0, kShared, 1 * kMs, 4 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, line9, chain_graph(kShared, {8}, 2)),
-      compile_at(1, kOnlyA, 11 * kMs, 3 * kMs, pb::COMPILE_REASON_SHAPE, kShared, line9, chain_graph(kOnlyA, {4}, 2)),
-      execution(0, kShared, 1, false), execution(1, kOnlyA, 2, false), execution(2, kShared, 1, true),
-      test_support::fallback_at(1, "nonzero", 12 * kMs, 1 * kMs, 8, line12),
-  });
-  const int64_t b = record(path, 4, {
-      compile_at(0, kShared, 1 * kMs, 5 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, line9, chain_graph(kShared, {8}, 2)),
-      compile_at(0, kOnlyB, 2 * kMs, 3 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, line12, chain_graph(kOnlyB, {8}, 5)),
-      execution(0, kShared, 1, false), execution(0, kOnlyB, 1, false), execution(1, kShared, 1, true),
-      execution(2, kShared, 1, true), execution(3, kShared, 1, true),
-  });
+  const int64_t a = record(path, 3,
+                           {
+                               compile_at(0, kShared, 1 * kMs, 4 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, line9,
+                                          chain_graph(kShared, {8}, 2)),
+                               compile_at(1, kOnlyA, 11 * kMs, 3 * kMs, pb::COMPILE_REASON_SHAPE, kShared, line9,
+                                          chain_graph(kOnlyA, {4}, 2)),
+                               execution(0, kShared, 1, false),
+                               execution(1, kOnlyA, 2, false),
+                               execution(2, kShared, 1, true),
+                               test_support::fallback_at(1, "nonzero", 12 * kMs, 1 * kMs, 8, line12),
+                           });
+  const int64_t b = record(path, 4,
+                           {
+                               compile_at(0, kShared, 1 * kMs, 5 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, line9,
+                                          chain_graph(kShared, {8}, 2)),
+                               compile_at(0, kOnlyB, 2 * kMs, 3 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, line12,
+                                          chain_graph(kOnlyB, {8}, 5)),
+                               execution(0, kShared, 1, false),
+                               execution(0, kOnlyB, 1, false),
+                               execution(1, kShared, 1, true),
+                               execution(2, kShared, 1, true),
+                               execution(3, kShared, 1, true),
+                           });
   HistoryReader reader(path);
   return compare_runs(*load_run_data(reader, a), *load_run_data(reader, b));
 }

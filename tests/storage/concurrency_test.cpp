@@ -109,12 +109,12 @@ TEST(Concurrency, TwoRecordersAndAPollingReaderLoseNothing) {
     EXPECT_DOUBLE_EQ(run.median_step_ms(), 5e-6);
     EXPECT_EQ(reader.steps(run.run().id()).size(), static_cast<size_t>(kSteps));
     EXPECT_EQ(reader.compilations(run.run().id()).at(0).graph().nodes_size(), 4);
-    EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM scalars WHERE run_id = " +
-                                           std::to_string(run.run().id())),
-              kSteps);
-    EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM output WHERE run_id = " +
-                                           std::to_string(run.run().id())),
-              kSteps / 500);
+    EXPECT_EQ(
+        test_support::raw_int64(path, "SELECT COUNT(*) FROM scalars WHERE run_id = " + std::to_string(run.run().id())),
+        kSteps);
+    EXPECT_EQ(
+        test_support::raw_int64(path, "SELECT COUNT(*) FROM output WHERE run_id = " + std::to_string(run.run().id())),
+        kSteps / 500);
   }
 }
 

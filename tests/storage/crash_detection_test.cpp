@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "db/run_liveness.h"
 #include "db/history_file.h"
+#include "db/run_liveness.h"
 #include "query/history_reader.h"
 #include "recorder/recorder.h"
 #include "test_support.h"
@@ -65,8 +65,7 @@ TEST(CrashDetection, DeadPidOnAnotherHostIsJudgedByHeartbeatOnly) {
   ScratchFolder scratch;
   const std::string path = scratch.file("history.sqlite");
   const int64_t run_id = unfinished_run(path);
-  test_support::raw_execute(path, "UPDATE runs SET host = 'elsewhere', pid = " +
-                                 std::to_string(dead_pid()));
+  test_support::raw_execute(path, "UPDATE runs SET host = 'elsewhere', pid = " + std::to_string(dead_pid()));
   EXPECT_EQ(listed_status(path, run_id), pb::RUN_STATUS_RUNNING);
 }
 
@@ -75,8 +74,7 @@ TEST(CrashDetection, RunningRunWithStaleHeartbeatIsCrashedEvenIfThePidLives) {
   const std::string path = scratch.file("history.sqlite");
   const int64_t run_id = unfinished_run(path);
   const int64_t stale = unix_now_ms() - kHeartbeatStaleAfter.count() - 5'000;
-  test_support::raw_execute(path, "UPDATE runs SET host = 'elsewhere', heartbeat_unix_ms = " +
-                                 std::to_string(stale));
+  test_support::raw_execute(path, "UPDATE runs SET host = 'elsewhere', heartbeat_unix_ms = " + std::to_string(stale));
   EXPECT_EQ(listed_status(path, run_id), pb::RUN_STATUS_CRASHED);
 }
 

@@ -90,7 +90,8 @@ TEST(Diagnosis, AStructureChangeOnceInStepOneIsWarmUp) {
   EXPECT_THAT(warm_up[0].detail(), HasSubstr("compiled at x.py:9"));
 
   // The same change at step 2 of 4 is not warm-up.
-  events[1] = compile_at(2, 0xb, 21 * kMs, 1 * kMs, pb::COMPILE_REASON_STRUCTURE, 0xa, site, chain_graph(0xb, {8, 3}, 4));
+  events[1] = compile_at(2, 0xb, 21 * kMs, 1 * kMs, pb::COMPILE_REASON_STRUCTURE, 0xa, site,
+                         chain_graph(0xb, {8, 3}, 4));
   const auto late = findings_of("recompilation", record_and_load(events));
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].severity(), pb::SEVERITY_WARNING);
@@ -254,8 +255,12 @@ TEST(Diagnosis, GrowingGraphFromRisingNodeCountsAndFromTheNodeLimit) {
                       chain_graph(hash, {2}, nodes - 1));
   };
   const RunData run = record_and_load({
-      compile(0, 0x10, 10, grows), compile(1, 0x11, 20, grows), compile(2, 0x12, 30, grows),
-      compile(0, 0x20, 10, varies), compile(1, 0x21, 5, varies), compile(2, 0x22, 10, varies),
+      compile(0, 0x10, 10, grows),
+      compile(1, 0x11, 20, grows),
+      compile(2, 0x12, 30, grows),
+      compile(0, 0x20, 10, varies),
+      compile(1, 0x21, 5, varies),
+      compile(2, 0x22, 10, varies),
       execute_at(3, 0x30, 31 * kMs, 3 * kMs, pb::SYNC_CAUSE_GRAPH_LIMIT, source_at("/home/ada/x.py", 22)),
   });
   const auto findings = findings_of("growing-graph", run);
@@ -278,7 +283,8 @@ TEST(Diagnosis, UploadsAboveTheThresholdShareOfStepTime) {
     std::vector<pb::Event> events;
     for (int step = 0; step < kSteps; ++step) {
       events.push_back(test_support::transfer_at(step, true, step * 10 * kMs, each_ns, 1'000'000));
-      events.push_back(test_support::transfer_at(step, false, step * 10 * kMs + 5, 5 * kMs, 8));  // downloads do not count
+      events.push_back(
+          test_support::transfer_at(step, false, step * 10 * kMs + 5, 5 * kMs, 8));  // downloads do not count
     }
     return events;
   };
@@ -359,10 +365,10 @@ TEST(Diagnosis, BalancedReplicasWithLittleExchangeHaveNoReplicaFindings) {
 TEST(Diagnosis, FindingsAreOrderedBySeverityThenTimeLost) {
   const pb::SourceLocation site = source_at("x.py", 9);
   const RunData run = record_and_load({
-      execute_at(1, 0xf, 13 * kMs, 1 * kMs, pb::SYNC_CAUSE_ITEM, site),                        // info
-      test_support::fallback_at(0, "gelu", 2 * kMs, 1 * kMs, 64, site),                         // warning, 1 ms
-      test_support::fallback_at(0, "erf", 2 * kMs, 2 * kMs, 64, site),                          // warning, 2 ms
-      test_support::fallback_at(0, "nonzero", 2 * kMs, 8 * kMs, 64, site),                      // critical
+      execute_at(1, 0xf, 13 * kMs, 1 * kMs, pb::SYNC_CAUSE_ITEM, site),     // info
+      test_support::fallback_at(0, "gelu", 2 * kMs, 1 * kMs, 64, site),     // warning, 1 ms
+      test_support::fallback_at(0, "erf", 2 * kMs, 2 * kMs, 64, site),      // warning, 2 ms
+      test_support::fallback_at(0, "nonzero", 2 * kMs, 8 * kMs, 64, site),  // critical
   });
   std::vector<std::string> order;
   for (const auto& finding : diagnose(run)) {

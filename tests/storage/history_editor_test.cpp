@@ -91,8 +91,8 @@ TEST(HistoryEditor, DeleteCascadesToEveryTableAndKeepsOtherRuns) {
   const int64_t run_id = record_small_run(path, "doomed");
   const int64_t kept = record_small_run(path, "kept");
   HistoryEditor(path).delete_run(run_id);
-  for (std::string_view table : {"runs", "steps", "graphs", "compilations", "executions", "fallbacks",
-                                 "transfers", "scalars", "output"}) {
+  for (std::string_view table :
+       {"runs", "steps", "graphs", "compilations", "executions", "fallbacks", "transfers", "scalars", "output"}) {
     EXPECT_EQ(rows_of(path, std::string(table), run_id), 0) << table;
     EXPECT_EQ(rows_of(path, std::string(table), kept), 1) << table;
   }
@@ -104,9 +104,9 @@ TEST(HistoryEditor, UnknownRunsAreNamedInTheError) {
   const std::string path = scratch.file("h.sqlite");
   record_small_run(path, "a");
   HistoryEditor editor(path);
-  for (auto edit : {+[](HistoryEditor& e) { e.rename_run(4242, "x"); },
-                    +[](HistoryEditor& e) { e.set_tags(4242, {"x"}); },
-                    +[](HistoryEditor& e) { e.delete_run(4242); }}) {
+  for (auto edit :
+       {+[](HistoryEditor& e) { e.rename_run(4242, "x"); }, +[](HistoryEditor& e) { e.set_tags(4242, {"x"}); },
+        +[](HistoryEditor& e) { e.delete_run(4242); }}) {
     try {
       edit(editor);
       FAIL() << "editing a missing run must throw";

@@ -19,8 +19,7 @@ using test_support::ScratchFolder;
 using ::testing::HasSubstr;
 
 // The message of the HistoryError `open` throws; fails the test if none.
-template <typename Open>
-std::string history_error_of(Open open) {
+template <typename Open> std::string history_error_of(Open open) {
   try {
     open();
   } catch (const HistoryError& error) {
@@ -41,10 +40,11 @@ TEST(HistoryFile, CreatesFileAndParentFoldersAtCurrentSchemaInWalMode) {
   EXPECT_TRUE(std::filesystem::exists(path));
   EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(test_support::raw_text(path, "PRAGMA journal_mode"), "wal");
-  for (const char* table : {"runs", "steps", "graphs", "compilations", "executions", "fallbacks",
-                            "transfers", "scalars", "output"}) {
+  for (const char* table :
+       {"runs", "steps", "graphs", "compilations", "executions", "fallbacks", "transfers", "scalars", "output"}) {
     EXPECT_EQ(test_support::raw_int64(path, std::string("SELECT COUNT(*) FROM sqlite_master WHERE "
-                                                   "type = 'table' AND name = '") + table + "'"),
+                                                        "type = 'table' AND name = '") +
+                                                table + "'"),
               1)
         << table;
   }
@@ -102,8 +102,8 @@ TEST(HistoryFile, RefusesNewerSchemaInBothModes) {
   ScratchFolder scratch;
   const std::string path = scratch.file("future.sqlite");
   test_support::raw_execute(path, "CREATE TABLE runs (id INTEGER); PRAGMA user_version = 99;");
-  const std::string expected =
-      path + ": history was written by a newer LazyScope (schema 99, this build reads up to " + std::to_string(kSchemaVersion) + ")";
+  const std::string expected = path + ": history was written by a newer LazyScope (schema 99, this build reads up to " +
+                               std::to_string(kSchemaVersion) + ")";
   EXPECT_EQ(history_error_of([&] { HistoryFile file(path, OpenMode::kReadOnly); }), expected);
   EXPECT_EQ(history_error_of([&] { HistoryFile file(path, OpenMode::kReadWrite); }), expected);
   EXPECT_THAT(history_error_of([&] { Recorder recorder(path, pb::RunInfo()); }), HasSubstr("newer"));

@@ -104,7 +104,7 @@ TEST(KernelProfiles, LatestTotalsJoinedWithTheIrAndRatedAgainstThePeaks) {
   EXPECT_EQ(fused.samples(), 4);
   EXPECT_DOUBLE_EQ(fused.mean_us(), 200.0);
   EXPECT_DOUBLE_EQ(fused.total_ms(), 2.0);
-  EXPECT_DOUBLE_EQ(fused.gbps(), 5.0);  // 1e6 bytes / 200,000 ns
+  EXPECT_DOUBLE_EQ(fused.gbps(), 5.0);                // 1e6 bytes / 200,000 ns
   EXPECT_DOUBLE_EQ(fused.roofline_fraction(), 0.25);  // no FLOPs: 5 of 20 GB/s
   ASSERT_EQ(fused.nodes_size(), 2);
   EXPECT_EQ(fused.nodes(0).id(), 2);
@@ -168,8 +168,8 @@ TEST(KernelProfiles, ReplicasKeepTheirOwnRowsAndMissingIrOrPeaksAreUnknownNotInv
 TEST(KernelProfiles, AVersion2FileMigratesToVersion3KeepingItsRuns) {
   ScratchFolder scratch;
   const std::string path = scratch.file("v2.sqlite");
-  test_support::raw_execute(path, std::string(schema_migrations()[0].sql) + schema_migrations()[1].sql +
-                                      "PRAGMA user_version = 2;");
+  test_support::raw_execute(
+      path, std::string(schema_migrations()[0].sql) + schema_migrations()[1].sql + "PRAGMA user_version = 2;");
   test_support::raw_execute(path, R"sql(
     INSERT INTO runs (id, name, started_unix_ms, heartbeat_unix_ms, status, ended_unix_ms)
       VALUES (3, 'before profiles', 1000, 2000, 2, 2000);

@@ -64,12 +64,14 @@ TEST(QueryPlan, SummaryAndSeriesSearchIndexesAndNeverScanAnEventTable) {
     for (const std::string& step : plan) {
       // "SCAN t" reads every row of t (also as "SCAN t USING COVERING INDEX").
       for (const char* table : {"steps", "compilations", "executions", "fallbacks", "scalars"}) {
-        EXPECT_FALSE(step.starts_with(std::string("SCAN ") + table)) << what << " scans " << table << ":\n" << joined(plan);
+        EXPECT_FALSE(step.starts_with(std::string("SCAN ") + table)) << what << " scans " << table << ":\n"
+                                                                     << joined(plan);
       }
     }
   }
   // The summary's step count and the series read the steps index.
-  EXPECT_THAT(joined(plan_of(path, kSelectOneSummary)), ::testing::HasSubstr("SEARCH s USING COVERING INDEX steps_by_run"));
+  EXPECT_THAT(joined(plan_of(path, kSelectOneSummary)),
+              ::testing::HasSubstr("SEARCH s USING COVERING INDEX steps_by_run"));
   EXPECT_THAT(joined(plan_of(path, kSelectStepSeries)), ::testing::HasSubstr("INDEX steps_by_run"));
   EXPECT_THAT(joined(plan_of(path, kSelectScalarSeries)), ::testing::HasSubstr("INDEX scalars_by_run"));
 }

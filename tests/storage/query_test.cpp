@@ -85,8 +85,7 @@ TEST(Query, RunListFilters) {
                                     pb::RUN_STATUS_SUCCEEDED);
   const int64_t b = record_finished(path, run_info("cnn", "/src/mnist_cnn.py", 2000, {"bf16", "baseline"}),
                                     pb::RUN_STATUS_FAILED);
-  const int64_t c = record_finished(path, run_info("regression", "/src/linear.py", 3000),
-                                    pb::RUN_STATUS_SUCCEEDED);
+  const int64_t c = record_finished(path, run_info("regression", "/src/linear.py", 3000), pb::RUN_STATUS_SUCCEEDED);
   Recorder live(path, run_info("live", "/src/live.py", 4000));  // this process: still running
   const int64_t d = live.run_id();
 
@@ -209,13 +208,13 @@ TEST(Query, RunListCarriesTheLastLoggedLoss) {
 int64_t record_event_run(const std::string& path) {
   Recorder recorder(path, run_info("events", "/e.py", 1000));
   const pb::SourceLocation train = source_at("train.py", 41, "step");
-  recorder.record(test_support::compile_at(0, kGraphA, 1 * kMs, 30 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0,
-                                           train, test_support::chain_graph(kGraphA, {8, 3}, 4)));
-  recorder.record(test_support::compile_at(1, kGraphB, 101 * kMs, 20 * kMs, pb::COMPILE_REASON_SHAPE, kGraphA,
-                                           train, test_support::chain_graph(kGraphB, {4, 3}, 4)));
+  recorder.record(test_support::compile_at(0, kGraphA, 1 * kMs, 30 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, train,
+                                           test_support::chain_graph(kGraphA, {8, 3}, 4)));
+  recorder.record(test_support::compile_at(1, kGraphB, 101 * kMs, 20 * kMs, pb::COMPILE_REASON_SHAPE, kGraphA, train,
+                                           test_support::chain_graph(kGraphB, {4, 3}, 4)));
   // Graph A evicted and compiled again.
-  recorder.record(test_support::compile_at(3, kGraphA, 301 * kMs, 10 * kMs, pb::COMPILE_REASON_EVICTED, 0,
-                                           train, test_support::chain_graph(kGraphA, {8, 3}, 4)));
+  recorder.record(test_support::compile_at(3, kGraphA, 301 * kMs, 10 * kMs, pb::COMPILE_REASON_EVICTED, 0, train,
+                                           test_support::chain_graph(kGraphA, {8, 3}, 4)));
   recorder.record(test_support::execute_at(0, kGraphA, 31 * kMs, 2 * kMs, pb::SYNC_CAUSE_MARK_STEP, train, false, 5));
   recorder.record(test_support::execute_at(1, kGraphB, 121 * kMs, 3 * kMs, pb::SYNC_CAUSE_MARK_STEP, train, false, 5));
   recorder.record(test_support::execute_at(2, kGraphA, 201 * kMs, 1 * kMs, pb::SYNC_CAUSE_MARK_STEP, train, true, 5));

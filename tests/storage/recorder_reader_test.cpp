@@ -100,7 +100,7 @@ TEST(RecorderReader, RoundTripsRunSummary) {
   EXPECT_EQ(run.traceback(), "Traceback (most recent call last):\n  ...");
   EXPECT_THAT(run.tags(), ElementsAre("baseline", "größe"));
 
-  EXPECT_EQ(summary.steps(), 6);       // replica 0 only
+  EXPECT_EQ(summary.steps(), 6);  // replica 0 only
   EXPECT_EQ(summary.compiles(), 3);
   EXPECT_DOUBLE_EQ(summary.compile_ms(), 60.0);
   EXPECT_EQ(summary.executions(), 6);
@@ -125,8 +125,8 @@ TEST(RecorderReader, RoundTripsCompilationsWithTheirGraphs) {
   const std::vector<pb::CompileEvent> compiles = reader.compilations(run_id);
   ASSERT_EQ(compiles.size(), 3u);
   // Everything the engine sent comes back, the IR graph included.
-  EXPECT_TRUE(MessageDifferencer::Equals(compiles[0], sent.compile()))
-      << compiles[0].DebugString() << "\nvs\n" << sent.compile().DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(compiles[0], sent.compile())) << compiles[0].DebugString() << "\nvs\n"
+                                                                       << sent.compile().DebugString();
   EXPECT_EQ(compiles[0].graph_hash(), kGraphA);
   EXPECT_EQ(compiles[0].compared_with(), kGraphA ^ 0xff);
   EXPECT_EQ(compiles[0].graph().nodes_size(), 5);
@@ -168,11 +168,13 @@ TEST(RecorderReader, StoresScalarsTransfersFallbacksAndOutputRows) {
   EXPECT_EQ(test_support::raw_int64(path, "SELECT bytes FROM transfers WHERE to_device = 1"), 1024);
   EXPECT_EQ(test_support::raw_text(path, "SELECT group_concat(op || '@' || step) FROM fallbacks"),
             "aten::nonzero@3,aten::nonzero@4");
-  EXPECT_EQ(test_support::raw_text(path, "SELECT group_concat(stream || ':' || text, '') FROM "
-                                    "(SELECT * FROM output ORDER BY seq)"),
+  EXPECT_EQ(test_support::raw_text(path,
+                                   "SELECT group_concat(stream || ':' || text, '') FROM "
+                                   "(SELECT * FROM output ORDER BY seq)"),
             "stdout:epoch 1\nstderr:warning: slow\nstdout:epoch 2\n");
-  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM executions WHERE cause = 1 AND "
-                                     "source_line = 50"),
+  EXPECT_EQ(test_support::raw_int64(path,
+                                    "SELECT COUNT(*) FROM executions WHERE cause = 1 AND "
+                                    "source_line = 50"),
             6);
 }
 
@@ -370,18 +372,22 @@ TEST(RecorderReader, EveryEventIsStoredOnceInOrderWhateverTheBatchSize) {
     EXPECT_EQ(test_support::raw_int64(path, std::string("SELECT COUNT(DISTINCT step) FROM ") + table), n);
   }
   // Values travel with their row, and rows keep their arrival order (ids).
-  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM steps WHERE start_ns = 10 * step AND "
-                                          "end_ns = 10 * step + 7"),
+  EXPECT_EQ(test_support::raw_int64(path,
+                                    "SELECT COUNT(*) FROM steps WHERE start_ns = 10 * step AND "
+                                    "end_ns = 10 * step + 7"),
             n);
-  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM scalars WHERE value = 0.5 * step AND "
-                                          "name = 'loss' AND id = step + 1"),
+  EXPECT_EQ(test_support::raw_int64(path,
+                                    "SELECT COUNT(*) FROM scalars WHERE value = 0.5 * step AND "
+                                    "name = 'loss' AND id = step + 1"),
             n);
-  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM executions WHERE duration_ns = 100 + step AND "
-                                          "graph_hash = " + std::to_string(static_cast<int64_t>(kGraphA)) +
-                                          " AND id = step + 1"),
+  EXPECT_EQ(test_support::raw_int64(path,
+                                    "SELECT COUNT(*) FROM executions WHERE duration_ns = 100 + step AND "
+                                    "graph_hash = " +
+                                        std::to_string(static_cast<int64_t>(kGraphA)) + " AND id = step + 1"),
             n);
-  EXPECT_EQ(test_support::raw_int64(path, "SELECT COUNT(*) FROM transfers WHERE bytes = 8 * step AND "
-                                          "to_device = (step % 2 = 0)"),
+  EXPECT_EQ(test_support::raw_int64(path,
+                                    "SELECT COUNT(*) FROM transfers WHERE bytes = 8 * step AND "
+                                    "to_device = (step % 2 = 0)"),
             n);
 }
 

@@ -32,8 +32,8 @@ int64_t record_full_run(const std::string& path, const std::string& name) {
   const auto line = test_support::source_at("train.py", 41, "train");
   for (int step = 0; step < 4; ++step) {
     recorder.record(test_support::step_event(step, step * 100 * kMs, (step * 100 + 20) * kMs, step == 0 ? 5 * kMs : 0));
-    recorder.record(test_support::execute_at(step, kGraphA, step * 100 * kMs + 1, kMs, pb::SYNC_CAUSE_MARK_STEP, line,
-                                             step > 0));
+    recorder.record(
+        test_support::execute_at(step, kGraphA, step * 100 * kMs + 1, kMs, pb::SYNC_CAUSE_MARK_STEP, line, step > 0));
     recorder.record(test_support::scalar_event(step, "loss", 1.0 / (step + 1)));
   }
   recorder.record(test_support::step_event(0, 0, 30 * kMs, 0, /*replica=*/1));
@@ -79,8 +79,7 @@ int64_t record_full_run(const std::string& path, const std::string& name) {
   return recorder.run_id();
 }
 
-template <typename T>
-void expect_same_list(const std::vector<T>& a, const std::vector<T>& b, const char* what) {
+template <typename T> void expect_same_list(const std::vector<T>& a, const std::vector<T>& b, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(MessageDifferencer::Equals(a[i], b[i])) << what << " " << i;
 }

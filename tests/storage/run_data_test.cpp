@@ -41,10 +41,10 @@ TEST(RunData, ForDiagnosisLoadsOnlyTheIrTheDiagnosisReadsAndFindsTheSame) {
     // grows every step, never executed (its node count only in the graphs table).
     recorder.record(compile_at(0, 0xa, 1 * kMs, 4 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, site,
                                chain_graph(0xa, {8, 3}, 2, batch)));
-    recorder.record(compile_at(1, 0xb, 11 * kMs, 3 * kMs, pb::COMPILE_REASON_SHAPE, 0xa, site,
-                               chain_graph(0xb, {4, 3}, 2, batch)));
-    recorder.record(compile_at(2, 0xc, 21 * kMs, 2 * kMs, pb::COMPILE_REASON_SHAPE, 0xb, site,
-                               chain_graph(0xc, {6, 3}, 2, batch)));
+    recorder.record(
+        compile_at(1, 0xb, 11 * kMs, 3 * kMs, pb::COMPILE_REASON_SHAPE, 0xa, site, chain_graph(0xb, {4, 3}, 2, batch)));
+    recorder.record(
+        compile_at(2, 0xc, 21 * kMs, 2 * kMs, pb::COMPILE_REASON_SHAPE, 0xb, site, chain_graph(0xc, {6, 3}, 2, batch)));
     for (int step = 0; step < 3; ++step) {
       recorder.record(compile_at(step, 0x10 + step, step * 10 * kMs + 2, kMs,
                                  step == 0 ? pb::COMPILE_REASON_FIRST_SIGHT : pb::COMPILE_REASON_STRUCTURE, 0, grows,

@@ -59,9 +59,11 @@ std::vector<pb::Event> two_steps() {
   const pb::SourceLocation matmul = source_at("/w/x.py", 5);
   return {
       test_support::step_event(0, 0, 10 * kMs, 0),
-      compile_at(0, 0xe, 1 * kMs, 2 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, item, test_support::chain_graph(0xe, {2}, 1)),
+      compile_at(0, 0xe, 1 * kMs, 2 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, item,
+                 test_support::chain_graph(0xe, {2}, 1)),
       execute_at(0, 0xe, 3 * kMs, 1 * kMs, pb::SYNC_CAUSE_ITEM, item, false),
-      compile_at(0, 0xa, 5 * kMs, 1 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, barrier, test_support::chain_graph(0xa, {2}, 1)),
+      compile_at(0, 0xa, 5 * kMs, 1 * kMs, pb::COMPILE_REASON_FIRST_SIGHT, 0, barrier,
+                 test_support::chain_graph(0xa, {2}, 1)),
       execute_at(0, 0xa, 6 * kMs, 2 * kMs, pb::SYNC_CAUSE_MARK_STEP, barrier, false),
       test_support::step_event(1, 10 * kMs, 20 * kMs, 0),
       execute_at(1, 0xe, 11 * kMs, kMs / 2, pb::SYNC_CAUSE_ITEM, item, true),
@@ -93,9 +95,9 @@ TEST(StepTimes, HostWaitIsEachValueReadsCompileAndExecutionAndFallbackIsItsOwnSe
 
   const StepTimes& s1 = steps[1];
   EXPECT_EQ(s1.host_wait_ns, kMs / 2);
-  EXPECT_EQ(s1.fallback_ns, 3 * kMs);      // its operand sync and download are inside it
-  EXPECT_EQ(s1.execute_ns, 2 * kMs);       // the barrier only
-  EXPECT_EQ(s1.transfer_ns, kMs / 2);      // the upload outside the fallback
+  EXPECT_EQ(s1.fallback_ns, 3 * kMs);  // its operand sync and download are inside it
+  EXPECT_EQ(s1.execute_ns, 2 * kMs);   // the barrier only
+  EXPECT_EQ(s1.transfer_ns, kMs / 2);  // the upload outside the fallback
   EXPECT_EQ(s1.trace_ns, 10 * kMs - kMs / 2 - 3 * kMs - 2 * kMs - kMs / 2);
 
   EXPECT_FALSE(steps[2].ran_graph);  // an empty barrier is not a step
@@ -199,7 +201,7 @@ TEST(StepTimes, DerivedMetricsUseTheEnginesNamesAndListNoZeroCauses) {
   EXPECT_EQ(find("SyncCause.fallback")->value(), 1);
   EXPECT_EQ(find("SyncCause.item()"), nullptr);
   EXPECT_EQ(find("SyncCause.control_flow"), nullptr);  // never happened: no row
-  EXPECT_EQ(find("StepTime")->count(), 2);              // steps that ran a graph, replica 0
+  EXPECT_EQ(find("StepTime")->count(), 2);             // steps that ran a graph, replica 0
 }
 
 TEST(StepTimes, UnusedCauseCountersAreNotListed) {

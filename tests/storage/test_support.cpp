@@ -42,8 +42,7 @@ class RawConnection {
 };
 
 // Steps `sql` to its first row and hands the statement to `read`.
-template <typename Read>
-void raw_first_row(const std::string& path, const std::string& sql, Read read) {
+template <typename Read> void raw_first_row(const std::string& path, const std::string& sql, Read read) {
   RawConnection connection(path);
   sqlite3_stmt* statement = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(connection.get(), sql.c_str(), -1, &statement, nullptr), SQLITE_OK)
@@ -108,8 +107,7 @@ pb::RunInfo sample_run_info(const std::string& name) {
   return info;
 }
 
-pb::Event step_event(int64_t step, int64_t start_ns, int64_t end_ns, int64_t compile_ns,
-                     int replica) {
+pb::Event step_event(int64_t step, int64_t start_ns, int64_t end_ns, int64_t compile_ns, int replica) {
   pb::Event event;
   event.set_replica(replica);
   pb::StepEvent& body = *event.mutable_step();
@@ -261,8 +259,8 @@ pb::Event compile_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_
   return event;
 }
 
-pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
-                     pb::SyncCause cause, const pb::SourceLocation& source, bool cache_hit, int node_count) {
+pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns, pb::SyncCause cause,
+                     const pb::SourceLocation& source, bool cache_hit, int node_count) {
   pb::Event event;
   pb::ExecuteEvent& body = *event.mutable_execute();
   body.set_step(step);
@@ -276,8 +274,8 @@ pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_
   return event;
 }
 
-pb::Event fallback_at(int64_t step, const std::string& op, int64_t start_ns, int64_t duration_ns,
-                      int64_t bytes, const pb::SourceLocation& source) {
+pb::Event fallback_at(int64_t step, const std::string& op, int64_t start_ns, int64_t duration_ns, int64_t bytes,
+                      const pb::SourceLocation& source) {
   pb::Event event;
   pb::FallbackEvent& body = *event.mutable_fallback();
   body.set_step(step);

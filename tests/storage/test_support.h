@@ -39,8 +39,7 @@ std::string read_bytes(const std::string& path);
 
 pb::RunInfo sample_run_info(const std::string& name);
 
-pb::Event step_event(int64_t step, int64_t start_ns, int64_t end_ns, int64_t compile_ns,
-                     int replica = 0);
+pb::Event step_event(int64_t step, int64_t start_ns, int64_t end_ns, int64_t compile_ns, int replica = 0);
 pb::Event compile_event(int64_t step, uint64_t graph_hash, int64_t duration_ns, int node_count);
 pb::Event execute_event(int64_t step, uint64_t graph_hash, int64_t duration_ns, bool cache_hit);
 pb::Event scalar_event(int64_t step, const std::string& name, double value);
@@ -56,11 +55,10 @@ pb::IrGraph chain_graph(uint64_t hash, const std::vector<int64_t>& input_shape, 
 pb::Event compile_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
                      pb::CompileReasonKind kind, uint64_t compared_with, const pb::SourceLocation& source,
                      const pb::IrGraph& graph);
-pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns,
-                     pb::SyncCause cause, const pb::SourceLocation& source, bool cache_hit = true,
-                     int node_count = 3);
-pb::Event fallback_at(int64_t step, const std::string& op, int64_t start_ns, int64_t duration_ns,
-                      int64_t bytes, const pb::SourceLocation& source);
+pb::Event execute_at(int64_t step, uint64_t graph_hash, int64_t start_ns, int64_t duration_ns, pb::SyncCause cause,
+                     const pb::SourceLocation& source, bool cache_hit = true, int node_count = 3);
+pb::Event fallback_at(int64_t step, const std::string& op, int64_t start_ns, int64_t duration_ns, int64_t bytes,
+                      const pb::SourceLocation& source);
 pb::Event transfer_at(int64_t step, bool to_device, int64_t start_ns, int64_t duration_ns, int64_t bytes);
 
 }  // namespace lazyscope::storage::test_support

@@ -45,10 +45,10 @@ struct Instruction {
   // shape: the sum over a batch of per-batch products a_i^T b_i (a weight
   // gradient of a linear layer on a 3-d input) as the single GEMM it is.
   bool stacked = false;
-  std::vector<int> nodes;  // IR nodes it covers, post-order positions
+  std::vector<int> nodes;                    // IR nodes it covers, post-order positions
   std::shared_ptr<const FusedKernel> fused;  // kFused
-  std::vector<int> outputs;  // kFused: every slot it writes (output is the first); kFusedGroup and a
-                             // kMatmul with an epilogue: every slot of every member too
+  std::vector<int> outputs;                  // kFused: every slot it writes (output is the first); kFusedGroup and a
+                                             // kMatmul with an epilogue: every slot of every member too
   // kFusedGroup: its kernels; kMatmul: at most one, its epilogue (a kFused
   // reading the product, run on each part of the product as it is written).
   std::vector<Instruction> members;
@@ -63,12 +63,12 @@ struct Instruction {
 // over an operand it still reads), never for a parameter or an output.
 struct MemoryPlan {
   static constexpr int kParameter = -1, kOutput = -2, kUnused = -3;
-  std::vector<int> buffer_of_slot;   // per slot: arena buffer, or one of the above
-  std::vector<TensorSpec> buffers;   // the arena
-  int64_t arena_bytes = 0;           // sum of the arena buffers
-  int64_t output_bytes = 0;          // outputs computed by the program
-  int64_t values_bytes = 0;          // intermediate values, if none were shared
-  int64_t peak_live_bytes = 0;       // the most bytes live at once (arena values and outputs)
+  std::vector<int> buffer_of_slot;  // per slot: arena buffer, or one of the above
+  std::vector<TensorSpec> buffers;  // the arena
+  int64_t arena_bytes = 0;          // sum of the arena buffers
+  int64_t output_bytes = 0;         // outputs computed by the program
+  int64_t values_bytes = 0;         // intermediate values, if none were shared
+  int64_t peak_live_bytes = 0;      // the most bytes live at once (arena values and outputs)
 };
 
 // Estimated cost of one kernel, for the program listing: floating-point
@@ -82,20 +82,33 @@ struct CostRow {
   int per_element;  // operations per element counted
 };
 constexpr CostRow kCostRows[] = {
-    {OpKind::kCast, Cost::kFree, 0},       {OpKind::kReshape, Cost::kFree, 0},
-    {OpKind::kPermute, Cost::kFree, 0},    {OpKind::kExpand, Cost::kFree, 0},
-    {OpKind::kCat, Cost::kFree, 0},        {OpKind::kSlice, Cost::kFree, 0},
-    {OpKind::kSliceBackward, Cost::kFree, 0}, {OpKind::kIndexSelect, Cost::kFree, 0},
-    {OpKind::kOneHot, Cost::kFree, 0},     {OpKind::kMatmul, Cost::kMatmul, 2},
-    {OpKind::kConv2d, Cost::kConv, 2},     {OpKind::kConv2dBackwardInput, Cost::kConv, 2},
+    {OpKind::kCast, Cost::kFree, 0},
+    {OpKind::kReshape, Cost::kFree, 0},
+    {OpKind::kPermute, Cost::kFree, 0},
+    {OpKind::kExpand, Cost::kFree, 0},
+    {OpKind::kCat, Cost::kFree, 0},
+    {OpKind::kSlice, Cost::kFree, 0},
+    {OpKind::kSliceBackward, Cost::kFree, 0},
+    {OpKind::kIndexSelect, Cost::kFree, 0},
+    {OpKind::kOneHot, Cost::kFree, 0},
+    {OpKind::kMatmul, Cost::kMatmul, 2},
+    {OpKind::kConv2d, Cost::kConv, 2},
+    {OpKind::kConv2dBackwardInput, Cost::kConv, 2},
     {OpKind::kConv2dBackwardWeight, Cost::kConv, 2},
-    {OpKind::kSum, Cost::kPerInput, 1},    {OpKind::kMean, Cost::kPerInput, 1},
-    {OpKind::kProd, Cost::kPerInput, 1},   {OpKind::kAmax, Cost::kPerInput, 1},
-    {OpKind::kAmin, Cost::kPerInput, 1},   {OpKind::kArgmax, Cost::kPerInput, 1},
-    {OpKind::kArgmin, Cost::kPerInput, 1}, {OpKind::kAny, Cost::kPerInput, 1},
-    {OpKind::kAll, Cost::kPerInput, 1},    {OpKind::kVar, Cost::kPerInput, 3},
-    {OpKind::kLogsumexp, Cost::kPerInput, 3}, {OpKind::kSoftmax, Cost::kPerInput, 4},
-    {OpKind::kLogSoftmax, Cost::kPerInput, 4}, {OpKind::kNllLoss, Cost::kPerOutput, 1},
+    {OpKind::kSum, Cost::kPerInput, 1},
+    {OpKind::kMean, Cost::kPerInput, 1},
+    {OpKind::kProd, Cost::kPerInput, 1},
+    {OpKind::kAmax, Cost::kPerInput, 1},
+    {OpKind::kAmin, Cost::kPerInput, 1},
+    {OpKind::kArgmax, Cost::kPerInput, 1},
+    {OpKind::kArgmin, Cost::kPerInput, 1},
+    {OpKind::kAny, Cost::kPerInput, 1},
+    {OpKind::kAll, Cost::kPerInput, 1},
+    {OpKind::kVar, Cost::kPerInput, 3},
+    {OpKind::kLogsumexp, Cost::kPerInput, 3},
+    {OpKind::kSoftmax, Cost::kPerInput, 4},
+    {OpKind::kLogSoftmax, Cost::kPerInput, 4},
+    {OpKind::kNllLoss, Cost::kPerOutput, 1},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
 };
 
@@ -170,8 +183,8 @@ class CpuExecutable final : public Executable {
 
   std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) override {
     if (parameters.size() != parameter_slots_.size()) {
-      throw EngineError("executable expects " + std::to_string(parameter_slots_.size()) +
-                        " parameters, got " + std::to_string(parameters.size()));
+      throw EngineError("executable expects " + std::to_string(parameter_slots_.size()) + " parameters, got " +
+                        std::to_string(parameters.size()));
     }
     // Replicas on threads may run one cached program at once: the first
     // holds the arena, the others run on buffers of their own.
@@ -332,8 +345,8 @@ class CpuExecutable final : public Executable {
   // Two lines per kernel: the value it computes (parseable as it was), then
   // what the compiler made of it; `note` ends the second.
   void print_instruction(std::ostream& os, const Instruction& ins, const KernelCost& c, const std::string& note) const {
-    os << "  %" << ins.output << " = " << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op)))
-       << "(";
+    os << "  %" << ins.output << " = "
+       << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op))) << "(";
     const size_t shown = ins.kind == Kind::kMatmul ? std::min<size_t>(2, ins.inputs.size()) : ins.inputs.size();
     for (size_t i = 0; i < shown; ++i) os << (i ? ", " : "") << "%" << ins.inputs[i];
     const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
@@ -396,9 +409,9 @@ class CpuExecutable final : public Executable {
     // (kept, so a warm step allocates nothing).
     std::vector<std::vector<const Buffer*>> member_inputs;
     std::vector<std::vector<Buffer*>> member_outputs;
-    std::vector<int64_t> timings;  // per instruction, summed over sampled executions
-    bool timing = false;           // this execution is sampled
-    int64_t untimed = 0;           // ns of the current instruction not its kernel's (see fresh())
+    std::vector<int64_t> timings;                    // per instruction, summed over sampled executions
+    bool timing = false;                             // this execution is sampled
+    int64_t untimed = 0;                             // ns of the current instruction not its kernel's (see fresh())
     std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
     uint64_t generation = 0;
   };
@@ -496,7 +509,8 @@ class CpuExecutable final : public Executable {
     const int where = plan_.buffer_of_slot[static_cast<size_t>(slot)];
     if (where < 0) return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
     BufferPtr& b = st.arena[static_cast<size_t>(where)];
-    if (!b) b = fresh(st, plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
+    if (!b)
+      b = fresh(st, plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
     return b;
   }
 
@@ -574,7 +588,8 @@ bool is_last_two_transpose(const Node& node) {
   const auto rank = static_cast<int64_t>(dims.size());
   if (rank < 2) return false;
   for (int64_t i = 0; i < rank; ++i) {
-    const int64_t d = dims[static_cast<size_t>(i)] < 0 ? dims[static_cast<size_t>(i)] + rank : dims[static_cast<size_t>(i)];
+    const int64_t d = dims[static_cast<size_t>(i)] < 0 ? dims[static_cast<size_t>(i)] + rank
+                                                       : dims[static_cast<size_t>(i)];
     const int64_t want = i == rank - 2 ? rank - 1 : (i == rank - 1 ? rank - 2 : i);
     if (d != want) return false;
   }
@@ -618,9 +633,8 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
   int open = -1;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction& ins = program[i];
-    const bool reads_open =
-        open >= 0 && std::any_of(ins.inputs.begin(), ins.inputs.end(),
-                                 [&](int s) { return group_of[static_cast<size_t>(s)] == open; });
+    const bool reads_open = open >= 0 && std::any_of(ins.inputs.begin(), ins.inputs.end(),
+                                                     [&](int s) { return group_of[static_cast<size_t>(s)] == open; });
     if (row[i] >= 0 && open >= 0 && ins.spec.shape == program[entries[static_cast<size_t>(open)][0]].spec.shape) {
       entries[static_cast<size_t>(open)].push_back(i);
       group_of[static_cast<size_t>(ins.output)] = open;
@@ -676,7 +690,8 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
       for (int s : program[i].inputs) {
         if (group_of[static_cast<size_t>(s)] == static_cast<int>(e) || value_of[static_cast<size_t>(s)] >= 0) continue;
         value_of[static_cast<size_t>(s)] = static_cast<int>(inputs.size());
-        inputs.push_back({graph.nodes[static_cast<size_t>(s)]->dtype(), graph.nodes[static_cast<size_t>(s)]->spec().shape});
+        inputs.push_back(
+            {graph.nodes[static_cast<size_t>(s)]->dtype(), graph.nodes[static_cast<size_t>(s)]->spec().shape});
         input_slots.push_back(s);
       }
     }
@@ -1047,7 +1062,8 @@ MachinePeaks CpuBackend::machine_peaks() {
     for (int rep = 0; rep < 4; ++rep) {
       const int64_t t0 = events::now_ns();
       parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) z[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + 3.0f * y[static_cast<size_t>(i)];
+        for (int64_t i = begin; i < end; ++i)
+          z[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + 3.0f * y[static_cast<size_t>(i)];
       });
       if (rep) best = std::min(best, events::now_ns() - t0);
     }

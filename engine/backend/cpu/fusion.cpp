@@ -85,7 +85,8 @@ const Isa& isa() {
     }
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
-    if (allow512 && __builtin_cpu_supports("avx512f")) return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
+    if (allow512 && __builtin_cpu_supports("avx512f"))
+      return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
     if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), softmax_rows_avx2(), "avx2"};
     return Isa{tile_functions_scalar(), softmax_rows_scalar(), "x86-64"};
   }();
@@ -201,8 +202,10 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
         free_regs.pop_back();
       }
       step_reg_[s] = r;
-      if (last_use[s] >= 0) release[static_cast<size_t>(last_use[s])].push_back(r);
-      else free_regs.push_back(r);  // never read: free once written (after this step)
+      if (last_use[s] >= 0)
+        release[static_cast<size_t>(last_use[s])].push_back(r);
+      else
+        free_regs.push_back(r);  // never read: free once written (after this step)
     }
     for (int r : release[s]) free_regs.push_back(r);
   }
@@ -210,8 +213,7 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
 
 void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const {
   // A grain of a few tiles: smaller chains are not worth a wake-up.
-  parallel_for(numel_, 4 * kTile,
-               [&](int64_t begin, int64_t end) { run_range(inputs, outputs, bf16, begin, end); });
+  parallel_for(numel_, 4 * kTile, [&](int64_t begin, int64_t end) { run_range(inputs, outputs, bf16, begin, end); });
 }
 
 void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,

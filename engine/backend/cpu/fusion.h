@@ -45,15 +45,15 @@ class FusedKernel {
   static constexpr int64_t kTile = 512;
 
   struct Input {
-    DType dtype;                   // float32 or bool
-    Shape shape;                   // broadcast to the kernel's shape
+    DType dtype;  // float32 or bool
+    Shape shape;  // broadcast to the kernel's shape
   };
   struct Step {
-    int row;                       // fused_row()
+    int row;  // fused_row()
     OpKind op;
-    int args[3];                   // value ids: inputs first, then steps
-    double p0 = 0, p1 = 0;         // the row's attributes
-    int output = -1;               // index into the kernel's outputs, or -1: stays in a tile
+    int args[3];            // value ids: inputs first, then steps
+    double p0 = 0, p1 = 0;  // the row's attributes
+    int output = -1;        // index into the kernel's outputs, or -1: stays in a tile
   };
 
   // `outputs[i]` is the step whose value output i holds.
@@ -88,7 +88,7 @@ class FusedKernel {
   std::vector<Input> inputs_;
   std::vector<InputPlan> plans_;
   std::vector<Step> steps_;
-  std::vector<int> step_reg_;      // per step: scratch register, or -1 when written to its output in place
+  std::vector<int> step_reg_;  // per step: scratch register, or -1 when written to its output in place
   std::vector<DType> output_dtypes_;
   int registers_ = 0;
   // Outputs too large to stay in cache are computed in a register and

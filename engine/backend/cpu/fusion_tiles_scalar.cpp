@@ -7,7 +7,6 @@
 
 #include "backend/cpu/fusion.h"
 
-
 #define LAZYSCOPE_FUSED_TILE_NAMESPACE tiles_scalar
 #include "backend/cpu/fusion_rows.inc"
 

@@ -18,12 +18,15 @@
 namespace lazyscope::cpu {
 
 // Storage types of the 16-bit floats: kernels convert them through float.
-struct Half { uint16_t bits; };
-struct BFloat16 { uint16_t bits; };
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
 
 // Calls f.template operator()<T>() with the C++ type that stores `dtype`.
-template <typename F>
-void dispatch(DType dtype, F&& f) {
+template <typename F> void dispatch(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kBool: f.template operator()<bool>(); return;
     case DType::kUInt8: f.template operator()<uint8_t>(); return;
@@ -106,8 +109,7 @@ void for_each_broadcast(const Shape& out, const std::array<const Shape*, N>& in,
 
 // Visits the slice's elements row-major: f(i, offset) with i the flat index
 // into the slice and offset the flat index into the full tensor of `full`.
-template <typename F>
-void for_each_sliced(const Shape& full, const Shape& sliced, const Attrs& attrs, F&& f) {
+template <typename F> void for_each_sliced(const Shape& full, const Shape& sliced, const Attrs& attrs, F&& f) {
   const auto& starts = attrs.get_ints("starts");
   const auto& steps = attrs.get_ints("steps");
   const auto strides = contiguous_strides(full);
@@ -132,19 +134,26 @@ using Key = std::pair<OpKind, DType>;
 using Table = std::map<Key, KernelFn>;
 
 template <typename T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, Half>) return DType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBFloat16;
-  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else return DType::kFloat64;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::kBool;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kInt64;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DType::kBFloat16;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::kFloat32;
+  else
+    return DType::kFloat64;
 }
 
 // One row per listed type: make.template operator()<T>() is the kernel.
-template <typename... Ts, typename Make>
-void rows(Table& t, OpKind op, Make make) {
+template <typename... Ts, typename Make> void rows(Table& t, OpKind op, Make make) {
   (t.emplace(Key{op, dtype_of<Ts>()}, make.template operator()<Ts>()), ...);
 }
 
@@ -160,6 +169,7 @@ void add_conv_kernels(Table& t);
 void add_pool_kernels(Table& t);
 void add_random_kernels(Table& t);
 void add_index_kernels(Table& t);
-void add_collective_kernels(Table& t);  // all_reduce (kernels_collective.cpp)  // gather/scatter, advanced indexing, sort, scans, triangles
+void add_collective_kernels(
+    Table& t);  // all_reduce (kernels_collective.cpp)  // gather/scatter, advanced indexing, sort, scans, triangles
 
 }  // namespace lazyscope::cpu

@@ -85,7 +85,8 @@ template <typename Out> void cast_kernel(const KernelArgs& k) {
 const Table& kernel_table() {
   static const Table table = [] {
     Table t;
-    rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kCast, LAZYSCOPE_KERNEL(cast_kernel));
+    rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kCast,
+                                                                         LAZYSCOPE_KERNEL(cast_kernel));
     add_elementwise_kernels(t);
     add_layout_kernels(t);
     add_reduction_kernels(t);
@@ -169,7 +170,8 @@ KernelFn find_kernel(OpKind op, DType dtype) {
   using Flat = std::array<std::array<KernelFn, kNumDTypes>, static_cast<size_t>(OpKind::kNumOps)>;
   static const Flat flat = [] {
     Flat f{};
-    for (const auto& [key, fn] : kernel_table()) f[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] = fn;
+    for (const auto& [key, fn] : kernel_table())
+      f[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] = fn;
     constexpr auto widened = widened_kernels(std::make_index_sequence<static_cast<size_t>(OpKind::kNumOps)>());
     constexpr auto via_rows = row_kernels(std::make_index_sequence<static_cast<size_t>(OpKind::kNumOps)>());
     for (size_t o = 0; o < f.size(); ++o) {

@@ -96,7 +96,7 @@ template <typename T> void all_reduce_kernel(const KernelArgs& k) {
 
 void add_collective_kernels(Table& t) {
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kAllReduce,
-                                                                      LAZYSCOPE_KERNEL(all_reduce_kernel));
+                                                                       LAZYSCOPE_KERNEL(all_reduce_kernel));
 }
 
 }  // namespace lazyscope::cpu

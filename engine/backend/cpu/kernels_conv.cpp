@@ -20,9 +20,9 @@ namespace lazyscope::cpu {
 namespace {
 
 struct ConvGeometry {
-  int64_t n, c, h, w;       // input
-  int64_t o, kh, kw;        // weight
-  int64_t oh, ow;           // output
+  int64_t n, c, h, w;  // input
+  int64_t o, kh, kw;   // weight
+  int64_t oh, ow;      // output
   int64_t sh, sw, ph, pw, dh, dw, groups;
   int64_t cg() const { return c / groups; }
   int64_t og() const { return o / groups; }
@@ -35,8 +35,8 @@ ConvGeometry geometry(const Shape& x, const Shape& w, const Shape& out, const At
   const auto& s = attrs.get_ints("stride");
   const auto& p = attrs.get_ints("padding");
   const auto& d = attrs.get_ints("dilation");
-  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], out[2], out[3], s[0], s[1], p[0], p[1], d[0], d[1],
-          attrs.get_int("groups")};
+  return {x[0],   x[1], x[2], x[3], w[0], w[2], w[3], out[2],
+          out[3], s[0], s[1], p[0], p[1], d[0], d[1], attrs.get_int("groups")};
 }
 
 // C = op(A) op(B) (+ C when accumulate), row-major, through OpenBLAS.
@@ -169,7 +169,7 @@ bool onednn_fits(const ConvGeometry& g, ConvPass pass) {
 }
 
 struct ConvDescs {
-  memory::desc src, weights, dst;   // plain: what the caller's buffers hold
+  memory::desc src, weights, dst;              // plain: what the caller's buffers hold
   memory::desc src_any, weights_any, dst_any;  // format `any`: the primitive picks its blocking
   memory::dims strides, dilates, padding;
 };
@@ -223,9 +223,8 @@ onednn::Plan conv_plan(const ConvGeometry& g, ConvPass pass) {
       break;
     }
     case ConvPass::kBackwardWeights: {
-      const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.src_any,
-                                                          d.weights_any, d.dst_any, d.strides, d.dilates, d.padding,
-                                                          d.padding);
+      const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.src_any, d.weights_any,
+                                                          d.dst_any, d.strides, d.dilates, d.padding, d.padding);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, onednn::attributes(), onednn::engine(), fwd);
       plan.primitive = dnnl::convolution_backward_weights(pd);
       plan.scratchpad = pd.scratchpad_desc();
@@ -241,8 +240,23 @@ onednn::Plan conv_plan(const ConvGeometry& g, ConvPass pass) {
 // Runs the pass on oneDNN: a, b are the pass's inputs, out its output, in
 // the kernel's argument order.
 void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void* b, void* out) {
-  const std::vector<int64_t> key{static_cast<int64_t>(pass), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow,
-                                 g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
+  const std::vector<int64_t> key{static_cast<int64_t>(pass),
+                                 g.n,
+                                 g.c,
+                                 g.h,
+                                 g.w,
+                                 g.o,
+                                 g.kh,
+                                 g.kw,
+                                 g.oh,
+                                 g.ow,
+                                 g.sh,
+                                 g.sw,
+                                 g.ph,
+                                 g.pw,
+                                 g.dh,
+                                 g.dw,
+                                 g.groups};
   const onednn::Plan& plan = onednn::cached(key, [&] { return conv_plan(g, pass); });
   onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
 }

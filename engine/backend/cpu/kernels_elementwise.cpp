@@ -17,8 +17,7 @@ namespace {
 // few microseconds, the time of some 16K simple float operations.
 constexpr int64_t kGrain = 16384;
 
-template <typename T, typename Op>
-void unary(const KernelArgs& k, Op op) {
+template <typename T, typename Op> void unary(const KernelArgs& k, Op op) {
   const T* in = k.inputs[0]->as<T>();
   T* out = k.out.as<T>();
   parallel_for(k.out.numel(), kGrain, [&](int64_t begin, int64_t end) {
@@ -26,8 +25,7 @@ void unary(const KernelArgs& k, Op op) {
   });
 }
 
-template <typename Out, typename In, typename Op>
-void binary_as(const KernelArgs& k, Op op) {
+template <typename Out, typename In, typename Op> void binary_as(const KernelArgs& k, Op op) {
   const In* a = k.inputs[0]->as<In>();
   const In* b = k.inputs[1]->as<In>();
   Out* out = k.out.as<Out>();
@@ -41,15 +39,20 @@ void binary_as(const KernelArgs& k, Op op) {
                         [&](int64_t i, const std::array<int64_t, 2>& o) { out[i] = op(a[o[0]], b[o[1]]); });
 }
 
-template <typename T, typename Op>
-void binary(const KernelArgs& k, Op op) {
-  binary_as<T, T>(k, op);
-}
+template <typename T, typename Op> void binary(const KernelArgs& k, Op op) { binary_as<T, T>(k, op); }
 
-template <typename T> void add_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x + y); }); }
-template <typename T> void sub_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x - y); }); }
-template <typename T> void mul_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return static_cast<T>(x * y); }); }
-template <typename T> void div_kernel(const KernelArgs& k) { binary<T>(k, [](T x, T y) { return x / y; }); }
+template <typename T> void add_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return static_cast<T>(x + y); });
+}
+template <typename T> void sub_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return static_cast<T>(x - y); });
+}
+template <typename T> void mul_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return static_cast<T>(x * y); });
+}
+template <typename T> void div_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return x / y; });
+}
 
 template <typename T> T int_pow(T base, T exponent) {
   if (exponent < 0) throw EngineError("pow: integers to negative integer powers are not allowed");
@@ -88,16 +91,34 @@ template <typename Cmp> void compare(const KernelArgs& k, Cmp cmp) {
     }
   });
 }
-void eq_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x == y; }); }
-void ne_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x != y; }); }
-void lt_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x < y; }); }
-void le_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x <= y; }); }
-void gt_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x > y; }); }
-void ge_kernel(const KernelArgs& k) { compare(k, [](auto x, auto y) { return x >= y; }); }
+void eq_kernel(const KernelArgs& k) {
+  compare(k, [](auto x, auto y) { return x == y; });
+}
+void ne_kernel(const KernelArgs& k) {
+  compare(k, [](auto x, auto y) { return x != y; });
+}
+void lt_kernel(const KernelArgs& k) {
+  compare(k, [](auto x, auto y) { return x < y; });
+}
+void le_kernel(const KernelArgs& k) {
+  compare(k, [](auto x, auto y) { return x <= y; });
+}
+void gt_kernel(const KernelArgs& k) {
+  compare(k, [](auto x, auto y) { return x > y; });
+}
+void ge_kernel(const KernelArgs& k) {
+  compare(k, [](auto x, auto y) { return x >= y; });
+}
 
-void logical_and_kernel(const KernelArgs& k) { binary<bool>(k, [](bool x, bool y) { return x && y; }); }
-void logical_or_kernel(const KernelArgs& k) { binary<bool>(k, [](bool x, bool y) { return x || y; }); }
-void logical_not_kernel(const KernelArgs& k) { unary<bool>(k, [](bool x) { return !x; }); }
+void logical_and_kernel(const KernelArgs& k) {
+  binary<bool>(k, [](bool x, bool y) { return x && y; });
+}
+void logical_or_kernel(const KernelArgs& k) {
+  binary<bool>(k, [](bool x, bool y) { return x || y; });
+}
+void logical_not_kernel(const KernelArgs& k) {
+  unary<bool>(k, [](bool x) { return !x; });
+}
 
 template <typename T> void where_kernel(const KernelArgs& k) {
   const bool* c = k.inputs[0]->as<bool>();
@@ -108,21 +129,43 @@ template <typename T> void where_kernel(const KernelArgs& k) {
                         [&](int64_t i, const std::array<int64_t, 3>& o) { out[i] = c[o[0]] ? x[o[1]] : y[o[2]]; });
 }
 
-template <typename T> void neg_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return static_cast<T>(-x); }); }
+template <typename T> void neg_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return static_cast<T>(-x); });
+}
 template <typename T> void abs_kernel(const KernelArgs& k) {
   unary<T>(k, [](T x) { return x < T(0) ? static_cast<T>(-x) : x; });
 }
-template <typename T> void relu_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return x > T(0) ? x : T(0); }); }
+template <typename T> void relu_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return x > T(0) ? x : T(0); });
+}
 
-template <typename T> void exp_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::exp(x); }); }
-template <typename T> void log_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::log(x); }); }
-template <typename T> void log1p_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::log1p(x); }); }
-template <typename T> void sqrt_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::sqrt(x); }); }
-template <typename T> void rsqrt_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return T(1) / std::sqrt(x); }); }
-template <typename T> void sin_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::sin(x); }); }
-template <typename T> void cos_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::cos(x); }); }
-template <typename T> void tanh_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::tanh(x); }); }
-template <typename T> void erf_kernel(const KernelArgs& k) { unary<T>(k, [](T x) { return std::erf(x); }); }
+template <typename T> void exp_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::exp(x); });
+}
+template <typename T> void log_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::log(x); });
+}
+template <typename T> void log1p_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::log1p(x); });
+}
+template <typename T> void sqrt_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::sqrt(x); });
+}
+template <typename T> void rsqrt_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return T(1) / std::sqrt(x); });
+}
+template <typename T> void sin_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::sin(x); });
+}
+template <typename T> void cos_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::cos(x); });
+}
+template <typename T> void tanh_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::tanh(x); });
+}
+template <typename T> void erf_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::erf(x); });
+}
 template <typename T> void sigmoid_kernel(const KernelArgs& k) {
   unary<T>(k, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
 }
@@ -167,10 +210,18 @@ template <typename T, typename F> void round_with(const KernelArgs& k, F f) {
     unary<T>(k, [](T x) { return x; });
   }
 }
-template <typename T> void floor_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::floor(x); }); }
-template <typename T> void ceil_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::ceil(x); }); }
-template <typename T> void round_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::nearbyint(x); }); }
-template <typename T> void trunc_kernel(const KernelArgs& k) { round_with<T>(k, [](T x) { return std::trunc(x); }); }
+template <typename T> void floor_kernel(const KernelArgs& k) {
+  round_with<T>(k, [](T x) { return std::floor(x); });
+}
+template <typename T> void ceil_kernel(const KernelArgs& k) {
+  round_with<T>(k, [](T x) { return std::ceil(x); });
+}
+template <typename T> void round_kernel(const KernelArgs& k) {
+  round_with<T>(k, [](T x) { return std::nearbyint(x); });
+}
+template <typename T> void trunc_kernel(const KernelArgs& k) {
+  round_with<T>(k, [](T x) { return std::trunc(x); });
+}
 
 // Integer division by zero: PyTorch's CPU kernels raise "ZeroDivisionError".
 template <typename T> void check_divisor(const char* op, T y) {
@@ -219,13 +270,22 @@ template <typename T> T c_fmod(T a, T b) {
   }
 }
 template <typename T> void floor_divide_kernel(const KernelArgs& k) {
-  binary<T>(k, [](T x, T y) { check_divisor("floor_divide", y); return floor_div(x, y); });
+  binary<T>(k, [](T x, T y) {
+    check_divisor("floor_divide", y);
+    return floor_div(x, y);
+  });
 }
 template <typename T> void remainder_kernel(const KernelArgs& k) {
-  binary<T>(k, [](T x, T y) { check_divisor("remainder", y); return python_mod(x, y); });
+  binary<T>(k, [](T x, T y) {
+    check_divisor("remainder", y);
+    return python_mod(x, y);
+  });
 }
 template <typename T> void fmod_kernel(const KernelArgs& k) {
-  binary<T>(k, [](T x, T y) { check_divisor("fmod", y); return c_fmod(x, y); });
+  binary<T>(k, [](T x, T y) {
+    check_divisor("fmod", y);
+    return c_fmod(x, y);
+  });
 }
 
 }  // namespace
@@ -248,7 +308,8 @@ void add_elementwise_kernels(Table& t) {
   t.emplace(Key{OpKind::kLogicalAnd, DType::kBool}, logical_and_kernel);
   t.emplace(Key{OpKind::kLogicalOr, DType::kBool}, logical_or_kernel);
   t.emplace(Key{OpKind::kLogicalNot, DType::kBool}, logical_not_kernel);
-  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kWhere, LAZYSCOPE_KERNEL(where_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kWhere,
+                                                                       LAZYSCOPE_KERNEL(where_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kNeg, LAZYSCOPE_KERNEL(neg_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kAbs, LAZYSCOPE_KERNEL(abs_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kRelu, LAZYSCOPE_KERNEL(relu_kernel));

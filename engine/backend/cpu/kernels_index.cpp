@@ -15,7 +15,7 @@
 namespace lazyscope::cpu {
 namespace {
 
-constexpr auto kAllTypes = {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64,
+constexpr auto kAllTypes = {DType::kBool,    DType::kUInt8,    DType::kInt32,   DType::kInt64,
                             DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 
 [[noreturn]] void out_of_range(const char* op, int64_t value, int64_t dim, int64_t size) {
@@ -26,8 +26,7 @@ constexpr auto kAllTypes = {DType::kBool, DType::kUInt8, DType::kInt32, DType::k
 // Visits every position p of `index_shape` row-major: f(i, offset) with i the
 // flat position in the index and offset the flat offset of p, with p[dim]
 // dropped, in a tensor of `full` shape (whose dims are at least as large).
-template <typename F>
-void for_each_index_position(const Shape& index_shape, const Shape& full, size_t dim, F&& f) {
+template <typename F> void for_each_index_position(const Shape& index_shape, const Shape& full, size_t dim, F&& f) {
   const size_t rank = index_shape.size();
   const auto strides = contiguous_strides(full);
   std::vector<int64_t> pos(rank, 0);
@@ -88,9 +87,8 @@ template <typename T, bool Add> void scatter_kernel(const KernelArgs& k) {
   const T* values = src.as<T>();
   // The source offsets follow src's strides: walk both with the same positions.
   std::vector<int64_t> src_offsets(static_cast<size_t>(numel(index_shape)));
-  for_each_index_position(index_shape, src_shape, dim, [&](int64_t i, int64_t offset) {
-    src_offsets[static_cast<size_t>(i)] = offset;
-  });
+  for_each_index_position(index_shape, src_shape, dim,
+                          [&](int64_t i, int64_t offset) { src_offsets[static_cast<size_t>(i)] = offset; });
   std::vector<int64_t> positions(index_shape.size(), 0);
   const auto index_strides = contiguous_strides(index_shape);
   for_each_index_position(index_shape, full, dim, [&](int64_t i, int64_t offset) {
@@ -272,17 +270,16 @@ void add_index_kernels(Table& t) {
     t.emplace(Key{OpKind::kIndex, d}, index_kernel);
   }
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kScatter,
-                                                                     LAZYSCOPE_KERNEL(scatter_replace_kernel));
+                                                                       LAZYSCOPE_KERNEL(scatter_replace_kernel));
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kSliceScatter,
-                                                                     LAZYSCOPE_KERNEL(slice_scatter_kernel));
+                                                                       LAZYSCOPE_KERNEL(slice_scatter_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kScatterAdd, LAZYSCOPE_KERNEL(scatter_add_kernel));
   // index_put: replacing works for any dtype; accumulating needs arithmetic (bool adds as "or").
   rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kIndexPut, LAZYSCOPE_KERNEL(index_put_kernel));
   // Sort order for every dtype; the output is int64 whatever the input, so the row is keyed by the input's
   // dtype through a dispatching kernel.
-  t.emplace(Key{OpKind::kArgsort, DType::kInt64}, [](const KernelArgs& k) {
-    dispatch(k.inputs[0]->dtype(), [&]<typename T>() { argsort_kernel<T>(k); });
-  });
+  t.emplace(Key{OpKind::kArgsort, DType::kInt64},
+            [](const KernelArgs& k) { dispatch(k.inputs[0]->dtype(), [&]<typename T>() { argsort_kernel<T>(k); }); });
   rows<int64_t, float, double>(t, OpKind::kCumsum, LAZYSCOPE_KERNEL(cumsum_kernel));
   rows<int64_t, float, double>(t, OpKind::kCumprod, LAZYSCOPE_KERNEL(cumprod_kernel));
   rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kTril, LAZYSCOPE_KERNEL(tril_kernel));

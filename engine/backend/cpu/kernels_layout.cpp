@@ -237,7 +237,8 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
 }
 
 template <typename T>
-void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob, const Epilogue* epilogue = nullptr) {
+void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob,
+                  const Epilogue* epilogue = nullptr) {
   const Shape& as = ab.shape();
   const Shape& bs = bb.shape();
   const Shape& os = ob.shape();
@@ -281,16 +282,21 @@ template <typename T> void matmul_kernel(const KernelArgs& k) {
 }  // namespace
 
 void add_layout_kernels(Table& t) {
-  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kReshape, LAZYSCOPE_KERNEL(reshape_kernel));
-  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kPermute, LAZYSCOPE_KERNEL(permute_kernel));
-  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kExpand, LAZYSCOPE_KERNEL(expand_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kReshape,
+                                                                       LAZYSCOPE_KERNEL(reshape_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kPermute,
+                                                                       LAZYSCOPE_KERNEL(permute_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kExpand,
+                                                                       LAZYSCOPE_KERNEL(expand_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
   for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
                   DType::kFloat32, DType::kFloat64}) {
     t.emplace(Key{OpKind::kCat, d}, cat_kernel);
   }
-  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kSlice, LAZYSCOPE_KERNEL(slice_kernel));
-  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSliceBackward, LAZYSCOPE_KERNEL(slice_backward_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kSlice,
+                                                                       LAZYSCOPE_KERNEL(slice_kernel));
+  rows<bool, uint8_t, int32_t, int64_t, float, double>(t, OpKind::kSliceBackward,
+                                                       LAZYSCOPE_KERNEL(slice_backward_kernel));
 }
 
 }  // namespace lazyscope::cpu
@@ -320,7 +326,9 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
                       " do not make " + shape_str(out.shape()));
   }
   switch (out.dtype()) {
-    case DType::kFloat32: parallel_gemm(a.as<float>(), true, b.as<float>(), false, out.as<float>(), k, rows, n, nullptr); return;
+    case DType::kFloat32:
+      parallel_gemm(a.as<float>(), true, b.as<float>(), false, out.as<float>(), k, rows, n, nullptr);
+      return;
     case DType::kFloat64:
       parallel_gemm(a.as<double>(), true, b.as<double>(), false, out.as<double>(), k, rows, n, nullptr);
       return;

@@ -12,8 +12,8 @@
 #include <limits>
 
 #include "backend/cpu/kernel_util.h"
-#include "backend/cpu/thread_pool.h"
 #include "backend/cpu/onednn.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace lazyscope::cpu {
 namespace {
@@ -78,7 +78,8 @@ bool is_plain_2x2(const PoolGeometry& g) {
          2 * g.oh <= g.h && 2 * g.ow <= g.w;
 }
 
-template <typename T, typename F> void for_each_max_2x2(const PoolGeometry& g, const T* x, F&& f, int64_t p0, int64_t p1) {
+template <typename T, typename F>
+void for_each_max_2x2(const PoolGeometry& g, const T* x, F&& f, int64_t p0, int64_t p1) {
   // Without branches: which of four is the maximum is data, and on real
   // activations a branch per comparison mispredicted often enough to make
   // this 3-6x slower than the same loop on patterned test data. Non-short-
@@ -168,7 +169,8 @@ template <typename T> void max_pool_2x2_planes(const PoolGeometry& g, const T* x
 }
 
 // for_each_max over planes [p0, p1), through the 2x2 path where it applies.
-template <typename T, typename F> void for_each_max_in(const PoolGeometry& g, const T* x, F&& f, int64_t p0, int64_t p1) {
+template <typename T, typename F>
+void for_each_max_in(const PoolGeometry& g, const T* x, F&& f, int64_t p0, int64_t p1) {
   if (is_plain_2x2(g)) {
     for_each_max_2x2(g, x, f, p0, p1);
   } else {
@@ -284,13 +286,14 @@ template <typename T> void adaptive_avg_pool2d_kernel(const KernelArgs& k) {
   const T* x = k.inputs[0]->as<T>();
   T* out = k.out.as<T>();
   const int64_t hw = in[2] * in[3], ohw = k.out.shape()[2] * k.out.shape()[3];
-  for_each_adaptive(in, k.out.shape(), [&](int64_t p, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t n) {
-    const T* plane = x + p * hw;
-    T sum = 0;
-    for (int64_t y = y0; y < y1; ++y)
-      for (int64_t xx = x0; xx < x1; ++xx) sum += plane[y * in[3] + xx];
-    out[p * ohw + o] = sum / static_cast<T>(n);
-  });
+  for_each_adaptive(in, k.out.shape(),
+                    [&](int64_t p, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t n) {
+                      const T* plane = x + p * hw;
+                      T sum = 0;
+                      for (int64_t y = y0; y < y1; ++y)
+                        for (int64_t xx = x0; xx < x1; ++xx) sum += plane[y * in[3] + xx];
+                      out[p * ohw + o] = sum / static_cast<T>(n);
+                    });
 }
 
 template <typename T> void adaptive_avg_pool2d_backward_kernel(const KernelArgs& k) {
@@ -339,7 +342,11 @@ PoolDescs pool_descs(const Shape& in, const Shape& out, const PoolGeometry& g) {
   const int64_t pr_w = std::max<int64_t>(0, (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw);
   return {onednn::plain({in[0], in[1], in[2], in[3]}, memory::format_tag::nchw),
           onednn::plain({out[0], out[1], out[2], out[3]}, memory::format_tag::nchw),
-          {g.sh, g.sw}, {g.kh, g.kw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {pr_h, pr_w}};
+          {g.sh, g.sw},
+          {g.kh, g.kw},
+          {g.dh - 1, g.dw - 1},
+          {g.ph, g.pw},
+          {pr_h, pr_w}};
 }
 
 dnnl::pooling_v2_forward::primitive_desc max_forward_pd(const PoolDescs& d, dnnl::prop_kind kind) {
@@ -349,7 +356,8 @@ dnnl::pooling_v2_forward::primitive_desc max_forward_pd(const PoolDescs& d, dnnl
 }
 
 const onednn::Plan& max_pool_plan(const Shape& in, const Shape& out, const PoolGeometry& g) {
-  const std::vector<int64_t> key{100, in[0], in[1], in[2], in[3], g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
+  const std::vector<int64_t> key{100,  in[0], in[1], in[2], in[3], g.oh, g.ow, g.kh,
+                                 g.kw, g.sh,  g.sw,  g.ph,  g.pw,  g.dh, g.dw};
   return onednn::cached(key, [&] {
     const PoolDescs d = pool_descs(in, out, g);
     onednn::Plan plan;

@@ -67,7 +67,8 @@ void reduce(const KernelArgs& k, A init, Step step, Finish finish) {
                  for (auto o = static_cast<size_t>(begin); o < static_cast<size_t>(end); ++o) {
                    const T* base = src + r.bases[o];
                    A acc = init;
-                   for (size_t j = 0; j < r.inner.size(); ++j) acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
+                   for (size_t j = 0; j < r.inner.size(); ++j)
+                     acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
                    out[o] = finish(acc, static_cast<int64_t>(r.inner.size()));
                  }
                });
@@ -149,14 +150,14 @@ template <typename T>
 // Compiled for AVX-512, AVX2 and baseline x86-64, chosen when the library
 // loads (GCC's target_clones, never -march=native): the float -> double
 // widening adds vectorise.
-#define LAZYSCOPE_SUM_CLONES(T)                                                                                   \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void column_sums(                                \
+#define LAZYSCOPE_SUM_CLONES(T)                                                                                  \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void column_sums(                                 \
       const T* src, int64_t rows, int64_t cols, int64_t c0, int64_t c1, double divide, T* out) {                 \
-    column_sums_body(src, rows, cols, c0, c1, divide, out);                                                       \
-  }                                                                                                               \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void run_sums(                                   \
+    column_sums_body(src, rows, cols, c0, c1, divide, out);                                                      \
+  }                                                                                                              \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void run_sums(                                    \
       const T* src, int64_t outer, int64_t cols, int64_t inner, int64_t c0, int64_t c1, double divide, T* out) { \
-    run_sums_body(src, outer, cols, inner, c0, c1, divide, out);                                                  \
+    run_sums_body(src, outer, cols, inner, c0, c1, divide, out);                                                 \
   }
 LAZYSCOPE_SUM_CLONES(float)
 LAZYSCOPE_SUM_CLONES(double)
@@ -185,28 +186,34 @@ template <typename T> bool planned_sum(const KernelArgs& k, bool mean) {
 
 template <typename T> void sum_kernel(const KernelArgs& k) {
   if (planned_sum<T>(k, false)) return;
-  reduce<T, T>(k, Acc<T>(0), [](Acc<T> a, T v, int64_t) { return a + static_cast<Acc<T>>(v); },
-               [](Acc<T> a, int64_t) { return static_cast<T>(a); });
+  reduce<T, T>(
+      k, Acc<T>(0), [](Acc<T> a, T v, int64_t) { return a + static_cast<Acc<T>>(v); },
+      [](Acc<T> a, int64_t) { return static_cast<T>(a); });
 }
 
 template <typename T> void prod_kernel(const KernelArgs& k) {
-  reduce<T, T>(k, Acc<T>(1), [](Acc<T> a, T v, int64_t) { return a * static_cast<Acc<T>>(v); },
-               [](Acc<T> a, int64_t) { return static_cast<T>(a); });
+  reduce<T, T>(
+      k, Acc<T>(1), [](Acc<T> a, T v, int64_t) { return a * static_cast<Acc<T>>(v); },
+      [](Acc<T> a, int64_t) { return static_cast<T>(a); });
 }
 
 template <typename T> void mean_kernel(const KernelArgs& k) {
   if (planned_sum<T>(k, true)) return;
-  reduce<T, T>(k, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v); },
-               [](double a, int64_t n) { return static_cast<T>(a / static_cast<double>(n)); });
+  reduce<T, T>(
+      k, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v); },
+      [](double a, int64_t n) { return static_cast<T>(a / static_cast<double>(n)); });
 }
 
 // NaN wins, as in PyTorch.
 template <typename T, bool kMax> void extreme_kernel(const KernelArgs& k) {
   const T init = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-  reduce<T, T>(k, init, [](T a, T v, int64_t) {
-    if (v != v || a != a) return v != v ? v : a;
-    return kMax ? std::max(a, v) : std::min(a, v);
-  }, [](T a, int64_t) { return a; });
+  reduce<T, T>(
+      k, init,
+      [](T a, T v, int64_t) {
+        if (v != v || a != a) return v != v ? v : a;
+        return kMax ? std::max(a, v) : std::min(a, v);
+      },
+      [](T a, int64_t) { return a; });
 }
 template <typename T> void amax_kernel(const KernelArgs& k) { extreme_kernel<T, true>(k); }
 template <typename T> void amin_kernel(const KernelArgs& k) { extreme_kernel<T, false>(k); }
@@ -218,11 +225,14 @@ template <typename T, bool kMax> void arg_extreme_kernel(const KernelArgs& k) {
     T value;
     int64_t index;
   };
-  reduce<T, int64_t>(k, Best{T(0), -1}, [](Best b, T v, int64_t j) {
-    if (b.index < 0 || b.value != b.value) return b.index < 0 ? Best{v, j} : b;
-    if (v != v || (kMax ? v > b.value : v < b.value)) return Best{v, j};
-    return b;
-  }, [](Best b, int64_t) { return b.index; });
+  reduce<T, int64_t>(
+      k, Best{T(0), -1},
+      [](Best b, T v, int64_t j) {
+        if (b.index < 0 || b.value != b.value) return b.index < 0 ? Best{v, j} : b;
+        if (v != v || (kMax ? v > b.value : v < b.value)) return Best{v, j};
+        return b;
+      },
+      [](Best b, int64_t) { return b.index; });
 }
 template <typename T> void argmax_kernel(const KernelArgs& k) { arg_extreme_kernel<T, true>(k); }
 template <typename T> void argmin_kernel(const KernelArgs& k) { arg_extreme_kernel<T, false>(k); }
@@ -312,18 +322,22 @@ template <typename T> void softmax_kernel(const KernelArgs& k) { softmax_rows_or
 template <typename T> void log_softmax_kernel(const KernelArgs& k) { softmax_rows_or_general<T, true>(k); }
 
 void any_kernel(const KernelArgs& k) {
-  reduce<bool, bool>(k, false, [](bool a, bool v, int64_t) { return a || v; }, [](bool a, int64_t) { return a; });
+  reduce<bool, bool>(
+      k, false, [](bool a, bool v, int64_t) { return a || v; }, [](bool a, int64_t) { return a; });
 }
 void all_kernel(const KernelArgs& k) {
-  reduce<bool, bool>(k, true, [](bool a, bool v, int64_t) { return a && v; }, [](bool a, int64_t) { return a; });
+  reduce<bool, bool>(
+      k, true, [](bool a, bool v, int64_t) { return a && v; }, [](bool a, int64_t) { return a; });
 }
 
 // argmax/argmin typed by the input. 16-bit floats widen to float32 first:
 // exact, so the order and therefore the index are the same.
 template <bool kMax> void arg_reduce(const KernelArgs& k) {
   const auto run = [&]<typename T>(const KernelArgs& args) {
-    if constexpr (kMax) argmax_kernel<T>(args);
-    else argmin_kernel<T>(args);
+    if constexpr (kMax)
+      argmax_kernel<T>(args);
+    else
+      argmin_kernel<T>(args);
   };
   const Buffer& in = *k.inputs[0];
   dispatch(in.dtype(), [&]<typename T>() {

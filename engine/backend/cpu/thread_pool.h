@@ -58,8 +58,7 @@ inline std::pair<int64_t, int64_t> split(int64_t n, int ith, int nth, int64_t al
 // under `grain` elements (a wake-up costs more than a small loop).
 // Up to 4 parts per thread, claimed dynamically: a thread that starts late
 // (a loaded machine) leaves its parts to the others.
-template <typename F>
-void parallel_for(int64_t n, int64_t grain, F&& f) {
+template <typename F> void parallel_for(int64_t n, int64_t grain, F&& f) {
   const int threads = num_threads();
   if (grain < 1) grain = 1;
   int nth = threads <= 1 ? 1 : static_cast<int>(std::min<int64_t>(n / grain, 4 * threads));

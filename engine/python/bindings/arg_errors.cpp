@@ -9,8 +9,7 @@ namespace lazyscope::python {
 namespace {
 
 struct CleanCall {
-  PyObject_HEAD
-  PyObject* fn;
+  PyObject_HEAD PyObject* fn;
   PyObject* name;
   PyObject* formatter;
   int method;
@@ -52,8 +51,8 @@ PyObject* translate(CleanCall* self, PyObject* const* args, size_t nargs, PyObje
     for (Py_ssize_t i = 0; i < nkw; ++i) PyDict_SetItem(keywords, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]);
     PyObject* text = PyObject_Str(value);
     PyObject* error = text ? PyObject_CallFunctionObjArgs(self->formatter, self->name, self->fn,
-                                                          self->method ? Py_True : Py_False, positional, keywords,
-                                                          text, nullptr)
+                                                          self->method ? Py_True : Py_False, positional, keywords, text,
+                                                          nullptr)
                            : nullptr;
     Py_XDECREF(text);
     if (error) {
@@ -105,7 +104,9 @@ int clean_traverse(PyObject* o, visitproc visit, void* arg) {
   return 0;
 }
 
-PyObject* clean_get_doc(PyObject* o, void*) { return PyObject_GetAttrString(reinterpret_cast<CleanCall*>(o)->fn, "__doc__"); }
+PyObject* clean_get_doc(PyObject* o, void*) {
+  return PyObject_GetAttrString(reinterpret_cast<CleanCall*>(o)->fn, "__doc__");
+}
 PyObject* clean_get_wrapped(PyObject* o, void*) {
   PyObject* fn = reinterpret_cast<CleanCall*>(o)->fn;
   Py_INCREF(fn);
@@ -166,19 +167,21 @@ void bind_arg_errors(pybind11::module_& m) {
   if (!method_type) throw pybind11::error_already_set();
   m.add_object("CleanFunction", pybind11::reinterpret_steal<pybind11::object>(function_type));
   m.add_object("CleanMethod", pybind11::reinterpret_steal<pybind11::object>(method_type));
-  m.def("_clean_errors", [function_type, method_type](pybind11::object fn, pybind11::str name, bool method,
-                                                      pybind11::object formatter) {
-    // PyObject_GC_New takes the reference to the (heap) type that dealloc gives back.
-    auto* self = PyObject_GC_New(CleanCall, reinterpret_cast<PyTypeObject*>(method ? method_type : function_type));
-    if (!self) throw pybind11::error_already_set();
-    self->fn = fn.release().ptr();
-    self->name = name.release().ptr();
-    self->formatter = formatter.release().ptr();
-    self->method = method ? 1 : 0;
-    self->vectorcall = clean_vectorcall;
-    PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
-    return pybind11::reinterpret_steal<pybind11::object>(reinterpret_cast<PyObject*>(self));
-  }, pybind11::arg("fn"), pybind11::arg("name"), pybind11::arg("method"), pybind11::arg("formatter"));
+  m.def(
+      "_clean_errors",
+      [function_type, method_type](pybind11::object fn, pybind11::str name, bool method, pybind11::object formatter) {
+        // PyObject_GC_New takes the reference to the (heap) type that dealloc gives back.
+        auto* self = PyObject_GC_New(CleanCall, reinterpret_cast<PyTypeObject*>(method ? method_type : function_type));
+        if (!self) throw pybind11::error_already_set();
+        self->fn = fn.release().ptr();
+        self->name = name.release().ptr();
+        self->formatter = formatter.release().ptr();
+        self->method = method ? 1 : 0;
+        self->vectorcall = clean_vectorcall;
+        PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
+        return pybind11::reinterpret_steal<pybind11::object>(reinterpret_cast<PyObject*>(self));
+      },
+      pybind11::arg("fn"), pybind11::arg("name"), pybind11::arg("method"), pybind11::arg("formatter"));
 }
 
 }  // namespace lazyscope::python

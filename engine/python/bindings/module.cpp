@@ -7,19 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "backend/collective.h"
 #include "bindings/arg_errors.h"
 #include "bindings/runtime_bindings.h"
 #include "bindings/source_provider.h"
 #include "bindings/tensor_bindings.h"
-#include "backend/collective.h"
-#include "distributed/process_group.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "core/source_location.h"
+#include "distributed/process_group.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
 #include "ir/op_table.h"
 #include "metrics/metrics.h"
-#include "core/source_location.h"
 #include "tensor/ops.h"
 
 namespace py = pybind11;
@@ -33,11 +33,11 @@ PYBIND11_MODULE(_C, m) {
   static py::exception<ShapeError> shape_error(m, "ShapeError", engine_error.ptr());
   static py::exception<DeviceMismatchError> device_error(m, "DeviceMismatchError", engine_error.ptr());
   // Also a Python IndexError, so that `except IndexError` and iteration work.
-  static py::exception<IndexError> index_error(
-      m, "IndexError", py::make_tuple(engine_error, py::handle(PyExc_IndexError)));
+  static py::exception<IndexError> index_error(m, "IndexError",
+                                               py::make_tuple(engine_error, py::handle(PyExc_IndexError)));
   // Also a Python MemoryError: a tensor too large for the machine.
-  static py::exception<OutOfMemoryError> memory_error(
-      m, "OutOfMemoryError", py::make_tuple(engine_error, py::handle(PyExc_MemoryError)));
+  static py::exception<OutOfMemoryError> memory_error(m, "OutOfMemoryError",
+                                                      py::make_tuple(engine_error, py::handle(PyExc_MemoryError)));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -116,8 +116,8 @@ PYBIND11_MODULE(_C, m) {
   // may wait for other processes releases the GIL.
   m.def(
       "init_process_group",
-      [](int rank, int world_size, const std::string& store_dir, const std::string& prefix,
-         const std::string& hostname, double timeout_s) {
+      [](int rank, int world_size, const std::string& store_dir, const std::string& prefix, const std::string& hostname,
+         double timeout_s) {
         py::gil_scoped_release unlocked;
         distributed::init({rank, world_size, store_dir, prefix, hostname, timeout_s});
       },
@@ -125,8 +125,9 @@ PYBIND11_MODULE(_C, m) {
       py::arg("timeout_s"));
   m.def("destroy_process_group", &distributed::destroy);
   m.def("process_group_initialized", &distributed::initialized);
-  m.def("process_group_key", [] { return distributed::kProcessGroupKey; },
-        "The group key all_reduce names for replicas that are processes.");
+  m.def(
+      "process_group_key", [] { return distributed::kProcessGroupKey; },
+      "The group key all_reduce names for replicas that are processes.");
   m.def("process_group_rank", &distributed::rank);
   m.def("process_group_world_size", &distributed::world_size);
   m.def("process_group_totals", [] {
@@ -168,10 +169,10 @@ PYBIND11_MODULE(_C, m) {
       py::arg("data"), "Every rank's bytes (the same size on every rank), concatenated in rank order.");
   m.def("collective_timeout", &settings::collective_timeout_s);
   m.def("set_collective_timeout", &settings::set_collective_timeout_s, py::arg("seconds"));
-  m.def("current_step", [](const Device& d) { return executor::current_step(d); }, py::arg("device"));
-  m.def("set_scope", [](const std::optional<std::string>& scope) {
-    set_current_scope(scope ? intern(*scope) : nullptr);
-  });
+  m.def(
+      "current_step", [](const Device& d) { return executor::current_step(d); }, py::arg("device"));
+  m.def("set_scope",
+        [](const std::optional<std::string>& scope) { set_current_scope(scope ? intern(*scope) : nullptr); });
 
   m.def("counters", &metrics::counters, "All counters by name.");
   m.def("metrics", [] {

@@ -43,8 +43,10 @@ ops::Size2 conv_padding(const py::object& padding, const Tensor& weight, ops::Si
   if (!py::isinstance<py::str>(padding)) return pair_arg("conv2d", "padding", padding);
   const auto mode = padding.cast<std::string>();
   if (mode == "valid") return {0, 0};
-  if (mode != "same") throw py::value_error("conv2d: invalid padding string '" + mode + "', expected 'valid' or 'same'");
-  if (stride[0] != 1 || stride[1] != 1) throw py::value_error("conv2d: padding='same' is not supported for strided convolutions");
+  if (mode != "same")
+    throw py::value_error("conv2d: invalid padding string '" + mode + "', expected 'valid' or 'same'");
+  if (stride[0] != 1 || stride[1] != 1)
+    throw py::value_error("conv2d: padding='same' is not supported for strided convolutions");
   const Shape& w = weight.shape();
   if (w.size() != 4) throw ShapeError("conv2d: expected a 4-D weight, got " + shape_str(w));
   ops::Size2 out{};
@@ -62,71 +64,95 @@ ops::Size2 conv_padding(const py::object& padding, const Tensor& weight, ops::Si
 }  // namespace
 
 void bind_nn(py::module_& m) {
-  m.def("conv2d", [](const Tensor& input, const Tensor& weight, const py::object& bias, const py::object& stride,
-                     const py::object& padding, const py::object& dilation, int64_t groups) {
-    const auto s = pair_arg("conv2d", "stride", stride);
-    const auto d = pair_arg("conv2d", "dilation", dilation);
-    return ops::conv2d(input, weight, optional(bias), s, conv_padding(padding, weight, s, d), d, groups);
-  }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
-        py::arg("dilation") = 1, py::arg("groups") = 1);
-  m.def("max_pool2d", [](const Tensor& input, const py::object& kernel_size, const py::object& stride,
-                         const py::object& padding, const py::object& dilation, bool ceil_mode, bool return_indices) {
-    if (return_indices) throw EngineError("max_pool2d: return_indices=True is not supported");
-    return ops::max_pool2d(input, pair_arg("max_pool2d", "kernel_size", kernel_size),
-                           optional_pair("max_pool2d", "stride", stride), pair_arg("max_pool2d", "padding", padding),
-                           pair_arg("max_pool2d", "dilation", dilation), ceil_mode);
-  }, py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
-        py::arg("dilation") = 1, py::arg("ceil_mode") = false, py::arg("return_indices") = false);
-  m.def("avg_pool2d", [](const Tensor& input, const py::object& kernel_size, const py::object& stride,
-                         const py::object& padding, bool ceil_mode, bool count_include_pad,
-                         std::optional<int64_t> divisor_override) {
-    return ops::avg_pool2d(input, pair_arg("avg_pool2d", "kernel_size", kernel_size),
-                           optional_pair("avg_pool2d", "stride", stride), pair_arg("avg_pool2d", "padding", padding),
-                           ceil_mode, count_include_pad, divisor_override);
-  }, py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
-        py::arg("ceil_mode") = false, py::arg("count_include_pad") = true, py::arg("divisor_override") = py::none());
-  m.def("adaptive_avg_pool2d", [](const Tensor& input, const py::object& output_size) {
-    // PyTorch's None in output_size keeps that dim of the input.
-    ops::Size2 size{};
-    const Shape& s = input.shape();
-    const py::sequence items = py::isinstance<py::int_>(output_size) ? py::sequence(py::make_tuple(output_size, output_size))
-                                                                     : output_size.cast<py::sequence>();
-    if (py::len(items) != 2 || s.size() < 2) {
-      throw py::type_error("adaptive_avg_pool2d: output_size must be an int or a pair, got " +
-                           py::repr(output_size).cast<std::string>());
-    }
-    for (size_t d = 0; d < 2; ++d) {
-      const py::object v = items[d];
-      size[d] = v.is_none() ? s[s.size() - 2 + d] : v.cast<int64_t>();
-    }
-    return ops::adaptive_avg_pool2d(input, size);
-  }, py::arg("input"), py::arg("output_size"));
-  m.def("layer_norm", [](const Tensor& input, const py::object& normalized_shape, const py::object& weight,
-                         const py::object& bias, double eps) {
-    const auto shape = py::isinstance<py::int_>(normalized_shape)
-                           ? std::vector<int64_t>{normalized_shape.cast<int64_t>()}
-                           : normalized_shape.cast<std::vector<int64_t>>();
-    return ops::layer_norm(input, shape, optional(weight), optional(bias), eps);
-  }, py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
-        py::arg("eps") = 1e-5);
-  m.def("batch_norm", [](const Tensor& input, const py::object& running_mean, const py::object& running_var,
-                         const py::object& weight, const py::object& bias, bool training, double momentum, double eps) {
-    return ops::batch_norm(input, optional(running_mean), optional(running_var), optional(weight), optional(bias),
-                           training, momentum, eps);
-  }, py::arg("input"), py::arg("running_mean"), py::arg("running_var"), py::arg("weight") = py::none(),
-        py::arg("bias") = py::none(), py::arg("training") = false, py::arg("momentum") = 0.1, py::arg("eps") = 1e-5);
+  m.def(
+      "conv2d",
+      [](const Tensor& input, const Tensor& weight, const py::object& bias, const py::object& stride,
+         const py::object& padding, const py::object& dilation, int64_t groups) {
+        const auto s = pair_arg("conv2d", "stride", stride);
+        const auto d = pair_arg("conv2d", "dilation", dilation);
+        return ops::conv2d(input, weight, optional(bias), s, conv_padding(padding, weight, s, d), d, groups);
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("groups") = 1);
+  m.def(
+      "max_pool2d",
+      [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
+         const py::object& dilation, bool ceil_mode, bool return_indices) {
+        if (return_indices) throw EngineError("max_pool2d: return_indices=True is not supported");
+        return ops::max_pool2d(
+            input, pair_arg("max_pool2d", "kernel_size", kernel_size), optional_pair("max_pool2d", "stride", stride),
+            pair_arg("max_pool2d", "padding", padding), pair_arg("max_pool2d", "dilation", dilation), ceil_mode);
+      },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("ceil_mode") = false, py::arg("return_indices") = false);
+  m.def(
+      "avg_pool2d",
+      [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
+         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+        return ops::avg_pool2d(
+            input, pair_arg("avg_pool2d", "kernel_size", kernel_size), optional_pair("avg_pool2d", "stride", stride),
+            pair_arg("avg_pool2d", "padding", padding), ceil_mode, count_include_pad, divisor_override);
+      },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
+      py::arg("ceil_mode") = false, py::arg("count_include_pad") = true, py::arg("divisor_override") = py::none());
+  m.def(
+      "adaptive_avg_pool2d",
+      [](const Tensor& input, const py::object& output_size) {
+        // PyTorch's None in output_size keeps that dim of the input.
+        ops::Size2 size{};
+        const Shape& s = input.shape();
+        const py::sequence items = py::isinstance<py::int_>(output_size)
+                                       ? py::sequence(py::make_tuple(output_size, output_size))
+                                       : output_size.cast<py::sequence>();
+        if (py::len(items) != 2 || s.size() < 2) {
+          throw py::type_error("adaptive_avg_pool2d: output_size must be an int or a pair, got " +
+                               py::repr(output_size).cast<std::string>());
+        }
+        for (size_t d = 0; d < 2; ++d) {
+          const py::object v = items[d];
+          size[d] = v.is_none() ? s[s.size() - 2 + d] : v.cast<int64_t>();
+        }
+        return ops::adaptive_avg_pool2d(input, size);
+      },
+      py::arg("input"), py::arg("output_size"));
+  m.def(
+      "layer_norm",
+      [](const Tensor& input, const py::object& normalized_shape, const py::object& weight, const py::object& bias,
+         double eps) {
+        const auto shape = py::isinstance<py::int_>(normalized_shape)
+                               ? std::vector<int64_t>{normalized_shape.cast<int64_t>()}
+                               : normalized_shape.cast<std::vector<int64_t>>();
+        return ops::layer_norm(input, shape, optional(weight), optional(bias), eps);
+      },
+      py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
+      py::arg("eps") = 1e-5);
+  m.def(
+      "batch_norm",
+      [](const Tensor& input, const py::object& running_mean, const py::object& running_var, const py::object& weight,
+         const py::object& bias, bool training, double momentum, double eps) {
+        return ops::batch_norm(input, optional(running_mean), optional(running_var), optional(weight), optional(bias),
+                               training, momentum, eps);
+      },
+      py::arg("input"), py::arg("running_mean"), py::arg("running_var"), py::arg("weight") = py::none(),
+      py::arg("bias") = py::none(), py::arg("training") = false, py::arg("momentum") = 0.1, py::arg("eps") = 1e-5);
   // inplace=True would need aliasing views, which the engine does not have.
   const auto no_inplace = [](const char* op, bool inplace) {
     if (inplace) throw EngineError(std::string(op) + ": inplace=True is not supported");
   };
-  m.def("dropout", [no_inplace](const Tensor& input, double p, bool training, bool inplace) {
-    no_inplace("dropout", inplace);
-    return ops::dropout(input, p, training);
-  }, py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
-  m.def("dropout2d", [no_inplace](const Tensor& input, double p, bool training, bool inplace) {
-    no_inplace("dropout2d", inplace);
-    return ops::dropout2d(input, p, training);
-  }, py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
+  m.def(
+      "dropout",
+      [no_inplace](const Tensor& input, double p, bool training, bool inplace) {
+        no_inplace("dropout", inplace);
+        return ops::dropout(input, p, training);
+      },
+      py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
+  m.def(
+      "dropout2d",
+      [no_inplace](const Tensor& input, double p, bool training, bool inplace) {
+        no_inplace("dropout2d", inplace);
+        return ops::dropout2d(input, p, training);
+      },
+      py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
   m.def("manual_seed", &ops::manual_seed, py::arg("seed"), "Seeds the engine's rng (dropout masks).");
 }
 

@@ -97,25 +97,34 @@ void bind_runtime(py::module_& m) {
       .def("json", &EventCapture::json);
 
   // CPU fallbacks.
-  m.def("set_forced_fallbacks", [](const std::vector<std::string>& ops) {
-    for (const std::string& name : ops) op_or_throw(name, "set_forced_fallbacks");
-    settings::set_forced_fallbacks(ops);
-  }, py::arg("ops"), "Ops that run on the host even where the device lowers them (LAZYSCOPE_FORCE_FALLBACK).");
+  m.def(
+      "set_forced_fallbacks",
+      [](const std::vector<std::string>& ops) {
+        for (const std::string& name : ops) op_or_throw(name, "set_forced_fallbacks");
+        settings::set_forced_fallbacks(ops);
+      },
+      py::arg("ops"), "Ops that run on the host even where the device lowers them (LAZYSCOPE_FORCE_FALLBACK).");
   m.def("forced_fallbacks", &settings::forced_fallbacks);
-  m.def("_set_unlowered_ops", [](const std::vector<std::pair<std::string, std::optional<DType>>>& refused) {
-    // Test hook: the lazy devices' backend stops declaring these (op, dtype)
-    // pairs (dtype None: every dtype), as a backend that lowers less would.
-    std::vector<RestrictedBackend::Refusal> refusals;
-    for (const auto& [name, dtype] : refused) refusals.push_back({op_or_throw(name, "_set_unlowered_ops"), dtype});
-    set_default_backend(nullptr);
-    restricted().reset();
-    if (refusals.empty()) return;
-    restricted() = std::make_unique<RestrictedBackend>(default_backend(), std::move(refusals));
-    set_default_backend(restricted().get());
-  }, py::arg("refused"));
-  m.def("backend_lowers", [](const std::string& op, DType dtype) {
-    return default_backend().lowers(op_or_throw(op, "backend_lowers"), dtype);
-  }, py::arg("op"), py::arg("dtype"));
+  m.def(
+      "_set_unlowered_ops",
+      [](const std::vector<std::pair<std::string, std::optional<DType>>>& refused) {
+        // Test hook: the lazy devices' backend stops declaring these (op, dtype)
+        // pairs (dtype None: every dtype), as a backend that lowers less would.
+        std::vector<RestrictedBackend::Refusal> refusals;
+        for (const auto& [name, dtype] : refused) refusals.push_back({op_or_throw(name, "_set_unlowered_ops"), dtype});
+        set_default_backend(nullptr);
+        restricted().reset();
+        if (refusals.empty()) return;
+        restricted() = std::make_unique<RestrictedBackend>(default_backend(), std::move(refusals));
+        set_default_backend(restricted().get());
+      },
+      py::arg("refused"));
+  m.def(
+      "backend_lowers",
+      [](const std::string& op, DType dtype) {
+        return default_backend().lowers(op_or_throw(op, "backend_lowers"), dtype);
+      },
+      py::arg("op"), py::arg("dtype"));
 
   // bf16 mode.
   m.def("set_bf16_mode", &settings::set_bf16_mode, py::arg("enabled"),
@@ -123,70 +132,87 @@ void bind_runtime(py::module_& m) {
   m.def("bf16_mode", &settings::bf16_mode);
 
   // Scalar logging and metric snapshots.
-  m.def("log_scalar", [](const std::string& name, const py::object& value) {
-    if (py::isinstance<Tensor>(value)) {
-      executor::log_scalar(name, value.cast<Tensor>());
-    } else if (py::isinstance<py::bool_>(value) || !(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
-                                                     py::hasattr(value, "__float__"))) {
-      throw py::type_error("log('" + name + "'): expected a number or a one-element tensor, got " +
-                           py::str(py::type::of(value)).cast<std::string>());
-    } else {
-      executor::publish_scalar(Device{DeviceKind::kLazy, 0}, name, value.attr("__float__")().cast<double>());
-    }
-  }, py::arg("name"), py::arg("value"));
-  m.def("publish_metric_snapshot", [] { executor::publish_metric_snapshot(Device{DeviceKind::kLazy, 0}, false); },
-        "Publishes every counter and metric as a MetricSnapshotEvent (a flush at exit).");
+  m.def(
+      "log_scalar",
+      [](const std::string& name, const py::object& value) {
+        if (py::isinstance<Tensor>(value)) {
+          executor::log_scalar(name, value.cast<Tensor>());
+        } else if (py::isinstance<py::bool_>(value) ||
+                   !(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
+                     py::hasattr(value, "__float__"))) {
+          throw py::type_error("log('" + name + "'): expected a number or a one-element tensor, got " +
+                               py::str(py::type::of(value)).cast<std::string>());
+        } else {
+          executor::publish_scalar(Device{DeviceKind::kLazy, 0}, name, value.attr("__float__")().cast<double>());
+        }
+      },
+      py::arg("name"), py::arg("value"));
+  m.def(
+      "publish_metric_snapshot",
+      [] {
+        executor::publish_metric_snapshot(Device{DeviceKind::kLazy, 0}, false);
+      },
+      "Publishes every counter and metric as a MetricSnapshotEvent (a flush at exit).");
 
   // The metrics API (lazyscope.debug.metrics wraps these).
   m.def("clear_counters", &metrics::reset_counters);
   m.def("clear_metrics", &metrics::reset_metrics);
   m.def("short_metrics_report", &metrics::short_report);
-  m.def("metric_data", [](const std::string& name) -> py::object {
-    const auto all = metrics::metrics();
-    const auto it = all.find(name);
-    if (it == all.end()) return py::none();
-    return stats_dict(it->second);
-  }, py::arg("name"));
+  m.def(
+      "metric_data",
+      [](const std::string& name) -> py::object {
+        const auto all = metrics::metrics();
+        const auto it = all.find(name);
+        if (it == all.end()) return py::none();
+        return stats_dict(it->second);
+      },
+      py::arg("name"));
 
   // Where the last sync of a lazy device spent its time (benchmarks/step_overhead.py).
-  m.def("_last_sync_profile", [](const Device& device, bool with_kernels) {
-    const executor::SyncProfile p = executor::last_sync_profile(device, with_kernels);
-    py::dict d;
-    d["collect_ns"] = p.collect_ns;
-    d["lower_ns"] = p.lower_ns;
-    d["lookup_ns"] = p.lookup_ns;
-    d["compile_ns"] = p.compile_ns;
-    d["bind_inputs_ns"] = p.bind_inputs_ns;
-    d["execute_ns"] = p.execute_ns;
-    d["kernel_total_ns"] = p.kernel_total_ns;
-    d["kernel_samples"] = p.kernel_samples;
-    d["bind_outputs_ns"] = p.bind_outputs_ns;
-    d["publish_ns"] = p.publish_ns;
-    d["total_ns"] = p.total_ns;
-    d["nodes"] = p.nodes;
-    d["cache_hit"] = p.cache_hit;
-    return d;
-  }, py::arg("device"), py::arg("with_kernels") = true);
+  m.def(
+      "_last_sync_profile",
+      [](const Device& device, bool with_kernels) {
+        const executor::SyncProfile p = executor::last_sync_profile(device, with_kernels);
+        py::dict d;
+        d["collect_ns"] = p.collect_ns;
+        d["lower_ns"] = p.lower_ns;
+        d["lookup_ns"] = p.lookup_ns;
+        d["compile_ns"] = p.compile_ns;
+        d["bind_inputs_ns"] = p.bind_inputs_ns;
+        d["execute_ns"] = p.execute_ns;
+        d["kernel_total_ns"] = p.kernel_total_ns;
+        d["kernel_samples"] = p.kernel_samples;
+        d["bind_outputs_ns"] = p.bind_outputs_ns;
+        d["publish_ns"] = p.publish_ns;
+        d["total_ns"] = p.total_ns;
+        d["nodes"] = p.nodes;
+        d["cache_hit"] = p.cache_hit;
+        return d;
+      },
+      py::arg("device"), py::arg("with_kernels") = true);
 
   // Graph dumps: the graph the next sync of `tensors` would run.
-  m.def("dump_graph", [](const std::vector<Tensor>& tensors, const std::string& format) -> py::object {
-    if (format != "text" && format != "dot" && format != "proto") {
-      throw py::value_error("dump_graph: format must be 'text', 'dot' or 'proto', got '" + format + "'");
-    }
-    if (tensors.empty()) throw py::value_error("dump_graph: expected at least one tensor");
-    std::vector<std::shared_ptr<TensorImpl>> targets;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!tensors[i].device().is_lazy() || tensors[i].device() != tensors[0].device()) {
-        throw EngineError("dump_graph: tensor " + std::to_string(i) + " is on " + tensors[i].device().str() +
-                          "; every tensor must be on one lazy device (" + tensors[0].device().str() + ")");
-      }
-      targets.push_back(tensors[i].impl());
-    }
-    const pb::IrGraph graph = executor::pending_graph(tensors[0].device(), targets);
-    if (format == "text") return py::str(ir_format::text(graph));
-    if (format == "dot") return py::str(ir_format::dot(graph));
-    return py::bytes(graph.SerializeAsString());
-  }, py::arg("tensors"), py::arg("format") = "text");
+  m.def(
+      "dump_graph",
+      [](const std::vector<Tensor>& tensors, const std::string& format) -> py::object {
+        if (format != "text" && format != "dot" && format != "proto") {
+          throw py::value_error("dump_graph: format must be 'text', 'dot' or 'proto', got '" + format + "'");
+        }
+        if (tensors.empty()) throw py::value_error("dump_graph: expected at least one tensor");
+        std::vector<std::shared_ptr<TensorImpl>> targets;
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          if (!tensors[i].device().is_lazy() || tensors[i].device() != tensors[0].device()) {
+            throw EngineError("dump_graph: tensor " + std::to_string(i) + " is on " + tensors[i].device().str() +
+                              "; every tensor must be on one lazy device (" + tensors[0].device().str() + ")");
+          }
+          targets.push_back(tensors[i].impl());
+        }
+        const pb::IrGraph graph = executor::pending_graph(tensors[0].device(), targets);
+        if (format == "text") return py::str(ir_format::text(graph));
+        if (format == "dot") return py::str(ir_format::dot(graph));
+        return py::bytes(graph.SerializeAsString());
+      },
+      py::arg("tensors"), py::arg("format") = "text");
   m.def("_graph_proto_to_text", [](const py::bytes& data) {
     // Test aid: parses protobuf bytes back into an IrGraph and lists it.
     pb::IrGraph graph;
@@ -216,14 +242,16 @@ void bind_runtime(py::module_& m) {
   m.def("unique", unique, py::arg("input"), py::arg("sorted") = true, py::arg("return_inverse") = false,
         py::arg("return_counts") = false, py::arg("dim") = py::none());
   auto tensor = py::reinterpret_borrow<py::object>(m.attr("Tensor"));
-  py::setattr(tensor, "nonzero", py::cpp_function([nonzero](const Tensor& t, bool as_tuple) { return nonzero(t, as_tuple); },
-                                                  py::is_method(tensor), py::arg("as_tuple") = false));
+  py::setattr(tensor, "nonzero",
+              py::cpp_function([nonzero](const Tensor& t, bool as_tuple) { return nonzero(t, as_tuple); },
+                               py::is_method(tensor), py::arg("as_tuple") = false));
   py::setattr(tensor, "masked_select", py::cpp_function(&ops::masked_select, py::is_method(tensor), py::arg("mask")));
   py::setattr(tensor, "unique",
-              py::cpp_function([unique](const Tensor& t, bool sorted, bool return_inverse, bool return_counts,
-                                        const py::object& dim) { return unique(t, sorted, return_inverse, return_counts, dim); },
-                               py::is_method(tensor), py::arg("sorted") = true, py::arg("return_inverse") = false,
-                               py::arg("return_counts") = false, py::arg("dim") = py::none()));
+              py::cpp_function(
+                  [unique](const Tensor& t, bool sorted, bool return_inverse, bool return_counts,
+                           const py::object& dim) { return unique(t, sorted, return_inverse, return_counts, dim); },
+                  py::is_method(tensor), py::arg("sorted") = true, py::arg("return_inverse") = false,
+                  py::arg("return_counts") = false, py::arg("dim") = py::none()));
 }
 
 }  // namespace lazyscope::python

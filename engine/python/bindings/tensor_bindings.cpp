@@ -36,7 +36,8 @@ DType dtype_of(const py::dtype& dt) {
       break;
     default: break;
   }
-  throw EngineError("unsupported NumPy dtype '" + py::str(static_cast<const py::handle&>(dt)).cast<std::string>() + "'");
+  throw EngineError("unsupported NumPy dtype '" + py::str(static_cast<const py::handle&>(dt)).cast<std::string>() +
+                    "'");
 }
 
 py::dtype numpy_dtype(DType t) {
@@ -106,28 +107,38 @@ using Binary = Tensor (*)(const Tensor&, const Tensor&);
 // operator and its reflected form, all accepting a number on either side.
 void bind_binary(py::class_<Tensor>& cls, py::module_& m, const char* name, Binary fn, const char* op = nullptr,
                  const char* rop = nullptr) {
-  cls.def(name, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(a, b)); }, py::arg("other"));
-  m.def(name, [fn](const py::object& a, const py::object& b) {
-    if (py::isinstance<Tensor>(a)) {
-      const Tensor ta = a.cast<Tensor>();
-      return fn(ta, operand(ta, b));
-    }
-    const Tensor tb = b.cast<Tensor>();
-    return fn(operand(tb, a), tb);
-  }, py::arg("input"), py::arg("other"));
+  cls.def(
+      name, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(a, b)); }, py::arg("other"));
+  m.def(
+      name,
+      [fn](const py::object& a, const py::object& b) {
+        if (py::isinstance<Tensor>(a)) {
+          const Tensor ta = a.cast<Tensor>();
+          return fn(ta, operand(ta, b));
+        }
+        const Tensor tb = b.cast<Tensor>();
+        return fn(operand(tb, a), tb);
+      },
+      py::arg("input"), py::arg("other"));
   // Operators answer NotImplemented for other types, so Python tries the
   // other side (and `t == None` is False).
   if (op) {
-    cls.def(op, [fn](const Tensor& a, const py::object& b) -> py::object {
-      auto other = try_operand(a, b);
-      return other ? py::cast(fn(a, *other)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
-    }, py::is_operator());
+    cls.def(
+        op,
+        [fn](const Tensor& a, const py::object& b) -> py::object {
+          auto other = try_operand(a, b);
+          return other ? py::cast(fn(a, *other)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
+        },
+        py::is_operator());
   }
   if (rop) {
-    cls.def(rop, [fn](const Tensor& a, const py::object& b) -> py::object {
-      auto other = try_operand(a, b);
-      return other ? py::cast(fn(*other, a)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
-    }, py::is_operator());
+    cls.def(
+        rop,
+        [fn](const Tensor& a, const py::object& b) -> py::object {
+          auto other = try_operand(a, b);
+          return other ? py::cast(fn(*other, a)) : py::object(py::reinterpret_borrow<py::object>(Py_NotImplemented));
+        },
+        py::is_operator());
   }
 }
 
@@ -223,8 +234,10 @@ std::vector<ops::IndexItem> parse_index(const Tensor& t, const py::object& key) 
       it.kind = ops::IndexItem::Kind::kTensor;
       it.tensor = index_tensor(t, item);
     } else {
-      throw py::type_error("only integers, slices, None, ..., integer or bool tensors (and lists of them) are valid "
-                           "indices (got " + py::str(item.attr("__class__").attr("__name__")).cast<std::string>() + ")");
+      throw py::type_error(
+          "only integers, slices, None, ..., integer or bool tensors (and lists of them) are valid "
+          "indices (got " +
+          py::str(item.attr("__class__").attr("__name__")).cast<std::string>() + ")");
     }
     parsed.push_back(std::move(it));
   }
@@ -251,13 +264,14 @@ using UnaryFn = std::function<Tensor(const Tensor&)>;
 // A view that reshapes t (view, reshape, squeeze, unsqueeze, flatten): written back by reshaping.
 Tensor reshaping_view(const Tensor& t, const UnaryFn& fn) {
   const Shape shape = t.shape();
-  return views::make_view(t, fn(t), fn, [shape](const Tensor&, const Tensor& v) { return ops::reshape(v, shape); },
-                          "view");
+  return views::make_view(
+      t, fn(t), fn, [shape](const Tensor&, const Tensor& v) { return ops::reshape(v, shape); }, "view");
 }
 
 // A view by a permutation that is its own inverse (transpose, t, T, mT).
 Tensor transposing_view(const Tensor& t, const UnaryFn& fn) {
-  return views::make_view(t, fn(t), fn, [fn](const Tensor&, const Tensor& v) { return fn(v); }, "transposed view");
+  return views::make_view(
+      t, fn(t), fn, [fn](const Tensor&, const Tensor& v) { return fn(v); }, "transposed view");
 }
 
 // Consecutive pieces of t along dim (narrow, split, chunk) as slice views.
@@ -273,7 +287,9 @@ std::vector<Tensor> piece_views(const Tensor& t, const std::vector<Tensor>& piec
     start = ends[d];
     out.push_back(views::make_view(
         t, piece, [starts, ends, steps](const Tensor& b) { return ops::slice(b, starts, ends, steps); },
-        [starts, ends, steps](const Tensor& b, const Tensor& v) { return ops::slice_scatter(b, v, starts, ends, steps); },
+        [starts, ends, steps](const Tensor& b, const Tensor& v) {
+          return ops::slice_scatter(b, v, starts, ends, steps);
+        },
         "slice"));
   }
   return out;
@@ -283,7 +299,8 @@ Tensor narrow_view(const Tensor& t, int64_t dim, int64_t start, int64_t length) 
   const Tensor piece = ops::narrow(t, dim, start, length);
   if (piece.impl() == t.impl()) return piece;
   const auto d = static_cast<size_t>(wrap_dim(dim, t.shape().size(), "narrow"));
-  std::vector<int64_t> starts(t.shape().size(), 0), ends(t.shape().begin(), t.shape().end()), steps(t.shape().size(), 1);
+  std::vector<int64_t> starts(t.shape().size(), 0), ends(t.shape().begin(), t.shape().end()),
+      steps(t.shape().size(), 1);
   starts[d] = start;
   ends[d] = start + length;
   return views::slice(t, starts, ends, steps);
@@ -310,46 +327,63 @@ Tensor optional_tensor(const py::object& t) { return t.is_none() ? Tensor() : t.
 
 // torch.nn.functional's losses and one_hot, with PyTorch's signatures.
 void bind_losses(py::module_& m) {
-  m.def("one_hot", [](const Tensor& t, int64_t num_classes) {
-    if (num_classes == -1) {  // inferred from the data: reads it (a sync on a lazy device)
-      num_classes = t.numel() == 0 ? 0 : to_numpy(ops::amax(t), pb::SYNC_CAUSE_ITEM).attr("item")().cast<int64_t>() + 1;
-    }
-    return ops::one_hot(t, num_classes);
-  }, py::arg("tensor"), py::arg("num_classes") = -1);
-  m.def("nll_loss", [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
-                       int64_t ignore_index, const py::object& reduce, const std::string& reduction) {
-    return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index,
-                         optional_tensor(weight));
-  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
-        py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
-  m.def("cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
-                            const py::object& size_average, int64_t ignore_index, const py::object& reduce,
-                            const std::string& reduction, double label_smoothing) {
-    return ops::cross_entropy(input, target, reduction_arg("cross_entropy", reduction, size_average, reduce),
-                              ignore_index, label_smoothing, optional_tensor(weight));
-  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
-        py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean",
-        py::arg("label_smoothing") = 0.0);
-  m.def("mse_loss", [](const Tensor& input, const Tensor& target, const py::object& size_average,
-                       const py::object& reduce, const std::string& reduction) {
-    return ops::mse_loss(input, target, reduction_arg("mse_loss", reduction, size_average, reduce));
-  }, py::arg("input"), py::arg("target"), py::arg("size_average") = py::none(), py::arg("reduce") = py::none(),
-        py::arg("reduction") = "mean");
-  m.def("binary_cross_entropy", [](const Tensor& input, const Tensor& target, const py::object& weight,
-                                   const py::object& size_average, const py::object& reduce,
-                                   const std::string& reduction) {
-    return ops::binary_cross_entropy(input, target, optional_tensor(weight),
-                                     reduction_arg("binary_cross_entropy", reduction, size_average, reduce));
-  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
-        py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
-  m.def("binary_cross_entropy_with_logits", [](const Tensor& input, const Tensor& target, const py::object& weight,
-                                               const py::object& size_average, const py::object& reduce,
-                                               const std::string& reduction, const py::object& pos_weight) {
-    return ops::binary_cross_entropy_with_logits(
-        input, target, optional_tensor(weight),
-        reduction_arg("binary_cross_entropy_with_logits", reduction, size_average, reduce), optional_tensor(pos_weight));
-  }, py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
-        py::arg("reduce") = py::none(), py::arg("reduction") = "mean", py::arg("pos_weight") = py::none());
+  m.def(
+      "one_hot",
+      [](const Tensor& t, int64_t num_classes) {
+        if (num_classes == -1) {  // inferred from the data: reads it (a sync on a lazy device)
+          num_classes = t.numel() == 0 ? 0
+                                       : to_numpy(ops::amax(t), pb::SYNC_CAUSE_ITEM).attr("item")().cast<int64_t>() + 1;
+        }
+        return ops::one_hot(t, num_classes);
+      },
+      py::arg("tensor"), py::arg("num_classes") = -1);
+  m.def(
+      "nll_loss",
+      [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
+         int64_t ignore_index, const py::object& reduce, const std::string& reduction) {
+        return ops::nll_loss(input, target, reduction_arg("nll_loss", reduction, size_average, reduce), ignore_index,
+                             optional_tensor(weight));
+      },
+      py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+      py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
+  m.def(
+      "cross_entropy",
+      [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
+         int64_t ignore_index, const py::object& reduce, const std::string& reduction, double label_smoothing) {
+        return ops::cross_entropy(input, target, reduction_arg("cross_entropy", reduction, size_average, reduce),
+                                  ignore_index, label_smoothing, optional_tensor(weight));
+      },
+      py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+      py::arg("ignore_index") = -100, py::arg("reduce") = py::none(), py::arg("reduction") = "mean",
+      py::arg("label_smoothing") = 0.0);
+  m.def(
+      "mse_loss",
+      [](const Tensor& input, const Tensor& target, const py::object& size_average, const py::object& reduce,
+         const std::string& reduction) {
+        return ops::mse_loss(input, target, reduction_arg("mse_loss", reduction, size_average, reduce));
+      },
+      py::arg("input"), py::arg("target"), py::arg("size_average") = py::none(), py::arg("reduce") = py::none(),
+      py::arg("reduction") = "mean");
+  m.def(
+      "binary_cross_entropy",
+      [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
+         const py::object& reduce, const std::string& reduction) {
+        return ops::binary_cross_entropy(input, target, optional_tensor(weight),
+                                         reduction_arg("binary_cross_entropy", reduction, size_average, reduce));
+      },
+      py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+      py::arg("reduce") = py::none(), py::arg("reduction") = "mean");
+  m.def(
+      "binary_cross_entropy_with_logits",
+      [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
+         const py::object& reduce, const std::string& reduction, const py::object& pos_weight) {
+        return ops::binary_cross_entropy_with_logits(
+            input, target, optional_tensor(weight),
+            reduction_arg("binary_cross_entropy_with_logits", reduction, size_average, reduce),
+            optional_tensor(pos_weight));
+      },
+      py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("size_average") = py::none(),
+      py::arg("reduce") = py::none(), py::arg("reduction") = "mean", py::arg("pos_weight") = py::none());
 }
 
 // Indexing, scatters, sorting and in-place ops (one block, bound last).
@@ -402,59 +436,79 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
   cls.def("__setitem__", [](const Tensor& t, const py::object& key, const py::object& value) {
     const std::vector<ops::IndexItem> items = parse_index(t, key);
     const Tensor v = value_tensor(t, value);
-    views::inplace(t, "__setitem__", [&](const Tensor& before) { return ops::index_put(before, items, same_or(t, before, v)); });
+    views::inplace(t, "__setitem__",
+                   [&](const Tensor& before) { return ops::index_put(before, items, same_or(t, before, v)); });
   });
-  const auto index_put = [](const Tensor& t, const std::vector<Tensor>& indices, const py::object& values, bool accumulate) {
+  const auto index_put = [](const Tensor& t, const std::vector<Tensor>& indices, const py::object& values,
+                            bool accumulate) {
     return ops::index_put(t, tensor_items(indices), value_tensor(t, values), accumulate);
   };
   cls.def("index_put", index_put, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
   m.def("index_put", index_put, py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
-  cls.def("index_put_", [](const py::object& self, const std::vector<Tensor>& indices, const py::object& values, bool accumulate) {
-    const Tensor t = self.cast<Tensor>();
-    const Tensor v = value_tensor(t, values);
-    return run_inplace(self, "index_put_", [&](const Tensor& before) {
-      return ops::index_put(before, tensor_items(indices), same_or(t, before, v), accumulate);
-    });
-  }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  cls.def(
+      "index_put_",
+      [](const py::object& self, const std::vector<Tensor>& indices, const py::object& values, bool accumulate) {
+        const Tensor t = self.cast<Tensor>();
+        const Tensor v = value_tensor(t, values);
+        return run_inplace(self, "index_put_", [&](const Tensor& before) {
+          return ops::index_put(before, tensor_items(indices), same_or(t, before, v), accumulate);
+        });
+      },
+      py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
 
   cls.def("gather", &ops::gather, py::arg("dim"), py::arg("index"));
   m.def("gather", &ops::gather, py::arg("input"), py::arg("dim"), py::arg("index"));
-  cls.def("scatter", &scatter_any, py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(), py::arg("reduce") = py::none());
+  cls.def("scatter", &scatter_any, py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(),
+          py::arg("reduce") = py::none());
   m.def("scatter", &scatter_any, py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(),
         py::arg("reduce") = py::none());
-  cls.def("scatter_", [](const py::object& self, int64_t dim, const Tensor& index, const py::object& src,
-                         const std::optional<std::string>& reduce) {
-    const Tensor t = self.cast<Tensor>();
-    return run_inplace(self, "scatter_", [&](const Tensor& before) {
-      const py::object source = py::isinstance<Tensor>(src) ? py::cast(same_or(t, before, src.cast<Tensor>())) : src;
-      return scatter_any(before, dim, index, source, reduce);
-    });
-  }, py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(), py::arg("reduce") = py::none());
+  cls.def(
+      "scatter_",
+      [](const py::object& self, int64_t dim, const Tensor& index, const py::object& src,
+         const std::optional<std::string>& reduce) {
+        const Tensor t = self.cast<Tensor>();
+        return run_inplace(self, "scatter_", [&](const Tensor& before) {
+          const py::object source = py::isinstance<Tensor>(src) ? py::cast(same_or(t, before, src.cast<Tensor>()))
+                                                                : src;
+          return scatter_any(before, dim, index, source, reduce);
+        });
+      },
+      py::arg("dim"), py::arg("index"), py::arg("src"), py::kw_only(), py::arg("reduce") = py::none());
   cls.def("scatter_add", &ops::scatter_add, py::arg("dim"), py::arg("index"), py::arg("src"));
   m.def("scatter_add", &ops::scatter_add, py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"));
-  cls.def("scatter_add_", [](const py::object& self, int64_t dim, const Tensor& index, const Tensor& src) {
-    const Tensor t = self.cast<Tensor>();
-    return run_inplace(self, "scatter_add_", [&](const Tensor& before) {
-      return ops::scatter_add(before, dim, index, same_or(t, before, src));
-    });
-  }, py::arg("dim"), py::arg("index"), py::arg("src"));
-  cls.def("index_add_", [](const py::object& self, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
-    const Tensor t = self.cast<Tensor>();
-    return run_inplace(self, "index_add_", [&](const Tensor& before) {
-      const Tensor src = same_or(t, before, source);
-      return ops::index_add(before, dim, index, alpha.is_none() ? src : ops::mul(src, operand(src, alpha)));
-    });
-  }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
+  cls.def(
+      "scatter_add_",
+      [](const py::object& self, int64_t dim, const Tensor& index, const Tensor& src) {
+        const Tensor t = self.cast<Tensor>();
+        return run_inplace(self, "scatter_add_", [&](const Tensor& before) {
+          return ops::scatter_add(before, dim, index, same_or(t, before, src));
+        });
+      },
+      py::arg("dim"), py::arg("index"), py::arg("src"));
+  cls.def(
+      "index_add_",
+      [](const py::object& self, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
+        const Tensor t = self.cast<Tensor>();
+        return run_inplace(self, "index_add_", [&](const Tensor& before) {
+          const Tensor src = same_or(t, before, source);
+          return ops::index_add(before, dim, index, alpha.is_none() ? src : ops::mul(src, operand(src, alpha)));
+        });
+      },
+      py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
   const auto masked_fill = [](const Tensor& t, const Tensor& mask, const py::object& value) {
     return ops::masked_fill(t, mask, value_tensor(t, value));
   };
   cls.def("masked_fill", masked_fill, py::arg("mask"), py::arg("value"));
   m.def("masked_fill", masked_fill, py::arg("input"), py::arg("mask"), py::arg("value"));
-  cls.def("masked_fill_", [](const py::object& self, const Tensor& mask, const py::object& value) {
-    const Tensor t = self.cast<Tensor>();
-    const Tensor v = value_tensor(t, value);
-    return run_inplace(self, "masked_fill_", [&](const Tensor& before) { return ops::masked_fill(before, mask, same_or(t, before, v)); });
-  }, py::arg("mask"), py::arg("value"));
+  cls.def(
+      "masked_fill_",
+      [](const py::object& self, const Tensor& mask, const py::object& value) {
+        const Tensor t = self.cast<Tensor>();
+        const Tensor v = value_tensor(t, value);
+        return run_inplace(self, "masked_fill_",
+                           [&](const Tensor& before) { return ops::masked_fill(before, mask, same_or(t, before, v)); });
+      },
+      py::arg("mask"), py::arg("value"));
 
   // Sorting (the package wraps the pairs as (values, indices) named tuples), scans, triangles.
   const auto sort = [](const Tensor& t, int64_t dim, bool descending, bool) {
@@ -464,8 +518,11 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
   cls.def("sort", sort, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(), py::arg("stable") = false);
   m.def("sort", sort, py::arg("input"), py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
         py::arg("stable") = false);
-  const auto argsort = [](const Tensor& t, int64_t dim, bool descending, bool) { return ops::argsort(t, dim, descending); };
-  cls.def("argsort", argsort, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(), py::arg("stable") = false);
+  const auto argsort = [](const Tensor& t, int64_t dim, bool descending, bool) {
+    return ops::argsort(t, dim, descending);
+  };
+  cls.def("argsort", argsort, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+          py::arg("stable") = false);
   m.def("argsort", argsort, py::arg("input"), py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
         py::arg("stable") = false);
   const auto topk = [](const Tensor& t, int64_t k, int64_t dim, bool largest, bool) {
@@ -473,10 +530,13 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
     return py::make_tuple(values, indices);
   };
   cls.def("topk", topk, py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true);
-  m.def("topk", topk, py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true);
+  m.def("topk", topk, py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true,
+        py::arg("sorted") = true);
   using Scan = Tensor (*)(const Tensor&, int64_t);
   for (auto [name, fn] : {std::pair<const char*, Scan>{"cumsum", &ops::cumsum}, {"cumprod", &ops::cumprod}}) {
-    const auto call = [fn](const Tensor& t, int64_t dim, std::optional<DType> dtype) { return fn(dtype ? t.to(*dtype) : t, dim); };
+    const auto call = [fn](const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+      return fn(dtype ? t.to(*dtype) : t, dim);
+    };
     cls.def(name, call, py::arg("dim"), py::kw_only(), py::arg("dtype") = py::none());
     m.def(name, call, py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("dtype") = py::none());
   }
@@ -485,9 +545,12 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
     cls.def(name, fn, py::arg("diagonal") = 0);
     m.def(name, fn, py::arg("input"), py::arg("diagonal") = 0);
     const std::string inplace_name = std::string(name) + "_";
-    cls.def(inplace_name.c_str(), [fn, inplace_name](const py::object& self, int64_t diagonal) {
-      return run_inplace(self, inplace_name.c_str(), [&](const Tensor& before) { return fn(before, diagonal); });
-    }, py::arg("diagonal") = 0);
+    cls.def(
+        inplace_name.c_str(),
+        [fn, inplace_name](const py::object& self, int64_t diagonal) {
+          return run_inplace(self, inplace_name.c_str(), [&](const Tensor& before) { return fn(before, diagonal); });
+        },
+        py::arg("diagonal") = 0);
   }
 
   // In-place arithmetic: add_(other, alpha=), the operators +=, -=, *=, /=, and unary ops.
@@ -498,9 +561,9 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
     bool alpha;
   };
   static constexpr InplaceBinary kInplaceBinary[] = {
-      {"add_", "__iadd__", &ops::add, true}, {"sub_", "__isub__", &ops::sub, true},
-      {"mul_", "__imul__", &ops::mul, false}, {"div_", "__itruediv__", &ops::div, false},
-      {"pow_", "__ipow__", &ops::pow, false}, {"maximum_", nullptr, &ops::maximum, false},
+      {"add_", "__iadd__", &ops::add, true},       {"sub_", "__isub__", &ops::sub, true},
+      {"mul_", "__imul__", &ops::mul, false},      {"div_", "__itruediv__", &ops::div, false},
+      {"pow_", "__ipow__", &ops::pow, false},      {"maximum_", nullptr, &ops::maximum, false},
       {"minimum_", nullptr, &ops::minimum, false},
   };
   for (const InplaceBinary& b : kInplaceBinary) {
@@ -516,12 +579,14 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
     if (b.alpha) {
       cls.def(b.name, call, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
     } else {
-      cls.def(b.name, [call](const py::object& self, const py::object& other) { return call(self, other, py::none()); },
-              py::arg("other"));
+      cls.def(
+          b.name, [call](const py::object& self, const py::object& other) { return call(self, other, py::none()); },
+          py::arg("other"));
     }
     if (b.op) {
-      cls.def(b.op, [call](const py::object& self, const py::object& other) { return call(self, other, py::none()); },
-              py::is_operator());
+      cls.def(
+          b.op, [call](const py::object& self, const py::object& other) { return call(self, other, py::none()); },
+          py::is_operator());
     }
   }
   struct InplaceUnary {
@@ -529,10 +594,13 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
     Tensor (*fn)(const Tensor&);
   };
   static constexpr InplaceUnary kInplaceUnary[] = {
-      {"neg_", &ops::neg},   {"abs_", &ops::abs},     {"exp_", &ops::exp},         {"log_", &ops::log},
-      {"log1p_", &ops::log1p}, {"sqrt_", &ops::sqrt}, {"rsqrt_", &ops::rsqrt},     {"sin_", &ops::sin},
-      {"cos_", &ops::cos},   {"tanh_", &ops::tanh},   {"sigmoid_", &ops::sigmoid}, {"relu_", &ops::relu},
-      {"erf_", &ops::erf},   {"logical_not_", &ops::logical_not},
+      {"neg_", &ops::neg},         {"abs_", &ops::abs},
+      {"exp_", &ops::exp},         {"log_", &ops::log},
+      {"log1p_", &ops::log1p},     {"sqrt_", &ops::sqrt},
+      {"rsqrt_", &ops::rsqrt},     {"sin_", &ops::sin},
+      {"cos_", &ops::cos},         {"tanh_", &ops::tanh},
+      {"sigmoid_", &ops::sigmoid}, {"relu_", &ops::relu},
+      {"erf_", &ops::erf},         {"logical_not_", &ops::logical_not},
   };
   for (const InplaceUnary& u : kInplaceUnary) {
     cls.def(u.name, [u](const py::object& self) { return run_inplace(self, u.name, u.fn); });
@@ -542,29 +610,38 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
       return ops::expand(ops::scalar(0, before.dtype(), before.device()), before.shape());
     });
   });
-  cls.def("fill_", [](const py::object& self, const py::object& value) {
-    const Tensor v = value_tensor(self.cast<Tensor>(), value);
-    if (!v.shape().empty()) throw ShapeError("fill_: only supports a 0-dimensional value tensor, got shape " + shape_str(v.shape()));
-    return run_inplace(self, "fill_", [&](const Tensor& before) {
-      return ops::expand(ops::cast(v, before.dtype()), before.shape());
-    });
-  }, py::arg("value"));
-  cls.def("copy_", [](const py::object& self, const Tensor& src, bool) {
-    const Tensor t = self.cast<Tensor>();
-    return run_inplace(self, "copy_", [&](const Tensor& before) {
-      Tensor s = same_or(t, before, src);
-      if (s.device() != before.device()) s = s.to(before.device());
-      bool fits = s.shape().size() <= before.shape().size();
-      for (size_t i = 0; fits && i < s.shape().size(); ++i) {
-        const int64_t from = s.shape()[s.shape().size() - 1 - i], to = before.shape()[before.shape().size() - 1 - i];
-        fits = from == 1 || from == to;
-      }
-      if (!fits) {
-        throw ShapeError("copy_: source of shape " + shape_str(s.shape()) + " cannot be broadcast to " + shape_str(before.shape()));
-      }
-      return ops::expand(ops::cast(s, before.dtype()), before.shape());
-    });
-  }, py::arg("src"), py::arg("non_blocking") = false);
+  cls.def(
+      "fill_",
+      [](const py::object& self, const py::object& value) {
+        const Tensor v = value_tensor(self.cast<Tensor>(), value);
+        if (!v.shape().empty())
+          throw ShapeError("fill_: only supports a 0-dimensional value tensor, got shape " + shape_str(v.shape()));
+        return run_inplace(self, "fill_", [&](const Tensor& before) {
+          return ops::expand(ops::cast(v, before.dtype()), before.shape());
+        });
+      },
+      py::arg("value"));
+  cls.def(
+      "copy_",
+      [](const py::object& self, const Tensor& src, bool) {
+        const Tensor t = self.cast<Tensor>();
+        return run_inplace(self, "copy_", [&](const Tensor& before) {
+          Tensor s = same_or(t, before, src);
+          if (s.device() != before.device()) s = s.to(before.device());
+          bool fits = s.shape().size() <= before.shape().size();
+          for (size_t i = 0; fits && i < s.shape().size(); ++i) {
+            const int64_t from = s.shape()[s.shape().size() - 1 - i],
+                          to = before.shape()[before.shape().size() - 1 - i];
+            fits = from == 1 || from == to;
+          }
+          if (!fits) {
+            throw ShapeError("copy_: source of shape " + shape_str(s.shape()) + " cannot be broadcast to " +
+                             shape_str(before.shape()));
+          }
+          return ops::expand(ops::cast(s, before.dtype()), before.shape());
+        });
+      },
+      py::arg("src"), py::arg("non_blocking") = false);
   const auto clamp_ = [](const py::object& self, std::optional<double> min, std::optional<double> max) {
     if (!min && !max) throw EngineError("clamp_: at least one of min and max must be given");
     return run_inplace(self, "clamp_", [&](const Tensor& before) { return ops::clamp(before, min, max); });
@@ -572,16 +649,22 @@ void bind_indexing_and_inplace(py::class_<Tensor>& cls, py::module_& m) {
   cls.def("clamp_", clamp_, py::arg("min") = py::none(), py::arg("max") = py::none());
   cls.def("clip_", clamp_, py::arg("min") = py::none(), py::arg("max") = py::none());
   // addcmul_/addcdiv_: self + value * t1 * t2 (or / t2), what optimizers use.
-  cls.def("addcmul_", [](const py::object& self, const Tensor& t1, const Tensor& t2, double value) {
-    return run_inplace(self, "addcmul_", [&](const Tensor& before) {
-      return ops::add(before, ops::mul(ops::mul(t1, t2), ops::wrapped_float(value, before.device())));
-    });
-  }, py::arg("tensor1"), py::arg("tensor2"), py::kw_only(), py::arg("value") = 1.0);
-  cls.def("addcdiv_", [](const py::object& self, const Tensor& t1, const Tensor& t2, double value) {
-    return run_inplace(self, "addcdiv_", [&](const Tensor& before) {
-      return ops::add(before, ops::mul(ops::div(t1, t2), ops::wrapped_float(value, before.device())));
-    });
-  }, py::arg("tensor1"), py::arg("tensor2"), py::kw_only(), py::arg("value") = 1.0);
+  cls.def(
+      "addcmul_",
+      [](const py::object& self, const Tensor& t1, const Tensor& t2, double value) {
+        return run_inplace(self, "addcmul_", [&](const Tensor& before) {
+          return ops::add(before, ops::mul(ops::mul(t1, t2), ops::wrapped_float(value, before.device())));
+        });
+      },
+      py::arg("tensor1"), py::arg("tensor2"), py::kw_only(), py::arg("value") = 1.0);
+  cls.def(
+      "addcdiv_",
+      [](const py::object& self, const Tensor& t1, const Tensor& t2, double value) {
+        return run_inplace(self, "addcdiv_", [&](const Tensor& before) {
+          return ops::add(before, ops::mul(ops::div(t1, t2), ops::wrapped_float(value, before.device())));
+        });
+      },
+      py::arg("tensor1"), py::arg("tensor2"), py::kw_only(), py::arg("value") = 1.0);
   cls.def_property_readonly("_version", [](const Tensor& t) { return views::version_of(*t.impl()); });
   cls.def("_is_view", [](const Tensor& t) { return t.impl()->view != nullptr; });
 }
@@ -605,9 +688,10 @@ void bind_tensor(py::module_& m) {
   py::class_<Device>(m, "device")
       .def(py::init([](const std::string& text) { return parse_device(text); }), py::arg("type"))
       .def_property_readonly("type", [](const Device& d) { return d.is_lazy() ? "lazy" : "cpu"; })
-      .def_property_readonly("index", [](const Device& d) -> py::object {
-        return d.is_lazy() ? py::object(py::int_(d.ordinal)) : py::object(py::none());
-      })
+      .def_property_readonly("index",
+                             [](const Device& d) -> py::object {
+                               return d.is_lazy() ? py::object(py::int_(d.ordinal)) : py::object(py::none());
+                             })
       .def("__str__", &Device::str)
       .def("__repr__", [](const Device& d) { return "device(type='" + d.str() + "')"; })
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
@@ -615,8 +699,7 @@ void bind_tensor(py::module_& m) {
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.str())); });
 
   py::class_<Tensor> tensor_class(m, "Tensor");
-  tensor_class
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+  tensor_class.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("size", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("dim", [](const Tensor& t) { return t.shape().size(); })
       .def("numel", &Tensor::numel)
@@ -646,18 +729,21 @@ void bind_tensor(py::module_& m) {
            })
       .def("__bool__",
            [](const Tensor& t) {
-             if (t.numel() != 1) throw EngineError("the truth value of a tensor with more than one element is ambiguous");
+             if (t.numel() != 1)
+               throw EngineError("the truth value of a tensor with more than one element is ambiguous");
              return to_numpy(t, pb::SYNC_CAUSE_CONTROL_FLOW).attr("reshape")(-1)[py::int_(0)].cast<bool>();
            })
       .def("_host_repr", [](const Tensor& t) { return py::repr(to_numpy(t, pb::SYNC_CAUSE_TO_HOST)); })
       .def("__neg__", &ops::neg)
       .def("__abs__", &ops::abs)
-      .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<intptr_t>(self.ptr()))); })
+      .def("__hash__",
+           [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<intptr_t>(self.ptr()))); })
       .def("t", [](const Tensor& t) { return transposing_view(t, &ops::t); })
       .def_property_readonly("T", [](const Tensor& t) { return transposing_view(t, &reverse_dims); })
-      .def_property_readonly("mT", [](const Tensor& t) {
-        return transposing_view(t, [](const Tensor& x) { return ops::transpose(x, -2, -1); });
-      })
+      .def_property_readonly("mT",
+                             [](const Tensor& t) {
+                               return transposing_view(t, [](const Tensor& x) { return ops::transpose(x, -2, -1); });
+                             })
       .def("__matmul__", &ops::matmul)
       .def("matmul", &ops::matmul)
       .def("mm", &ops::matmul)
@@ -668,21 +754,36 @@ void bind_tensor(py::module_& m) {
       .def("permute", [](const Tensor& t, const py::args& dims) { return views::permute(t, sizes_arg(dims)); })
       .def("expand", [](const Tensor& t, const py::args& shape) { return views::expand(t, sizes_arg(shape)); })
       .def("expand_as", [](const Tensor& t, const Tensor& other) { return views::expand(t, other.shape()); })
-      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) {
-        return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
-      }, py::arg("dim0"), py::arg("dim1"))
-      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) {
-        return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
-      }, py::arg("axis0"), py::arg("axis1"))
-      .def("squeeze", [](const Tensor& t, std::optional<int64_t> dim) {
-        return reshaping_view(t, [dim](const Tensor& x) { return ops::squeeze(x, dim); });
-      }, py::arg("dim") = py::none())
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) {
-        return reshaping_view(t, [dim](const Tensor& x) { return ops::unsqueeze(x, dim); });
-      }, py::arg("dim"))
-      .def("flatten", [](const Tensor& t, int64_t start, int64_t end) {
-        return reshaping_view(t, [start, end](const Tensor& x) { return ops::flatten(x, start, end); });
-      }, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def(
+          "transpose",
+          [](const Tensor& t, int64_t d0, int64_t d1) {
+            return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
+          },
+          py::arg("dim0"), py::arg("dim1"))
+      .def(
+          "swapaxes",
+          [](const Tensor& t, int64_t d0, int64_t d1) {
+            return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
+          },
+          py::arg("axis0"), py::arg("axis1"))
+      .def(
+          "squeeze",
+          [](const Tensor& t, std::optional<int64_t> dim) {
+            return reshaping_view(t, [dim](const Tensor& x) { return ops::squeeze(x, dim); });
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "unsqueeze",
+          [](const Tensor& t, int64_t dim) {
+            return reshaping_view(t, [dim](const Tensor& x) { return ops::unsqueeze(x, dim); });
+          },
+          py::arg("dim"))
+      .def(
+          "flatten",
+          [](const Tensor& t, int64_t start, int64_t end) {
+            return reshaping_view(t, [start, end](const Tensor& x) { return ops::flatten(x, start, end); });
+          },
+          py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("relu", &ops::relu)
       .def("__getitem__", &getitem)
       .def("__len__", [](const Tensor& t) {
@@ -704,26 +805,28 @@ void bind_tensor(py::module_& m) {
           },
           py::arg("requires_grad") = true)
       .def_property(
-          "grad",
-          [](const Tensor& t) -> py::object { return t.grad().defined() ? py::cast(t.grad()) : py::none(); },
+          "grad", [](const Tensor& t) -> py::object { return t.grad().defined() ? py::cast(t.grad()) : py::none(); },
           [](Tensor& t, const py::object& g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
-      .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
-        if (t.is_leaf()) return py::none();
-        return py::str(std::string(op_name(t.impl()->grad_fn->op)) + "_backward");
-      })
+      .def_property_readonly("grad_fn",
+                             [](const Tensor& t) -> py::object {
+                               if (t.is_leaf()) return py::none();
+                               return py::str(std::string(op_name(t.impl()->grad_fn->op)) + "_backward");
+                             })
       .def("detach", &views::detach)
       .def_property_readonly("data", &views::detach)
       .def(
           "backward",
-          [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph, bool create_graph) {
+          [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph,
+             bool create_graph) {
             // Rules read saved outputs through detached aliases (no cycle from a
             // result to its own GradFn), so a backward pass traced with grad
             // mode on would miss those paths: a wrong second derivative. Refuse.
             if (create_graph) {
-              PyErr_SetString(PyExc_NotImplementedError,
-                              "backward: create_graph=True (higher-order gradients) is not supported: gradient rules read "
-                              "saved outputs without their history, so a double backward would be wrong");
+              PyErr_SetString(
+                  PyExc_NotImplementedError,
+                  "backward: create_graph=True (higher-order gradients) is not supported: gradient rules read "
+                  "saved outputs without their history, so a double backward would be wrong");
               throw py::error_already_set();
             }
             t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
@@ -751,10 +854,13 @@ void bind_tensor(py::module_& m) {
   bind_binary(cls, m, "floor_divide", &ops::floor_divide, "__floordiv__", "__rfloordiv__");
   bind_binary(cls, m, "remainder", &ops::remainder, "__mod__", "__rmod__");
   bind_binary(cls, m, "fmod", &ops::fmod);
-  m.def("_div_rounded", [](const py::object& a, const py::object& b, const std::string& mode) {
-    const Tensor like = py::isinstance<Tensor>(a) ? a.cast<Tensor>() : b.cast<Tensor>();
-    return ops::div_rounded(operand(like, a), operand(like, b), mode);
-  }, py::arg("input"), py::arg("other"), py::arg("rounding_mode"));
+  m.def(
+      "_div_rounded",
+      [](const py::object& a, const py::object& b, const std::string& mode) {
+        const Tensor like = py::isinstance<Tensor>(a) ? a.cast<Tensor>() : b.cast<Tensor>();
+        return ops::div_rounded(operand(like, a), operand(like, b), mode);
+      },
+      py::arg("input"), py::arg("other"), py::arg("rounding_mode"));
 
   // Unary ops with PyTorch's names, as Tensor methods and module functions.
   struct Unary {
@@ -762,13 +868,16 @@ void bind_tensor(py::module_& m) {
     Tensor (*fn)(const Tensor&);
   };
   static constexpr Unary kUnary[] = {
-      {"neg", &ops::neg},     {"negative", &ops::neg}, {"abs", &ops::abs},
-      {"exp", &ops::exp},     {"log", &ops::log},      {"log1p", &ops::log1p},
-      {"sqrt", &ops::sqrt},   {"rsqrt", &ops::rsqrt},  {"sin", &ops::sin},
-      {"cos", &ops::cos},     {"tanh", &ops::tanh},    {"erf", &ops::erf},
+      {"neg", &ops::neg},         {"negative", &ops::neg},
+      {"abs", &ops::abs},         {"exp", &ops::exp},
+      {"log", &ops::log},         {"log1p", &ops::log1p},
+      {"sqrt", &ops::sqrt},       {"rsqrt", &ops::rsqrt},
+      {"sin", &ops::sin},         {"cos", &ops::cos},
+      {"tanh", &ops::tanh},       {"erf", &ops::erf},
       {"sigmoid", &ops::sigmoid}, {"logical_not", &ops::logical_not},
-      {"sign", &ops::sign},   {"floor", &ops::floor},  {"ceil", &ops::ceil},
-      {"round", &ops::round}, {"trunc", &ops::trunc},  {"fix", &ops::trunc},
+      {"sign", &ops::sign},       {"floor", &ops::floor},
+      {"ceil", &ops::ceil},       {"round", &ops::round},
+      {"trunc", &ops::trunc},     {"fix", &ops::trunc},
   };
   for (const Unary& u : kUnary) {
     cls.def(u.name, u.fn);
@@ -788,16 +897,21 @@ void bind_tensor(py::module_& m) {
     m.def(name, clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
   }
   const auto where = [](const Tensor& cond, const py::object& x, const py::object& y) {
-    const Tensor like = py::isinstance<Tensor>(x) ? x.cast<Tensor>() : py::isinstance<Tensor>(y) ? y.cast<Tensor>() : cond;
+    const Tensor like = py::isinstance<Tensor>(x)   ? x.cast<Tensor>()
+                        : py::isinstance<Tensor>(y) ? y.cast<Tensor>()
+                                                    : cond;
     return ops::where(cond, operand(like, x), operand(like, y));
   };
   m.def("where", where, py::arg("condition"), py::arg("input"), py::arg("other"));
-  cls.def("where", [where](const Tensor& self, const Tensor& cond, const py::object& y) { return where(cond, py::cast(self), y); },
-          py::arg("condition"), py::arg("other"));
+  cls.def(
+      "where",
+      [where](const Tensor& self, const Tensor& cond, const py::object& y) { return where(cond, py::cast(self), y); },
+      py::arg("condition"), py::arg("other"));
 
   // softmax(dim) / log_softmax(dim), with PyTorch's optional dtype= (the input is cast first).
   using AlongDim = Tensor (*)(const Tensor&, int64_t);
-  for (auto [name, fn] : {std::pair<const char*, AlongDim>{"softmax", &ops::softmax}, {"log_softmax", &ops::log_softmax}}) {
+  for (auto [name, fn] :
+       {std::pair<const char*, AlongDim>{"softmax", &ops::softmax}, {"log_softmax", &ops::log_softmax}}) {
     const auto call = [fn](const Tensor& t, int64_t dim, std::optional<DType> dtype) {
       return fn(dtype ? t.to(*dtype) : t, dim);
     };
@@ -829,41 +943,61 @@ void bind_tensor(py::module_& m) {
   m.def("narrow", &narrow_view, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
   cls.def("index_select", &ops::index_select, py::arg("dim"), py::arg("index"));
   m.def("index_select", &ops::index_select, py::arg("input"), py::arg("dim"), py::arg("index"));
-  cls.def("index_add", [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
-    return ops::index_add(t, dim, index, alpha.is_none() ? source : ops::mul(source, operand(source, alpha)));
-  }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
-  m.def("embedding", [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
-                        const py::object& max_norm, double, bool scale_grad_by_freq, bool sparse) {
-    if (!max_norm.is_none() || scale_grad_by_freq || sparse) {
-      throw EngineError("embedding: max_norm, scale_grad_by_freq and sparse are not supported");
-    }
-    return ops::embedding(input, weight, padding_idx);
-  }, py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none(), py::arg("max_norm") = py::none(),
-        py::arg("norm_type") = 2.0, py::arg("scale_grad_by_freq") = false, py::arg("sparse") = false);
+  cls.def(
+      "index_add",
+      [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, const py::object& alpha) {
+        return ops::index_add(t, dim, index, alpha.is_none() ? source : ops::mul(source, operand(source, alpha)));
+      },
+      py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = py::none());
+  m.def(
+      "embedding",
+      [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx, const py::object& max_norm,
+         double, bool scale_grad_by_freq, bool sparse) {
+        if (!max_norm.is_none() || scale_grad_by_freq || sparse) {
+          throw EngineError("embedding: max_norm, scale_grad_by_freq and sparse are not supported");
+        }
+        return ops::embedding(input, weight, padding_idx);
+      },
+      py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none(), py::arg("max_norm") = py::none(),
+      py::arg("norm_type") = 2.0, py::arg("scale_grad_by_freq") = false, py::arg("sparse") = false);
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = "cpu",
         "Copies a NumPy array into a new tensor on `device`.");
-  m.def("scalar_tensor", [](double v, DType dt, const std::string& d) { return ops::scalar(v, dt, parse_device(d)); },
-        py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
+  m.def(
+      "scalar_tensor", [](double v, DType dt, const std::string& d) { return ops::scalar(v, dt, parse_device(d)); },
+      py::arg("value"), py::arg("dtype"), py::arg("device") = "cpu");
   m.def("relu", &ops::relu);
   m.def("matmul", &ops::matmul);
   // Convolution, pooling, normalization, dropout
   bind_nn(m);
   m.def("reshape", &views::reshape, py::arg("input"), py::arg("shape"));
   m.def("permute", &views::permute, py::arg("input"), py::arg("dims"));
-  m.def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) {
-    return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
-  }, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
-  m.def("t", [](const Tensor& t) { return transposing_view(t, &ops::t); }, py::arg("input"));
-  m.def("squeeze", [](const Tensor& t, std::optional<int64_t> dim) {
-    return reshaping_view(t, [dim](const Tensor& x) { return ops::squeeze(x, dim); });
-  }, py::arg("input"), py::arg("dim") = py::none());
-  m.def("unsqueeze", [](const Tensor& t, int64_t dim) {
-    return reshaping_view(t, [dim](const Tensor& x) { return ops::unsqueeze(x, dim); });
-  }, py::arg("input"), py::arg("dim"));
-  m.def("flatten", [](const Tensor& t, int64_t start, int64_t end) {
-    return reshaping_view(t, [start, end](const Tensor& x) { return ops::flatten(x, start, end); });
-  }, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  m.def(
+      "transpose",
+      [](const Tensor& t, int64_t d0, int64_t d1) {
+        return transposing_view(t, [d0, d1](const Tensor& x) { return ops::transpose(x, d0, d1); });
+      },
+      py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+  m.def(
+      "t", [](const Tensor& t) { return transposing_view(t, &ops::t); }, py::arg("input"));
+  m.def(
+      "squeeze",
+      [](const Tensor& t, std::optional<int64_t> dim) {
+        return reshaping_view(t, [dim](const Tensor& x) { return ops::squeeze(x, dim); });
+      },
+      py::arg("input"), py::arg("dim") = py::none());
+  m.def(
+      "unsqueeze",
+      [](const Tensor& t, int64_t dim) {
+        return reshaping_view(t, [dim](const Tensor& x) { return ops::unsqueeze(x, dim); });
+      },
+      py::arg("input"), py::arg("dim"));
+  m.def(
+      "flatten",
+      [](const Tensor& t, int64_t start, int64_t end) {
+        return reshaping_view(t, [start, end](const Tensor& x) { return ops::flatten(x, start, end); });
+      },
+      py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
 
   // Reductions with PyTorch's signatures: dim is None, an int or a sequence.
   using Reduce = Tensor (*)(const Tensor&, std::vector<int64_t>, bool);
@@ -872,8 +1006,8 @@ void bind_tensor(py::module_& m) {
     Reduce fn;
   };
   static constexpr Reduction kReductions[] = {
-      {"sum", &ops::sum}, {"mean", &ops::mean}, {"prod", &ops::prod}, {"amax", &ops::amax},
-      {"amin", &ops::amin}, {"logsumexp", &ops::logsumexp}, {"any", &ops::any}, {"all", &ops::all},
+      {"sum", &ops::sum},   {"mean", &ops::mean},           {"prod", &ops::prod}, {"amax", &ops::amax},
+      {"amin", &ops::amin}, {"logsumexp", &ops::logsumexp}, {"any", &ops::any},   {"all", &ops::all},
   };
   for (const Reduction& r : kReductions) {
     const Reduce fn = r.fn;

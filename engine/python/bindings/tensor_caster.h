@@ -28,8 +28,7 @@ inline const pybind11::detail::type_info* tensor_type_info() {
 
 namespace pybind11::detail {
 
-template <>
-class type_caster<lazyscope::Tensor> : public type_caster_generic {
+template <> class type_caster<lazyscope::Tensor> : public type_caster_generic {
   using itype = lazyscope::Tensor;
 
  public:
@@ -51,8 +50,7 @@ class type_caster<lazyscope::Tensor> : public type_caster_generic {
                                      &move_construct);
   }
 
-  template <typename T>
-  using cast_op_type = detail::cast_op_type<T>;
+  template <typename T> using cast_op_type = detail::cast_op_type<T>;
   // NOLINTNEXTLINE(google-explicit-constructor): pybind11's caster protocol
   operator itype*() { return static_cast<itype*>(value); }
   // NOLINTNEXTLINE(google-explicit-constructor)
