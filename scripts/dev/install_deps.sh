@@ -20,6 +20,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev desktop-file-utils
   # multi-process collectives (engine/distributed)
   libgloo-dev
+  # the house C++ format, checked by test_all.sh (scripts/dev/format.sh --check)
+  clang-format
 )
 
 # `install_deps.sh --list`: the packages, one a line, for scripts/dev/check_deps.py.

@@ -13,6 +13,8 @@ PRESET="${LAZYSCOPE_PRESET:-release}"
 scripts/dev/check_deps.py "build/$PRESET"
 # Every #include points down the layer table of ARCHITECTURE.md (issue 10).
 scripts/dev/check_layers.py
+# Every C++ file follows .clang-format (applied once to the whole tree; keep it so).
+scripts/dev/format.sh --check
 export QT_QPA_PLATFORM=offscreen
 export LAZYSCOPE_BUILD_DIR="$PWD/build/$PRESET"
 ctest --preset "$PRESET" -j2
