@@ -20,6 +20,14 @@ QString formatDuration(double ms) {
 
 QString formatStepTime(double ms) {
   if (ms >= 1000.0) return QStringLiteral("%1 s").arg(ms / 1000.0, 0, 'f', ms < 10000.0 ? 2 : 1);
+  // Below 0.1 ms three decimals of a millisecond are no longer three digits
+  // (a 0.4 us transfer read "0.000 ms"): microseconds, as the CLI prints them.
+  if (ms == 0.0) return QStringLiteral("0 ms");  // an axis origin, an empty segment
+  if (ms > 0.0 && ms < 0.1) {
+    const double us = ms * 1000.0;
+    const int decimals = us < 1.0 ? 3 : us < 10.0 ? 2 : 1;
+    return QStringLiteral("%1 µs").arg(us, 0, 'f', decimals);
+  }
   const int decimals = ms < 1.0 ? 3 : ms < 10.0 ? 2 : ms < 100.0 ? 1 : 0;
   return QStringLiteral("%1 ms").arg(ms, 0, 'f', decimals);
 }

@@ -10,7 +10,8 @@ namespace lazyscope::gui {
 QString formatDuration(double ms);
 
 // A step or kernel time with three significant digits: "0.412 ms",
-// "3.42 ms", "42.1 ms", "512 ms", "1.23 s".
+// "3.42 ms", "42.1 ms", "512 ms", "1.23 s"; below 0.1 ms in microseconds:
+// "23.0 µs", "0.400 µs".
 QString formatStepTime(double ms);
 
 // Unix milliseconds as local time, "2024-05-01 14:03:22"; empty for 0.

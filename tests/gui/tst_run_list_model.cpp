@@ -242,6 +242,11 @@ void TestRunListModel::formatsDurations() {
   QCOMPARE(formatStepTime(42.14), QStringLiteral("42.1 ms"));
   QCOMPARE(formatStepTime(512.4), QStringLiteral("512 ms"));
   QCOMPARE(formatStepTime(1234.0), QStringLiteral("1.23 s"));
+  // Sub-0.1 ms times keep three digits in microseconds (they read "0.000 ms").
+  QCOMPARE(formatStepTime(0.023), QStringLiteral("23.0 µs"));
+  QCOMPARE(formatStepTime(0.0021), QStringLiteral("2.10 µs"));
+  QCOMPARE(formatStepTime(0.0004), QStringLiteral("0.400 µs"));
+  QCOMPARE(formatStepTime(0.0), QStringLiteral("0 ms"));
 }
 
 void TestRunListModel::resetToEmpty() {
