@@ -456,6 +456,9 @@ class CpuExecutable final : public Executable {
       const auto i = static_cast<size_t>(d.parameter);
       const BufferPtr& b = parameters[i];
       if (donor_refs[i] <= 0 || !b || b->dtype() != parameter_dtypes_[i]) continue;
+      const bool taken = std::any_of(st.donated.begin(), st.donated.end(),
+                                     [&](const auto& o) { return o.first == d.output || o.second == b; });
+      if (taken) continue;
       long kept = 0;
       for (const auto& list : st.returned) kept += std::count(list.begin(), list.end(), b);
       if (b.use_count() != donor_refs[i] + kept) continue;
@@ -974,8 +977,12 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
 // instruction (another member of its multi-tensor group runs at the same
 // time; a GEMM whose epilogue it is reads its operands while earlier parts'
 // epilogues write), and the kernel reads each of its elements before writing
-// the same element of the output (FusedKernel::can_write_over_input). One
-// output per parameter. Not in bf16 mode: parameters are widened copies.
+// the same element of the output (FusedKernel::can_write_over_input). Every
+// such pair is listed: which parameters die is known only when the program
+// runs (a momentum buffer does; the gradient an update also reads is held
+// by its tensor), so execute() takes the first pair whose parameter is free
+// and whose output is not yet taken. Not in bf16 mode: parameters are
+// widened copies.
 std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<Instruction>& program,
                                      const MemoryPlan& plan, bool bf16) {
   std::vector<Donation> donations;
@@ -988,25 +995,21 @@ std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<I
   for (size_t i = 0; i < program.size(); ++i) {
     for (int s : program[i].inputs) last_reader[static_cast<size_t>(s)] = static_cast<int>(i);
   }
-  std::vector<char> taken(n, 0), donated(graph.parameters.size(), 0);
   const auto consider = [&](const Instruction& owner, int at, const Instruction& f) {
     if (f.kind != Kind::kFused) return;
     for (size_t j = 0; j < f.inputs.size(); ++j) {
       const int p = f.inputs[j];
       const int index = parameter_of[static_cast<size_t>(p)];
-      if (index < 0 || donated[static_cast<size_t>(index)] || last_reader[static_cast<size_t>(p)] != at) continue;
+      if (index < 0 || last_reader[static_cast<size_t>(p)] != at) continue;
       if (std::count(owner.inputs.begin(), owner.inputs.end(), p) != 1) continue;
       const TensorSpec& spec = graph.nodes[static_cast<size_t>(p)]->spec();
       for (size_t k = 0; k < f.outputs.size(); ++k) {
         const auto out = static_cast<size_t>(f.outputs[k]);
-        if (taken[out] || plan.buffer_of_slot[out] != MemoryPlan::kOutput || graph.nodes[out]->dtype() != spec.dtype ||
+        if (plan.buffer_of_slot[out] != MemoryPlan::kOutput || graph.nodes[out]->dtype() != spec.dtype ||
             graph.nodes[out]->shape() != spec.shape || !f.fused->can_write_over_input(j, k)) {
           continue;
         }
-        taken[out] = 1;
-        donated[static_cast<size_t>(index)] = 1;
         donations.push_back({index, static_cast<int>(out)});
-        break;
       }
     }
   };
