@@ -166,6 +166,8 @@ class Trainer:
     def __init__(self, model, side, data):
         self.model_name, self.side, self.data, self.i = model, side, data, 0
         self.torch = side.startswith("torch")
+        # The A/B set-up of --donation-ab: lazy:0 with buffer donation off.
+        self.donation = side != "lazyscope lazy:0 no donation"
         lib = torch if self.torch else lazyscope
         self.lib = lib
         lib.manual_seed(0)
@@ -182,6 +184,8 @@ class Trainer:
     def step(self):
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
+        if not self.torch:
+            lazyscope._C.set_buffer_donation(self.donation)
         x, y = self.tensor(x), self.tensor(y)
         F = self.lib.nn.functional
         self.opt.zero_grad()
@@ -229,12 +233,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=7, help="alternations of all set-ups")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per set-up and round")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--donation-ab", action="store_true",
+                        help="also run lazy:0 with buffer donation off (in-place optimizer updates), alternated")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     thread_counts = sorted({1, min(2, cores)})
     torch_setups = [(f"torch omp={o} blas={b}", o, b) for o in thread_counts for b in thread_counts]
     # LazyScope's own set-up: all cores for OpenMP (oneDNN) and OpenBLAS.
     ours = [("lazyscope lazy:0", cores, cores), ("lazyscope cpu", cores, cores)]
+    if args.donation_ab:
+        ours.insert(1, ("lazyscope lazy:0 no donation", cores, cores))
     print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
           f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
@@ -261,7 +269,7 @@ def main():
         for name, _, _ in setups:
             mark = "  <- PyTorch's best" if name == best_torch else ""
             print(f"  {name:26s} {med[name]:8.2f} ms{mark}")
-        for name in ("lazyscope lazy:0", "lazyscope cpu"):
+        for name in [n for n, _, _ in ours]:
             print(f"  {name} speed vs PyTorch's best: {med[best_torch] / med[name]:.2f}x")
         if model == "mlp":
             rate = sgemm_gflops(cores)
@@ -269,6 +277,8 @@ def main():
             print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
                   f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med['lazyscope lazy:0'] / floor:.2f}x; "
                   f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
+            if args.donation_ab:
+                print(f"  lazy:0 no donation / floor = {med['lazyscope lazy:0 no donation'] / floor:.2f}x")
 
 
 if __name__ == "__main__":

@@ -488,7 +488,8 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   std::vector<BufferPtr> parameters;
   parameters.reserve(graph.view.parameters.size());
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
-  const std::vector<int> donors = every_pending && compiled->executable->accepts_donations()
+  const std::vector<int> donors = every_pending && settings::buffer_donation() &&
+                                          compiled->executable->accepts_donations()
                                       ? donor_refs(graph.view, targets)
                                       : std::vector<int>{};
   const int64_t execute_start = events::now_ns();
