@@ -166,8 +166,10 @@ class Trainer:
     def __init__(self, model, side, data):
         self.model_name, self.side, self.data, self.i = model, side, data, 0
         self.torch = side.startswith("torch")
-        # The A/B set-up of --donation-ab: lazy:0 with buffer donation off.
+        # The A/B set-ups of --donation-ab and --gemm-parts-ab: lazy:0 with
+        # buffer donation off, or each thread's share of a GEMM in N parts.
         self.donation = side != "lazyscope lazy:0 no donation"
+        self.gemm_parts = int(side.rsplit(" ", 1)[1]) if side.startswith("lazyscope lazy:0 gemm parts") else 1
         lib = torch if self.torch else lazyscope
         self.lib = lib
         lib.manual_seed(0)
@@ -186,6 +188,7 @@ class Trainer:
         self.i += 1
         if not self.torch:
             lazyscope._C.set_buffer_donation(self.donation)
+            lazyscope._C.set_gemm_parts_per_thread(self.gemm_parts)
         x, y = self.tensor(x), self.tensor(y)
         F = self.lib.nn.functional
         self.opt.zero_grad()
@@ -235,6 +238,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--donation-ab", action="store_true",
                         help="also run lazy:0 with buffer donation off (in-place optimizer updates), alternated")
+    parser.add_argument("--gemm-parts-ab", type=int, default=0, metavar="N",
+                        help="also run lazy:0 with each thread's share of a GEMM split in N parts, alternated")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     thread_counts = sorted({1, min(2, cores)})
@@ -243,6 +248,8 @@ def main():
     ours = [("lazyscope lazy:0", cores, cores), ("lazyscope cpu", cores, cores)]
     if args.donation_ab:
         ours.insert(1, ("lazyscope lazy:0 no donation", cores, cores))
+    if args.gemm_parts_ab:
+        ours.insert(1, (f"lazyscope lazy:0 gemm parts {args.gemm_parts_ab}", cores, cores))
     print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
           f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
@@ -277,8 +284,9 @@ def main():
             print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
                   f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med['lazyscope lazy:0'] / floor:.2f}x; "
                   f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
-            if args.donation_ab:
-                print(f"  lazy:0 no donation / floor = {med['lazyscope lazy:0 no donation'] / floor:.2f}x")
+            for name, _, _ in ours[1:]:
+                if name.startswith("lazyscope lazy:0 "):
+                    print(f"  {name[10:]} / floor = {med[name] / floor:.2f}x")
 
 
 if __name__ == "__main__":
