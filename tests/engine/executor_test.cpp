@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "core/settings.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
@@ -178,6 +179,24 @@ TEST_F(Executor, AnInPlaceUpdateNeverWritesOverAValueSomeoneHolds) {
   update();
   EXPECT_EQ(testing::values(w), (std::vector<float>{7, 17, 27, 37}));
   EXPECT_EQ(testing::values(kept), (std::vector<float>{9, 19, 29, 39}));
+}
+
+// A step that fails after its update (an index out of range, found only
+// when the kernel runs) must leave the parameter's old value intact: the
+// update's tensors stay pending and run again, from it, when read.
+TEST_F(Executor, AStepThatFailsAfterItsUpdateKeepsTheOldParameter) {
+  Tensor w = make({10, 20, 30, 40}, {2, 2}, lazy0());
+  const Tensor g = make({1, 1, 1, 1}, {2, 2}, lazy0());
+  const auto step = [&](float row) {
+    views::inplace(w, "sub_", [&](const Tensor& old) { return ops::sub(old, g); });
+    // Reads the new value, so it runs after the update.
+    const Tensor picked = ops::index_select(w, 0, ops::cast(make({row}, {1}, lazy0()), DType::kInt64));
+    executor::mark_step(lazy0());
+  };
+  step(1);
+  step(1);  // w is now an output of this very program, held by nothing else
+  EXPECT_THROW(step(5), IndexError);
+  EXPECT_EQ(testing::values(w), (std::vector<float>{7, 17, 27, 37}));
 }
 
 TEST_F(Executor, GraphNodeLimitSplitsARunawayGraph) {

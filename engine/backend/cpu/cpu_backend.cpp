@@ -977,12 +977,34 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
 // instruction (another member of its multi-tensor group runs at the same
 // time; a GEMM whose epilogue it is reads its operands while earlier parts'
 // epilogues write), and the kernel reads each of its elements before writing
-// the same element of the output (FusedKernel::can_write_over_input). Every
+// the same element of the output (FusedKernel::can_write_over_input); and
+// no instruction after it may fail on the values it reads (a bad index):
+// a step that fails is run again when its tensors are read, from the
+// parameters it would have overwritten. Every
 // such pair is listed: which parameters die is known only when the program
 // runs (a momentum buffer does; the gradient an update also reads is held
 // by its tensor), so execute() takes the first pair whose parameter is free
 // and whose output is not yet taken. Not in bf16 mode: parameters are
 // widened copies.
+// Whether a kernel may refuse the values it is given at run time: index
+// ops, one_hot, nll_loss's targets, integer division. GEMMs and fused
+// (float) kernels check nothing at run time; among table kernels, only
+// layout, reduction, elementwise and matmul/conv kernels on floating-point
+// values are taken to be safe, anything else (a new op included) may fail.
+bool may_fail_on_values(const GraphView& graph, const Instruction& ins) {
+  if (ins.kind != Kind::kKernel) return false;
+  switch (op_category(ins.op)) {
+    case OpCategory::kLayout:
+    case OpCategory::kReduction:
+    case OpCategory::kElementwise:
+    case OpCategory::kMatmulConv: break;
+    default: return true;
+  }
+  if (!is_floating(ins.spec.dtype)) return true;
+  return std::any_of(ins.inputs.begin(), ins.inputs.end(),
+                     [&](int s) { return !is_floating(graph.nodes[static_cast<size_t>(s)]->dtype()); });
+}
+
 std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<Instruction>& program,
                                      const MemoryPlan& plan, bool bf16) {
   std::vector<Donation> donations;
@@ -992,11 +1014,13 @@ std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<I
   for (size_t i = 0; i < graph.parameters.size(); ++i) parameter_of[graph.parameters[i]] = static_cast<int>(i);
   for (int o : graph.outputs) parameter_of[static_cast<size_t>(o)] = -1;  // returned as is
   std::vector<int> last_reader(n, -1);
+  int last_fallible = -1;
   for (size_t i = 0; i < program.size(); ++i) {
     for (int s : program[i].inputs) last_reader[static_cast<size_t>(s)] = static_cast<int>(i);
+    if (may_fail_on_values(graph, program[i])) last_fallible = static_cast<int>(i);
   }
   const auto consider = [&](const Instruction& owner, int at, const Instruction& f) {
-    if (f.kind != Kind::kFused) return;
+    if (f.kind != Kind::kFused || at < last_fallible) return;
     for (size_t j = 0; j < f.inputs.size(); ++j) {
       const int p = f.inputs[j];
       const int index = parameter_of[static_cast<size_t>(p)];
