@@ -16,6 +16,7 @@ thread count 1 and 2, set separately) and the best is reported.
 
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/vs_pytorch.py
     ... --models cnn --rounds 5 --steps 10
+    ... --donation-ab --gemm-parts-ab 4   (lazy:0 variants switched at run time, alternated too)
 
 PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
