@@ -16,6 +16,7 @@ thread count 1 and 2, set separately) and the best is reported.
 
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/vs_pytorch.py
     ... --models cnn --rounds 5 --steps 10
+    ... --donation-ab --gemm-parts-ab 4   (lazy:0 variants switched at run time, alternated too)
 
 PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
@@ -51,6 +52,9 @@ except ImportError:
 import lazyscope  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import CTX, MAKERS, VOCAB, batches  # noqa: E402
+
 
 # --- thread set-ups -----------------------------------------------------------
 
@@ -75,97 +79,16 @@ def set_threads(omp, blas):
         OPENBLAS.openblas_set_num_threads(blas)
 
 
-# --- models, written once against the torch.nn-shaped API of either library ------
-
-def make_mlp(nn, F):
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1, self.fc2, self.fc3 = nn.Linear(784, 512), nn.Linear(512, 256), nn.Linear(256, 10)
-
-        def forward(self, x):
-            return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
-
-    return MLP()
-
-
-def make_cnn(nn, F):
-    class Net(nn.Module):  # scripts/examples/mnist_cnn.py
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
-            self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-            self.conv2_drop = nn.Dropout2d()
-            self.fc1 = nn.Linear(320, 50)
-            self.fc2 = nn.Linear(50, 10)
-
-        def forward(self, x):
-            x = F.relu(F.max_pool2d(self.conv1(x), 2))
-            x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
-            x = F.relu(self.fc1(x.flatten(1)))
-            x = F.dropout(x, training=self.training)
-            return F.log_softmax(self.fc2(x), dim=1)
-
-    return Net()
-
-
-VOCAB, CTX, DIM, LAYERS, HEADS = 65, 64, 256, 4, 4
-
-
-def make_transformer(nn, F):
-    class Block(nn.Module):  # scripts/examples/char_transformer.py, scaled
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
-            self.attn = nn.MultiheadAttention(DIM, num_heads=HEADS, batch_first=True)
-            self.mlp = nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM))
-
-        def forward(self, x, mask):
-            h = self.ln1(x)
-            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-            return x + self.mlp(self.ln2(x))
-
-    class CharLM(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok = nn.Embedding(VOCAB, DIM)
-            self.pos = nn.Embedding(CTX, DIM)
-            self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
-            self.ln = nn.LayerNorm(DIM)
-            self.head = nn.Linear(DIM, VOCAB)
-
-        def forward(self, idx, positions, mask):
-            x = self.tok(idx) + self.pos(positions)
-            for block in self.blocks:
-                x = block(x, mask)
-            return self.head(self.ln(x))
-
-    return CharLM()
-
-
-def batches(model, rng, n=4):
-    """A few synthetic batches (inputs, targets) as NumPy arrays, reused in turn."""
-    out = []
-    for _ in range(n):
-        if model == "mlp":
-            out.append((rng.standard_normal((128, 784), dtype=np.float32), rng.integers(0, 10, 128)))
-        elif model == "cnn":
-            out.append((rng.standard_normal((64, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 64)))
-        else:
-            ids = rng.integers(0, VOCAB, (16, CTX + 1))
-            out.append((ids[:, :-1].copy(), ids[:, 1:].copy()))
-    return out
-
-
-MAKERS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer}
-
-
 class Trainer:
     """One model on one side (a library and device); `step()` is a full step."""
 
     def __init__(self, model, side, data):
         self.model_name, self.side, self.data, self.i = model, side, data, 0
         self.torch = side.startswith("torch")
+        # The A/B set-ups of --donation-ab and --gemm-parts-ab: lazy:0 with
+        # buffer donation off, or each thread's share of a GEMM in N parts.
+        self.donation = side != "lazyscope lazy:0 no donation"
+        self.gemm_parts = int(side.rsplit(" ", 1)[1]) if side.startswith("lazyscope lazy:0 gemm parts") else 1
         lib = torch if self.torch else lazyscope
         self.lib = lib
         lib.manual_seed(0)
@@ -182,6 +105,9 @@ class Trainer:
     def step(self):
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
+        if not self.torch:
+            lazyscope._C.set_buffer_donation(self.donation)
+            lazyscope._C.set_gemm_parts_per_thread(self.gemm_parts)
         x, y = self.tensor(x), self.tensor(y)
         F = self.lib.nn.functional
         self.opt.zero_grad()
@@ -229,12 +155,20 @@ def main():
     parser.add_argument("--rounds", type=int, default=7, help="alternations of all set-ups")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per set-up and round")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--donation-ab", action="store_true",
+                        help="also run lazy:0 with buffer donation off (in-place optimizer updates), alternated")
+    parser.add_argument("--gemm-parts-ab", type=int, default=0, metavar="N",
+                        help="also run lazy:0 with each thread's share of a GEMM split in N parts, alternated")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     thread_counts = sorted({1, min(2, cores)})
     torch_setups = [(f"torch omp={o} blas={b}", o, b) for o in thread_counts for b in thread_counts]
     # LazyScope's own set-up: all cores for OpenMP (oneDNN) and OpenBLAS.
     ours = [("lazyscope lazy:0", cores, cores), ("lazyscope cpu", cores, cores)]
+    if args.donation_ab:
+        ours.insert(1, ("lazyscope lazy:0 no donation", cores, cores))
+    if args.gemm_parts_ab:
+        ours.insert(1, (f"lazyscope lazy:0 gemm parts {args.gemm_parts_ab}", cores, cores))
     print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
           f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
@@ -261,7 +195,7 @@ def main():
         for name, _, _ in setups:
             mark = "  <- PyTorch's best" if name == best_torch else ""
             print(f"  {name:26s} {med[name]:8.2f} ms{mark}")
-        for name in ("lazyscope lazy:0", "lazyscope cpu"):
+        for name in [n for n, _, _ in ours]:
             print(f"  {name} speed vs PyTorch's best: {med[best_torch] / med[name]:.2f}x")
         if model == "mlp":
             rate = sgemm_gflops(cores)
@@ -269,6 +203,9 @@ def main():
             print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
                   f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med['lazyscope lazy:0'] / floor:.2f}x; "
                   f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
+            for name, _, _ in ours[1:]:
+                if name.startswith("lazyscope lazy:0 "):
+                    print(f"  {name[10:]} / floor = {med[name] / floor:.2f}x")
 
 
 if __name__ == "__main__":

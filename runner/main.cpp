@@ -1,6 +1,10 @@
 // lazyscope: run training scripts under the lazy-tensor engine and read the
 // history of runs. This file is the dispatch table; each command lives in its
 // own file.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -78,6 +82,20 @@ The exit code of `run` is the script's (130 after Ctrl-C, 143 after SIGTERM: the
 is recorded as interrupted). What the script prints is recorded too (`show --output`).
 )";
 
+// oneDNN's convolutions run on libgomp's threads, which by default spin for
+// a while after each parallel region (OMP_WAIT_POLICY=ACTIVE behaviour),
+// beside the engine's own pool: on a 2-core machine that took a core from
+// every kernel that followed a convolution. libgomp reads the variable in
+// its constructor, before main, and this binary links it (the script runs
+// in the embedded interpreter), so `run` re-executes itself once with
+// PASSIVE set when the user has not chosen a policy. Any failure to
+// re-execute just runs on as before.
+void passive_openmp_threads(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (::setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +107,7 @@ int main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   const std::string name = args[0];
+  if (name == "run") passive_openmp_threads(argv);
   args.erase(args.begin());
   for (const Command& command : kCommands) {
     if (name != command.name) continue;

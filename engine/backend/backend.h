@@ -54,7 +54,17 @@ class Executable {
   // Bytes the executable's buffers take at most while it runs.
   virtual int64_t peak_bytes() const { return 0; }
   // `parameters` is [graph.parameters.size()]; returns [graph.outputs.size()].
-  virtual std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) = 0;
+  // Buffer donation (XLA's input/output aliasing). `donor_refs` is empty or
+  // [parameters.size()]: for a parameter whose value dies with this
+  // execution (nothing outside the step's graph holds its leaf or any node
+  // that reads it), the number of references to its buffer the caller
+  // accounts for (its leaf's and its own entry in `parameters`), else 0.
+  // An executable may write an output over such a buffer once it has read
+  // it, if it finds no other reference (counting those it keeps itself).
+  virtual std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters, std::span<const int> donor_refs) = 0;
+  // Whether any output may be written over a parameter's buffer: the caller
+  // then works out `donor_refs` (a walk over the graph), else skips it.
+  virtual bool accepts_donations() const { return false; }
   // The lowered program, human-readable: kernels, buffers, sizes.
   virtual std::string program_text() const = 0;
 };

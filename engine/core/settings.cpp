@@ -182,6 +182,17 @@ std::string cpu_isa_limit() {
 bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }
 void set_bf16_mode(bool on) { bf16().store(on); }
 
+std::atomic<bool>& donation() {
+  static std::atomic<bool> v{[] {
+    const char* env = std::getenv("LAZYSCOPE_BUFFER_DONATION");
+    return env == nullptr || std::string_view(env) != "0";
+  }()};
+  return v;
+}
+
+bool buffer_donation() { return donation().load(std::memory_order_relaxed); }
+void set_buffer_donation(bool on) { donation().store(on); }
+
 std::atomic<bool>& im2col() {
   static std::atomic<bool> v{flag_from_env("LAZYSCOPE_IM2COL_CONV")};
   return v;

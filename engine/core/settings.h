@@ -41,6 +41,13 @@ void set_forced_fallbacks(const std::vector<std::string>& ops);
 bool bf16_mode();
 void set_bf16_mode(bool on);
 
+// LAZYSCOPE_BUFFER_DONATION (default 1): at a barrier, a parameter whose old
+// value dies with the step gives its buffer to the output that replaces it
+// (an optimizer update written in place). 0 turns it off, for
+// benchmarks/vs_pytorch.py's side-by-side comparison.
+bool buffer_donation();
+void set_buffer_donation(bool on);
+
 // LAZYSCOPE_NUM_THREADS: threads of the CPU backend's one pool (kernels and
 // the GEMM share it, so they never fight over cores). Default: the cores the
 // process may run on. Read once, when the pool starts.

@@ -3,11 +3,13 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "core/settings.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
 #include "tensor/ops.h"
+#include "tensor/views.h"
 #include "test_util.h"
 
 namespace lazyscope {
@@ -131,6 +133,70 @@ TEST_F(Executor, ReadingAValueRunsOnlyWhatItNeeds) {
   EXPECT_EQ(capture.executions()[0].node_count(), 2);
   executor::mark_step(lazy0());
   EXPECT_FALSE(other.impl()->pending());
+}
+
+// Buffer donation: w <- w - 0.5 * g (an optimizer-like update in place)
+// three times; w's old value dies with each step, so from the second step
+// (w is then the previous step's output) the update writes over its buffer.
+TEST_F(Executor, AnInPlaceUpdateWritesOverTheDeadParameter) {
+  const std::vector<float> g_values = {1, 2, 3, 4, 5, 6};
+  Tensor w = make({10, 20, 30, 40, 50, 60}, {2, 3}, lazy0());
+  const Tensor g = make(g_values, {2, 3}, lazy0());
+  std::vector<float> want = {10, 20, 30, 40, 50, 60};
+  std::vector<int64_t> donated;
+  for (int step = 0; step < 3; ++step) {
+    const int64_t before = counter("CpuDonatedBuffers");
+    views::inplace(w, "sub_", [&](const Tensor& old) {
+      return ops::sub(old, ops::mul(g, ops::scalar(0.5, DType::kFloat32, lazy0())));
+    });
+    executor::mark_step(lazy0());
+    donated.push_back(counter("CpuDonatedBuffers") - before);
+    for (size_t i = 0; i < want.size(); ++i) want[i] -= 0.5f * g_values[i];
+    EXPECT_EQ(testing::values(w), want) << "step " << step;
+  }
+  EXPECT_EQ(donated[1], 1);
+  EXPECT_EQ(donated[2], 1);
+}
+
+// A tensor still holding the parameter's old buffer (a C++ detach() shares
+// the leaf and its buffer, with no view to regenerate) keeps its values:
+// the update gets a new buffer instead.
+TEST_F(Executor, AnInPlaceUpdateNeverWritesOverAValueSomeoneHolds) {
+  Tensor w = make({10, 20, 30, 40}, {2, 2}, lazy0());
+  const Tensor g = make({1, 1, 1, 1}, {2, 2}, lazy0());
+  const auto update = [&] {
+    views::inplace(w, "sub_", [&](const Tensor& old) { return ops::sub(old, g); });
+    executor::mark_step(lazy0());
+  };
+  update();  // w is now an output of the cached program
+  const Tensor kept = w.detach();
+  const int64_t before = counter("CpuDonatedBuffers");
+  update();
+  EXPECT_EQ(counter("CpuDonatedBuffers") - before, 0);
+  EXPECT_EQ(testing::values(kept), (std::vector<float>{9, 19, 29, 39}));
+  EXPECT_EQ(testing::values(w), (std::vector<float>{8, 18, 28, 38}));
+  // Once let go, the next update writes in place again.
+  update();
+  EXPECT_EQ(testing::values(w), (std::vector<float>{7, 17, 27, 37}));
+  EXPECT_EQ(testing::values(kept), (std::vector<float>{9, 19, 29, 39}));
+}
+
+// A step that fails after its update (an index out of range, found only
+// when the kernel runs) must leave the parameter's old value intact: the
+// update's tensors stay pending and run again, from it, when read.
+TEST_F(Executor, AStepThatFailsAfterItsUpdateKeepsTheOldParameter) {
+  Tensor w = make({10, 20, 30, 40}, {2, 2}, lazy0());
+  const Tensor g = make({1, 1, 1, 1}, {2, 2}, lazy0());
+  const auto step = [&](float row) {
+    views::inplace(w, "sub_", [&](const Tensor& old) { return ops::sub(old, g); });
+    // Reads the new value, so it runs after the update.
+    const Tensor picked = ops::index_select(w, 0, ops::cast(make({row}, {1}, lazy0()), DType::kInt64));
+    executor::mark_step(lazy0());
+  };
+  step(1);
+  step(1);  // w is now an output of this very program, held by nothing else
+  EXPECT_THROW(step(5), IndexError);
+  EXPECT_EQ(testing::values(w), (std::vector<float>{7, 17, 27, 37}));
 }
 
 TEST_F(Executor, GraphNodeLimitSplitsARunawayGraph) {

@@ -10,6 +10,7 @@ import pytest
 
 import lazyscope
 from lazyscope.core import lazy_model as lm
+from lazyscope.debug import metrics as met
 from runtime_util import capture_events
 
 DEV = "lazy:0"
@@ -464,3 +465,80 @@ def test_an_update_reading_a_returned_gradient_moves_up_to_be_its_gemms_epilogue
     np.testing.assert_allclose(v2, want_v, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(p2, p - want_v * np.float32(0.1), rtol=1e-5, atol=1e-5)
     assert program.count("the epilogue of the matmul above") == 1, program
+
+
+def sgd_momentum_reference(w, x, steps, lr=0.1, momentum=0.9):
+    """NumPy: the parameter before and after each step of SGD with momentum
+    (PyTorch's rule: the first step's buffer is the gradient) on
+    loss = sum((x @ w)^2), whose gradient is 2 x^T (x @ w)."""
+    w = w.astype(np.float64)
+    buf, out = None, []
+    for _ in range(steps):
+        g = 2 * x.T @ (x @ w)
+        buf = g if buf is None else momentum * buf + g
+        out.append((w, w - lr * buf))
+        w = w - lr * buf
+    return out
+
+
+def sgd_steps(w0, x0, keep=None):
+    """Three SGD-momentum steps on lazy:0; what keep(w) returned before each
+    step, read after it; and the CpuDonatedBuffers count of each step."""
+    from lazyscope import nn, optim
+    w = nn.Parameter(lazyscope.tensor(w0, device=DEV))
+    x = lazyscope.tensor(x0, device=DEV)
+    opt = optim.SGD([w], lr=0.1, momentum=0.9)
+    lm.mark_step()
+    kept, donated, values = [], [], []
+    for _ in range(3):
+        opt.zero_grad()
+        (x @ w).square().sum().backward()
+        k = keep(w) if keep else None
+        before = met.counter_value("CpuDonatedBuffers") or 0
+        opt.step()
+        lm.mark_step()
+        donated.append((met.counter_value("CpuDonatedBuffers") or 0) - before)
+        kept.append(None if k is None else (k if isinstance(k, np.ndarray) else k.numpy()).copy())
+        values.append(w.numpy().copy())
+    return values, kept, donated
+
+
+def test_an_sgd_momentum_update_writes_parameter_and_momentum_in_place():
+    rng = np.random.default_rng(31)
+    w0 = rng.standard_normal((40, 24)).astype(np.float32) * 0.2
+    x0 = rng.standard_normal((16, 40)).astype(np.float32) * 0.2
+    values, _, donated = sgd_steps(w0, x0)
+    for got, (_, want) in zip(values, sgd_momentum_reference(w0, x0, 3)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # From the second step on the parameter and its momentum buffer are the
+    # previous step's outputs, held by nothing else: both are written over.
+    assert donated[1:] == [2, 2], donated
+
+
+# What a user may keep of a parameter before an in-place step, and what it
+# must show afterwards: detach() and slices are views of the same data (as in
+# PyTorch: they see the update); a clone, a copy on the eager device and a
+# NumPy array are values of their own and keep the old one.
+KEEPERS = {
+    "detach": (lambda w: w.detach(), "new"),
+    "slice": (lambda w: w[2:5], "new"),
+    "clone": (lambda w: w.clone(), "old"),
+    "to_cpu": (lambda w: w.to("cpu"), "old"),
+    "numpy": (lambda w: w.numpy(), "old"),
+    "detached_cpu_copy": (lambda w: w.detach().cpu(), "old"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KEEPERS))
+def test_what_the_user_kept_of_a_parameter_updated_in_place_is_intact(kind):
+    keep, shows = KEEPERS[kind]
+    rng = np.random.default_rng(32)
+    w0 = rng.standard_normal((40, 24)).astype(np.float32) * 0.2
+    x0 = rng.standard_normal((16, 40)).astype(np.float32) * 0.2
+    values, kept, _ = sgd_steps(w0, x0, keep)
+    for step, (old, new) in enumerate(sgd_momentum_reference(w0, x0, 3)):
+        want = new if shows == "new" else old
+        if kind == "slice":
+            want = want[2:5]
+        np.testing.assert_allclose(kept[step], want, rtol=1e-4, atol=1e-5, err_msg=f"step {step}")
+        np.testing.assert_allclose(values[step], new, rtol=1e-4, atol=1e-5, err_msg=f"step {step}")

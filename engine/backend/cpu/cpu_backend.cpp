@@ -71,6 +71,20 @@ struct MemoryPlan {
   int64_t peak_live_bytes = 0;      // the most bytes live at once (arena values and outputs)
 };
 
+// An output the program may write over a parameter's buffer when the
+// parameter's value dies with the execution (Executable::execute): the
+// fused kernel computing it is the parameter's last reader and reads each
+// element before writing it (an optimizer update: w' = w - lr * v').
+struct Donation {
+  int parameter;  // index into the parameters
+  int output;     // slot
+};
+
+metrics::Counter* donated_counter() {
+  static metrics::Counter* c = metrics::counter("CpuDonatedBuffers");
+  return c;
+}
+
 // Estimated cost of one kernel, for the program listing: floating-point
 // operations and bytes read plus written. Rows by cost shape; an op with no
 // row (a newly added one) counts one operation per output element, the
@@ -171,7 +185,7 @@ class CpuExecutable final : public Executable {
  public:
   CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<DType> parameter_dtypes,
                 std::vector<Instruction> program, std::vector<int> output_slots, bool bf16,
-                std::vector<TensorSpec> slot_specs, MemoryPlan plan)
+                std::vector<TensorSpec> slot_specs, MemoryPlan plan, std::vector<Donation> donations)
       : slot_count_(slot_count),
         parameter_slots_(std::move(parameter_slots)),
         parameter_dtypes_(std::move(parameter_dtypes)),
@@ -179,9 +193,12 @@ class CpuExecutable final : public Executable {
         output_slots_(std::move(output_slots)),
         bf16_(bf16),
         slot_specs_(std::move(slot_specs)),
-        plan_(std::move(plan)) {}
+        plan_(std::move(plan)),
+        donations_(std::move(donations)) {}
 
-  std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters) override {
+  bool accepts_donations() const override { return !donations_.empty(); }
+
+  std::vector<BufferPtr> execute(std::span<const BufferPtr> parameters, std::span<const int> donor_refs) override {
     if (parameters.size() != parameter_slots_.size()) {
       throw EngineError("executable expects " + std::to_string(parameter_slots_.size()) + " parameters, got " +
                         std::to_string(parameters.size()));
@@ -197,6 +214,7 @@ class CpuExecutable final : public Executable {
     if (st.arena.size() != plan_.buffers.size()) st.arena.assign(plan_.buffers.size(), nullptr);
     st.slots.assign(static_cast<size_t>(slot_count_), nullptr);
     std::vector<BufferPtr>& slots = st.slots;
+    take_donations(st, parameters, donor_refs);
     for (size_t i = 0; i < parameters.size(); ++i) {
       // A bf16-stored float parameter is widened to the dtype the kernels expect.
       slots[parameter_slots_[i]] = parameters[i]->dtype() == parameter_dtypes_[i]
@@ -262,6 +280,7 @@ class CpuExecutable final : public Executable {
         const std::string op(op_name(ins.op));
         const std::string what = e.what();
         std::fill(slots.begin(), slots.end(), nullptr);
+        st.donated.clear();
         // A fused kernel is named after its first op, whose node this is.
         const int node = ins.nodes.empty() ? ins.output : ins.nodes.front();
         throw KernelFailure(node, std::current_exception(), what.starts_with(op) ? what : op + ": " + what);
@@ -292,6 +311,7 @@ class CpuExecutable final : public Executable {
       ++st.generation;
     }
     std::fill(slots.begin(), slots.end(), nullptr);  // no parameter kept alive past the call
+    st.donated.clear();
     return outputs;
   }
 
@@ -334,6 +354,13 @@ class CpuExecutable final : public Executable {
     os << "  return";
     for (size_t i = 0; i < output_slots_.size(); ++i) os << (i ? ", " : " ") << "%" << output_slots_[i];
     os << "\n";
+    if (!donations_.empty()) {
+      // Outputs written over their parameter's buffer when the parameter's
+      // value dies with the step (checked on each execution).
+      os << "in place:";
+      for (const Donation& d : donations_) os << " %" << d.output << " over parameter " << d.parameter;
+      os << " (when donated)\n";
+    }
     os << "total: flops=" << total.flops << " traffic=" << total.bytes << " bytes (estimated: flops per kernel, bytes "
        << "read and written)\n";
     os << "memory: peak=" << plan_.arena_bytes + plan_.output_bytes << " bytes (arena " << plan_.arena_bytes << " in "
@@ -414,7 +441,31 @@ class CpuExecutable final : public Executable {
     int64_t untimed = 0;                             // ns of the current instruction not its kernel's (see fresh())
     std::array<std::vector<BufferPtr>, 2> returned;  // the outputs of the last two executions
     uint64_t generation = 0;
+    std::vector<std::pair<int, BufferPtr>> donated;  // this execution: output slot, the parameter buffer it takes
   };
+
+  // The parameters' buffers this execution may write outputs over: a
+  // planned donation whose parameter the caller vouches for (its value dies
+  // with the step) and whose buffer nobody else holds: the caller's
+  // references, plus the copies this executable keeps of its past outputs.
+  // Counted before the parameters are bound to slots.
+  void take_donations(State& st, std::span<const BufferPtr> parameters, std::span<const int> donor_refs) const {
+    st.donated.clear();
+    if (donor_refs.size() != parameters.size()) return;
+    for (const Donation& d : donations_) {
+      const auto i = static_cast<size_t>(d.parameter);
+      const BufferPtr& b = parameters[i];
+      if (donor_refs[i] <= 0 || !b || b->dtype() != parameter_dtypes_[i]) continue;
+      const bool taken = std::any_of(st.donated.begin(), st.donated.end(),
+                                     [&](const auto& o) { return o.first == d.output || o.second == b; });
+      if (taken) continue;
+      long kept = 0;
+      for (const auto& list : st.returned) kept += std::count(list.begin(), list.end(), b);
+      if (b.use_count() != donor_refs[i] + kept) continue;
+      st.donated.emplace_back(d.output, b);
+    }
+    if (!st.donated.empty()) donated_counter()->add(static_cast<int64_t>(st.donated.size()));
+  }
 
   KernelCost cost(const Instruction& ins) const {
     std::vector<const TensorSpec*> inputs;
@@ -507,7 +558,12 @@ class CpuExecutable final : public Executable {
   // (allocated on first use), or an output buffer.
   BufferPtr slot_buffer(State& st, int slot) const {
     const int where = plan_.buffer_of_slot[static_cast<size_t>(slot)];
-    if (where < 0) return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
+    if (where < 0) {
+      for (auto& [output, buffer] : st.donated) {
+        if (output == slot && buffer) return std::move(buffer);
+      }
+      return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
+    }
     BufferPtr& b = st.arena[static_cast<size_t>(where)];
     if (!b)
       b = fresh(st, plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
@@ -571,6 +627,7 @@ class CpuExecutable final : public Executable {
   bool bf16_;
   std::vector<TensorSpec> slot_specs_;  // per slot: what its value holds, for the cost estimates
   MemoryPlan plan_;
+  std::vector<Donation> donations_;
   mutable std::mutex mu_;  // guards state_
   State state_;
   std::atomic<int64_t> executions_{0}, sampled_{0};
@@ -748,9 +805,16 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
 // parallel region. The fused kernel need not follow the matmul: it moves up
 // to it when none of its other operands is computed in between (an
 // optimizer update reads parameters and its state, all there from the
-// start). The product is still written (it may be returned: a gradient).
-// Not in bf16 mode, where every product is rounded before it is read.
-std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, bool bf16) {
+// start). But when an instruction in between reads a parameter the fused
+// kernel reads (the backward's dy @ w reading the w a weight's update
+// overwrites), the matmul moves down to the fused kernel instead: its
+// operands are all computed by then, and the update, now the parameter's
+// last reader, may write the new value over the old (buffer donation,
+// plan_donations). The product is still written (it may be returned: a
+// gradient). Not in bf16 mode, where every product is rounded before it is
+// read.
+std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, const std::vector<char>& is_parameter,
+                                          bool bf16) {
   if (bf16) return program;
   std::map<int, int> readers;
   for (const Instruction& ins : program) {
@@ -762,6 +826,7 @@ std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, bool
   for (size_t i = 0; i < program.size(); ++i) {
     if (taken[i]) continue;
     Instruction& ins = program[i];
+    bool moved_down = false;
     if (ins.kind == Kind::kMatmul && ins.members.empty() && !ins.stacked && ins.spec.dtype == DType::kFloat32 &&
         readers[ins.output] == 1) {
       // The one reader of the product, and whether it can run right here.
@@ -776,18 +841,31 @@ std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, bool
         const bool ready = std::none_of(next.inputs.begin(), next.inputs.end(), [&](int in) {
           return std::find(written_between.begin(), written_between.end(), in) != written_between.end();
         });
-        if (!taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && ready) {
+        const bool late = std::any_of(
+            program.begin() + static_cast<std::ptrdiff_t>(i) + 1, program.begin() + static_cast<std::ptrdiff_t>(j),
+            [&](const Instruction& between) {
+              return std::any_of(between.inputs.begin(), between.inputs.end(), [&](int in) {
+                return is_parameter[static_cast<size_t>(in)] &&
+                       std::find(next.inputs.begin(), next.inputs.end(), in) != next.inputs.end();
+              });
+            });
+        if (!taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && (ready || late)) {
           ins.outputs = {ins.output};
           ins.outputs.insert(ins.outputs.end(), next.outputs.begin(), next.outputs.end());
           ins.inputs.insert(ins.inputs.end(), next.inputs.begin(), next.inputs.end());  // for the memory plan
           ins.nodes.insert(ins.nodes.end(), next.nodes.begin(), next.nodes.end());
           ins.members.push_back(std::move(next));
-          taken[j] = 1;
+          if (late) {
+            next = std::move(ins);  // runs at the fused kernel's place
+            moved_down = true;
+          } else {
+            taken[j] = 1;
+          }
         }
         break;
       }
     }
-    out.push_back(std::move(ins));
+    if (!moved_down) out.push_back(std::move(ins));
   }
   return out;
 }
@@ -891,6 +969,82 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
     live -= dying_bytes[i];
   }
   return plan;
+}
+
+// The outputs that may be written over a parameter's buffer (Donation): the
+// parameter is neither returned nor read by any instruction after the fused
+// kernel that computes the output, nor by anything else in that kernel's
+// instruction (another member of its multi-tensor group runs at the same
+// time; a GEMM whose epilogue it is reads its operands while earlier parts'
+// epilogues write), and the kernel reads each of its elements before writing
+// the same element of the output (FusedKernel::can_write_over_input); and
+// no instruction after it may fail on the values it reads (a bad index):
+// a step that fails is run again when its tensors are read, from the
+// parameters it would have overwritten. Every
+// such pair is listed: which parameters die is known only when the program
+// runs (a momentum buffer does; the gradient an update also reads is held
+// by its tensor), so execute() takes the first pair whose parameter is free
+// and whose output is not yet taken. Not in bf16 mode: parameters are
+// widened copies.
+// Whether a kernel may refuse the values it is given at run time: index
+// ops, one_hot, nll_loss's targets, integer division. GEMMs and fused
+// (float) kernels check nothing at run time; among table kernels, only
+// layout, reduction, elementwise and matmul/conv kernels on floating-point
+// values are taken to be safe, anything else (a new op included) may fail.
+bool may_fail_on_values(const GraphView& graph, const Instruction& ins) {
+  if (ins.kind != Kind::kKernel) return false;
+  switch (op_category(ins.op)) {
+    case OpCategory::kLayout:
+    case OpCategory::kReduction:
+    case OpCategory::kElementwise:
+    case OpCategory::kMatmulConv: break;
+    default: return true;
+  }
+  if (!is_floating(ins.spec.dtype)) return true;
+  return std::any_of(ins.inputs.begin(), ins.inputs.end(),
+                     [&](int s) { return !is_floating(graph.nodes[static_cast<size_t>(s)]->dtype()); });
+}
+
+std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<Instruction>& program,
+                                     const MemoryPlan& plan, bool bf16) {
+  std::vector<Donation> donations;
+  if (bf16) return donations;
+  const size_t n = graph.nodes.size();
+  std::vector<int> parameter_of(n, -1);
+  for (size_t i = 0; i < graph.parameters.size(); ++i) parameter_of[graph.parameters[i]] = static_cast<int>(i);
+  for (int o : graph.outputs) parameter_of[static_cast<size_t>(o)] = -1;  // returned as is
+  std::vector<int> last_reader(n, -1);
+  int last_fallible = -1;
+  for (size_t i = 0; i < program.size(); ++i) {
+    for (int s : program[i].inputs) last_reader[static_cast<size_t>(s)] = static_cast<int>(i);
+    if (may_fail_on_values(graph, program[i])) last_fallible = static_cast<int>(i);
+  }
+  const auto consider = [&](const Instruction& owner, int at, const Instruction& f) {
+    if (f.kind != Kind::kFused || at < last_fallible) return;
+    for (size_t j = 0; j < f.inputs.size(); ++j) {
+      const int p = f.inputs[j];
+      const int index = parameter_of[static_cast<size_t>(p)];
+      if (index < 0 || last_reader[static_cast<size_t>(p)] != at) continue;
+      if (std::count(owner.inputs.begin(), owner.inputs.end(), p) != 1) continue;
+      const TensorSpec& spec = graph.nodes[static_cast<size_t>(p)]->spec();
+      for (size_t k = 0; k < f.outputs.size(); ++k) {
+        const auto out = static_cast<size_t>(f.outputs[k]);
+        if (plan.buffer_of_slot[out] != MemoryPlan::kOutput || graph.nodes[out]->dtype() != spec.dtype ||
+            graph.nodes[out]->shape() != spec.shape || !f.fused->can_write_over_input(j, k)) {
+          continue;
+        }
+        donations.push_back({index, static_cast<int>(out)});
+      }
+    }
+  };
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    if (ins.kind == Kind::kFused) consider(ins, static_cast<int>(i), ins);
+    if (ins.kind == Kind::kFusedGroup || ins.kind == Kind::kMatmul) {
+      for (const Instruction& member : ins.members) consider(ins, static_cast<int>(i), member);
+    }
+  }
+  return donations;
 }
 
 }  // namespace
@@ -1023,7 +1177,9 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
-  program = attach_epilogues(std::move(program), settings::bf16_mode());
+  std::vector<char> is_parameter(n, 0);
+  for (int p : graph.parameters) is_parameter[static_cast<size_t>(p)] = 1;
+  program = attach_epilogues(std::move(program), is_parameter, settings::bf16_mode());
   program = group_independent_fused(std::move(program));
 
   std::vector<DType> parameter_dtypes;
@@ -1032,9 +1188,10 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   slot_specs.reserve(n);
   for (const Node* node : graph.nodes) slot_specs.push_back(node->spec());
   MemoryPlan plan = plan_memory(graph, program);
+  std::vector<Donation> donations = plan_donations(graph, program, plan, settings::bf16_mode());
   return std::make_unique<CpuExecutable>(static_cast<int>(n), graph.parameters, std::move(parameter_dtypes),
                                          std::move(program), graph.outputs, settings::bf16_mode(),
-                                         std::move(slot_specs), std::move(plan));
+                                         std::move(slot_specs), std::move(plan), std::move(donations));
 }
 
 MachinePeaks CpuBackend::machine_peaks() {

@@ -209,6 +209,26 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
     }
     for (int r : release[s]) free_regs.push_back(r);
   }
+  alias_reg_ = registers_++;
+}
+
+bool FusedKernel::can_write_over_input(size_t input, size_t output) const {
+  if (input >= plans_.size() || !plans_[input].contiguous_float || output >= output_dtypes_.size() ||
+      output_dtypes_[output] != DType::kFloat32) {
+    return false;
+  }
+  int writer = -1;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (steps_[s].output == static_cast<int>(output)) writer = static_cast<int>(s);
+  }
+  if (writer < 0) return false;
+  for (size_t s = static_cast<size_t>(writer) + 1; s < steps_.size(); ++s) {
+    const int arity = kRows[steps_[s].row].arity;
+    for (int a = 0; a < arity; ++a) {
+      if (steps_[s].args[a] == static_cast<int>(input)) return false;
+    }
+  }
+  return true;
 }
 
 void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16) const {
@@ -289,10 +309,16 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
         const float* args[3] = {value[static_cast<size_t>(st.args[0])], nullptr, nullptr};
         args[1] = st.args[1] >= 0 ? value[static_cast<size_t>(st.args[1])] : args[0];
         args[2] = st.args[2] >= 0 ? value[static_cast<size_t>(st.args[2])] : args[0];
+        // An output written over its own operand (a donated parameter: w' =
+        // w - lr * v') goes through a scratch tile: the tile functions take
+        // __restrict pointers.
+        float* const direct = o;
+        if (o == args[0] || o == args[1] || o == args[2]) o = scratch.data() + static_cast<size_t>(alias_reg_) * kTile;
         functions[st.row](o, args, len, st.p0, st.p1);
         if (bf16 && kRows[st.row].out == DType::kFloat32) {
           for (int64_t i = 0; i < len; ++i) o[i] = bfloat16_to_float(float_to_bfloat16(o[i]));
         }
+        if (o != direct) o = std::copy(o, o + len, direct) - len;
         if (st.output >= 0 && step_reg_[s] >= 0) {
           Buffer& out = *outputs[static_cast<size_t>(st.output)];
           if (out.dtype() == DType::kBool) {

@@ -70,6 +70,12 @@ class FusedKernel {
   void run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16, int64_t begin,
                  int64_t end) const;
   int64_t element_count() const { return numel_; }
+  // Whether output `output` may share input `input`'s buffer (buffer
+  // donation): the input is float32 of the kernel's shape, read in place,
+  // by no step after the one writing the output, so each element is read
+  // before the same element is written (run_range computes a step whose
+  // output is one of its operands into a scratch tile first).
+  bool can_write_over_input(size_t input, size_t output) const;
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
@@ -91,6 +97,7 @@ class FusedKernel {
   std::vector<int> step_reg_;  // per step: scratch register, or -1 when written to its output in place
   std::vector<DType> output_dtypes_;
   int registers_ = 0;
+  int alias_reg_ = -1;  // scratch for a step whose output buffer is also its operand
   // Outputs too large to stay in cache are computed in a register and
   // written with non-temporal stores: no read of the destination lines
   // before they are written (a third of the traffic of a = b op c).

@@ -46,6 +46,10 @@ void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transp
 // [R, K] and b [..., N] as [R, N], R the rest of their elements (equal):
 // the sum over a batch of products a_i^T b_i as one GEMM.
 void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
+// Parts each thread's share of a product is split into (1-16, claimed
+// dynamically; LAZYSCOPE_GEMM_PARTS_PER_THREAD); returns the previous value.
+// For benchmarks/vs_pytorch.py's side-by-side comparison.
+int set_gemm_parts_per_thread(int parts);
 
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "backend/cpu/kernel_util.h"
@@ -207,6 +209,19 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 // on its own block of the output.
 // `epilogue` (or nullptr) runs on each row part as soon as it is written;
 // a product split by columns runs it once all parts are done.
+// Parts per thread of a split product (LAZYSCOPE_GEMM_PARTS_PER_THREAD;
+// default 1; set_gemm_parts_per_thread). More parts than threads are claimed
+// dynamically, so a descheduled worker holds up a smaller part; each part is
+// one more OpenBLAS call packing its share of the other operand again.
+std::atomic<int>& gemm_parts() {
+  static std::atomic<int> parts{[] {
+    const char* env = std::getenv("LAZYSCOPE_GEMM_PARTS_PER_THREAD");
+    return std::clamp(env ? std::atoi(env) : 1, 1, 16);
+  }()};
+  return parts;
+}
+int gemm_parts_per_thread() { return gemm_parts().load(std::memory_order_relaxed); }
+
 template <typename T>
 void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n,
                    const Epilogue* epilogue) {
@@ -216,6 +231,12 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
   const int64_t flops = m * n * kk;
   if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
   const bool by_rows = m >= n || m >= 16 * nth;
+  if (nth > 1) {
+    // At least 16 rows or 64 columns per part (an OpenBLAS call on fewer
+    // spends its time packing).
+    const int64_t most = by_rows ? m / 16 : n / 64;
+    nth = static_cast<int>(std::max<int64_t>(nth, std::min<int64_t>(most, int64_t{nth} * gemm_parts_per_thread())));
+  }
   auto body = [&](int ith, int parts) {
     if (by_rows) {
       const auto [r0, r1] = split(m, ith, parts, 4);
@@ -317,6 +338,8 @@ void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transp
     default: throw EngineError("matmul: no kernel for " + std::string(dtype_name(out.dtype())));
   }
 }
+
+int set_gemm_parts_per_thread(int parts) { return gemm_parts().exchange(std::clamp(parts, 1, 16)); }
 
 void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
   const int64_t k = a.shape().empty() ? 1 : a.shape().back(), n = b.shape().empty() ? 1 : b.shape().back();

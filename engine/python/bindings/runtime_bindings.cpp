@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
@@ -130,6 +131,11 @@ void bind_runtime(py::module_& m) {
   m.def("set_bf16_mode", &settings::set_bf16_mode, py::arg("enabled"),
         "Store float32/float64 lazy tensors as bfloat16 on the device (LAZYSCOPE_USE_BF16).");
   m.def("bf16_mode", &settings::bf16_mode);
+  m.def("set_gemm_parts_per_thread", &cpu::set_gemm_parts_per_thread, py::arg("parts"),
+        "Split each thread's share of a matrix product into this many parts (LAZYSCOPE_GEMM_PARTS_PER_THREAD); "
+        "returns the previous value.");
+  m.def("set_buffer_donation", &settings::set_buffer_donation, py::arg("enabled"),
+        "Let an output take the buffer of a parameter whose value dies with the step (LAZYSCOPE_BUFFER_DONATION).");
 
   // Scalar logging and metric snapshots.
   m.def(

@@ -7,6 +7,13 @@ Tensors on the ``cpu`` device run at once; tensors on a lazy device
 import builtins as _builtins
 import os as _os
 
+# oneDNN's convolutions run on libgomp's threads, which otherwise spin
+# after each parallel region beside the engine's own thread pool (a core
+# lost to every kernel after a convolution on a small machine). libgomp
+# reads this when it loads, with _C below, so it is set first unless the
+# user chose a policy (or an OpenMP library was loaded before lazyscope).
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import numpy as _np
 
 from lazyscope import _C
