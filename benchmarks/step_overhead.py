@@ -45,18 +45,12 @@ import lazyscope  # noqa: E402
 from lazyscope import _C, nn  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import make_mlp  # noqa: E402  (vs_pytorch.py's MLP)
+
 F = nn.functional
 PHASES = ("upload", "forward", "backward", "optimizer", "sync", "read")
 SYNC_PHASES = ("collect", "lower", "lookup", "bind_inputs", "execute", "bind_outputs", "publish")
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2, self.fc3 = nn.Linear(784, 512), nn.Linear(512, 256), nn.Linear(256, 10)
-
-    def forward(self, x):
-        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
 class Step:
@@ -70,7 +64,7 @@ class Step:
         rng = np.random.default_rng(0)
         lazyscope.manual_seed(0)
         if program == "mlp":
-            self.net = MLP().to(self.device)
+            self.net = make_mlp(nn, F).to(self.device)
             self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
             self.x = rng.standard_normal((128, 784), dtype=np.float32)
             self.y = rng.integers(0, 10, 128)

@@ -26,6 +26,22 @@ def capture_events():
         capture.stop()
 
 
+def run_graph(fn, *, require_compile=False):
+    """Traces fn() (lazy tensors, or a tuple of them), runs it as one graph and
+    returns its values as NumPy arrays and the program text of its compile
+    (None for a cache hit, which require_compile refuses)."""
+    from lazyscope.core import lazy_model as lm
+
+    lm.mark_step()
+    with capture_events() as events:
+        result = fn()
+        lm.mark_step()
+    result = tuple(t.numpy() for t in result) if isinstance(result, tuple) else result.numpy()
+    programs = [c["program_text"] for c in events.of("compile")]
+    assert programs or not require_compile, "the graph was not compiled (a cache hit?)"
+    return result, (programs[-1] if programs else None)
+
+
 def bf16_round(values):
     """float32 values rounded to bfloat16 precision (nearest, ties to even), as float32: the NumPy oracle."""
     import numpy as np

@@ -13,22 +13,13 @@ import lazyscope
 from lazyscope import _C
 from lazyscope.core import lazy_model as lm
 from lazyscope.debug import metrics as met
-from runtime_util import bf16_round, capture_events
+from runtime_util import bf16_round, capture_events, run_graph
 
 DEV = "lazy:0"
 
 
 def program_of(fn):
-    """Traces fn() (lazy tensors, or a tuple of them), runs it as one graph and
-    returns its values as NumPy arrays and the program text of its compile."""
-    lm.mark_step()
-    with capture_events() as events:
-        result = fn()
-        lm.mark_step()
-    result = tuple(t.numpy() for t in result) if isinstance(result, tuple) else result.numpy()
-    programs = [c["program_text"] for c in events.of("compile")]
-    assert programs, "the graph was not compiled (a cache hit?)"
-    return result, programs[-1]
+    return run_graph(fn, require_compile=True)
 
 
 def fused_lines(program):

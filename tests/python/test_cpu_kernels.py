@@ -11,20 +11,9 @@ import pytest
 import lazyscope
 from lazyscope.core import lazy_model as lm
 from lazyscope.debug import metrics as met
-from runtime_util import capture_events
+from runtime_util import run_graph
 
 DEV = "lazy:0"
-
-
-def run_graph(fn):
-    """Runs fn() as one graph on lazy:0; its values (NumPy) and program text."""
-    lm.mark_step()
-    with capture_events() as events:
-        result = fn()
-        lm.mark_step()
-    result = tuple(t.numpy() for t in result) if isinstance(result, tuple) else result.numpy()
-    programs = [c["program_text"] for c in events.of("compile")]
-    return result, (programs[-1] if programs else None)
 
 
 PERMUTES = [
