@@ -1,4 +1,5 @@
 #include "launch.h"
+#include "run_command.h"
 #include "run_info.h"
 
 #include <arpa/inet.h>
@@ -710,12 +711,16 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
   recorder->finish(status, exit_code, error, "");
   const int64_t run_id = recorder->run_id();
   recorder.reset();
-  std::cout << "\nlazyscope: run " << run_id << " (" << world << " rank(s)"
-            << (o.nnodes > 1 ? ", node " + std::to_string(o.node_rank) + " of " + std::to_string(o.nnodes) : "") << ") "
-            << (status == pb::RUN_STATUS_SUCCEEDED ? "succeeded"
-                : status == pb::RUN_STATUS_FAILED  ? "failed"
-                                                   : "interrupted")
-            << "  history " << history << "\n";
+  // The same summary, per-rank block and diagnosis as a one-process run; a
+  // node of a multi-node job holds only its own ranks until they are merged.
+  const std::string note = o.nnodes > 1
+                               ? "  node         " + std::to_string(o.node_rank) + " of " + std::to_string(o.nnodes) +
+                                     ", ranks " + std::to_string(o.node_rank * o.nproc_per_node) + ".." +
+                                     std::to_string((o.node_rank + 1) * o.nproc_per_node - 1) + " of " +
+                                     std::to_string(world) +
+                                     " (merge the other nodes' bundles: lazyscope import FILE --into RUN)\n"
+                               : "";
+  print_finished_run(history, run_id, note);
   return exit_code;
 }
 

@@ -255,6 +255,22 @@ ScriptOutcome run_in_interpreter(const RunOptions& options, storage::Recorder* r
 
 }  // namespace
 
+void print_finished_run(const std::string& history, int64_t run_id, const std::string& note) {
+  try {
+    storage::HistoryReader reader(history);
+    if (auto data = storage::load_run_data(reader, run_id, storage::CompileIr::kForDiagnosis)) {
+      pb::RunReport report;
+      for (auto& replica : storage::replica_stats(data->step_times)) *report.add_replicas() = std::move(replica);
+      for (auto& finding : storage::diagnose(*data)) *report.add_findings() = std::move(finding);
+      std::cout << "\nlazyscope: " << format_summary(data->summary, TracebackAt::kAbove) << note << "  history      "
+                << history << "\n"
+                << format_replicas(report) << format_findings(report.findings(), data->summary.run().status());
+    }
+  } catch (const storage::HistoryError& e) {
+    std::cerr << "lazyscope run: the run finished but its summary could not be read: " << e.what() << "\n";
+  }
+}
+
 int run_script(const RunOptions& options) {
   std::error_code error;
   if (fs::is_directory(options.script, error)) {
@@ -309,18 +325,7 @@ int run_script(const RunOptions& options) {
   const int64_t run_id = recorder->run_id();
   recorder.reset();
 
-  try {
-    storage::HistoryReader reader(history);
-    if (auto data = storage::load_run_data(reader, run_id, storage::CompileIr::kForDiagnosis)) {
-      std::cout << "\nlazyscope: " << format_summary(data->summary, TracebackAt::kAbove) << "  history      " << history
-                << "\n";
-      google::protobuf::RepeatedPtrField<pb::Finding> findings;
-      for (auto& finding : storage::diagnose(*data)) *findings.Add() = std::move(finding);
-      std::cout << format_findings(findings, data->summary.run().status());
-    }
-  } catch (const storage::HistoryError& e) {
-    std::cerr << "lazyscope run: the run finished but its summary could not be read: " << e.what() << "\n";
-  }
+  print_finished_run(history, run_id);
   return outcome.exit_code;
 }
 

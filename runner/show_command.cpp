@@ -15,23 +15,6 @@
 namespace lazyscope::runner {
 namespace {
 
-// Per replica (rank) when there are several: steps, median step, time in
-// collectives and bytes contributed (storage::replica_stats).
-std::string format_replicas(const pb::RunReport& report) {
-  if (report.replicas_size() < 2) return "";
-  std::string out = "\nreplicas:\n";
-  for (const pb::ReplicaStats& r : report.replicas()) {
-    const double per_step = r.steps() == 0 ? 0.0 : r.collective_ms() / static_cast<double>(r.steps());
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-4d %6lld steps  median %s  in collectives %s (%s per step)  sent %.2f MB\n",
-                  r.replica(), static_cast<long long>(r.steps()), format_duration_ms(r.step_p50_ms()).c_str(),
-                  format_duration_ms(r.collective_ms()).c_str(), format_duration_ms(per_step).c_str(),
-                  static_cast<double>(r.collective_bytes()) / 1e6);
-    out += line;
-  }
-  return out;
-}
-
 std::string format_report(const pb::RunReport& report) {
   std::string out = format_summary(report.summary());
   out += format_replicas(report);

@@ -20,6 +20,10 @@ std::string format_run_line(const pb::RunSummary& summary);
 // The header of format_run_line's columns.
 std::string format_run_header();
 std::string format_duration_ms(double ms);
+// "replicas:" and a line per replica (rank) when there are several: steps,
+// median step, time in collectives and bytes contributed
+// (storage::replica_stats); empty for one.
+std::string format_replicas(const pb::RunReport& report);
 // "diagnosis:" and one block per finding (title, evidence, fix); with none,
 // a run that did not finish says so rather than "nothing slows it down".
 std::string format_findings(const google::protobuf::RepeatedPtrField<pb::Finding>& findings, pb::RunStatus status);

@@ -306,6 +306,13 @@ def test_the_distributed_example_shows_its_straggler(build_dir, repo_root, tmp_p
     assert report["replicas"][1]["collective_ms"] > report["replicas"][0]["collective_ms"]
     titles = [f["title"] for f in report["findings"] if f["rule"] == "replicas"]
     assert any(t.startswith("replica 0 is a straggler") for t in titles), titles
+    # The launcher ends as a one-process run does: the summary, the history,
+    # the per-rank block and the diagnosis (it used to print one status line).
+    out = result.stdout
+    assert '\nlazyscope: run #1 "distributed_mlp" succeeded in ' in out, out[-2000:]
+    assert f"\n  history      {history}\n" in out
+    assert "\nreplicas:\n  0        32 steps  median " in out and "\n  1        32 steps  median " in out
+    assert "\ndiagnosis:\n" in out and "replica 0 is a straggler" in out
 
 
 def test_four_processes_train_the_mlp_like_thread_replicas(build_dir, tmp_path):
@@ -354,6 +361,9 @@ def test_two_nodes_as_two_launchers_on_loopback(build_dir, tmp_path):
     # Node 1's only worker is rank 1 and local rank 0: the master of its node.
     assert "[rank 1] node 1: local ordinal 0, local master True, global master False" in out1
     assert "[rank 0] node 0: local ordinal 0, local master True, global master True" in node0.stdout
+    # Each launcher's summary says which node and ranks it holds.
+    assert "\n  node         0 of 2, ranks 0..0 of 2 (merge the other nodes' bundles" in node0.stdout
+    assert "\n  node         1 of 2, ranks 1..1 of 2 (merge the other nodes' bundles" in out1
     # Each node records its own ranks; node 1's bundle merges into node 0's run.
     assert query(tmp_path / "h0.sqlite", "SELECT DISTINCT replica FROM steps") == [(0,)]
     assert query(tmp_path / "h1.sqlite", "SELECT DISTINCT replica FROM steps") == [(1,)]
