@@ -17,6 +17,7 @@
 #include <set>
 
 #include "loaders/run_profile_loader.h"
+#include "util/chart_theme.h"
 #include "util/image_export.h"
 #include "util/run_status.h"
 
@@ -271,18 +272,7 @@ void ChartsView::applyTheme() {
   // The chart's own colours follow the window's palette (light or dark).
   QChart* chart = view_->chart();
   const QPalette pal = palette();
-  chart->setBackgroundBrush(pal.color(QPalette::Base));
-  chart->setPlotAreaBackgroundVisible(false);
-  chart->setTitleBrush(pal.color(QPalette::Text));
-  chart->legend()->setLabelColor(pal.color(QPalette::Text));
-  QColor grid = pal.color(QPalette::Text);
-  grid.setAlphaF(0.15f);
-  for (QAbstractAxis* axis : chart->axes()) {
-    axis->setLabelsColor(pal.color(QPalette::Text));
-    axis->setTitleBrush(pal.color(QPalette::Text));
-    axis->setGridLineColor(grid);
-    axis->setLinePenColor(pal.color(QPalette::Mid));
-  }
+  applyChartPalette(chart, pal);
   const QList<QAbstractSeries*> series = chart->series();
   const bool dark = isDarkPalette(pal);
   static const QColor kLight[] = {QColor(0x1c, 0x71, 0xd8), QColor(0xc0, 0x1c, 0x28), QColor(0x26, 0xa2, 0x69),

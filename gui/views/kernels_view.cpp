@@ -21,6 +21,7 @@
 #include "models/fallback_model.h"
 #include "models/kernel_model.h"
 #include "query/history_reader.h"
+#include "util/chart_theme.h"
 #include "util/run_status.h"
 
 namespace lazyscope::gui {
@@ -272,18 +273,7 @@ void KernelsView::applyTheme() {
   QChart* chart = chart_->chart();
   const QPalette pal = palette();
   const bool dark = isDarkPalette(pal);
-  chart->setBackgroundBrush(pal.color(QPalette::Base));
-  chart->setPlotAreaBackgroundVisible(false);
-  chart->setTitleBrush(pal.color(QPalette::Text));
-  chart->legend()->setLabelColor(pal.color(QPalette::Text));
-  QColor grid = pal.color(QPalette::Text);
-  grid.setAlphaF(0.15f);
-  for (QAbstractAxis* axis : chart->axes()) {
-    axis->setLabelsColor(pal.color(QPalette::Text));
-    axis->setTitleBrush(pal.color(QPalette::Text));
-    axis->setGridLineColor(grid);
-    axis->setLinePenColor(pal.color(QPalette::Mid));
-  }
+  applyChartPalette(chart, pal);
   const QColor roofColor = dark ? QColor(0xff, 0x7b, 0x72) : QColor(0xc0, 0x1c, 0x28);
   const QColor pointColor = dark ? QColor(0x62, 0xa0, 0xea) : QColor(0x1c, 0x71, 0xd8);
   const QColor selectedColor = dark ? QColor(0xff, 0xa3, 0x48) : QColor(0xc6, 0x46, 0x00);

@@ -8,6 +8,7 @@ import pytest
 
 import lazyscope
 from lazyscope.core import lazy_model as lm
+from test_autograd import numeric_grads
 
 DEVICES = ["cpu", "lazy:0"]
 rng = np.random.default_rng(15)
@@ -100,20 +101,6 @@ def test_float_division_by_zero_gives_inf_and_nan(device):
 def test_bad_rounding_mode_names_the_choices():
     with pytest.raises(RuntimeError, match="rounding_mode.*'trunc' or 'floor'.*'up'"):
         lazyscope.div(lazyscope.ones(2), 2, rounding_mode="up")
-
-
-def numeric_grads(ref, arrays, weights, eps=1e-6):
-    grads = []
-    for i, a in enumerate(arrays):
-        g = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            plus = [x.copy() for x in arrays]
-            minus = [x.copy() for x in arrays]
-            plus[i][idx] += eps
-            minus[i][idx] -= eps
-            g[idx] = (np.sum(ref(*plus) * weights) - np.sum(ref(*minus) * weights)) / (2 * eps)
-        grads.append(g)
-    return grads
 
 
 GRADS = [
