@@ -6,6 +6,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "metrics/metrics.h"
@@ -32,36 +33,69 @@ std::shared_ptr<Buffer> Buffer::allocate_on_device(DType dtype, Shape shape) {
   return make(dtype, std::move(shape), true);
 }
 
-std::shared_ptr<Buffer> Buffer::make(DType dtype, Shape shape, bool on_device) {
+namespace {
+// The element count and size in bytes of `shape` of `dtype`, refusing a
+// negative dimension and an overflow (an expand to [2^31, 2^31] of float32
+// wraps size_t).
+std::pair<int64_t, size_t> checked_size(DType dtype, const Shape& shape, const std::string& what) {
   for (int64_t d : shape) {
     if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(shape));
   }
-  // The size in bytes, refusing an overflow (an expand to [2^31, 2^31] of
-  // float32 wraps size_t) and anything over physical memory: with
-  // overcommit, a huge aligned_alloc "succeeds" and the kernel writing it
-  // is killed, so the guard is the only clear error the user gets.
   int64_t n = 1;
   size_t bytes = 0;
-  const auto describe = [&] {
-    return std::string("cannot allocate a ") + std::string(dtype_name(dtype)) + " tensor of shape " + shape_str(shape);
-  };
   bool overflow = false;
   for (int64_t d : shape) overflow = overflow || __builtin_mul_overflow(n, d, &n);
   overflow = overflow || __builtin_mul_overflow(static_cast<size_t>(n), dtype_size(dtype), &bytes) ||
              bytes > std::numeric_limits<size_t>::max() - kAlignment;
-  if (overflow) throw OutOfMemoryError(describe() + ": its size overflows 64 bits");
+  if (overflow) throw OutOfMemoryError(what + ": its size overflows 64 bits");
+  return {n, bytes};
+}
+}  // namespace
+
+std::shared_ptr<Buffer> Buffer::make(DType dtype, Shape shape, bool on_device) {
+  // Anything over physical memory is refused: with overcommit, a huge
+  // aligned_alloc "succeeds" and the kernel writing it is killed, so the
+  // guard is the only clear error the user gets.
+  const std::string describe = std::string("cannot allocate a ") + std::string(dtype_name(dtype)) +
+                               " tensor of shape " + shape_str(shape);
+  const auto [n, bytes] = checked_size(dtype, shape, describe);
   if (bytes > physical_memory_bytes()) {
-    throw OutOfMemoryError(describe() + " (" + std::to_string(bytes) + " bytes): more than the machine's memory (" +
+    throw OutOfMemoryError(describe + " (" + std::to_string(bytes) + " bytes): more than the machine's memory (" +
                            std::to_string(physical_memory_bytes()) + " bytes)");
   }
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* data = rounded ? std::aligned_alloc(kAlignment, rounded) : nullptr;
-  if (rounded && !data) throw OutOfMemoryError(describe() + " (" + std::to_string(bytes) + " bytes): out of memory");
+  if (rounded && !data) throw OutOfMemoryError(describe + " (" + std::to_string(bytes) + " bytes): out of memory");
   return std::shared_ptr<Buffer>(new Buffer(dtype, std::move(shape), n, bytes, data, on_device));
 }
 
-Buffer::Buffer(DType dtype, Shape shape, int64_t numel, size_t bytes, void* data, bool on_device)
-    : dtype_(dtype), shape_(std::move(shape)), numel_(numel), bytes_(bytes), data_(data), on_device_(on_device) {
+std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<Buffer> base, size_t offset, DType dtype, Shape shape) {
+  const std::string describe = std::string("cannot view a ") + std::string(dtype_name(dtype)) + " tensor of shape " +
+                               shape_str(shape);
+  if (!base) throw EngineError(describe + ": no buffer to view");
+  const auto [n, bytes] = checked_size(dtype, shape, describe);
+  if (offset > base->bytes() || bytes > base->bytes() - offset) {
+    throw EngineError(describe + " (" + std::to_string(bytes) + " bytes) at byte " + std::to_string(offset) + " of a " +
+                      std::to_string(base->bytes()) + "-byte buffer of shape " + shape_str(base->shape()) +
+                      ": past its end");
+  }
+  void* data = static_cast<char*>(base->data()) + offset;
+  const bool on_device = base->on_device();
+  // Views hold the owner itself, never a chain of views.
+  std::shared_ptr<Buffer> owner = base->base_ ? base->base_ : std::move(base);
+  return std::shared_ptr<Buffer>(new Buffer(dtype, std::move(shape), n, bytes, data, on_device, std::move(owner)));
+}
+
+Buffer::Buffer(DType dtype, Shape shape, int64_t numel, size_t bytes, void* data, bool on_device,
+               std::shared_ptr<Buffer> base)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      numel_(numel),
+      bytes_(bytes),
+      data_(data),
+      on_device_(on_device),
+      base_(std::move(base)) {
+  if (base_) return;  // a view: its bytes are its owner's, counted there
   LAZYSCOPE_COUNTER("LiveBuffers")->add(1);
   LAZYSCOPE_COUNTER("LiveBufferBytes")->add(static_cast<int64_t>(bytes_));
   if (on_device_) {
@@ -71,6 +105,7 @@ Buffer::Buffer(DType dtype, Shape shape, int64_t numel, size_t bytes, void* data
 }
 
 Buffer::~Buffer() {
+  if (base_) return;
   std::free(data_);
   LAZYSCOPE_COUNTER("LiveBuffers")->add(-1);
   LAZYSCOPE_COUNTER("LiveBufferBytes")->add(-static_cast<int64_t>(bytes_));

@@ -28,8 +28,9 @@ namespace {
 // not run when nothing else reads it), possibly with a fused elementwise
 // epilogue, or a fused elementwise kernel, or several independent fused
 // kernels sharing one parallel region (kFusedGroup: the optimizer update
-// of every parameter at once).
-enum class Kind : uint8_t { kKernel, kMatmul, kFused, kFusedGroup };
+// of every parameter at once), or a view (kView: a reshape whose result is
+// its operand's bytes under another shape; no kernel runs).
+enum class Kind : uint8_t { kKernel, kMatmul, kFused, kFusedGroup, kView };
 
 struct Instruction {
   Kind kind = Kind::kKernel;
@@ -54,22 +55,32 @@ struct Instruction {
   std::vector<Instruction> members;
 };
 
-// Where each value lives during execution. Parameters are the caller's;
-// outputs are handed out, so each execution gives fresh (or recycled: see
-// CpuExecutable::output_buffer) buffers; every other value gets a buffer of
-// the executable's arena, kept across executions. A value's arena buffer is
-// reused by a later value of the same dtype and shape once its last reader
-// has run — never by the instruction that reads it last (no kernel writes
-// over an operand it still reads), never for a parameter or an output.
+// Where each value lives during execution (plan_memory). Parameters are the
+// caller's; outputs are handed out, so each execution gives fresh (or
+// recycled: see CpuExecutable::output_buffer) buffers; every other value is
+// a range of bytes at a fixed offset in the executable's arena, one block
+// kept across executions. A view (Kind::kView) is the bytes of the value it
+// lays out: in the arena at the same offset, or a view of a parameter or
+// output made when it runs.
 struct MemoryPlan {
-  static constexpr int kParameter = -1, kOutput = -2, kUnused = -3;
-  std::vector<int> buffer_of_slot;  // per slot: arena buffer, or one of the above
-  std::vector<TensorSpec> buffers;  // the arena
-  int64_t arena_bytes = 0;          // sum of the arena buffers
-  int64_t output_bytes = 0;         // outputs computed by the program
-  int64_t values_bytes = 0;         // intermediate values, if none were shared
-  int64_t peak_live_bytes = 0;      // the most bytes live at once (arena values and outputs)
+  static constexpr int64_t kParameter = -1, kOutput = -2, kUnused = -3, kView = -4;
+  std::vector<int64_t> offset_of_slot;  // per slot: byte offset in the arena, or one of the above
+  std::vector<int> view_of;             // per slot: the slot a view lays out, else -1
+  std::vector<int> over;                // per slot: the operand whose bytes it is written over in place, else -1
+  int64_t arena_bytes = 0;              // the block
+  int64_t values_bytes = 0;             // the arena's values if each had bytes of its own
+  int arena_values = 0, in_place = 0, views = 0;
+  int64_t parameter_bytes = 0;  // every parameter buffer the program is given
+  int64_t output_bytes = 0;     // outputs computed by the program
+  int64_t donatable_bytes = 0;  // outputs that can take a parameter's buffer (Donation), each once
+  // The most bytes live at once in this program order (parameters, arena
+  // values from their kernel to their last reader, outputs from their
+  // kernel on), less donatable_bytes: no plan of this program holds less.
+  int64_t live_bytes = 0;
 };
+
+// Every arena value starts on a cache line (and an AVX-512 vector).
+constexpr int64_t kArenaAlignment = 64;
 
 // An output the program may write over a parameter's buffer when the
 // parameter's value dies with the execution (Executable::execute): the
@@ -209,9 +220,9 @@ class CpuExecutable final : public Executable {
     const bool own = lock.owns_lock();
     State local;
     State& st = own ? state_ : local;
-    // Arena buffers are allocated on first use, inside the instruction that
-    // first needs one, so an allocation failure names its op.
-    if (st.arena.size() != plan_.buffers.size()) st.arena.assign(plan_.buffers.size(), nullptr);
+    // The arena is allocated on first use, inside the instruction that
+    // first needs it, so an allocation failure names its op.
+    if (st.views.size() != static_cast<size_t>(slot_count_)) st.views.assign(static_cast<size_t>(slot_count_), nullptr);
     st.slots.assign(static_cast<size_t>(slot_count_), nullptr);
     std::vector<BufferPtr>& slots = st.slots;
     take_donations(st, parameters, donor_refs);
@@ -252,6 +263,13 @@ class CpuExecutable final : public Executable {
           if (sampled) st.timings[pc] += events::now_ns() - kernel_start - std::exchange(st.untimed, 0);
           continue;
         }
+        if (ins.kind == Kind::kView) {
+          slots[ins.output] = plan_.offset_of_slot[static_cast<size_t>(ins.output)] >= 0
+                                  ? slot_buffer(st, ins.output)  // the arena's, made once
+                                  : Buffer::view(slots[ins.inputs[0]], 0, ins.spec.dtype, ins.spec.shape);
+          if (sampled) st.timings[pc] += events::now_ns() - kernel_start - std::exchange(st.untimed, 0);
+          continue;
+        }
         out = slot_buffer(st, ins.output);
         switch (ins.kind) {
           case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
@@ -273,7 +291,8 @@ class CpuExecutable final : public Executable {
             }
             break;
           case Kind::kFused:
-          case Kind::kFusedGroup: break;
+          case Kind::kFusedGroup:
+          case Kind::kView: break;
         }
       } catch (const EngineError& e) {
         // Which node failed, for the executor to name the line that traced it.
@@ -363,9 +382,15 @@ class CpuExecutable final : public Executable {
     }
     os << "total: flops=" << total.flops << " traffic=" << total.bytes << " bytes (estimated: flops per kernel, bytes "
        << "read and written)\n";
-    os << "memory: peak=" << plan_.arena_bytes + plan_.output_bytes << " bytes (arena " << plan_.arena_bytes << " in "
-       << plan_.buffers.size() << " buffers for " << plan_.values_bytes << " bytes of intermediate values, outputs "
-       << plan_.output_bytes << "); live-set lower bound " << plan_.peak_live_bytes << " bytes\n";
+    // The executable's own bytes, then the step's: with the parameters it
+    // is given, less the outputs written over them when donated.
+    const int64_t own = plan_.arena_bytes + plan_.output_bytes, step = plan_.parameter_bytes + own;
+    os << "memory: peak=" << own << " bytes (arena " << plan_.arena_bytes << " bytes in one block for "
+       << plan_.values_bytes << " bytes of " << plan_.arena_values << " intermediate values, " << plan_.in_place
+       << " written in place, " << plan_.views << " reshapes as views; outputs " << plan_.output_bytes << ")\n";
+    os << "memory with the parameters' " << plan_.parameter_bytes << " bytes: step peak=" << step << " bytes, "
+       << step - plan_.donatable_bytes << " when the outputs that can take a parameter's buffer do ("
+       << plan_.donatable_bytes << " bytes); at least " << plan_.live_bytes << " bytes live at once in this order\n";
     return os.str();
   }
 
@@ -376,7 +401,6 @@ class CpuExecutable final : public Executable {
        << (ins.kind == Kind::kFused ? std::string("fused") : std::string(op_name(ins.op))) << "(";
     const size_t shown = ins.kind == Kind::kMatmul ? std::min<size_t>(2, ins.inputs.size()) : ins.inputs.size();
     for (size_t i = 0; i < shown; ++i) os << (i ? ", " : "") << "%" << ins.inputs[i];
-    const int where = plan_.buffer_of_slot[static_cast<size_t>(ins.output)];
     os << ") : " << dtype_name(ins.spec.dtype) << shape_str(ins.spec.shape) << "  " << spec_bytes(ins.spec)
        << " bytes  flops=" << c.flops << " traffic=" << c.bytes << "\n";
     os << "      ; nodes ";
@@ -385,18 +409,26 @@ class CpuExecutable final : public Executable {
       os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
       for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
       os << "), writes";
-      for (int slot : ins.outputs) {
-        const int w = plan_.buffer_of_slot[static_cast<size_t>(slot)];
-        os << " %" << slot << (w >= 0 ? " in arena buffer " + std::to_string(w) : std::string(" as an output"));
-      }
+      for (int slot : ins.outputs) os << " %" << slot << placement(slot);
+    } else if (ins.kind == Kind::kView) {
+      os << ", a view of %" << ins.inputs[0] << " (no kernel, no bytes)";
     } else {
-      os << (where >= 0 ? ", arena buffer " + std::to_string(where) : std::string(", output buffer"));
+      os << "," << placement(ins.output);
     }
     if (ins.transpose_a || ins.transpose_b) {
       os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
          << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
     }
     os << note << "\n";
+  }
+
+  // Where a value the program writes lives, for the listing.
+  std::string placement(int slot) const {
+    const int64_t at = plan_.offset_of_slot[static_cast<size_t>(slot)];
+    if (at < 0) return " as an output";
+    const int over = plan_.over[static_cast<size_t>(slot)];
+    return " at arena offset " + std::to_string(at) +
+           (over >= 0 ? " (in place over %" + std::to_string(over) + ")" : "");
   }
 
   int64_t peak_bytes() const override { return plan_.arena_bytes + plan_.output_bytes; }
@@ -428,7 +460,8 @@ class CpuExecutable final : public Executable {
 
  private:
   struct State {
-    std::vector<BufferPtr> arena;
+    BufferPtr arena;               // the block
+    std::vector<BufferPtr> views;  // per slot placed in the arena: its view of the block, made once
     std::vector<BufferPtr> slots;
     std::vector<const Buffer*> inputs;
     std::vector<Buffer*> fused_out;
@@ -504,6 +537,7 @@ class CpuExecutable final : public Executable {
       c.bytes += epi.bytes - spec_bytes(ins.spec);
       return c;
     }
+    if (ins.kind == Kind::kView) return {};  // no kernel, no bytes
     if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
     // Reads each input once, writes each materialized value once.
     KernelCost c;
@@ -554,20 +588,24 @@ class CpuExecutable final : public Executable {
     });
   }
 
-  // The buffer of a value the program computes: its arena buffer
-  // (allocated on first use), or an output buffer.
+  // The buffer of a value the program computes: its view of the arena
+  // (the block allocated on first use, each view made once), or an output
+  // buffer.
   BufferPtr slot_buffer(State& st, int slot) const {
-    const int where = plan_.buffer_of_slot[static_cast<size_t>(slot)];
+    const int64_t where = plan_.offset_of_slot[static_cast<size_t>(slot)];
     if (where < 0) {
       for (auto& [output, buffer] : st.donated) {
         if (output == slot && buffer) return std::move(buffer);
       }
       return output_buffer(st, slot_specs_[static_cast<size_t>(slot)]);
     }
-    BufferPtr& b = st.arena[static_cast<size_t>(where)];
-    if (!b)
-      b = fresh(st, plan_.buffers[static_cast<size_t>(where)].dtype, plan_.buffers[static_cast<size_t>(where)].shape);
-    return b;
+    BufferPtr& v = st.views[static_cast<size_t>(slot)];
+    if (!v) {
+      if (!st.arena) st.arena = fresh(st, DType::kUInt8, {plan_.arena_bytes});
+      const TensorSpec& spec = slot_specs_[static_cast<size_t>(slot)];
+      v = Buffer::view(st.arena, static_cast<size_t>(where), spec.dtype, spec.shape);
+    }
+    return v;
   }
 
   // A new buffer. On a timed execution its pages are touched here and the
@@ -914,61 +952,206 @@ std::vector<Instruction> group_independent_fused(std::vector<Instruction> progra
   return out;
 }
 
+// Reshapes become views (Kind::kView): every value is a contiguous row-major
+// buffer, so a reshape of one to a shape of as many elements is the same
+// bytes. Not a returned reshape: an output is a buffer of its own, handed
+// out and recycled (a view of the arena could not be).
+void mark_views(std::vector<Instruction>& program, const GraphView& graph, const std::vector<char>& is_output) {
+  for (Instruction& ins : program) {
+    if (ins.kind != Kind::kKernel || ins.op != OpKind::kReshape || ins.inputs.size() != 1) continue;
+    if (is_output[static_cast<size_t>(ins.output)] ||
+        graph.nodes[static_cast<size_t>(ins.inputs[0])]->dtype() != ins.spec.dtype) {
+      continue;
+    }
+    ins.kind = Kind::kView;
+    ins.kernel = nullptr;
+  }
+}
+
+// The slot whose bytes a value is: through views to the value they lay out.
+int view_root(const MemoryPlan& plan, int slot) {
+  while (plan.view_of[static_cast<size_t>(slot)] >= 0) slot = plan.view_of[static_cast<size_t>(slot)];
+  return slot;
+}
+
+// Each fused kernel of `ins` (itself, a member of a multi-tensor group, a
+// GEMM's epilogue), for the in-place and donation checks.
+template <typename F> void for_each_fused(const Instruction& ins, F&& f) {
+  if (ins.kind == Kind::kFused) f(ins);
+  if (ins.kind == Kind::kFusedGroup || ins.kind == Kind::kMatmul) {
+    for (const Instruction& member : ins.members) {
+      if (member.kind == Kind::kFused) f(member);
+    }
+  }
+}
+
+// The memory plan: an offset in one arena block for each value that is
+// neither a parameter nor an output. Values that share bytes form a unit: a
+// view and the value it lays out; an output of a fused kernel written in
+// place over an operand whose every reader (its views' included) is that
+// kernel's instruction, which reads each element before writing it
+// (FusedKernel::can_write_over_input) and in which nothing else reads the
+// operand (a group's other members run at the same time; a GEMM reads its
+// operands while earlier parts' epilogues write). A unit lives from the
+// instruction writing its first value to the last one reading any of its
+// values, both included: no kernel writes over an operand it still reads,
+// unless in place. Offsets are assigned greedy by size (the largest unit
+// first, each at the best-fitting gap among the units whose lifetimes meet
+// its own; TFLite's and XLA's heap simulators do the same): values of any
+// shape share bytes once their lifetimes are apart.
 MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& program) {
   const size_t n = graph.nodes.size();
+  const auto bytes_of = [&](int slot) { return spec_bytes(graph.nodes[static_cast<size_t>(slot)]->spec()); };
   MemoryPlan plan;
-  plan.buffer_of_slot.assign(n, MemoryPlan::kUnused);
-  for (int p : graph.parameters) plan.buffer_of_slot[static_cast<size_t>(p)] = MemoryPlan::kParameter;
+  plan.offset_of_slot.assign(n, MemoryPlan::kUnused);
+  plan.view_of.assign(n, -1);
+  plan.over.assign(n, -1);
+  std::vector<char> pinned(n, 0);  // per unit: holds a parameter or an output (not in the arena)
+  for (int p : graph.parameters) {
+    plan.offset_of_slot[static_cast<size_t>(p)] = MemoryPlan::kParameter;
+    plan.parameter_bytes += bytes_of(p);
+    pinned[static_cast<size_t>(p)] = 1;
+  }
   std::vector<char> is_output(n, 0);
   for (int o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
-  // Last instruction reading each slot.
-  std::vector<int> last_use(n, -1);
-  for (size_t i = 0; i < program.size(); ++i) {
-    for (int s : program[i].inputs) last_use[static_cast<size_t>(s)] = static_cast<int>(i);
-  }
-  std::vector<std::vector<int>> dying(program.size());  // arena buffers free after instruction i
-  std::map<std::pair<DType, Shape>, std::vector<int>> free_buffers;
-  int64_t live = 0;
-  std::vector<int64_t> dying_bytes(program.size(), 0);
+  std::vector<int> unit(n);  // union-find over slots; a root's entry is itself
+  for (size_t s = 0; s < n; ++s) unit[s] = static_cast<int>(s);
+  const auto find = [&](int s) {
+    while (unit[static_cast<size_t>(s)] != s)
+      s = unit[static_cast<size_t>(s)] = unit[static_cast<size_t>(unit[static_cast<size_t>(s)])];
+    return s;
+  };
+  std::vector<int> first(n, -1), last(n, -1);  // per slot: the instruction writing it, the last one reading it
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction& ins = program[i];
-    for (int out : written_slots(ins)) {
-      const auto slot = static_cast<size_t>(out);
-      const TensorSpec& spec = graph.nodes[slot]->spec();
-      const int64_t bytes = spec_bytes(spec);
-      live += bytes;
-      plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
-      if (is_output[slot] || plan.buffer_of_slot[slot] == MemoryPlan::kParameter) {
-        if (plan.buffer_of_slot[slot] != MemoryPlan::kParameter) {
-          plan.buffer_of_slot[slot] = MemoryPlan::kOutput;
-          plan.output_bytes += bytes;
-        }
-        continue;
-      }
-      plan.values_bytes += bytes;
-      auto& list = free_buffers[{spec.dtype, spec.shape}];
-      int b;
-      if (list.empty()) {
-        b = static_cast<int>(plan.buffers.size());
-        plan.buffers.push_back(spec);
-        plan.arena_bytes += bytes;
-      } else {
-        b = list.back();
-        list.pop_back();
-      }
-      plan.buffer_of_slot[slot] = b;
-      // Free after its last reader (a value nobody reads: right away).
-      const int last = std::max(last_use[slot], static_cast<int>(i));
-      dying[static_cast<size_t>(last)].push_back(b);
-      dying_bytes[static_cast<size_t>(last)] += bytes;
+    for (int s : ins.inputs) last[static_cast<size_t>(s)] = static_cast<int>(i);
+    for (int w : written_slots(ins)) first[static_cast<size_t>(w)] = static_cast<int>(i);
+    if (ins.kind == Kind::kView) {
+      plan.view_of[static_cast<size_t>(ins.output)] = ins.inputs[0];
+      unit[static_cast<size_t>(ins.output)] = find(ins.inputs[0]);
+      ++plan.views;
     }
-    for (int b : dying[i]) {
-      const TensorSpec& spec = plan.buffers[static_cast<size_t>(b)];
-      free_buffers[{spec.dtype, spec.shape}].push_back(b);
-    }
-    live -= dying_bytes[i];
   }
+  // Per unit: its lifetime, and whether it is pinned.
+  std::vector<int> begin(n, std::numeric_limits<int>::max()), end(n, -1);
+  for (size_t s = 0; s < n; ++s) {
+    if (first[s] < 0) continue;
+    const auto u = static_cast<size_t>(find(static_cast<int>(s)));
+    if (is_output[s]) pinned[u] = 1;
+    begin[u] = std::min(begin[u], first[s]);
+    end[u] = std::max({end[u], first[s], last[s]});
+  }
+  // In place: outputs of fused kernels joining their operand's unit.
+  std::vector<int> written_over_at(n, -1);  // per unit: the instruction that last wrote over it
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction& owner = program[i];
+    const int at = static_cast<int>(i);
+    for_each_fused(owner, [&](const Instruction& f) {
+      for (size_t k = 0; k < f.outputs.size(); ++k) {
+        const int out = f.outputs[k];
+        if (find(out) != out || pinned[static_cast<size_t>(out)]) continue;
+        for (size_t j = 0; j < f.inputs.size(); ++j) {
+          const int in = f.inputs[j];
+          const auto u = static_cast<size_t>(find(in));
+          if (pinned[u] || end[u] != at || written_over_at[u] == at || bytes_of(in) != bytes_of(out)) continue;
+          const auto same = std::count_if(owner.inputs.begin(), owner.inputs.end(),
+                                          [&](int s) { return find(s) == static_cast<int>(u); });
+          if (same != 1 || !f.fused->can_write_over_input(j, k)) continue;
+          unit[static_cast<size_t>(out)] = static_cast<int>(u);
+          end[u] = std::max(end[u], end[static_cast<size_t>(out)]);
+          written_over_at[u] = at;
+          plan.over[static_cast<size_t>(out)] = in;
+          ++plan.in_place;
+          break;
+        }
+      }
+    });
+  }
+  // Offsets, greedy by size.
+  struct Unit {
+    int root, begin, end;
+    int64_t size, offset = 0;
+  };
+  std::vector<Unit> units;
+  std::vector<int> unit_index(n, -1);
+  for (size_t s = 0; s < n; ++s) {
+    if (find(static_cast<int>(s)) != static_cast<int>(s) || pinned[s] || first[s] < 0) continue;
+    unit_index[s] = static_cast<int>(units.size());
+    const int64_t size = (bytes_of(static_cast<int>(s)) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    units.push_back({static_cast<int>(s), begin[s], end[s], size});
+  }
+  std::vector<size_t> order(units.size());
+  for (size_t u = 0; u < order.size(); ++u) order[u] = u;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return units[a].size != units[b].size ? units[a].size > units[b].size : units[a].begin < units[b].begin;
+  });
+  std::vector<size_t> placed;  // by offset
+  for (size_t u : order) {
+    Unit& unit_u = units[u];
+    if (unit_u.size == 0) continue;
+    int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), reached = 0;
+    for (size_t p : placed) {
+      const Unit& q = units[p];
+      if (q.end < unit_u.begin || unit_u.end < q.begin) continue;  // never live together
+      const int64_t gap = q.offset - reached;
+      if (gap >= unit_u.size && gap < best_gap) {
+        best = reached;
+        best_gap = gap;
+      }
+      reached = std::max(reached, q.offset + q.size);
+    }
+    unit_u.offset = best >= 0 ? best : reached;
+    plan.arena_bytes = std::max(plan.arena_bytes, unit_u.offset + unit_u.size);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), u,
+                                   [&](size_t a, size_t b) { return units[a].offset < units[b].offset; }),
+                  u);
+  }
+  // Per slot: where it lives; the totals; the bytes live at each instruction.
+  std::vector<int64_t> live(program.size() + 1, 0);  // differences
+  for (size_t s = 0; s < n; ++s) {
+    if (first[s] < 0) continue;
+    const int u = unit_index[static_cast<size_t>(find(static_cast<int>(s)))];
+    if (u >= 0) {
+      plan.offset_of_slot[s] = units[static_cast<size_t>(u)].offset;
+      if (plan.view_of[s] < 0) {
+        plan.values_bytes += bytes_of(static_cast<int>(s));
+        ++plan.arena_values;
+      }
+    } else if (plan.view_of[s] >= 0) {
+      plan.offset_of_slot[s] = MemoryPlan::kView;
+    } else if (plan.offset_of_slot[s] != MemoryPlan::kParameter) {
+      plan.offset_of_slot[s] = MemoryPlan::kOutput;
+      plan.output_bytes += bytes_of(static_cast<int>(s));
+      live[static_cast<size_t>(first[s])] += bytes_of(static_cast<int>(s));  // to the end
+    }
+  }
+  for (const Unit& u : units) {
+    const int64_t b = bytes_of(u.root);
+    live[static_cast<size_t>(u.begin)] += b;
+    live[static_cast<size_t>(u.end) + 1] -= b;
+  }
+  int64_t now = 0, most = 0;
+  for (int64_t d : live) most = std::max(most, now += d);
+  plan.live_bytes = plan.parameter_bytes + most;
   return plan;
+}
+
+// The bytes of the outputs the executable writes over parameters when every
+// listed donor is free, each output and each parameter once, first come (as
+// take_donations picks them).
+int64_t donatable_bytes(const std::vector<Donation>& donations, const GraphView& graph) {
+  std::vector<int> outputs, parameters;
+  int64_t bytes = 0;
+  for (const Donation& d : donations) {
+    if (std::find(outputs.begin(), outputs.end(), d.output) != outputs.end() ||
+        std::find(parameters.begin(), parameters.end(), d.parameter) != parameters.end()) {
+      continue;
+    }
+    outputs.push_back(d.output);
+    parameters.push_back(d.parameter);
+    bytes += spec_bytes(graph.nodes[static_cast<size_t>(d.output)]->spec());
+  }
+  return bytes;
 }
 
 // The outputs that may be written over a parameter's buffer (Donation): the
@@ -1013,23 +1196,28 @@ std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<I
   std::vector<int> parameter_of(n, -1);
   for (size_t i = 0; i < graph.parameters.size(); ++i) parameter_of[graph.parameters[i]] = static_cast<int>(i);
   for (int o : graph.outputs) parameter_of[static_cast<size_t>(o)] = -1;  // returned as is
+  // A view of a parameter reads the parameter's bytes: its readers are the
+  // parameter's.
   std::vector<int> last_reader(n, -1);
   int last_fallible = -1;
   for (size_t i = 0; i < program.size(); ++i) {
-    for (int s : program[i].inputs) last_reader[static_cast<size_t>(s)] = static_cast<int>(i);
+    for (int s : program[i].inputs) last_reader[static_cast<size_t>(view_root(plan, s))] = static_cast<int>(i);
     if (may_fail_on_values(graph, program[i])) last_fallible = static_cast<int>(i);
   }
   const auto consider = [&](const Instruction& owner, int at, const Instruction& f) {
-    if (f.kind != Kind::kFused || at < last_fallible) return;
+    if (at < last_fallible) return;
     for (size_t j = 0; j < f.inputs.size(); ++j) {
       const int p = f.inputs[j];
       const int index = parameter_of[static_cast<size_t>(p)];
       if (index < 0 || last_reader[static_cast<size_t>(p)] != at) continue;
-      if (std::count(owner.inputs.begin(), owner.inputs.end(), p) != 1) continue;
+      if (std::count_if(owner.inputs.begin(), owner.inputs.end(), [&](int s) { return view_root(plan, s) == p; }) !=
+          1) {
+        continue;
+      }
       const TensorSpec& spec = graph.nodes[static_cast<size_t>(p)]->spec();
       for (size_t k = 0; k < f.outputs.size(); ++k) {
         const auto out = static_cast<size_t>(f.outputs[k]);
-        if (plan.buffer_of_slot[out] != MemoryPlan::kOutput || graph.nodes[out]->dtype() != spec.dtype ||
+        if (plan.offset_of_slot[out] != MemoryPlan::kOutput || graph.nodes[out]->dtype() != spec.dtype ||
             graph.nodes[out]->shape() != spec.shape || !f.fused->can_write_over_input(j, k)) {
           continue;
         }
@@ -1038,11 +1226,7 @@ std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<I
     }
   };
   for (size_t i = 0; i < program.size(); ++i) {
-    const Instruction& ins = program[i];
-    if (ins.kind == Kind::kFused) consider(ins, static_cast<int>(i), ins);
-    if (ins.kind == Kind::kFusedGroup || ins.kind == Kind::kMatmul) {
-      for (const Instruction& member : ins.members) consider(ins, static_cast<int>(i), member);
-    }
+    for_each_fused(program[i], [&](const Instruction& f) { consider(program[i], static_cast<int>(i), f); });
   }
   return donations;
 }
@@ -1187,8 +1371,11 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   std::vector<TensorSpec> slot_specs;
   slot_specs.reserve(n);
   for (const Node* node : graph.nodes) slot_specs.push_back(node->spec());
+  mark_views(program, graph, is_output);
   MemoryPlan plan = plan_memory(graph, program);
   std::vector<Donation> donations = plan_donations(graph, program, plan, settings::bf16_mode());
+  plan.donatable_bytes = donatable_bytes(donations, graph);
+  plan.live_bytes -= plan.donatable_bytes;
   return std::make_unique<CpuExecutable>(static_cast<int>(n), graph.parameters, std::move(parameter_dtypes),
                                          std::move(program), graph.outputs, settings::bf16_mode(),
                                          std::move(slot_specs), std::move(plan), std::move(donations));
