@@ -218,6 +218,66 @@ def test_a_cached_training_step_allocates_nothing():
     assert allocations[2:] == [0, 0, 0, 0], allocations
 
 
+def test_a_value_whose_last_reader_is_a_fused_kernel_is_written_over_in_place():
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((8, 16)).astype(np.float32) * 0.1
+
+    def run():
+        y = lazyscope.tensor(a, device=DEV).cumsum(1)  # a table kernel: y is written to the arena
+        return (y.exp() * 3.0).cumsum(0)                # exp * 3 is y's last reader
+
+    got, program = program_of(run)
+    np.testing.assert_allclose(got, np.cumsum(np.exp(np.cumsum(a, 1)) * 3, 0), rtol=1e-5, atol=1e-6)
+    y = re.search(r"^  %(\d+) = cumsum\(%\d+\)", program, re.M).group(1)
+    assert re.search(rf"^      ; nodes .*writes %\d+ at arena offset \d+ \(in place over %{y}\)", program, re.M), program
+
+
+def test_a_reshape_is_a_view_and_its_readers_keep_its_source_from_being_written_over():
+    # r is a view of y's bytes. exp(y) is y's last direct reader but not the
+    # last reader of its bytes: r is read after it, so exp(y) must not be
+    # written over y (r would then read exp(y)).
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((8, 8)).astype(np.float32) * 0.1
+    w = rng.standard_normal((16, 3)).astype(np.float32)
+
+    def run():
+        y = lazyscope.tensor(a, device=DEV).cumsum(0)
+        r = y.reshape(4, 16)
+        scale = y.exp().sum()
+        return r @ (lazyscope.tensor(w, device=DEV) * scale)
+
+    got, program = program_of(run)
+    y = np.cumsum(a, 0)
+    np.testing.assert_allclose(got, y.reshape(4, 16) @ (w * np.exp(y).sum()), rtol=1e-4, atol=1e-5)
+    view = re.search(r"^  %(\d+) = reshape\(%(\d+)\).*\n^      ; nodes \d+, a view of %\2 \(no kernel, no bytes\)",
+                     program, re.M)
+    assert view, program
+    assert not re.search(rf"\(in place over %{view.group(2)}\)", program), program
+
+
+def test_a_reshape_of_a_parameter_keeps_the_parameter_from_being_donated_before_it_is_read():
+    # The update of w is w's last direct reader, but the view `flat` of w's
+    # bytes is read after it (by a kernel that needs the update's sum): the
+    # update must not be written over w's buffer.
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    v = rng.standard_normal((6, 4)).astype(np.float32)
+    w = lazyscope.tensor(a, device=DEV)
+    lm.mark_step()
+    x = lazyscope.tensor(v, device=DEV)
+    flat = w.reshape(6, 4)
+    w = w - 0.5 * w.exp()  # rebinds w: the old value dies with the step, a donor
+    got = flat * (w.sum() + x.sum())
+    del flat  # not returned: a view, not a copy
+    with capture_events() as events:
+        lm.mark_step()
+    program = events.of("compile")[-1]["program_text"]
+    assert re.search(r"a view of %\d+ \(no kernel, no bytes\)", program), program
+    new_w = a - 0.5 * np.exp(a)
+    np.testing.assert_allclose(w.numpy(), new_w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.numpy(), a.reshape(6, 4) * (new_w.sum() + v.sum()), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_results_do_not_depend_on_the_thread_count(threads, build_dir):
     script = r"""
