@@ -192,6 +192,9 @@ BufferPtr allocate_counted(DType dtype, const Shape& shape) {
   return Buffer::allocate_on_device(dtype, shape);
 }
 
+// Every slot an instruction writes (defined with the passes below).
+std::span<const int> written_slots(const Instruction& ins);
+
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(int slot_count, std::vector<int> parameter_slots, std::vector<DType> parameter_dtypes,
@@ -432,6 +435,21 @@ class CpuExecutable final : public Executable {
   }
 
   int64_t peak_bytes() const override { return plan_.arena_bytes + plan_.output_bytes; }
+
+  PlanLayout layout() const {
+    PlanLayout out;
+    out.arena_bytes = plan_.arena_bytes;
+    for (const Instruction& ins : program_) {
+      out.reads.push_back(ins.inputs);
+      const auto written = written_slots(ins);
+      out.writes.emplace_back(written.begin(), written.end());
+    }
+    for (size_t s = 0; s < slot_specs_.size(); ++s) {
+      out.values.push_back({std::max<int64_t>(plan_.offset_of_slot[s], -1), spec_bytes(slot_specs_[s]),
+                            plan_.view_of[s], plan_.over[s]});
+    }
+    return out;
+  }
   int64_t executions() const override { return executions_.load(std::memory_order_relaxed); }
   int64_t sampled_executions() const override { return sampled_.load(std::memory_order_relaxed); }
 
@@ -1234,6 +1252,12 @@ std::vector<Donation> plan_donations(const GraphView& graph, const std::vector<I
 }  // namespace
 
 bool CpuBackend::lowers(OpKind op, DType dtype) const { return find_kernel(op, dtype) != nullptr; }
+
+std::optional<PlanLayout> plan_layout(const Executable& executable) {
+  const auto* cpu = dynamic_cast<const CpuExecutable*>(&executable);
+  if (!cpu) return std::nullopt;
+  return cpu->layout();
+}
 
 std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   const size_t n = graph.nodes.size();
