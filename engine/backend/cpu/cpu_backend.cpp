@@ -68,6 +68,7 @@ struct MemoryPlan {
   std::vector<int> view_of;             // per slot: the slot a view lays out, else -1
   std::vector<int> over;                // per slot: the operand whose bytes it is written over in place, else -1
   int64_t arena_bytes = 0;              // the block
+  int64_t arena_live_bytes = 0;         // the most bytes its values hold at once: what no packing goes below
   int64_t values_bytes = 0;             // the arena's values if each had bytes of its own
   int arena_values = 0, in_place = 0, views = 0;
   int64_t parameter_bytes = 0;  // every parameter buffer the program is given
@@ -388,9 +389,10 @@ class CpuExecutable final : public Executable {
     // The executable's own bytes, then the step's: with the parameters it
     // is given, less the outputs written over them when donated.
     const int64_t own = plan_.arena_bytes + plan_.output_bytes, step = plan_.parameter_bytes + own;
-    os << "memory: peak=" << own << " bytes (arena " << plan_.arena_bytes << " bytes in one block for "
-       << plan_.values_bytes << " bytes of " << plan_.arena_values << " intermediate values, " << plan_.in_place
-       << " written in place, " << plan_.views << " reshapes as views; outputs " << plan_.output_bytes << ")\n";
+    os << "memory: peak=" << own << " bytes (arena " << plan_.arena_bytes << " bytes in one block, its values live "
+       << plan_.arena_live_bytes << " at most at once, for " << plan_.values_bytes << " bytes of " << plan_.arena_values
+       << " intermediate values, " << plan_.in_place << " written in place, " << plan_.views
+       << " reshapes as views; outputs " << plan_.output_bytes << ")\n";
     os << "memory with the parameters' " << plan_.parameter_bytes << " bytes: step peak=" << step << " bytes, "
        << step - plan_.donatable_bytes << " when the outputs that can take a parameter's buffer do ("
        << plan_.donatable_bytes << " bytes); at least " << plan_.live_bytes << " bytes live at once in this order\n";
@@ -1143,14 +1145,21 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
       live[static_cast<size_t>(first[s])] += bytes_of(static_cast<int>(s));  // to the end
     }
   }
+  std::vector<int64_t> arena_live(program.size() + 1, 0);  // the arena's values alone
   for (const Unit& u : units) {
     const int64_t b = bytes_of(u.root);
-    live[static_cast<size_t>(u.begin)] += b;
-    live[static_cast<size_t>(u.end) + 1] -= b;
+    for (auto* d : {&live, &arena_live}) {
+      (*d)[static_cast<size_t>(u.begin)] += b;
+      (*d)[static_cast<size_t>(u.end) + 1] -= b;
+    }
   }
-  int64_t now = 0, most = 0;
-  for (int64_t d : live) most = std::max(most, now += d);
-  plan.live_bytes = plan.parameter_bytes + most;
+  const auto most = [](const std::vector<int64_t>& differences) {
+    int64_t now = 0, top = 0;
+    for (int64_t d : differences) top = std::max(top, now += d);
+    return top;
+  };
+  plan.live_bytes = plan.parameter_bytes + most(live);
+  plan.arena_live_bytes = most(arena_live);
   return plan;
 }
 
