@@ -26,8 +26,10 @@ The live-set lower bound, from the step's IR graph: each node is a phase by
 the line of this script that traced it (the backward is the line calling
 `loss.backward()`, the update the line calling `optimizer_step`, everything
 else, the model's own lines included, is forward). Values are counted at
-their storage: a reshape, permute or expand is followed back to the value
-it lays out, and each such root counted once.
+their storage: a reshape, permute, expand or slice is followed back to the
+value it lays out, and each such root counted once (the models' only
+slices are of parameters: the attention's q, k, v weights and biases cut
+from its in_proj parameters, which count as those parameters).
     parameters          leaves read by the forward and by the update
   + gradients           backward values the update reads
   + optimizer state     non-scalar leaves only the update reads (momentum)
@@ -60,7 +62,7 @@ from bench_models import CTX, MAKERS, VOCAB, batches  # noqa: E402
 F = lazyscope.nn.functional
 DTYPE_BYTES = {"bool": 1, "uint8": 1, "int32": 4, "int64": 8, "float16": 2, "bfloat16": 2, "float32": 4,
                "float64": 8}
-LAYOUT_OPS = {"reshape", "permute", "expand"}
+LAYOUT_OPS = {"reshape", "permute", "expand", "slice"}
 
 
 class Trainer:

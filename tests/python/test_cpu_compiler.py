@@ -255,6 +255,28 @@ def test_a_reshape_is_a_view_and_its_readers_keep_its_source_from_being_written_
     assert not re.search(rf"\(in place over %{view.group(2)}\)", program), program
 
 
+def test_a_contiguous_slice_is_a_view_and_its_readers_keep_its_source_from_being_written_over():
+    # rows 2:4 of y are y's bytes from byte 2 * 16 * 4; exp(y) is y's last
+    # direct reader, the slice's reader comes after it.
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((8, 16)).astype(np.float32) * 0.1
+    w = rng.standard_normal((16, 3)).astype(np.float32)
+
+    def run():
+        y = lazyscope.tensor(a, device=DEV).cumsum(0)
+        rows = y[2:4]
+        scale = y.exp().sum()
+        return rows @ (lazyscope.tensor(w, device=DEV) * scale)
+
+    got, program = program_of(run)
+    y = np.cumsum(a, 0)
+    np.testing.assert_allclose(got, y[2:4] @ (w * np.exp(y).sum()), rtol=1e-4, atol=1e-5)
+    view = re.search(r"^  %\d+ = slice\(%(\d+)\).*\n^      ; nodes \d+, a view of %\1 from byte 128 \(no kernel",
+                     program, re.M)
+    assert view, program
+    assert not re.search(rf"\(in place over %{view.group(1)}\)", program), program
+
+
 def test_a_reshape_of_a_parameter_keeps_the_parameter_from_being_donated_before_it_is_read():
     # The update of w is w's last direct reader, but the view `flat` of w's
     # bytes is read after it (by a kernel that needs the update's sum): the

@@ -28,8 +28,9 @@ namespace {
 // not run when nothing else reads it), possibly with a fused elementwise
 // epilogue, or a fused elementwise kernel, or several independent fused
 // kernels sharing one parallel region (kFusedGroup: the optimizer update
-// of every parameter at once), or a view (kView: a reshape whose result is
-// its operand's bytes under another shape; no kernel runs).
+// of every parameter at once), or a view (kView: a reshape, or a slice that
+// is one contiguous run of its operand, whose result is its operand's bytes
+// under another shape; no kernel runs).
 enum class Kind : uint8_t { kKernel, kMatmul, kFused, kFusedGroup, kView };
 
 struct Instruction {
@@ -66,6 +67,7 @@ struct MemoryPlan {
   static constexpr int64_t kParameter = -1, kOutput = -2, kUnused = -3, kView = -4;
   std::vector<int64_t> offset_of_slot;  // per slot: byte offset in the arena, or one of the above
   std::vector<int> view_of;             // per slot: the slot a view lays out, else -1
+  std::vector<int64_t> view_offset;     // per slot: a view's first byte in the slot it lays out
   std::vector<int> over;                // per slot: the operand whose bytes it is written over in place, else -1
   int64_t arena_bytes = 0;              // the block
   int64_t arena_live_bytes = 0;         // the most bytes its values hold at once: what no packing goes below
@@ -270,7 +272,10 @@ class CpuExecutable final : public Executable {
         if (ins.kind == Kind::kView) {
           slots[ins.output] = plan_.offset_of_slot[static_cast<size_t>(ins.output)] >= 0
                                   ? slot_buffer(st, ins.output)  // the arena's, made once
-                                  : Buffer::view(slots[ins.inputs[0]], 0, ins.spec.dtype, ins.spec.shape);
+                                  : Buffer::view(
+                                        slots[ins.inputs[0]],
+                                        static_cast<size_t>(plan_.view_offset[static_cast<size_t>(ins.output)]),
+                                        ins.spec.dtype, ins.spec.shape);
           if (sampled) st.timings[pc] += events::now_ns() - kernel_start - std::exchange(st.untimed, 0);
           continue;
         }
@@ -392,7 +397,7 @@ class CpuExecutable final : public Executable {
     os << "memory: peak=" << own << " bytes (arena " << plan_.arena_bytes << " bytes in one block, its values live "
        << plan_.arena_live_bytes << " at most at once, for " << plan_.values_bytes << " bytes of " << plan_.arena_values
        << " intermediate values, " << plan_.in_place << " written in place, " << plan_.views
-       << " reshapes as views; outputs " << plan_.output_bytes << ")\n";
+       << " reshapes and slices as views; outputs " << plan_.output_bytes << ")\n";
     os << "memory with the parameters' " << plan_.parameter_bytes << " bytes: step peak=" << step << " bytes, "
        << step - plan_.donatable_bytes << " when the outputs that can take a parameter's buffer do ("
        << plan_.donatable_bytes << " bytes); at least " << plan_.live_bytes << " bytes live at once in this order\n";
@@ -416,7 +421,10 @@ class CpuExecutable final : public Executable {
       os << "), writes";
       for (int slot : ins.outputs) os << " %" << slot << placement(slot);
     } else if (ins.kind == Kind::kView) {
-      os << ", a view of %" << ins.inputs[0] << " (no kernel, no bytes)";
+      os << ", a view of %" << ins.inputs[0];
+      const int64_t offset = plan_.view_offset[static_cast<size_t>(ins.output)];
+      if (offset) os << " from byte " << offset;
+      os << " (no kernel, no bytes)";
     } else {
       os << "," << placement(ins.output);
     }
@@ -972,19 +980,46 @@ std::vector<Instruction> group_independent_fused(std::vector<Instruction> progra
   return out;
 }
 
-// Reshapes become views (Kind::kView): every value is a contiguous row-major
-// buffer, so a reshape of one to a shape of as many elements is the same
-// bytes. Not a returned reshape: an output is a buffer of its own, handed
-// out and recycled (a view of the arena could not be).
+// The first byte of a slice of `in` that is one contiguous run of it
+// (steps of 1 where more than one element is taken; whole dims after the
+// first dim, from the back, that is not whole; one element of each dim
+// before it), else -1. Only offsets on a cache line (kArenaAlignment) count:
+// every value keeps starting on one.
+int64_t contiguous_slice_offset(const Instruction& ins, const TensorSpec& in) {
+  const std::vector<int64_t>& starts = ins.attrs.get_ints("starts");
+  const std::vector<int64_t>& ends = ins.attrs.get_ints("ends");
+  const std::vector<int64_t>& steps = ins.attrs.get_ints("steps");
+  const size_t rank = in.shape.size();
+  if (starts.size() != rank || ends.size() != rank || steps.size() != rank) return -1;
+  int64_t offset = 0, stride = 1;
+  bool partial = false;
+  for (size_t d = rank; d-- > 0;) {
+    if (steps[d] < 1) return -1;
+    const int64_t count = (ends[d] - starts[d] + steps[d] - 1) / steps[d];
+    if (count < 1 || (count > 1 && steps[d] != 1)) return -1;
+    if (partial && count != 1) return -1;
+    if (count != in.shape[d]) partial = true;
+    offset += starts[d] * stride;
+    stride *= in.shape[d];
+  }
+  const int64_t bytes = offset * static_cast<int64_t>(dtype_size(in.dtype));
+  return bytes % kArenaAlignment == 0 ? bytes : -1;
+}
+
+// Reshapes and contiguous slices become views (Kind::kView): every value is
+// a contiguous row-major buffer, so a reshape of one to a shape of as many
+// elements is the same bytes, and such a slice a run of them. Not a
+// returned one: an output is a buffer of its own, handed out and recycled
+// (a view of the arena could not be).
 void mark_views(std::vector<Instruction>& program, const GraphView& graph, const std::vector<char>& is_output) {
   for (Instruction& ins : program) {
-    if (ins.kind != Kind::kKernel || ins.op != OpKind::kReshape || ins.inputs.size() != 1) continue;
-    if (is_output[static_cast<size_t>(ins.output)] ||
-        graph.nodes[static_cast<size_t>(ins.inputs[0])]->dtype() != ins.spec.dtype) {
-      continue;
+    if (ins.kind != Kind::kKernel || ins.inputs.size() != 1 || is_output[static_cast<size_t>(ins.output)]) continue;
+    const TensorSpec& in = graph.nodes[static_cast<size_t>(ins.inputs[0])]->spec();
+    if (in.dtype != ins.spec.dtype) continue;
+    if (ins.op == OpKind::kReshape || (ins.op == OpKind::kSlice && contiguous_slice_offset(ins, in) >= 0)) {
+      ins.kind = Kind::kView;
+      ins.kernel = nullptr;
     }
-    ins.kind = Kind::kView;
-    ins.kernel = nullptr;
   }
 }
 
@@ -1023,8 +1058,17 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
   const size_t n = graph.nodes.size();
   const auto bytes_of = [&](int slot) { return spec_bytes(graph.nodes[static_cast<size_t>(slot)]->spec()); };
   MemoryPlan plan;
+  // Where a value starts in its unit's bytes: a view's offsets, summed.
+  const auto within = [&](int slot) {
+    int64_t offset = 0;
+    for (; plan.view_of[static_cast<size_t>(slot)] >= 0; slot = plan.view_of[static_cast<size_t>(slot)]) {
+      offset += plan.view_offset[static_cast<size_t>(slot)];
+    }
+    return offset;
+  };
   plan.offset_of_slot.assign(n, MemoryPlan::kUnused);
   plan.view_of.assign(n, -1);
+  plan.view_offset.assign(n, 0);
   plan.over.assign(n, -1);
   std::vector<char> pinned(n, 0);  // per unit: holds a parameter or an output (not in the arena)
   for (int p : graph.parameters) {
@@ -1048,6 +1092,10 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
     for (int w : written_slots(ins)) first[static_cast<size_t>(w)] = static_cast<int>(i);
     if (ins.kind == Kind::kView) {
       plan.view_of[static_cast<size_t>(ins.output)] = ins.inputs[0];
+      if (ins.op == OpKind::kSlice) {
+        plan.view_offset[static_cast<size_t>(ins.output)] = contiguous_slice_offset(
+            ins, graph.nodes[static_cast<size_t>(ins.inputs[0])]->spec());
+      }
       unit[static_cast<size_t>(ins.output)] = find(ins.inputs[0]);
       ++plan.views;
     }
@@ -1073,7 +1121,10 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
         for (size_t j = 0; j < f.inputs.size(); ++j) {
           const int in = f.inputs[j];
           const auto u = static_cast<size_t>(find(in));
-          if (pinned[u] || end[u] != at || written_over_at[u] == at || bytes_of(in) != bytes_of(out)) continue;
+          if (pinned[u] || end[u] != at || written_over_at[u] == at || bytes_of(in) != bytes_of(out) ||
+              within(in) != 0) {
+            continue;
+          }
           const auto same = std::count_if(owner.inputs.begin(), owner.inputs.end(),
                                           [&](int s) { return find(s) == static_cast<int>(u); });
           if (same != 1 || !f.fused->can_write_over_input(j, k)) continue;
@@ -1132,7 +1183,7 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
     if (first[s] < 0) continue;
     const int u = unit_index[static_cast<size_t>(find(static_cast<int>(s)))];
     if (u >= 0) {
-      plan.offset_of_slot[s] = units[static_cast<size_t>(u)].offset;
+      plan.offset_of_slot[s] = units[static_cast<size_t>(u)].offset + within(static_cast<int>(s));
       if (plan.view_of[s] < 0) {
         plan.values_bytes += bytes_of(static_cast<int>(s));
         ++plan.arena_values;
