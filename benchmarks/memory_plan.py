@@ -39,12 +39,21 @@ No program of the step can hold less: the first three live across the
 whole step and the activations from the forward into the backward.
 
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/memory_plan.py [--models mlp,cnn,transformer]
+
+--time-ab N also times the steps with views and in-place writes on (the
+default) and off (LAZYSCOPE_ALIAS_VALUES=0: reshapes and contiguous slices
+copied, no output written over an operand), a process per set-up,
+alternated N rounds (A B A B ...), and prints each set-up's plan and the
+median of its per-process median step times.
 """
 import argparse
 import json
 import os
 import re
+import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +187,51 @@ def measure(model, steps):
     return compile_event["graph"], compile_event["program_text"]
 
 
+def child(model, warmup, steps):
+    """One process of --time-ab: the plan's figures and its median step time."""
+    trainer = Trainer(model)
+    capture = _C._EventCapture()
+    capture.start()
+    try:
+        for _ in range(warmup):
+            trainer.step()
+    finally:
+        capture.stop()
+    events = [json.loads(text) for text in capture.json()]
+    last = [e["execute"] for e in events if "execute" in e][-1]
+    [compile_event] = [e["compile"] for e in events
+                       if "compile" in e and e["compile"]["graph_hash"] == last["graph_hash"]]
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        trainer.step()
+        times.append((time.perf_counter() - t) * 1e3)
+    _, peak = plan_peak(compile_event["graph"], compile_event["program_text"])
+    _, bound = lower_bound(compile_event["graph"])
+    print(json.dumps({"ms": statistics.median(times), "peak": peak, "bound": bound}))
+
+
+def time_ab(model, rounds, warmup, steps):
+    setups = (("views and in place (now)", "1"), ("copies, none in place", "0"))
+    runs = {name: [] for name, _ in setups}
+    for _ in range(rounds):
+        for name, flag in setups:  # A B A B ...
+            env = dict(os.environ, LAZYSCOPE_ALIAS_VALUES=flag)
+            out = subprocess.run([sys.executable, __file__, "--child", model, "--warmup", str(warmup),
+                                  "--timed-steps", str(steps)], env=env, capture_output=True, text=True, check=True)
+            runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"  {model}: {rounds} processes per set-up, {steps} timed steps each after {warmup}")
+    medians = {}
+    for name, _ in setups:
+        r = runs[name]
+        medians[name] = statistics.median(x["ms"] for x in r)
+        per_process = ", ".join(f"{x['ms']:.2f}" for x in r)
+        print(f"    {name:26s} peak / bound {r[0]['peak'] / r[0]['bound']:.3f}x, step "
+              f"{medians[name]:8.2f} ms (per process: {per_process})")
+    off, on = (medians[name] for name, _ in setups[::-1])
+    print(f"    copies / views step time: {off / on:.3f}x")
+
+
 def mib(b):
     return f"{b / 2**20:8.3f} MiB"
 
@@ -187,7 +241,15 @@ def main():
     parser.add_argument("--models", default="mlp,cnn,transformer")
     parser.add_argument("--steps", type=int, default=4, help="steps run; the last one's graph is measured")
     parser.add_argument("--program", action="store_true", help="also print each program's listing")
+    parser.add_argument("--time-ab", type=int, default=0, metavar="N",
+                        help="also time the steps with views and in-place writes on and off, N alternated rounds")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--timed-steps", type=int, default=20)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.child, args.warmup, args.timed_steps)
+        return
     for model in args.models.split(","):
         graph, program = measure(model, args.steps)
         bound_parts, bound = lower_bound(graph)
@@ -202,6 +264,8 @@ def main():
         print(f"  listing: {line.group(0) if line else '(none)'}")
         if args.program:
             print(program)
+        if args.time_ab:
+            time_ab(model, args.time_ab, args.warmup, args.timed_steps)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,14 @@ std::atomic<bool>& donation() {
 bool buffer_donation() { return donation().load(std::memory_order_relaxed); }
 void set_buffer_donation(bool on) { donation().store(on); }
 
+bool alias_values() {
+  static const bool on = [] {
+    const char* env = std::getenv("LAZYSCOPE_ALIAS_VALUES");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return on;
+}
+
 std::atomic<bool>& im2col() {
   static std::atomic<bool> v{flag_from_env("LAZYSCOPE_IM2COL_CONV")};
   return v;

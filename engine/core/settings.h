@@ -48,6 +48,14 @@ void set_bf16_mode(bool on);
 bool buffer_donation();
 void set_buffer_donation(bool on);
 
+// LAZYSCOPE_ALIAS_VALUES (default 1): the CPU backend's memory plan makes
+// reshapes and contiguous slices views of their operand's bytes and writes
+// fused kernels' outputs in place over operands that die there. 0: they
+// copy and get bytes of their own, for benchmarks/memory_plan.py's
+// side-by-side comparison and as a way out should aliasing misbehave. Read
+// once, at start-up (compiled programs are cached).
+bool alias_values();
+
 // LAZYSCOPE_NUM_THREADS: threads of the CPU backend's one pool (kernels and
 // the GEMM share it, so they never fight over cores). Default: the cores the
 // process may run on. Read once, when the pool starts.

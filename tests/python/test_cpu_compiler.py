@@ -300,6 +300,31 @@ def test_a_reshape_of_a_parameter_keeps_the_parameter_from_being_donated_before_
     np.testing.assert_allclose(got.numpy(), a.reshape(6, 4) * (new_w.sum() + v.sum()), rtol=1e-5, atol=1e-5)
 
 
+def test_views_and_in_place_writes_can_be_turned_off(build_dir):
+    # LAZYSCOPE_ALIAS_VALUES=0 (the A/B switch of benchmarks/memory_plan.py):
+    # reshapes copy, nothing is written in place, results are the same.
+    script = r"""
+import numpy as np, lazyscope
+from runtime_util import run_graph
+a = np.arange(32, dtype=np.float32).reshape(4, 8) / 10
+def run():
+    y = lazyscope.tensor(a, device="lazy:0").cumsum(1)
+    return (y.exp() * 3.0).reshape(8, 4).cumsum(0)
+got, program = run_graph(run, require_compile=True)
+np.testing.assert_allclose(got, np.cumsum((np.exp(np.cumsum(a, 1)) * 3).reshape(8, 4), 0), rtol=1e-5)
+print(program)
+"""
+    listings = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, LAZYSCOPE_ALIAS_VALUES=flag,
+                   PYTHONPATH=os.pathsep.join([str(build_dir / "python"), os.path.dirname(__file__)]))
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        listings[flag] = out.stdout
+    assert ", 0 written in place, 0 reshapes and slices as views;" in listings["0"], listings["0"]
+    assert ", 1 written in place, 1 reshapes and slices as views;" in listings["1"], listings["1"]
+
+
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_results_do_not_depend_on_the_thread_count(threads, build_dir):
     script = r"""

@@ -1054,7 +1054,7 @@ template <typename F> void for_each_fused(const Instruction& ins, F&& f) {
 // first, each at the best-fitting gap among the units whose lifetimes meet
 // its own; TFLite's and XLA's heap simulators do the same): values of any
 // shape share bytes once their lifetimes are apart.
-MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& program) {
+MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& program, bool in_place) {
   const size_t n = graph.nodes.size();
   const auto bytes_of = [&](int slot) { return spec_bytes(graph.nodes[static_cast<size_t>(slot)]->spec()); };
   MemoryPlan plan;
@@ -1111,7 +1111,7 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
   }
   // In place: outputs of fused kernels joining their operand's unit.
   std::vector<int> written_over_at(n, -1);  // per unit: the instruction that last wrote over it
-  for (size_t i = 0; i < program.size(); ++i) {
+  for (size_t i = 0; in_place && i < program.size(); ++i) {
     const Instruction& owner = program[i];
     const int at = static_cast<int>(i);
     for_each_fused(owner, [&](const Instruction& f) {
@@ -1455,8 +1455,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   std::vector<TensorSpec> slot_specs;
   slot_specs.reserve(n);
   for (const Node* node : graph.nodes) slot_specs.push_back(node->spec());
-  mark_views(program, graph, is_output);
-  MemoryPlan plan = plan_memory(graph, program);
+  if (settings::alias_values()) mark_views(program, graph, is_output);
+  MemoryPlan plan = plan_memory(graph, program, settings::alias_values());
   std::vector<Donation> donations = plan_donations(graph, program, plan, settings::bf16_mode());
   plan.donatable_bytes = donatable_bytes(donations, graph);
   plan.live_bytes -= plan.donatable_bytes;
