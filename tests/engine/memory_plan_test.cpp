@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
 #include "executor/graph_executor.h"
+#include "metrics/metrics.h"
 #include "tensor/ops.h"
 #include "test_util.h"
 
@@ -21,6 +23,40 @@ namespace {
 using testing::lazy0;
 using testing::make;
 using testing::values;
+
+TEST(BufferView, KeepsItsOwnerAliveAndStaysInsideIt) {
+  metrics::Counter* live = metrics::counter("LiveBuffers");
+  const int64_t before = live->value();
+  BufferPtr block = Buffer::allocate(DType::kFloat32, {4, 8});
+  for (int i = 0; i < 32; ++i) block->as<float>()[i] = static_cast<float>(i);
+  // Rows 2..3 as [16], then a view of that view as [2, 8].
+  BufferPtr rows = Buffer::view(block, 2 * 8 * sizeof(float), DType::kFloat32, {16});
+  BufferPtr again = Buffer::view(rows, 0, DType::kFloat32, {2, 8});
+  EXPECT_EQ(rows->as<float>()[0], 16.f);
+  EXPECT_EQ(again->as<float>()[15], 31.f);
+  EXPECT_EQ(again->shape(), (Shape{2, 8}));
+  EXPECT_EQ(again->base(), block) << "a view of a view holds the owner, not the view";
+  EXPECT_EQ(live->value(), before + 1) << "views own no memory: only the block counts";
+  Buffer* owner = block.get();
+  block.reset();
+  rows.reset();
+  // The view alone keeps the memory: still readable, still the same bytes.
+  EXPECT_EQ(again->base().get(), owner);
+  EXPECT_EQ(again->as<float>()[0], 16.f);
+  EXPECT_EQ(live->value(), before + 1);
+  again.reset();
+  EXPECT_EQ(live->value(), before) << "the block is freed with its last view";
+  // Past the end, or no base: refused, naming the sizes.
+  BufferPtr small = Buffer::allocate(DType::kFloat32, {4});
+  try {
+    Buffer::view(small, 8, DType::kFloat32, {3});
+    ADD_FAILURE() << "a view past the end was made";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("past its end"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("16-byte buffer"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Buffer::view(nullptr, 0, DType::kFloat32, {1}), EngineError);
+}
 
 // Compiles through the CPU backend, keeping each program's plan.
 class PlanCapture final : public Backend {
