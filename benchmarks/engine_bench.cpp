@@ -115,10 +115,10 @@ Tensor elementwise_chain(const Tensor& x, const Tensor& y) {
   return ops::neg(t);
 }
 
-void fused_chain(benchmark::State& state, int threads) {
+void fused_chain(benchmark::State& state, int threads, int64_t n = kStreamN) {
   const int previous = cpu::set_active_threads(threads);
   const Device lazy{DeviceKind::kLazy, 0};
-  Tensor x = filled({kStreamN}, 0.5f, lazy), y = filled({kStreamN}, 0.25f, lazy);
+  Tensor x = filled({n}, 0.5f, lazy), y = filled({n}, 0.25f, lazy);
   executor::mark_step(lazy);
   {
     Tensor warm = elementwise_chain(x, y);
@@ -129,9 +129,10 @@ void fused_chain(benchmark::State& state, int threads) {
     executor::mark_step(lazy);
     benchmark::DoNotOptimize(z.impl()->buffer);
   }
-  state.SetBytesProcessed(state.iterations() * 12 * kStreamN);
+  state.SetBytesProcessed(state.iterations() * 12 * n);
   cpu::set_active_threads(previous);
 }
+void BM_FusedChainL2(benchmark::State& state) { fused_chain(state, 1, state.range(0)); }
 
 void BM_FusedChainLazyScope(benchmark::State& state) { fused_chain(state, 1 << 20); }
 void BM_FusedChainOneThread(benchmark::State& state) { fused_chain(state, 1); }
@@ -270,6 +271,7 @@ BENCHMARK(BM_FusedChainLazyScope)->Name("fused_chain_vs_triad/lazyscope")->Unit(
 BENCHMARK(BM_StreamTriadReference)->Name("fused_chain_vs_triad/reference")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedChainLazyScope)->Name("fused_chain_threads/lazyscope")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedChainOneThread)->Name("fused_chain_threads/reference")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FusedChainL2)->Name("fused_chain_l2")->Arg(16)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_UncachedStepLazyScope)->Name("compile_1000_nodes/lazyscope")->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedStepLazyScope)->Name("compile_1000_nodes/reference")->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedStepLazyScope)->Name("cached_step_1000_nodes/lazyscope")->Arg(1000)->Unit(benchmark::kMicrosecond);

@@ -5,9 +5,14 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <sstream>
 #include <string>
+#include <string_view>
 
+#include "backend/cpu/fusion_jit.h"
 #include "backend/cpu/fusion_rows.inc"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
@@ -22,17 +27,11 @@ const TileFn* tile_functions_avx512();
 SoftmaxRowsFn softmax_rows_scalar();
 SoftmaxRowsFn softmax_rows_avx2();
 SoftmaxRowsFn softmax_rows_avx512();
+StreamStoreFn stream_store_scalar();
+StreamStoreFn stream_store_avx2();
+StreamStoreFn stream_store_avx512();
 
 namespace {
-
-// dst[0, n) = src[0, n) with non-temporal stores where dst is 16-byte
-// aligned (SSE, so every x86-64 has them); run_range fences after.
-void stream_copy(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
-  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-}
 
 // How a row's operands must be typed.
 enum class Signature : uint8_t {
@@ -50,10 +49,12 @@ struct RowInfo {
   int arity;
   const char* p0;
   const char* p1;
+  const char* name;
+  const char* expr;  // the expression's text, for kernels compiled at run time
 };
 
 #define LAZYSCOPE_FUSED_INFO(name, op, out, sig, arity, a0, a1, expr) \
-  RowInfo{OpKind::op, DType::out, Signature::sig, arity, a0, a1},
+  RowInfo{OpKind::op, DType::out, Signature::sig, arity, a0, a1, #name, #expr},
 constexpr RowInfo kRows[] = {LAZYSCOPE_FUSED_ROWS(LAZYSCOPE_FUSED_INFO)};
 #undef LAZYSCOPE_FUSED_INFO
 
@@ -72,6 +73,7 @@ bool signature_holds(Signature sig, DType out, std::span<const DType> in) {
 struct Isa {
   const TileFn* functions;
   SoftmaxRowsFn softmax;
+  StreamStoreFn stream;
   const char* name;
 };
 
@@ -86,9 +88,10 @@ const Isa& isa() {
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
     if (allow512 && __builtin_cpu_supports("avx512f"))
-      return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
-    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), softmax_rows_avx2(), "avx2"};
-    return Isa{tile_functions_scalar(), softmax_rows_scalar(), "x86-64"};
+      return Isa{tile_functions_avx512(), softmax_rows_avx512(), stream_store_avx512(), "avx512f"};
+    if (allow2 && __builtin_cpu_supports("avx2"))
+      return Isa{tile_functions_avx2(), softmax_rows_avx2(), stream_store_avx2(), "avx2"};
+    return Isa{tile_functions_scalar(), softmax_rows_scalar(), stream_store_scalar(), "x86-64"};
   }();
   return chosen;
 }
@@ -107,6 +110,8 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands) {
 }
 
 const char* fused_isa() { return isa().name; }
+
+std::string FusedKernel::code() const { return std::string(isa().name) + (compiled_ ? " compiled" : " tiles"); }
 
 SoftmaxRowsFn softmax_rows() { return isa().softmax; }
 
@@ -210,6 +215,98 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
     for (int r : release[s]) free_regs.push_back(r);
   }
   alias_reg_ = registers_++;
+  // Long chains over many elements are compiled to one loop that keeps
+  // every step in registers (the interpreter's L1 round trip per op per
+  // element is most of its time there; see ARCHITECTURE.md). Inputs read
+  // in place or scalars only: broadcasts keep the interpreter's read plans.
+  const bool simple_inputs = std::all_of(inputs_.begin(), inputs_.end(),
+                                         [&](const Input& in) { return numel(in.shape) == 1 || in.shape == shape_; });
+  if (settings::fusion_jit() && !settings::bf16_mode() && steps_.size() >= 2 &&
+      numel_ >= settings::fusion_jit_min_elements() && simple_inputs) {
+    compiled_ = compile_kernel(compiled_source());
+  }
+}
+
+namespace {
+
+// A double as a C++ literal that reads back to the same value.
+std::string double_literal(double v) {
+  if (std::isnan(v)) return "__builtin_nan(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%a", v);
+  return std::string(text);
+}
+
+}  // namespace
+
+std::string FusedKernel::compiled_source() const {
+  // The rows' own expressions, one inline function per row used, called
+  // once per element per step in one loop: GCC keeps the values in vector
+  // registers and vectorises the loop at the #pragma's width (the same
+  // instruction set as the tile functions, LAZYSCOPE_CPU_ISA included).
+  const Isa& set = isa();
+  std::ostringstream src, loads, body, after;
+  src << "// A LazyScope fused elementwise kernel (engine/backend/cpu/fusion.cpp: compiled_source).\n"
+      << "#include <math.h>\n#include <stdint.h>\n";
+  if (std::string_view(set.name) != "x86-64") src << "#pragma GCC target(\"" << set.name << "\")\n";
+#define LAZYSCOPE_TEXT(...) #__VA_ARGS__
+#define LAZYSCOPE_EXPANDED_TEXT(...) LAZYSCOPE_TEXT(__VA_ARGS__)
+  src << LAZYSCOPE_EXPANDED_TEXT(LAZYSCOPE_SIMD_MATH) << "\nnamespace {\n";
+#undef LAZYSCOPE_EXPANDED_TEXT
+#undef LAZYSCOPE_TEXT
+  std::vector<bool> emitted(std::size(kRows), false);
+  for (const Step& st : steps_) {
+    if (emitted[static_cast<size_t>(st.row)]) continue;
+    emitted[static_cast<size_t>(st.row)] = true;
+    const RowInfo& row = kRows[st.row];
+    src << "inline float row_" << row.name << "(float x, float y, float z, double p0, double p1) {\n"
+        << "  (void)x, (void)y, (void)z, (void)p0, (void)p1;\n  return (" << row.expr << ");\n}\n";
+  }
+  src << "}  // namespace\n"
+      << "extern \"C\" void lazyscope_fused(const void* const* in, void* const* out, int64_t begin, int64_t end,\n"
+      << "                                void (*stream)(float*, const float*, int64_t)) {\n";
+  const size_t ni = inputs_.size();
+  for (size_t j = 0; j < ni; ++j) {
+    const bool is_float = inputs_[j].dtype == DType::kFloat32;
+    const char* type = is_float ? "float" : "bool";
+    const char* as_float = is_float ? "" : " ? 1.0f : 0.0f";
+    if (numel(inputs_[j].shape) == 1) {
+      src << "  const float v" << j << " = static_cast<const " << type << "*>(in[" << j << "])[0]" << as_float << ";\n";
+    } else {
+      src << "  const " << type << "* __restrict a" << j << " = static_cast<const " << type << "*>(in[" << j << "]);\n";
+      loads << "      const float v" << j << " = a" << j << "[e]" << as_float << ";\n";
+    }
+  }
+  for (size_t o = 0; o < output_dtypes_.size(); ++o) {
+    const char* type = output_dtypes_[o] == DType::kFloat32 ? "float" : "bool";
+    src << "  " << type << "* __restrict o" << o << " = static_cast<" << type << "*>(out[" << o << "]);\n";
+  }
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    const auto arg = [&](int a) { return st.args[a] >= 0 ? st.args[a] : st.args[0]; };
+    const size_t v = ni + s;
+    body << "      const float v" << v << " = row_" << kRows[st.row].name << "(v" << arg(0) << ", v" << arg(1) << ", v"
+         << arg(2) << ", " << double_literal(st.p0) << ", " << double_literal(st.p1) << ");\n";
+    if (st.output < 0) continue;
+    const int o = st.output;
+    if (output_dtypes_[static_cast<size_t>(o)] == DType::kBool) {
+      body << "      o" << o << "[e] = v" << v << " != 0.0f;\n";
+    } else if (stream_) {
+      // Computed into a block in L1, then streamed: no read-for-ownership.
+      src << "  alignas(64) float t" << o << "[" << kTile << "];\n";
+      body << "      t" << o << "[e - b] = v" << v << ";\n";
+      after << "    stream(o" << o << " + b, t" << o << ", n);\n";
+    } else {
+      body << "      o" << o << "[e] = v" << v << ";\n";
+    }
+  }
+  src << "  for (int64_t b = begin; b < end; b += " << kTile << ") {\n"
+      << "    const int64_t n = end - b < " << kTile << " ? end - b : " << kTile << ";\n"
+      << "    for (int64_t e = b; e < b + n; ++e) {\n"
+      << loads.str() << body.str() << "    }\n"
+      << after.str() << "  }\n}\n";
+  return src.str();
 }
 
 bool FusedKernel::can_write_over_input(size_t input, size_t output) const {
@@ -236,104 +333,165 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
   parallel_for(numel_, 4 * kTile, [&](int64_t begin, int64_t end) { run_range(inputs, outputs, bf16, begin, end); });
 }
 
+namespace {
+
+// One step of a call of run_range, resolved once per call rather than per
+// tile: its tile function, where it writes, and what follows the write.
+struct StepCall {
+  TileFn fn;
+  float* reg;          // its scratch tile, or null: written in place into out_float
+  float* out_float;    // the float32 output it writes (in place, copied or streamed), or null
+  bool* out_bool;      // the bool output it writes (from its tile), or null
+  bool through_alias;  // its output buffer is also an operand's (donation): computed in a scratch tile first
+  bool round_bf16;
+};
+
+}  // namespace
+
 void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,
                             int64_t begin, int64_t end) const {
-  const TileFn* functions = isa().functions;
+  const Isa& set = isa();
+  if (compiled_ && !bf16) {
+    // Not over a donated buffer: the compiled loop's pointers are
+    // __restrict (the interpreter goes through a scratch tile there).
+    thread_local std::vector<const void*> in_data;
+    thread_local std::vector<void*> out_data;
+    in_data.clear();
+    out_data.clear();
+    for (const Buffer* b : inputs) in_data.push_back(b->data());
+    bool overlap = false;
+    for (Buffer* b : outputs) {
+      out_data.push_back(b->data());
+      overlap = overlap || std::find(in_data.begin(), in_data.end(), b->data()) != in_data.end();
+    }
+    if (!overlap) {
+      compiled_(in_data.data(), out_data.data(), begin, end, set.stream);
+      if (stream_) _mm_sfence();
+      return;
+    }
+  }
   const size_t rank = shape_.size();
   const size_t ni = inputs_.size();
-  {
-    // Per thread, kept: a cached step allocates nothing once warm.
-    thread_local std::vector<float> scratch;
-    thread_local std::vector<const float*> value;
-    thread_local std::vector<int64_t> index;
-    const size_t need = static_cast<size_t>(registers_) * kTile;
-    if (scratch.size() < need) scratch.resize(need);
-    value.assign(ni + steps_.size(), nullptr);
-    index.resize(std::max<size_t>(rank, 1));
-    for (int64_t t = begin; t < end; t += kTile) {
-      const int64_t len = std::min(kTile, end - t);
-      for (size_t j = 0; j < ni; ++j) {
-        const InputPlan& p = plans_[j];
-        const Buffer& in = *inputs[j];
-        if (p.contiguous_float) {
-          value[j] = in.as<float>() + t;
-          continue;
-        }
-        float* dst = scratch.data() + static_cast<size_t>(p.reg) * kTile;
-        const auto load = [&](int64_t offset) {
-          return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
-        };
-        if (p.scalar) {
-          // Its register is its own for the whole call: filled once, not per
-          // tile (an optimizer update reads several scalars per element).
-          if (t == begin) std::fill(dst, dst + kTile, load(0));
-        } else if (inputs_[j].shape == shape_) {
-          for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
-        } else {
-          // Broadcast: an odometer over the merged dims from t, a run of the
-          // innermost dim at a time (a fill where it is broadcast).
-          const Shape& dims = p.dims;
-          const size_t r = dims.size();
-          int64_t rest = t, offset = 0;
-          for (size_t d = r; d-- > 0;) {
-            index[d] = rest % dims[d];
-            rest /= dims[d];
-            offset += index[d] * p.strides[d];
-          }
-          const int64_t inner_stride = p.strides[r - 1];
-          for (int64_t i = 0; i < len;) {
-            const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
-            if (inner_stride == 0) {
-              std::fill(dst + i, dst + i + run, load(offset));
-            } else {
-              for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
-            }
-            i += run;
-            index[r - 1] += run;
-            offset += run * inner_stride;
-            for (size_t d = r; d-- > 0 && index[d] == dims[d];) {
-              offset -= dims[d] * p.strides[d];
-              index[d] = 0;
-              if (d == 0) break;
-              ++index[d - 1];
-              offset += p.strides[d - 1];
-            }
-          }
-        }
-        value[j] = dst;
+  // Per thread, kept: a cached step allocates nothing once warm.
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<const float*> value;
+  thread_local std::vector<int64_t> index;
+  thread_local std::vector<StepCall> calls;
+  const size_t need = static_cast<size_t>(registers_) * kRegStride;
+  if (scratch.size() < need) scratch.resize(need);
+  const auto reg = [&](int r) { return scratch.data() + static_cast<size_t>(r) * kRegStride; };
+  value.assign(ni + steps_.size(), nullptr);
+  index.resize(std::max<size_t>(rank, 1));
+  calls.resize(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    StepCall& c = calls[s];
+    c.fn = set.functions[st.row];
+    c.reg = step_reg_[s] >= 0 ? reg(step_reg_[s]) : nullptr;
+    c.out_float = nullptr;
+    c.out_bool = nullptr;
+    c.through_alias = false;
+    if (st.output >= 0) {
+      Buffer& out = *outputs[static_cast<size_t>(st.output)];
+      if (out.dtype() == DType::kBool) {
+        c.out_bool = out.as<bool>();
+      } else {
+        c.out_float = out.as<float>();
       }
-      for (size_t s = 0; s < steps_.size(); ++s) {
-        const Step& st = steps_[s];
-        float* o = step_reg_[s] >= 0 ? scratch.data() + static_cast<size_t>(step_reg_[s]) * kTile
-                                     : outputs[static_cast<size_t>(st.output)]->as<float>() + t;
-        const float* args[3] = {value[static_cast<size_t>(st.args[0])], nullptr, nullptr};
-        args[1] = st.args[1] >= 0 ? value[static_cast<size_t>(st.args[1])] : args[0];
-        args[2] = st.args[2] >= 0 ? value[static_cast<size_t>(st.args[2])] : args[0];
-        // An output written over its own operand (a donated parameter: w' =
-        // w - lr * v') goes through a scratch tile: the tile functions take
-        // __restrict pointers.
-        float* const direct = o;
-        if (o == args[0] || o == args[1] || o == args[2]) o = scratch.data() + static_cast<size_t>(alias_reg_) * kTile;
-        functions[st.row](o, args, len, st.p0, st.p1);
-        if (bf16 && kRows[st.row].out == DType::kFloat32) {
-          for (int64_t i = 0; i < len; ++i) o[i] = bfloat16_to_float(float_to_bfloat16(o[i]));
+    }
+    if (!c.reg) {
+      // In place: an operand read in place from the same buffer is read at
+      // the same offsets as this step writes (the tile functions take
+      // __restrict pointers).
+      for (int a = 0; a < kRows[st.row].arity; ++a) {
+        const int v = st.args[a];
+        if (v < static_cast<int>(ni) && plans_[static_cast<size_t>(v)].contiguous_float &&
+            inputs[static_cast<size_t>(v)]->as<float>() == c.out_float) {
+          c.through_alias = true;
         }
-        if (o != direct) o = std::copy(o, o + len, direct) - len;
-        if (st.output >= 0 && step_reg_[s] >= 0) {
-          Buffer& out = *outputs[static_cast<size_t>(st.output)];
-          if (out.dtype() == DType::kBool) {
-            bool* b = out.as<bool>() + t;
-            for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
+      }
+    }
+    c.round_bf16 = bf16 && kRows[st.row].out == DType::kFloat32;
+  }
+  float* const alias_tile = reg(alias_reg_);
+  for (int64_t t = begin; t < end; t += kTile) {
+    const int64_t len = std::min(kTile, end - t);
+    for (size_t j = 0; j < ni; ++j) {
+      const InputPlan& p = plans_[j];
+      const Buffer& in = *inputs[j];
+      if (p.contiguous_float) {
+        value[j] = in.as<float>() + t;
+        continue;
+      }
+      float* dst = reg(p.reg);
+      const auto load = [&](int64_t offset) {
+        return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
+      };
+      if (p.scalar) {
+        // Its register is its own for the whole call: filled once, not per
+        // tile (an optimizer update reads several scalars per element).
+        if (t == begin) std::fill(dst, dst + kTile, load(0));
+      } else if (inputs_[j].shape == shape_) {
+        for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
+      } else {
+        // Broadcast: an odometer over the merged dims from t, a run of the
+        // innermost dim at a time (a fill where it is broadcast).
+        const Shape& dims = p.dims;
+        const size_t r = dims.size();
+        int64_t rest = t, offset = 0;
+        for (size_t d = r; d-- > 0;) {
+          index[d] = rest % dims[d];
+          rest /= dims[d];
+          offset += index[d] * p.strides[d];
+        }
+        const int64_t inner_stride = p.strides[r - 1];
+        for (int64_t i = 0; i < len;) {
+          const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
+          if (inner_stride == 0) {
+            std::fill(dst + i, dst + i + run, load(offset));
           } else {
-            if (stream_) {
-              stream_copy(out.as<float>() + t, o, len);
-            } else {
-              std::copy(o, o + len, out.as<float>() + t);
-            }
+            for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
+          }
+          i += run;
+          index[r - 1] += run;
+          offset += run * inner_stride;
+          for (size_t d = r; d-- > 0 && index[d] == dims[d];) {
+            offset -= dims[d] * p.strides[d];
+            index[d] = 0;
+            if (d == 0) break;
+            ++index[d - 1];
+            offset += p.strides[d - 1];
           }
         }
-        value[ni + s] = o;
       }
+      value[j] = dst;
+    }
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      const Step& st = steps_[s];
+      const StepCall& c = calls[s];
+      float* const o = c.reg ? c.reg : c.out_float + t;
+      const float* args[3] = {value[static_cast<size_t>(st.args[0])], nullptr, nullptr};
+      args[1] = st.args[1] >= 0 ? value[static_cast<size_t>(st.args[1])] : args[0];
+      args[2] = st.args[2] >= 0 ? value[static_cast<size_t>(st.args[2])] : args[0];
+      float* const w = c.through_alias ? alias_tile : o;
+      c.fn(w, args, len, st.p0, st.p1);
+      if (c.round_bf16) {
+        for (int64_t i = 0; i < len; ++i) w[i] = bfloat16_to_float(float_to_bfloat16(w[i]));
+      }
+      if (w != o) std::copy(w, w + len, o);
+      if (c.reg) {
+        if (c.out_bool) {
+          bool* b = c.out_bool + t;
+          for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
+        } else if (c.out_float) {
+          if (stream_) {
+            set.stream(c.out_float + t, o, len);
+          } else {
+            std::copy(o, o + len, c.out_float + t);
+          }
+        }
+      }
+      value[ni + s] = o;
     }
   }
   // Non-temporal stores are weakly ordered: make them visible before the

@@ -40,9 +40,22 @@ bool run_as_row(OpKind op, const KernelArgs& k);
 using SoftmaxRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n, bool log);
 SoftmaxRowsFn softmax_rows();
 
+// dst[0, n) = src[0, n) with non-temporal stores (the caller fences).
+using StreamStoreFn = void (*)(float* dst, const float* src, int64_t n);
+
+// A fused kernel compiled at run time (fusion_jit.h): in[i] is input i's
+// data (float or bool), out[o] output o's; it computes the elements
+// [begin, end) with `stream` as its non-temporal copy.
+using CompiledKernelFn = void (*)(const void* const* in, void* const* out, int64_t begin, int64_t end,
+                                  StreamStoreFn stream);
+
 class FusedKernel {
  public:
-  static constexpr int64_t kTile = 512;
+  static constexpr int64_t kTile = 1024;
+  // Scratch tiles are this far apart: a cache line more than a tile, so two
+  // registers never sit a multiple of 4 KiB apart (a load from one would
+  // wait on a store to the other: 4K aliasing).
+  static constexpr int64_t kRegStride = kTile + 16;
 
   struct Input {
     DType dtype;  // float32 or bool
@@ -77,6 +90,11 @@ class FusedKernel {
   // output is one of its operands into a scratch tile first).
   bool can_write_over_input(size_t input, size_t output) const;
 
+  // How it runs: "<isa> tiles" (the interpreter) or "<isa> compiled" (a
+  // loop compiled at run time, fusion_jit.h).
+  std::string code() const;
+  bool compiled() const { return compiled_ != nullptr; }
+
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
   OpKind step_op(size_t i) const { return steps_[i].op; }
@@ -102,6 +120,8 @@ class FusedKernel {
   // written with non-temporal stores: no read of the destination lines
   // before they are written (a third of the traffic of a = b op c).
   bool stream_ = false;
+  CompiledKernelFn compiled_ = nullptr;  // set when the chain was compiled at run time
+  std::string compiled_source() const;
 };
 
 }  // namespace lazyscope::cpu
