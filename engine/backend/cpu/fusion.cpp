@@ -18,6 +18,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "metrics/metrics.h"
 
 namespace lazyscope::cpu {
 
@@ -221,6 +222,9 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   // in place or scalars only: broadcasts keep the interpreter's read plans.
   const bool simple_inputs = std::all_of(inputs_.begin(), inputs_.end(),
                                          [&](const Input& in) { return numel(in.shape) == 1 || in.shape == shape_; });
+  for (size_t j = 0; j < inputs_.size(); ++j) {
+    for (size_t o = 0; o < output_dtypes_.size(); ++o) writes_over_input_ |= can_write_over_input(j, o);
+  }
   if (settings::fusion_jit() && !settings::bf16_mode() && steps_.size() >= 2 &&
       numel_ >= settings::fusion_jit_min_elements() && simple_inputs) {
     compiled_ = compile_kernel(compiled_source());
@@ -266,6 +270,10 @@ std::string FusedKernel::compiled_source() const {
   src << "}  // namespace\n"
       << "extern \"C\" void lazyscope_fused(const void* const* in, void* const* out, int64_t begin, int64_t end,\n"
       << "                                void (*stream)(float*, const float*, int64_t)) {\n";
+  // A kernel that may write an output over an input (buffer donation)
+  // computes its float32 outputs into blocks in L1, copied out after the
+  // block's reads, and promises the compiler nothing about aliasing.
+  const char* restrict = writes_over_input_ ? "" : " __restrict";
   const size_t ni = inputs_.size();
   for (size_t j = 0; j < ni; ++j) {
     const bool is_float = inputs_[j].dtype == DType::kFloat32;
@@ -274,13 +282,14 @@ std::string FusedKernel::compiled_source() const {
     if (numel(inputs_[j].shape) == 1) {
       src << "  const float v" << j << " = static_cast<const " << type << "*>(in[" << j << "])[0]" << as_float << ";\n";
     } else {
-      src << "  const " << type << "* __restrict a" << j << " = static_cast<const " << type << "*>(in[" << j << "]);\n";
+      src << "  const " << type << "*" << restrict << " a" << j << " = static_cast<const " << type << "*>(in[" << j
+          << "]);\n";
       loads << "      const float v" << j << " = a" << j << "[e]" << as_float << ";\n";
     }
   }
   for (size_t o = 0; o < output_dtypes_.size(); ++o) {
     const char* type = output_dtypes_[o] == DType::kFloat32 ? "float" : "bool";
-    src << "  " << type << "* __restrict o" << o << " = static_cast<" << type << "*>(out[" << o << "]);\n";
+    src << "  " << type << "*" << restrict << " o" << o << " = static_cast<" << type << "*>(out[" << o << "]);\n";
   }
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
@@ -292,11 +301,16 @@ std::string FusedKernel::compiled_source() const {
     const int o = st.output;
     if (output_dtypes_[static_cast<size_t>(o)] == DType::kBool) {
       body << "      o" << o << "[e] = v" << v << " != 0.0f;\n";
-    } else if (stream_) {
-      // Computed into a block in L1, then streamed: no read-for-ownership.
+    } else if (stream_ || writes_over_input_) {
+      // Computed into a block in L1, then streamed (no read-for-ownership)
+      // or copied.
       src << "  alignas(64) float t" << o << "[" << kTile << "];\n";
       body << "      t" << o << "[e - b] = v" << v << ";\n";
-      after << "    stream(o" << o << " + b, t" << o << ", n);\n";
+      if (stream_) {
+        after << "    stream(o" << o << " + b, t" << o << ", n);\n";
+      } else {
+        after << "    __builtin_memcpy(o" << o << " + b, t" << o << ", static_cast<unsigned long>(n) * 4);\n";
+      }
     } else {
       body << "      o" << o << "[e] = v" << v << ";\n";
     }
@@ -352,19 +366,23 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
                             int64_t begin, int64_t end) const {
   const Isa& set = isa();
   if (compiled_ && !bf16) {
-    // Not over a donated buffer: the compiled loop's pointers are
-    // __restrict (the interpreter goes through a scratch tile there).
     thread_local std::vector<const void*> in_data;
     thread_local std::vector<void*> out_data;
     in_data.clear();
     out_data.clear();
     for (const Buffer* b : inputs) in_data.push_back(b->data());
-    bool overlap = false;
-    for (Buffer* b : outputs) {
-      out_data.push_back(b->data());
-      overlap = overlap || std::find(in_data.begin(), in_data.end(), b->data()) != in_data.end();
+    // An output over an input (a donated buffer) is only safe where the
+    // source planned for it (writes_over_input_: written from a block in
+    // L1 after the block's reads); any other overlap takes the interpreter.
+    bool planned = true;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      out_data.push_back(outputs[o]->data());
+      planned = planned &&
+                (writes_over_input_ || std::find(in_data.begin(), in_data.end(), out_data.back()) == in_data.end());
     }
-    if (!overlap) {
+    if (planned) {
+      static metrics::Counter* runs = metrics::counter("FusionJitRuns");
+      runs->add(1);
       compiled_(in_data.data(), out_data.data(), begin, end, set.stream);
       if (stream_) _mm_sfence();
       return;

@@ -121,6 +121,7 @@ class FusedKernel {
   // before they are written (a third of the traffic of a = b op c).
   bool stream_ = false;
   CompiledKernelFn compiled_ = nullptr;  // set when the chain was compiled at run time
+  bool writes_over_input_ = false;       // some can_write_over_input() pair holds
   std::string compiled_source() const;
 };
 
