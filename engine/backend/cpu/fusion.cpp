@@ -28,11 +28,20 @@ const TileFn* tile_functions_avx512();
 SoftmaxRowsFn softmax_rows_scalar();
 SoftmaxRowsFn softmax_rows_avx2();
 SoftmaxRowsFn softmax_rows_avx512();
-StreamStoreFn stream_store_scalar();
-StreamStoreFn stream_store_avx2();
-StreamStoreFn stream_store_avx512();
 
 namespace {
+
+// dst[0, n) = src[0, n) with non-temporal stores where dst is 16-byte
+// aligned (SSE, so every x86-64 has them); run_range fences after. Not
+// wider: on the AMD EPYC (Zen 4) of benchmarks/README.md a triad streamed
+// with 512-bit stores took 2.3-5.4 ms against 1.5-1.8 with 128- or 256-bit
+// ones (4M floats, one thread), and 256-bit ones gained nothing measurable.
+void stream_copy(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+}
 
 // How a row's operands must be typed.
 enum class Signature : uint8_t {
@@ -74,7 +83,6 @@ bool signature_holds(Signature sig, DType out, std::span<const DType> in) {
 struct Isa {
   const TileFn* functions;
   SoftmaxRowsFn softmax;
-  StreamStoreFn stream;
   const char* name;
 };
 
@@ -89,10 +97,9 @@ const Isa& isa() {
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
     if (allow512 && __builtin_cpu_supports("avx512f"))
-      return Isa{tile_functions_avx512(), softmax_rows_avx512(), stream_store_avx512(), "avx512f"};
-    if (allow2 && __builtin_cpu_supports("avx2"))
-      return Isa{tile_functions_avx2(), softmax_rows_avx2(), stream_store_avx2(), "avx2"};
-    return Isa{tile_functions_scalar(), softmax_rows_scalar(), stream_store_scalar(), "x86-64"};
+      return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
+    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), softmax_rows_avx2(), "avx2"};
+    return Isa{tile_functions_scalar(), softmax_rows_scalar(), "x86-64"};
   }();
   return chosen;
 }
@@ -347,24 +354,9 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
   parallel_for(numel_, 4 * kTile, [&](int64_t begin, int64_t end) { run_range(inputs, outputs, bf16, begin, end); });
 }
 
-namespace {
-
-// One step of a call of run_range, resolved once per call rather than per
-// tile: its tile function, where it writes, and what follows the write.
-struct StepCall {
-  TileFn fn;
-  float* reg;          // its scratch tile, or null: written in place into out_float
-  float* out_float;    // the float32 output it writes (in place, copied or streamed), or null
-  bool* out_bool;      // the bool output it writes (from its tile), or null
-  bool through_alias;  // its output buffer is also an operand's (donation): computed in a scratch tile first
-  bool round_bf16;
-};
-
-}  // namespace
-
 void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,
                             int64_t begin, int64_t end) const {
-  const Isa& set = isa();
+  const TileFn* functions = isa().functions;
   if (compiled_ && !bf16) {
     thread_local std::vector<const void*> in_data;
     thread_local std::vector<void*> out_data;
@@ -383,133 +375,106 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
     if (planned) {
       static metrics::Counter* runs = metrics::counter("FusionJitRuns");
       runs->add(1);
-      compiled_(in_data.data(), out_data.data(), begin, end, set.stream);
+      compiled_(in_data.data(), out_data.data(), begin, end, stream_copy);
       if (stream_) _mm_sfence();
       return;
     }
   }
   const size_t rank = shape_.size();
   const size_t ni = inputs_.size();
-  // Per thread, kept: a cached step allocates nothing once warm.
-  thread_local std::vector<float> scratch;
-  thread_local std::vector<const float*> value;
-  thread_local std::vector<int64_t> index;
-  thread_local std::vector<StepCall> calls;
-  const size_t need = static_cast<size_t>(registers_) * kRegStride;
-  if (scratch.size() < need) scratch.resize(need);
-  const auto reg = [&](int r) { return scratch.data() + static_cast<size_t>(r) * kRegStride; };
-  value.assign(ni + steps_.size(), nullptr);
-  index.resize(std::max<size_t>(rank, 1));
-  calls.resize(steps_.size());
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& st = steps_[s];
-    StepCall& c = calls[s];
-    c.fn = set.functions[st.row];
-    c.reg = step_reg_[s] >= 0 ? reg(step_reg_[s]) : nullptr;
-    c.out_float = nullptr;
-    c.out_bool = nullptr;
-    c.through_alias = false;
-    if (st.output >= 0) {
-      Buffer& out = *outputs[static_cast<size_t>(st.output)];
-      if (out.dtype() == DType::kBool) {
-        c.out_bool = out.as<bool>();
-      } else {
-        c.out_float = out.as<float>();
-      }
-    }
-    if (!c.reg) {
-      // In place: an operand read in place from the same buffer is read at
-      // the same offsets as this step writes (the tile functions take
-      // __restrict pointers).
-      for (int a = 0; a < kRows[st.row].arity; ++a) {
-        const int v = st.args[a];
-        if (v < static_cast<int>(ni) && plans_[static_cast<size_t>(v)].contiguous_float &&
-            inputs[static_cast<size_t>(v)]->as<float>() == c.out_float) {
-          c.through_alias = true;
+  {
+    // Per thread, kept: a cached step allocates nothing once warm.
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<const float*> value;
+    thread_local std::vector<int64_t> index;
+    const size_t need = static_cast<size_t>(registers_) * kTile;
+    if (scratch.size() < need) scratch.resize(need);
+    value.assign(ni + steps_.size(), nullptr);
+    index.resize(std::max<size_t>(rank, 1));
+    for (int64_t t = begin; t < end; t += kTile) {
+      const int64_t len = std::min(kTile, end - t);
+      for (size_t j = 0; j < ni; ++j) {
+        const InputPlan& p = plans_[j];
+        const Buffer& in = *inputs[j];
+        if (p.contiguous_float) {
+          value[j] = in.as<float>() + t;
+          continue;
         }
-      }
-    }
-    c.round_bf16 = bf16 && kRows[st.row].out == DType::kFloat32;
-  }
-  float* const alias_tile = reg(alias_reg_);
-  for (int64_t t = begin; t < end; t += kTile) {
-    const int64_t len = std::min(kTile, end - t);
-    for (size_t j = 0; j < ni; ++j) {
-      const InputPlan& p = plans_[j];
-      const Buffer& in = *inputs[j];
-      if (p.contiguous_float) {
-        value[j] = in.as<float>() + t;
-        continue;
-      }
-      float* dst = reg(p.reg);
-      const auto load = [&](int64_t offset) {
-        return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
-      };
-      if (p.scalar) {
-        // Its register is its own for the whole call: filled once, not per
-        // tile (an optimizer update reads several scalars per element).
-        if (t == begin) std::fill(dst, dst + kTile, load(0));
-      } else if (inputs_[j].shape == shape_) {
-        for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
-      } else {
-        // Broadcast: an odometer over the merged dims from t, a run of the
-        // innermost dim at a time (a fill where it is broadcast).
-        const Shape& dims = p.dims;
-        const size_t r = dims.size();
-        int64_t rest = t, offset = 0;
-        for (size_t d = r; d-- > 0;) {
-          index[d] = rest % dims[d];
-          rest /= dims[d];
-          offset += index[d] * p.strides[d];
+        float* dst = scratch.data() + static_cast<size_t>(p.reg) * kTile;
+        const auto load = [&](int64_t offset) {
+          return inputs_[j].dtype == DType::kFloat32 ? in.as<float>()[offset] : (in.as<bool>()[offset] ? 1.0f : 0.0f);
+        };
+        if (p.scalar) {
+          // Its register is its own for the whole call: filled once, not per
+          // tile (an optimizer update reads several scalars per element).
+          if (t == begin) std::fill(dst, dst + kTile, load(0));
+        } else if (inputs_[j].shape == shape_) {
+          for (int64_t i = 0; i < len; ++i) dst[i] = load(t + i);
+        } else {
+          // Broadcast: an odometer over the merged dims from t, a run of the
+          // innermost dim at a time (a fill where it is broadcast).
+          const Shape& dims = p.dims;
+          const size_t r = dims.size();
+          int64_t rest = t, offset = 0;
+          for (size_t d = r; d-- > 0;) {
+            index[d] = rest % dims[d];
+            rest /= dims[d];
+            offset += index[d] * p.strides[d];
+          }
+          const int64_t inner_stride = p.strides[r - 1];
+          for (int64_t i = 0; i < len;) {
+            const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
+            if (inner_stride == 0) {
+              std::fill(dst + i, dst + i + run, load(offset));
+            } else {
+              for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
+            }
+            i += run;
+            index[r - 1] += run;
+            offset += run * inner_stride;
+            for (size_t d = r; d-- > 0 && index[d] == dims[d];) {
+              offset -= dims[d] * p.strides[d];
+              index[d] = 0;
+              if (d == 0) break;
+              ++index[d - 1];
+              offset += p.strides[d - 1];
+            }
+          }
         }
-        const int64_t inner_stride = p.strides[r - 1];
-        for (int64_t i = 0; i < len;) {
-          const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
-          if (inner_stride == 0) {
-            std::fill(dst + i, dst + i + run, load(offset));
+        value[j] = dst;
+      }
+      for (size_t s = 0; s < steps_.size(); ++s) {
+        const Step& st = steps_[s];
+        float* o = step_reg_[s] >= 0 ? scratch.data() + static_cast<size_t>(step_reg_[s]) * kTile
+                                     : outputs[static_cast<size_t>(st.output)]->as<float>() + t;
+        const float* args[3] = {value[static_cast<size_t>(st.args[0])], nullptr, nullptr};
+        args[1] = st.args[1] >= 0 ? value[static_cast<size_t>(st.args[1])] : args[0];
+        args[2] = st.args[2] >= 0 ? value[static_cast<size_t>(st.args[2])] : args[0];
+        // An output written over its own operand (a donated parameter: w' =
+        // w - lr * v') goes through a scratch tile: the tile functions take
+        // __restrict pointers.
+        float* const direct = o;
+        if (o == args[0] || o == args[1] || o == args[2]) o = scratch.data() + static_cast<size_t>(alias_reg_) * kTile;
+        functions[st.row](o, args, len, st.p0, st.p1);
+        if (bf16 && kRows[st.row].out == DType::kFloat32) {
+          for (int64_t i = 0; i < len; ++i) o[i] = bfloat16_to_float(float_to_bfloat16(o[i]));
+        }
+        if (o != direct) o = std::copy(o, o + len, direct) - len;
+        if (st.output >= 0 && step_reg_[s] >= 0) {
+          Buffer& out = *outputs[static_cast<size_t>(st.output)];
+          if (out.dtype() == DType::kBool) {
+            bool* b = out.as<bool>() + t;
+            for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
           } else {
-            for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
-          }
-          i += run;
-          index[r - 1] += run;
-          offset += run * inner_stride;
-          for (size_t d = r; d-- > 0 && index[d] == dims[d];) {
-            offset -= dims[d] * p.strides[d];
-            index[d] = 0;
-            if (d == 0) break;
-            ++index[d - 1];
-            offset += p.strides[d - 1];
+            if (stream_) {
+              stream_copy(out.as<float>() + t, o, len);
+            } else {
+              std::copy(o, o + len, out.as<float>() + t);
+            }
           }
         }
+        value[ni + s] = o;
       }
-      value[j] = dst;
-    }
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      const Step& st = steps_[s];
-      const StepCall& c = calls[s];
-      float* const o = c.reg ? c.reg : c.out_float + t;
-      const float* args[3] = {value[static_cast<size_t>(st.args[0])], nullptr, nullptr};
-      args[1] = st.args[1] >= 0 ? value[static_cast<size_t>(st.args[1])] : args[0];
-      args[2] = st.args[2] >= 0 ? value[static_cast<size_t>(st.args[2])] : args[0];
-      float* const w = c.through_alias ? alias_tile : o;
-      c.fn(w, args, len, st.p0, st.p1);
-      if (c.round_bf16) {
-        for (int64_t i = 0; i < len; ++i) w[i] = bfloat16_to_float(float_to_bfloat16(w[i]));
-      }
-      if (w != o) std::copy(w, w + len, o);
-      if (c.reg) {
-        if (c.out_bool) {
-          bool* b = c.out_bool + t;
-          for (int64_t i = 0; i < len; ++i) b[i] = o[i] != 0.0f;
-        } else if (c.out_float) {
-          if (stream_) {
-            set.stream(c.out_float + t, o, len);
-          } else {
-            std::copy(o, o + len, c.out_float + t);
-          }
-        }
-      }
-      value[ni + s] = o;
     }
   }
   // Non-temporal stores are weakly ordered: make them visible before the

@@ -5,6 +5,9 @@
 // tiles of kTile elements; each step applies one op, a row of
 // fusion_rows.inc, to whole tiles that stay in L1. The tile functions are
 // compiled for AVX-512, AVX2 and baseline x86-64 and chosen at run time.
+// A chain of two ops or more over settings::fusion_jit_min_elements() and
+// up is compiled at run time instead (fusion_jit.h): one loop with every
+// step in registers, the interpreter's tiles where no compiler runs.
 #pragma once
 
 #include <cstdint>
@@ -51,11 +54,7 @@ using CompiledKernelFn = void (*)(const void* const* in, void* const* out, int64
 
 class FusedKernel {
  public:
-  static constexpr int64_t kTile = 1024;
-  // Scratch tiles are this far apart: a cache line more than a tile, so two
-  // registers never sit a multiple of 4 KiB apart (a load from one would
-  // wait on a store to the other: 4K aliasing).
-  static constexpr int64_t kRegStride = kTile + 16;
+  static constexpr int64_t kTile = 512;
 
   struct Input {
     DType dtype;  // float32 or bool
@@ -93,7 +92,6 @@ class FusedKernel {
   // How it runs: "<isa> tiles" (the interpreter) or "<isa> compiled" (a
   // loop compiled at run time, fusion_jit.h).
   std::string code() const;
-  bool compiled() const { return compiled_ != nullptr; }
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }

@@ -14,5 +14,4 @@
 namespace lazyscope::cpu {
 const TileFn* tile_functions_avx2() { return tiles_avx2::kTileFunctions; }
 SoftmaxRowsFn softmax_rows_avx2() { return tiles_avx2::softmax_rows; }
-StreamStoreFn stream_store_avx2() { return tiles_avx2::stream_store; }
 }  // namespace lazyscope::cpu

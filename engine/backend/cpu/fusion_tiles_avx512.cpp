@@ -14,5 +14,4 @@
 namespace lazyscope::cpu {
 const TileFn* tile_functions_avx512() { return tiles_avx512::kTileFunctions; }
 SoftmaxRowsFn softmax_rows_avx512() { return tiles_avx512::softmax_rows; }
-StreamStoreFn stream_store_avx512() { return tiles_avx512::stream_store; }
 }  // namespace lazyscope::cpu

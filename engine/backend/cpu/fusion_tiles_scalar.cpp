@@ -13,5 +13,4 @@
 namespace lazyscope::cpu {
 const TileFn* tile_functions_scalar() { return tiles_scalar::kTileFunctions; }
 SoftmaxRowsFn softmax_rows_scalar() { return tiles_scalar::softmax_rows; }
-StreamStoreFn stream_store_scalar() { return tiles_scalar::stream_store; }
 }  // namespace lazyscope::cpu
