@@ -29,10 +29,15 @@ namespace {
 
 // -O3 vectorises the loop at the width the source's #pragma names (as
 // fusion_tiles_*.cpp, never -march=native); -fno-math-errno lets GCC call
-// libmvec's vector expf/erff/... as the tile files do; -ffp-contract=off
-// keeps a multiply followed by an add two roundings: an FMA across two
-// steps would change the bits the standalone kernels compute.
-const std::vector<std::string> kFlags = {"-O3", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-w"};
+// libmvec's vector expf/erff/... as the tile files do; -fno-trapping-math
+// lets it compute a NaN-guarded comparison in every lane and select: with
+// trapping math GCC left the benchmark's chain (relu, maximum, ...) scalar
+// on AVX2 and SSE ("control flow in loop"); values are unchanged, only FP
+// exception flags, which nothing reads, may differ. -ffp-contract=off keeps
+// a multiply followed by an add two roundings: an FMA across two steps
+// would change the bits the standalone kernels compute.
+const std::vector<std::string> kFlags = {
+    "-O3", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-w"};
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
