@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -95,6 +96,7 @@ std::string run_compiler(const std::string& source_path, const std::string& so_p
   std::stringstream text;
   text << log.rdbuf();
   std::string tail = text.str();
+  while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
   if (tail.size() > 400) tail = "..." + tail.substr(tail.size() - 400);
   if (tail.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 127) tail = "'" + cxx + "' not found";
   return "'" + cxx + "' exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
