@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <sched.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -195,7 +196,7 @@ std::string kernel_cache_dir() {
   if (const char* env = std::getenv("LAZYSCOPE_KERNEL_CACHE_DIR"); env && *env) return env;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/lazyscope/kernels";
   if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/lazyscope/kernels";
-  return "/tmp/lazyscope-kernels";
+  return "/tmp/lazyscope-kernels-" + std::to_string(geteuid());
 }
 
 bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }

@@ -144,3 +144,18 @@ def test_without_a_compiler_chains_stay_on_the_interpreter_and_say_why(build_dir
     want, want_below = oracle(n)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(below, want_below)
+
+
+def test_a_cache_directory_others_may_write_is_not_used(build_dir, tmp_path):
+    # A shared object found there would be code this process runs.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    n = 3000
+    got, _, program, counters, stderr = run_chain(
+        build_dir, tmp_path, n, "shared", LAZYSCOPE_KERNEL_CACHE_DIR=str(shared)
+    )
+    assert fused_code(program)[0][1] == "tiles" and counters["FusionJitRuns"] == 0, (counters, program)
+    assert "not private" in stderr and str(shared) in stderr, stderr
+    assert not list(shared.iterdir()), list(shared.iterdir())
+    np.testing.assert_array_equal(got, oracle(n)[0])

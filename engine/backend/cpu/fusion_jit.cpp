@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +104,17 @@ std::string run_compiler(const std::string& source_path, const std::string& so_p
          (tail.empty() ? std::string() : ": " + tail);
 }
 
+// Empty, or why `dir` may not hold code this process loads: it must be
+// this user's and writable by nobody else.
+std::string private_directory_error(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return "cannot create " + dir + ": " + std::strerror(errno);
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return dir + " is not private to this user (LAZYSCOPE_KERNEL_CACHE_DIR names another)";
+  }
+  return "";
+}
+
 }  // namespace
 
 CompiledKernelFn compile_kernel(const std::string& source) {
@@ -122,7 +134,9 @@ CompiledKernelFn compile_kernel(const std::string& source) {
   const std::string so_path = dir + "/" + name + ".so";
   const int64_t t0 = events::now_ns();
   CompiledKernelFn fn = nullptr;
-  if (std::filesystem::exists(so_path)) fn = load(so_path);
+  // Only from a directory nobody else may write: a shared object found
+  // there is code this process runs.
+  if (std::filesystem::exists(so_path) && private_directory_error(dir).empty()) fn = load(so_path);
   if (fn) {
     metrics::counter("FusionJitCacheHits")->add(1);
     metrics::metric("FusionJitLoadTime")->add(ms_since(t0));
@@ -132,11 +146,11 @@ CompiledKernelFn compile_kernel(const std::string& source) {
     // renames an identical file over it.
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
+    std::string error = private_directory_error(dir);
     std::ostringstream tmp;
     tmp << dir << "/" << name << "." << getpid() << "." << std::this_thread::get_id();
     const std::string src_path = tmp.str() + ".cpp", tmp_so = tmp.str() + ".so", log_path = tmp.str() + ".log";
-    std::string error;
-    {
+    if (error.empty()) {
       std::ofstream out(src_path);
       out << source;
       if (!out.flush()) error = "cannot write " + src_path;
