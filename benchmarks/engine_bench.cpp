@@ -9,7 +9,9 @@
 //    triad (a = b + s*c, the same bytes) on the same threads: the ratio is the
 //    inverse of the fraction of triad bandwidth reached (target >= 70%: <= 1.43);
 //  - fused_chain_threads: that chain on all the pool's threads vs one
-//    (target: 2 threads >= 1.7x one, ratio <= 0.59);
+//    (target: 2 threads >= 1.7x one, ratio <= 0.59); triad_threads: the
+//    triad on all threads vs one, the memory system's own speed-up, which
+//    bounds a chain that runs at memory speed;
 //  - compile_1000_nodes: an uncached step of the 1,000-node chain (compile
 //    included) vs the cached one; compile_ms is the compile alone (target <= 20);
 //  - conv2d_3x3/...: the engine's eager conv2d (im2col + sgemm per image) vs
@@ -116,9 +118,10 @@ Tensor elementwise_chain(const Tensor& x, const Tensor& y) {
 }
 
 void fused_chain(benchmark::State& state, int threads) {
+  const int64_t n = kStreamN;
   const int previous = cpu::set_active_threads(threads);
   const Device lazy{DeviceKind::kLazy, 0};
-  Tensor x = filled({kStreamN}, 0.5f, lazy), y = filled({kStreamN}, 0.25f, lazy);
+  Tensor x = filled({n}, 0.5f, lazy), y = filled({n}, 0.25f, lazy);
   executor::mark_step(lazy);
   {
     Tensor warm = elementwise_chain(x, y);
@@ -129,14 +132,15 @@ void fused_chain(benchmark::State& state, int threads) {
     executor::mark_step(lazy);
     benchmark::DoNotOptimize(z.impl()->buffer);
   }
-  state.SetBytesProcessed(state.iterations() * 12 * kStreamN);
+  state.SetBytesProcessed(state.iterations() * 12 * n);
   cpu::set_active_threads(previous);
 }
 
 void BM_FusedChainLazyScope(benchmark::State& state) { fused_chain(state, 1 << 20); }
 void BM_FusedChainOneThread(benchmark::State& state) { fused_chain(state, 1); }
 
-void BM_StreamTriadReference(benchmark::State& state) {
+void stream_triad(benchmark::State& state, int threads) {
+  const int previous = cpu::set_active_threads(threads);
   std::vector<float> a(kStreamN), b(kStreamN, 0.5f), c(kStreamN, 0.25f);
   const float s = 3.0f;
   for (auto _ : state) {
@@ -147,7 +151,11 @@ void BM_StreamTriadReference(benchmark::State& state) {
     benchmark::DoNotOptimize(a.data());
   }
   state.SetBytesProcessed(state.iterations() * 12 * kStreamN);
+  cpu::set_active_threads(previous);
 }
+
+void BM_StreamTriadReference(benchmark::State& state) { stream_triad(state, 1 << 20); }
+void BM_StreamTriadOneThread(benchmark::State& state) { stream_triad(state, 1); }
 
 void BM_UncachedStepLazyScope(benchmark::State& state) {
   const Device lazy{DeviceKind::kLazy, 0};
@@ -270,6 +278,8 @@ BENCHMARK(BM_FusedChainLazyScope)->Name("fused_chain_vs_triad/lazyscope")->Unit(
 BENCHMARK(BM_StreamTriadReference)->Name("fused_chain_vs_triad/reference")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedChainLazyScope)->Name("fused_chain_threads/lazyscope")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedChainOneThread)->Name("fused_chain_threads/reference")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamTriadReference)->Name("triad_threads/lazyscope")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamTriadOneThread)->Name("triad_threads/reference")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UncachedStepLazyScope)->Name("compile_1000_nodes/lazyscope")->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedStepLazyScope)->Name("compile_1000_nodes/reference")->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedStepLazyScope)->Name("cached_step_1000_nodes/lazyscope")->Arg(1000)->Unit(benchmark::kMicrosecond);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <sched.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -177,6 +178,25 @@ int64_t num_threads() {
 std::string cpu_isa_limit() {
   const char* env = std::getenv("LAZYSCOPE_CPU_ISA");
   return env ? std::string(env) : std::string();
+}
+
+bool fusion_jit() {
+  const char* env = std::getenv("LAZYSCOPE_FUSION_JIT");
+  return env == nullptr || std::string_view(env) != "0";
+}
+
+int64_t fusion_jit_min_elements() { return from_env("LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS", int64_t{1} << 20); }
+
+std::string kernel_compiler() {
+  const char* env = std::getenv("LAZYSCOPE_CXX");
+  return env && *env ? std::string(env) : std::string("c++");
+}
+
+std::string kernel_cache_dir() {
+  if (const char* env = std::getenv("LAZYSCOPE_KERNEL_CACHE_DIR"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/lazyscope/kernels";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/lazyscope/kernels";
+  return "/tmp/lazyscope-kernels-" + std::to_string(geteuid());
 }
 
 bool bf16_mode() { return bf16().load(std::memory_order_relaxed); }

@@ -67,6 +67,18 @@ int64_t num_threads();
 // to test or rule out a code path; one the CPU lacks is never used.
 std::string cpu_isa_limit();
 
+// LAZYSCOPE_FUSION_JIT (default 1): fused elementwise chains of two ops or
+// more over at least LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS elements (default
+// 2^20: 4 MiB of float32, where a chain is bound by memory, not by a
+// compiler run amortised over few executions) are compiled at run time by
+// LAZYSCOPE_CXX (default "c++") into LAZYSCOPE_KERNEL_CACHE_DIR (default
+// $XDG_CACHE_HOME/lazyscope/kernels, else ~/.cache/lazyscope/kernels).
+// 0 keeps every chain on the tiled interpreter (as where no compiler runs).
+bool fusion_jit();
+int64_t fusion_jit_min_elements();
+std::string kernel_compiler();
+std::string kernel_cache_dir();
+
 // LAZYSCOPE_COLLECTIVE_TIMEOUT_S: how long (seconds, fractions allowed) a
 // replica waits in a collective (all_reduce) for the other replicas of its
 // group. A replica that failed or took another path would otherwise hang the

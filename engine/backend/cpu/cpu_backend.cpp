@@ -416,7 +416,7 @@ class CpuExecutable final : public Executable {
     os << "      ; nodes ";
     for (size_t i = 0; i < ins.nodes.size(); ++i) os << (i ? "," : "") << ins.nodes[i];
     if (ins.kind == Kind::kFused) {
-      os << " (" << ins.fused->step_count() << " ops, " << fused_isa() << " tiles:";
+      os << " (" << ins.fused->step_count() << " ops, " << ins.fused->code() << ":";
       for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
       os << "), writes";
       for (int slot : ins.outputs) os << " %" << slot << placement(slot);

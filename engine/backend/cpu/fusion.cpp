@@ -5,14 +5,20 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <sstream>
 #include <string>
+#include <string_view>
 
+#include "backend/cpu/fusion_jit.h"
 #include "backend/cpu/fusion_rows.inc"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "metrics/metrics.h"
 
 namespace lazyscope::cpu {
 
@@ -26,7 +32,10 @@ SoftmaxRowsFn softmax_rows_avx512();
 namespace {
 
 // dst[0, n) = src[0, n) with non-temporal stores where dst is 16-byte
-// aligned (SSE, so every x86-64 has them); run_range fences after.
+// aligned (SSE, so every x86-64 has them); run_range fences after. Not
+// wider: on the AMD EPYC (Zen 4) of benchmarks/README.md a triad streamed
+// with 512-bit stores took 2.3-5.4 ms against 1.5-1.8 with 128- or 256-bit
+// ones (4M floats, one thread), and 256-bit ones gained nothing measurable.
 void stream_copy(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
   for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
@@ -50,10 +59,12 @@ struct RowInfo {
   int arity;
   const char* p0;
   const char* p1;
+  const char* name;
+  const char* expr;  // the expression's text, for kernels compiled at run time
 };
 
 #define LAZYSCOPE_FUSED_INFO(name, op, out, sig, arity, a0, a1, expr) \
-  RowInfo{OpKind::op, DType::out, Signature::sig, arity, a0, a1},
+  RowInfo{OpKind::op, DType::out, Signature::sig, arity, a0, a1, #name, #expr},
 constexpr RowInfo kRows[] = {LAZYSCOPE_FUSED_ROWS(LAZYSCOPE_FUSED_INFO)};
 #undef LAZYSCOPE_FUSED_INFO
 
@@ -107,6 +118,8 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands) {
 }
 
 const char* fused_isa() { return isa().name; }
+
+std::string FusedKernel::code() const { return std::string(isa().name) + (compiled_ ? " compiled" : " tiles"); }
 
 SoftmaxRowsFn softmax_rows() { return isa().softmax; }
 
@@ -210,6 +223,111 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
     for (int r : release[s]) free_regs.push_back(r);
   }
   alias_reg_ = registers_++;
+  // Long chains over many elements are compiled to one loop that keeps
+  // every step in registers (the interpreter's L1 round trip per op per
+  // element is most of its time there; see ARCHITECTURE.md). Inputs read
+  // in place or scalars only: broadcasts keep the interpreter's read plans.
+  const bool simple_inputs = std::all_of(inputs_.begin(), inputs_.end(),
+                                         [&](const Input& in) { return numel(in.shape) == 1 || in.shape == shape_; });
+  for (size_t j = 0; j < inputs_.size(); ++j) {
+    for (size_t o = 0; o < output_dtypes_.size(); ++o) writes_over_input_ |= can_write_over_input(j, o);
+  }
+  if (settings::fusion_jit() && !settings::bf16_mode() && steps_.size() >= 2 &&
+      numel_ >= settings::fusion_jit_min_elements() && simple_inputs) {
+    compiled_ = compile_kernel(compiled_source());
+  }
+}
+
+namespace {
+
+// A double as a C++ literal that reads back to the same value.
+std::string double_literal(double v) {
+  if (std::isnan(v)) return "__builtin_nan(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%a", v);
+  return std::string(text);
+}
+
+}  // namespace
+
+std::string FusedKernel::compiled_source() const {
+  // The rows' own expressions, one inline function per row used, called
+  // once per element per step in one loop: GCC keeps the values in vector
+  // registers and vectorises the loop at the #pragma's width (the same
+  // instruction set as the tile functions, LAZYSCOPE_CPU_ISA included).
+  const Isa& set = isa();
+  std::ostringstream src, loads, body, after;
+  src << "// A LazyScope fused elementwise kernel (engine/backend/cpu/fusion.cpp: compiled_source).\n"
+      << "#include <math.h>\n#include <stdint.h>\n";
+  if (std::string_view(set.name) != "x86-64") src << "#pragma GCC target(\"" << set.name << "\")\n";
+#define LAZYSCOPE_TEXT(...) #__VA_ARGS__
+#define LAZYSCOPE_EXPANDED_TEXT(...) LAZYSCOPE_TEXT(__VA_ARGS__)
+  src << LAZYSCOPE_EXPANDED_TEXT(LAZYSCOPE_SIMD_MATH) << "\nnamespace {\n";
+#undef LAZYSCOPE_EXPANDED_TEXT
+#undef LAZYSCOPE_TEXT
+  std::vector<bool> emitted(std::size(kRows), false);
+  for (const Step& st : steps_) {
+    if (emitted[static_cast<size_t>(st.row)]) continue;
+    emitted[static_cast<size_t>(st.row)] = true;
+    const RowInfo& row = kRows[st.row];
+    src << "inline float row_" << row.name << "(float x, float y, float z, double p0, double p1) {\n"
+        << "  (void)x, (void)y, (void)z, (void)p0, (void)p1;\n  return (" << row.expr << ");\n}\n";
+  }
+  src << "}  // namespace\n"
+      << "extern \"C\" void lazyscope_fused(const void* const* in, void* const* out, int64_t begin, int64_t end,\n"
+      << "                                void (*stream)(float*, const float*, int64_t)) {\n";
+  // A kernel that may write an output over an input (buffer donation)
+  // computes its float32 outputs into blocks in L1, copied out after the
+  // block's reads, and promises the compiler nothing about aliasing.
+  const char* restrict = writes_over_input_ ? "" : " __restrict";
+  const size_t ni = inputs_.size();
+  for (size_t j = 0; j < ni; ++j) {
+    const bool is_float = inputs_[j].dtype == DType::kFloat32;
+    const char* type = is_float ? "float" : "bool";
+    const char* as_float = is_float ? "" : " ? 1.0f : 0.0f";
+    if (numel(inputs_[j].shape) == 1) {
+      src << "  const float v" << j << " = static_cast<const " << type << "*>(in[" << j << "])[0]" << as_float << ";\n";
+    } else {
+      src << "  const " << type << "*" << restrict << " a" << j << " = static_cast<const " << type << "*>(in[" << j
+          << "]);\n";
+      loads << "      const float v" << j << " = a" << j << "[e]" << as_float << ";\n";
+    }
+  }
+  for (size_t o = 0; o < output_dtypes_.size(); ++o) {
+    const char* type = output_dtypes_[o] == DType::kFloat32 ? "float" : "bool";
+    src << "  " << type << "*" << restrict << " o" << o << " = static_cast<" << type << "*>(out[" << o << "]);\n";
+  }
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    const auto arg = [&](int a) { return st.args[a] >= 0 ? st.args[a] : st.args[0]; };
+    const size_t v = ni + s;
+    body << "      const float v" << v << " = row_" << kRows[st.row].name << "(v" << arg(0) << ", v" << arg(1) << ", v"
+         << arg(2) << ", " << double_literal(st.p0) << ", " << double_literal(st.p1) << ");\n";
+    if (st.output < 0) continue;
+    const int o = st.output;
+    if (output_dtypes_[static_cast<size_t>(o)] == DType::kBool) {
+      body << "      o" << o << "[e] = v" << v << " != 0.0f;\n";
+    } else if (stream_ || writes_over_input_) {
+      // Computed into a block in L1, then streamed (no read-for-ownership)
+      // or copied.
+      src << "  alignas(64) float t" << o << "[" << kTile << "];\n";
+      body << "      t" << o << "[e - b] = v" << v << ";\n";
+      if (stream_) {
+        after << "    stream(o" << o << " + b, t" << o << ", n);\n";
+      } else {
+        after << "    __builtin_memcpy(o" << o << " + b, t" << o << ", static_cast<unsigned long>(n) * 4);\n";
+      }
+    } else {
+      body << "      o" << o << "[e] = v" << v << ";\n";
+    }
+  }
+  src << "  for (int64_t b = begin; b < end; b += " << kTile << ") {\n"
+      << "    const int64_t n = end - b < " << kTile << " ? end - b : " << kTile << ";\n"
+      << "    for (int64_t e = b; e < b + n; ++e) {\n"
+      << loads.str() << body.str() << "    }\n"
+      << after.str() << "  }\n}\n";
+  return src.str();
 }
 
 bool FusedKernel::can_write_over_input(size_t input, size_t output) const {
@@ -239,6 +357,29 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
 void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,
                             int64_t begin, int64_t end) const {
   const TileFn* functions = isa().functions;
+  if (compiled_ && !bf16) {
+    thread_local std::vector<const void*> in_data;
+    thread_local std::vector<void*> out_data;
+    in_data.clear();
+    out_data.clear();
+    for (const Buffer* b : inputs) in_data.push_back(b->data());
+    // An output over an input (a donated buffer) is only safe where the
+    // source planned for it (writes_over_input_: written from a block in
+    // L1 after the block's reads); any other overlap takes the interpreter.
+    bool planned = true;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      out_data.push_back(outputs[o]->data());
+      planned = planned &&
+                (writes_over_input_ || std::find(in_data.begin(), in_data.end(), out_data.back()) == in_data.end());
+    }
+    if (planned) {
+      static metrics::Counter* runs = metrics::counter("FusionJitRuns");
+      runs->add(1);
+      compiled_(in_data.data(), out_data.data(), begin, end, stream_copy);
+      if (stream_) _mm_sfence();
+      return;
+    }
+  }
   const size_t rank = shape_.size();
   const size_t ni = inputs_.size();
   {

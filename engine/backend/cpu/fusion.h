@@ -5,6 +5,9 @@
 // tiles of kTile elements; each step applies one op, a row of
 // fusion_rows.inc, to whole tiles that stay in L1. The tile functions are
 // compiled for AVX-512, AVX2 and baseline x86-64 and chosen at run time.
+// A chain of two ops or more over settings::fusion_jit_min_elements() and
+// up is compiled at run time instead (fusion_jit.h): one loop with every
+// step in registers, the interpreter's tiles where no compiler runs.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,15 @@ bool run_as_row(OpKind op, const KernelArgs& k);
 // elements, compiled for that instruction set too.
 using SoftmaxRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n, bool log);
 SoftmaxRowsFn softmax_rows();
+
+// dst[0, n) = src[0, n) with non-temporal stores (the caller fences).
+using StreamStoreFn = void (*)(float* dst, const float* src, int64_t n);
+
+// A fused kernel compiled at run time (fusion_jit.h): in[i] is input i's
+// data (float or bool), out[o] output o's; it computes the elements
+// [begin, end) with `stream` as its non-temporal copy.
+using CompiledKernelFn = void (*)(const void* const* in, void* const* out, int64_t begin, int64_t end,
+                                  StreamStoreFn stream);
 
 class FusedKernel {
  public:
@@ -77,6 +89,10 @@ class FusedKernel {
   // output is one of its operands into a scratch tile first).
   bool can_write_over_input(size_t input, size_t output) const;
 
+  // How it runs: "<isa> tiles" (the interpreter) or "<isa> compiled" (a
+  // loop compiled at run time, fusion_jit.h).
+  std::string code() const;
+
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
   OpKind step_op(size_t i) const { return steps_[i].op; }
@@ -102,6 +118,9 @@ class FusedKernel {
   // written with non-temporal stores: no read of the destination lines
   // before they are written (a third of the traffic of a = b op c).
   bool stream_ = false;
+  CompiledKernelFn compiled_ = nullptr;  // set when the chain was compiled at run time
+  bool writes_over_input_ = false;       // some can_write_over_input() pair holds
+  std::string compiled_source() const;
 };
 
 }  // namespace lazyscope::cpu
