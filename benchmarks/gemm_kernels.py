@@ -81,7 +81,7 @@ def numpy_rate(np, shape, threads, openblas, reps=20):
     return statistics.median(times) * 1e6
 
 
-def child(model, split, steps):
+def child(model, split, steps, warmup):
     sys.path.insert(0, str(BUILD / "python"))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import numpy as np
@@ -116,7 +116,7 @@ def child(model, split, steps):
 
     capture = _C._EventCapture()
     capture.start()
-    for i in range(10):
+    for i in range(warmup):
         step(i)
 
     def events():
@@ -129,27 +129,34 @@ def child(model, split, steps):
     def main_graph(ps):
         return max(ps, key=lambda p: len(p["kernels"]))["graph_hash"]
 
-    graph = main_graph(profiles())
-    start = {k["index"]: k for k in [p for p in profiles() if p["graph_hash"] == graph][-1]["kernels"]}
+    start = {}
+    if warmup:
+        graph = main_graph(profiles())
+        start = {k["index"]: k for k in [p for p in profiles() if p["graph_hash"] == graph][-1]["kernels"]}
     for i in range(steps):
         step(i)
     evs = events()
+    graph = main_graph([e["kernel_profile"] for e in evs if "kernel_profile" in e])
     capture.stop()
     end = [e["kernel_profile"] for e in evs if "kernel_profile" in e and e["kernel_profile"]["graph_hash"] == graph][-1]
     texts = [v["program_text"] for e in evs for v in e.values() if isinstance(v, dict) and "program_text" in v]
     shapes = {}
     for text in texts:
         shapes.update(products(text))
-    total, rows = 0.0, []
+    total, rows, kinds = 0.0, [], {}
     for k in end["kernels"]:
-        k0 = start[k["index"]]
+        k0 = start.get(k["index"], {"samples": 0, "total_ns": 0})
         samples = int(k["samples"]) - int(k0["samples"])
         us = (int(k["total_ns"]) - int(k0["total_ns"])) / max(1, samples) / 1e3
         total += us
         if k["name"] == "gemm" and tuple(k["nodes"]) in shapes:
             rows.append((us, shapes[tuple(k["nodes"])]))
+        kinds.setdefault(k["name"], [0.0, 0])
+        kinds[k["name"]][0] += us
+        kinds[k["name"]][1] += 1
     openblas = _openblas()
     print("TOTAL", json.dumps(total))
+    print("KINDS", json.dumps(kinds))
     for us, shape in rows:
         batch, m, kk, n, ta, tb = shape
         direct = [numpy_rate(np, shape, t, openblas) for t in (1, os.cpu_count() or 1)]
@@ -163,10 +170,13 @@ def main():
     parser.add_argument("--splits", default="auto,legacy,blas")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=640, help="steps per process (every 64th is profiled)")
+    parser.add_argument("--warmup", type=int, default=10,
+                        help="steps before the profile is read (0: from the first, whose 3 are all sampled)")
+    parser.add_argument("--top", type=int, default=12, help="heaviest kernels listed per split")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.model, args.child, args.steps)
+        child(args.model, args.child, args.steps, args.warmup)
         return
     splits = args.splits.split(",")
     totals = {s: [] for s in splits}
@@ -174,9 +184,12 @@ def main():
     for _ in range(args.rounds):
         for split in splits:  # A B A B ...
             out = subprocess.run([sys.executable, __file__, "--model", args.model, "--child", split,
-                                  "--steps", str(args.steps)], capture_output=True, text=True, check=True).stdout
+                                  "--steps", str(args.steps), "--warmup", str(args.warmup)], capture_output=True, text=True, check=True).stdout
             for line in out.splitlines():
                 tag, _, body = line.partition(" ")
+                if tag == "KINDS":
+                    top = sorted(json.loads(body).items(), key=lambda kv: -kv[1][0])[:args.top]
+                    print("    by kind (us/step, kernels): " + ", ".join(f"{n} {v[0]:.0f} ({v[1]})" for n, v in top))
                 if tag == "TOTAL":
                     totals[split].append(json.loads(body))
                 elif tag == "GEMM":

@@ -324,6 +324,14 @@ void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& 
   const T* b = bb.as<T>();
   T* out = ob.as<T>();
   const int64_t batches = numel(o_batch);
+  const bool legacy = gemm_split_mode().load(std::memory_order_relaxed) == static_cast<int>(GemmSplit::kLegacy);
+  if (batches > 1 && numel(b_batch) == 1 && numel(a_batch) == batches && !ta && !legacy) {
+    // A batch of rows times one matrix (a linear layer on a [B, T, C]
+    // input): the batch's rows stacked are one [B*m, k] operand, so one
+    // product of B*m rows instead of B products that each pack B again.
+    parallel_gemm(a, false, b, tb, out, batches * m, kk, n, epilogue);
+    return;
+  }
   if (batches >= num_threads() && batches > 1) {
     // Many small products (attention heads): whole products per thread.
     set_blas_threads(1);
