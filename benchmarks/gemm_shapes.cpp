@@ -6,7 +6,9 @@
 // OpenBLAS threads: which products lose against OpenBLAS, and to which split.
 // Set-ups alternate (A B C ... A B C ...) so each saw the same load; the
 // median time of each is printed with its GFLOP/s and its ratio to the
-// faster direct cblas call.
+// faster direct cblas call, and the process CPU time per call (all
+// threads, spinning included: on a loaded machine, where the wall time
+// says little about two threads, what each set-up costs in CPU).
 //
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
@@ -16,7 +18,9 @@
 // cblasN to see the pool's splits without them.
 #include <cblas.h>
 
+#include <time.h>
 #include <algorithm>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +61,12 @@ const GemmShape kShapes[] = {
     {"transformer qkv dW", 768, 1024, 256, true, false},
 };
 
+double cpu_now_us() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -71,7 +81,7 @@ void direct(const GemmShape& s, const float* a, const float* b, float* c) {
 int run(int rounds, int calls, const std::string& filter, const std::string& wanted) {
   const int threads = cpu::num_threads();
   std::printf("%d threads; median us per call over %d rounds x %d calls, set-ups alternated\n", threads, rounds, calls);
-  std::printf("%-30s %-8s %9s %8s %8s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best cblas");
+  std::printf("%-30s %-8s %9s %8s %8s %9s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best cblas", "cpu us");
   std::mt19937 rng(0);
   std::normal_distribution<float> dist;
   for (const GemmShape& s : kShapes) {
@@ -86,6 +96,7 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
       std::string name;
       std::function<void()> call;
       std::vector<double> us;
+      double cpu_us = 0;  // process CPU time (all threads, spinning included), summed
     };
     std::vector<Setup> setups;
     for (auto mode : {cpu::GemmSplit::kAuto, cpu::GemmSplit::kRows, cpu::GemmSplit::kColumns, cpu::GemmSplit::kBlas}) {
@@ -122,9 +133,11 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     for (int r = 0; r < rounds; ++r) {
       for (auto& setup : setups) {
         for (int i = 0; setup.call && i < calls; ++i) {
+          const double c0 = cpu_now_us();
           const auto t0 = std::chrono::steady_clock::now();
           setup.call();
           setup.us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          setup.cpu_us += cpu_now_us() - c0;
         }
       }
     }
@@ -142,8 +155,8 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     for (const auto& setup : setups) {
       if (setup.us.empty()) continue;
       const double us = median(setup.us);
-      std::printf("  %-28s %-8s %9.1f %8.1f %8.2f\n", "", setup.name.c_str(), us, flop / us / 1e3,
-                  best_direct > 0 ? us / best_direct : 0.0);
+      std::printf("  %-28s %-8s %9.1f %8.1f %8.2f %9.1f\n", "", setup.name.c_str(), us, flop / us / 1e3,
+                  best_direct > 0 ? us / best_direct : 0.0, setup.cpu_us / static_cast<double>(setup.us.size()));
     }
   }
   return 0;

@@ -52,9 +52,10 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
 // For benchmarks/vs_pytorch.py's side-by-side comparison.
 int set_gemm_parts_per_thread(int parts);
 // How a single product is shared by the threads (LAZYSCOPE_GEMM_SPLIT):
-// auto (the split that packs the smaller operand again), rows, columns,
-// blas (OpenBLAS's own threads on the whole product), legacy (the rule
-// before auto, leaving OpenBLAS's thread count as another library set it).
+// auto (rows unless too few; a batch of rows times one matrix stacked into
+// one product), rows, columns, blas (OpenBLAS's own threads on the whole
+// product, the pool asleep), legacy (before this: no stacking, and
+// OpenBLAS's thread count left as another library set it).
 // For benchmarks comparing them in one process; returns the previous mode.
 enum class GemmSplit { kAuto, kRows, kColumns, kBlas, kLegacy };
 GemmSplit set_gemm_split(GemmSplit mode);

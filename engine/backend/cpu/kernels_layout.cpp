@@ -212,9 +212,9 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 //  - by output columns: each part packs all of A again (M*K per extra part);
 //  - OpenBLAS's own threads on the whole product (one packing of each
 //    operand, shared), the pool asleep meanwhile;
-//  - auto (default): the split that packs less again (rows when M >= N),
-//    which for the MLP's forward and input-gradient products (M = batch 128,
-//    N 256-512) is columns where the old rule always took rows.
+//  - auto (default): rows unless there are too few (then columns), with
+//    OpenBLAS held at one thread inside the parts, and a batch of rows
+//    times one matrix stacked into one product (matmul_typed).
 // Each part is a single-threaded GEMM on its own block of the output.
 // `epilogue` (or nullptr) runs on each part as soon as it is written (a
 // column part: row by row over its columns), on the thread that wrote it.
@@ -276,7 +276,14 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
     case GemmSplit::kLegacy: by_rows = m >= n || m >= 16 * nth; break;
     case GemmSplit::kRows: by_rows = m >= 16 * nth || m >= n; break;
     case GemmSplit::kColumns: by_rows = n < 64 * nth; break;
-    default: by_rows = m >= n || n < 64 * nth; break;  // auto: the operand packed again is the smaller
+    default:
+      // auto: rows, unless too few to share (then columns). Columns would
+      // pack the smaller operand again where M < N (the MLP's forward
+      // products), but measured no faster in CPU time (gemm_shapes), and an
+      // epilogue then runs row by row over each column part: the MLP's
+      // epilogues (relu backward, SGD update) cost more than the packing saved.
+      by_rows = m >= n || m >= 16 * nth;
+      break;
   }
   if (nth > 1) {
     // At least 16 rows or 64 columns per part (an OpenBLAS call on fewer
