@@ -263,7 +263,12 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
   const int64_t flops = m * n * kk;
   if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
   const auto mode = static_cast<GemmSplit>(gemm_split_mode().load(std::memory_order_relaxed));
-  if (mode == GemmSplit::kBlas && nth > 1 && std::is_floating_point_v<T>) {
+  // OpenBLAS's threads only for products of at least 2^22 multiply-adds
+  // (~80 us on one thread): below that its hand-off costs more than the
+  // pool's (gemm_shapes: the MLP's 128x256x10 output layer 26 us on
+  // OpenBLAS's 2 threads, 7 on the pool).
+  constexpr int64_t kMinBlasThreadedFlops = int64_t{1} << 22;
+  if (mode == GemmSplit::kBlas && nth > 1 && flops >= kMinBlasThreadedFlops && std::is_floating_point_v<T>) {
     set_blas_threads(nth);
     gemm_ld(a, lda, ta, b, ldb, tb, out, n, m, kk, n);
     set_blas_threads(1);
