@@ -38,7 +38,8 @@ namespace {
 struct GemmShape {
   const char* name;
   int64_t m, k, n;
-  bool ta, tb;  // A stored [k, m], B stored [n, k]
+  bool ta, tb;        // A stored [k, m], B stored [n, k]
+  int64_t batch = 1;  // both operands [batch, ...]: a batched product (attention)
 };
 
 // x @ w.t() forward, dy @ w input gradients, dy.t() @ x weight gradients.
@@ -59,6 +60,8 @@ const GemmShape kShapes[] = {
     {"transformer mlp down dx", 1024, 256, 1024, false, false},
     {"transformer mlp up dW", 1024, 1024, 256, true, false},
     {"transformer qkv dW", 768, 1024, 256, true, false},
+    {"transformer attention q k^T", 64, 64, 64, false, true, 64},
+    {"transformer attention p v", 64, 64, 64, false, false, 64},
 };
 
 double cpu_now_us() {
@@ -72,10 +75,17 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void direct(const GemmShape& s, const float* a, const float* b, float* c) {
+void direct_one(const GemmShape& s, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
               static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.ta ? s.m : s.k), b,
               static_cast<int>(s.tb ? s.k : s.n), 0.0f, c, static_cast<int>(s.n));
+}
+
+void direct(const GemmShape& s, const float* a, const float* b, float* c) {
+  for (int64_t i = 0; i < s.batch; ++i) {
+    const int64_t sa = s.m * s.k, sb = s.k * s.n, sc = s.m * s.n;
+    direct_one(s, a + i * sa, b + i * sb, c + i * sc);
+  }
 }
 
 int run(int rounds, int calls, const std::string& filter, const std::string& wanted) {
@@ -86,9 +96,10 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
   std::normal_distribution<float> dist;
   for (const GemmShape& s : kShapes) {
     if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
-    auto a = Buffer::allocate(DType::kFloat32, s.ta ? Shape{s.k, s.m} : Shape{s.m, s.k});
-    auto b = Buffer::allocate(DType::kFloat32, s.tb ? Shape{s.n, s.k} : Shape{s.k, s.n});
-    auto c = Buffer::allocate(DType::kFloat32, Shape{s.m, s.n});
+    const auto shape = [&](int64_t r, int64_t c) { return s.batch > 1 ? Shape{s.batch, r, c} : Shape{r, c}; };
+    auto a = Buffer::allocate(DType::kFloat32, s.ta ? shape(s.k, s.m) : shape(s.m, s.k));
+    auto b = Buffer::allocate(DType::kFloat32, s.tb ? shape(s.n, s.k) : shape(s.k, s.n));
+    auto c = Buffer::allocate(DType::kFloat32, shape(s.m, s.n));
     for (auto* buf : {a.get(), b.get()}) {
       for (int64_t i = 0; i < buf->numel(); ++i) buf->as<float>()[i] = dist(rng);
     }
@@ -142,15 +153,16 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
       }
     }
     cpu::set_gemm_split(cpu::GemmSplit::kAuto);
-    const double flop = 2.0 * static_cast<double>(s.m * s.k * s.n);
+    const double flop = 2.0 * static_cast<double>(s.batch * s.m * s.k * s.n);
     double best_direct = 0;
     for (size_t i = 4; i < setups.size(); ++i) {
       if (!setups[i].us.empty())
         best_direct = best_direct > 0 ? std::min(best_direct, median(setups[i].us)) : median(setups[i].us);
     }
     char label[96];
-    std::snprintf(label, sizeof label, "%s (%lld %lld %lld%s%s)", s.name, static_cast<long long>(s.m),
-                  static_cast<long long>(s.k), static_cast<long long>(s.n), s.ta ? " tA" : "", s.tb ? " tB" : "");
+    std::snprintf(label, sizeof label, "%s (%lldx %lld %lld %lld%s%s)", s.name, static_cast<long long>(s.batch),
+                  static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n),
+                  s.ta ? " tA" : "", s.tb ? " tB" : "");
     std::printf("%s\n", label);
     for (const auto& setup : setups) {
       if (setup.us.empty()) continue;
