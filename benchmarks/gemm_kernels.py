@@ -49,18 +49,7 @@ def products(program_text):
     return out
 
 
-def _openblas():
-    """The OpenBLAS that NumPy and LazyScope share in this process."""
-    import ctypes
-    import ctypes.util
-    for name in ("openblas", "openblas64_", "blas"):
-        path = ctypes.util.find_library(name)
-        if path and hasattr(ctypes.CDLL(path), "openblas_set_num_threads"):
-            return ctypes.CDLL(path)
-    sys.exit("gemm_kernels.py needs OpenBLAS (found no libopenblas)")
-
-
-def numpy_rate(np, shape, threads, openblas, reps=20):
+def numpy_rate(np, shape, threads, blas, reps=20):
     batch, m, k, n, ta, tb = shape
     rng = np.random.default_rng(0)
     a = rng.standard_normal((batch, k, m) if ta else (batch, m, k), dtype=np.float32)
@@ -69,14 +58,14 @@ def numpy_rate(np, shape, threads, openblas, reps=20):
     b = b.transpose(0, 2, 1) if tb else b
     if batch == 1:
         a, b = a[0], b[0]
-    openblas.openblas_set_num_threads(threads)
+    blas.openblas_set_num_threads(threads)
     a @ b
     times = []
     for _ in range(reps):
         t = time.perf_counter()
         a @ b
         times.append(time.perf_counter() - t)
-    openblas.openblas_set_num_threads(1)
+    blas.openblas_set_num_threads(1)
     time.sleep(0.2)  # OpenBLAS's threads spin ~0.1 s after a threaded call
     return statistics.median(times) * 1e6
 
@@ -88,7 +77,7 @@ def child(model, split, steps, warmup):
     import lazyscope
     from lazyscope import _C
     from lazyscope.core import lazy_model as lm
-    from bench_models import CTX, MAKERS, VOCAB, batches
+    from bench_models import CTX, MAKERS, VOCAB, batches, openblas
 
     _C.set_gemm_split(split)
     dev = lm.lazy_device()
@@ -154,12 +143,14 @@ def child(model, split, steps, warmup):
         kinds.setdefault(k["name"], [0.0, 0])
         kinds[k["name"]][0] += us
         kinds[k["name"]][1] += 1
-    openblas = _openblas()
+    blas = openblas()
+    if blas is None:
+        sys.exit("gemm_kernels.py needs OpenBLAS (found no libopenblas)")
     print("TOTAL", json.dumps(total))
     print("KINDS", json.dumps(kinds))
     for us, shape in rows:
         batch, m, kk, n, ta, tb = shape
-        direct = [numpy_rate(np, shape, t, openblas) for t in (1, os.cpu_count() or 1)]
+        direct = [numpy_rate(np, shape, t, blas) for t in (1, os.cpu_count() or 1)]
         print("GEMM", json.dumps({"shape": shape, "us": us, "direct1": direct[0], "directN": direct[1],
                                   "gflop": 2 * batch * m * kk * n / 1e9}))
 

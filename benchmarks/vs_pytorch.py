@@ -23,8 +23,6 @@ PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
 """
 import argparse
-import ctypes
-import ctypes.util
 import os
 import statistics
 import sys
@@ -54,24 +52,12 @@ import lazyscope  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import CTX, MAKERS, VOCAB, batches  # noqa: E402
+from bench_models import CTX, MAKERS, VOCAB, batches, openblas  # noqa: E402
 
 
 # --- thread set-ups -----------------------------------------------------------
 
-def _openblas():
-    """The OpenBLAS that NumPy, PyTorch and LazyScope share in this process."""
-    for name in ("openblas", "openblas64_", "blas"):
-        path = ctypes.util.find_library(name)
-        if not path:
-            continue
-        lib = ctypes.CDLL(path)
-        if hasattr(lib, "openblas_set_num_threads"):
-            return lib
-    return None
-
-
-OPENBLAS = _openblas()
+OPENBLAS = openblas()
 
 
 def set_threads(omp, blas):
