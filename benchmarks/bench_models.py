@@ -1,7 +1,23 @@
 """The benchmark models, written once against the torch.nn-shaped API of
 either library (vs_pytorch.py trains them with PyTorch and LazyScope;
 omp_wait_policy.py with LazyScope only, so nothing here imports torch)."""
+import ctypes
+import ctypes.util
+
 import numpy as np
+
+
+def openblas():
+    """The OpenBLAS that NumPy, PyTorch and LazyScope share in this process
+    (its thread count is process-wide), or None."""
+    for name in ("openblas", "openblas64_", "blas"):
+        path = ctypes.util.find_library(name)
+        if not path:
+            continue
+        lib = ctypes.CDLL(path)
+        if hasattr(lib, "openblas_set_num_threads"):
+            return lib
+    return None
 
 
 def make_mlp(nn, F):

@@ -17,13 +17,12 @@ thread count 1 and 2, set separately) and the best is reported.
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/vs_pytorch.py
     ... --models cnn --rounds 5 --steps 10
     ... --donation-ab --gemm-parts-ab 4   (lazy:0 variants switched at run time, alternated too)
+    ... --gemm-split-ab legacy,blas        (lazy:0 with other GEMM splits, LAZYSCOPE_GEMM_SPLIT)
 
 PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
 """
 import argparse
-import ctypes
-import ctypes.util
 import os
 import statistics
 import sys
@@ -53,24 +52,12 @@ import lazyscope  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import CTX, MAKERS, VOCAB, batches  # noqa: E402
+from bench_models import CTX, MAKERS, VOCAB, batches, openblas  # noqa: E402
 
 
 # --- thread set-ups -----------------------------------------------------------
 
-def _openblas():
-    """The OpenBLAS that NumPy, PyTorch and LazyScope share in this process."""
-    for name in ("openblas", "openblas64_", "blas"):
-        path = ctypes.util.find_library(name)
-        if not path:
-            continue
-        lib = ctypes.CDLL(path)
-        if hasattr(lib, "openblas_set_num_threads"):
-            return lib
-    return None
-
-
-OPENBLAS = _openblas()
+OPENBLAS = openblas()
 
 
 def set_threads(omp, blas):
@@ -89,6 +76,8 @@ class Trainer:
         # buffer donation off, or each thread's share of a GEMM in N parts.
         self.donation = side != "lazyscope lazy:0 no donation"
         self.gemm_parts = int(side.rsplit(" ", 1)[1]) if side.startswith("lazyscope lazy:0 gemm parts") else 1
+        # --gemm-split-ab: how each matrix product is shared by the threads.
+        self.gemm_split = side.rsplit(" ", 1)[1] if side.startswith("lazyscope lazy:0 split ") else "auto"
         lib = torch if self.torch else lazyscope
         self.lib = lib
         lib.manual_seed(0)
@@ -108,6 +97,7 @@ class Trainer:
         if not self.torch:
             lazyscope._C.set_buffer_donation(self.donation)
             lazyscope._C.set_gemm_parts_per_thread(self.gemm_parts)
+            lazyscope._C.set_gemm_split(self.gemm_split)
         x, y = self.tensor(x), self.tensor(y)
         F = self.lib.nn.functional
         self.opt.zero_grad()
@@ -159,6 +149,11 @@ def main():
                         help="also run lazy:0 with buffer donation off (in-place optimizer updates), alternated")
     parser.add_argument("--gemm-parts-ab", type=int, default=0, metavar="N",
                         help="also run lazy:0 with each thread's share of a GEMM split in N parts, alternated")
+    parser.add_argument("--settle", type=float, default=0.25,
+                        help="seconds between set-up blocks, for OpenBLAS's spinning threads to sleep")
+    parser.add_argument("--gemm-split-ab", default="", metavar="MODES",
+                        help="also run lazy:0 with these GEMM splits (comma-separated: rows, columns, blas, "
+                             "legacy), alternated")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     thread_counts = sorted({1, min(2, cores)})
@@ -169,6 +164,8 @@ def main():
         ours.insert(1, ("lazyscope lazy:0 no donation", cores, cores))
     if args.gemm_parts_ab:
         ours.insert(1, (f"lazyscope lazy:0 gemm parts {args.gemm_parts_ab}", cores, cores))
+    for mode in filter(None, args.gemm_split_ab.split(",")):
+        ours.insert(1, (f"lazyscope lazy:0 split {mode}", cores, cores))
     print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
           f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
@@ -184,6 +181,11 @@ def main():
         times = {name: [] for name, _, _ in setups}
         for _ in range(args.rounds):
             for name, omp, blas in setups:  # A B A B ...
+                # OpenBLAS's threads spin in sched_yield for ~0.1 s (2^28
+                # cycles) after their last product: a set-up following one
+                # with blas=2 would share the cores with them. Each block
+                # starts after they have gone to sleep.
+                time.sleep(args.settle)
                 set_threads(omp, blas)
                 for _ in range(args.steps):
                     t = time.perf_counter()

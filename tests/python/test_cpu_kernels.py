@@ -531,3 +531,24 @@ def test_what_the_user_kept_of_a_parameter_updated_in_place_is_intact(kind):
             want = want[2:5]
         np.testing.assert_allclose(kept[step], want, rtol=1e-4, atol=1e-5, err_msg=f"step {step}")
         np.testing.assert_allclose(values[step], new, rtol=1e-4, atol=1e-5, err_msg=f"step {step}")
+
+
+def test_a_bias_sliced_from_a_packed_parameter_after_the_product_is_still_its_epilogue():
+    # The attention's q/k/v projections: x @ w_q.t() + in_proj_bias[d:2d].
+    # The slice comes after the matmul in the program; it moves up so the
+    # add can be the GEMM's epilogue instead of one more pass.
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((4, 24, 32)).astype(np.float32)
+    w = rng.standard_normal((3 * 40, 32)).astype(np.float32)
+    b = rng.standard_normal(3 * 40).astype(np.float32)
+
+    def run():
+        X, W, B = (lazyscope.tensor(v, device=DEV) for v in (x, w, b))
+        return (X @ W[40:80].t() + B[40:80]).relu()
+
+    got, program = run_graph(run)
+    np.testing.assert_allclose(got, np.maximum(x @ w[40:80].T + b[40:80], 0), rtol=1e-4, atol=1e-4)
+    assert program and "the epilogue of the matmul above" in program, program
+    lines = program.splitlines()
+    matmul = next(i for i, line in enumerate(lines) if "= matmul(" in line)
+    assert sum("= slice(" in line for line in lines[:matmul]) == 2, program  # both slices before the product

@@ -879,6 +879,36 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
 // plan_donations). The product is still written (it may be returned: a
 // gradient). Not in bf16 mode, where every product is rounded before it is
 // read.
+// The instructions between program[i] (a matmul) and program[j] (its
+// product's reader) that write an operand of program[j], when every one of
+// them is a pure layout kernel whose own operands were all there before
+// program[i] (so it may run before the matmul instead); empty otherwise.
+std::vector<size_t> hoistable_producers(const std::vector<Instruction>& program, const std::vector<char>& taken,
+                                        size_t i, size_t j) {
+  static constexpr OpKind kPure[] = {OpKind::kSlice, OpKind::kReshape, OpKind::kExpand, OpKind::kPermute};
+  const Instruction& reader = program[j];
+  std::vector<int> written;  // by instructions in [i, k)
+  for (int w : written_slots(program[i])) written.push_back(w);
+  std::vector<size_t> hoisted;
+  const auto was_written = [&](int slot) { return std::find(written.begin(), written.end(), slot) != written.end(); };
+  for (size_t k = i + 1; k < j; ++k) {
+    const Instruction& between = program[k];
+    const auto writes = written_slots(between);
+    const bool feeds = std::any_of(writes.begin(), writes.end(), [&](int w) {
+      return std::find(reader.inputs.begin(), reader.inputs.end(), w) != reader.inputs.end();
+    });
+    if (feeds) {
+      const bool pure = between.kind == Kind::kKernel && !taken[k] &&
+                        std::find(std::begin(kPure), std::end(kPure), between.op) != std::end(kPure);
+      if (!pure || std::any_of(between.inputs.begin(), between.inputs.end(), was_written)) return {};
+      hoisted.push_back(k);
+      continue;  // runs before program[i]: what it writes is no longer written in between
+    }
+    written.insert(written.end(), writes.begin(), writes.end());
+  }
+  return hoisted;
+}
+
 std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, const std::vector<char>& is_parameter,
                                           bool bf16) {
   if (bf16) return program;
@@ -915,7 +945,21 @@ std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, cons
                        std::find(next.inputs.begin(), next.inputs.end(), in) != next.inputs.end();
               });
             });
-        if (!taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape && (ready || late)) {
+        // Not ready only because a layout op in between makes one of its
+        // other operands from values there before the matmul (a slice of a
+        // packed bias: the attention's q/k/v projections): that op moves
+        // up, above the matmul, and the fused kernel becomes the epilogue.
+        std::vector<size_t> hoisted;
+        if (!ready && !late && !taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape) {
+          hoisted = hoistable_producers(program, taken, i, j);
+        }
+        const bool hoist = !hoisted.empty();
+        if (!taken[j] && next.kind == Kind::kFused && next.fused->shape() == ins.spec.shape &&
+            (ready || late || hoist)) {
+          for (size_t k : hoisted) {
+            out.push_back(std::move(program[k]));
+            taken[k] = 1;
+          }
           ins.outputs = {ins.output};
           ins.outputs.insert(ins.outputs.end(), next.outputs.begin(), next.outputs.end());
           ins.inputs.insert(ins.inputs.end(), next.inputs.begin(), next.inputs.end());  // for the memory plan

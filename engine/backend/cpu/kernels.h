@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "core/buffer.h"
 #include "ir/attrs.h"
@@ -50,6 +51,16 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
 // dynamically; LAZYSCOPE_GEMM_PARTS_PER_THREAD); returns the previous value.
 // For benchmarks/vs_pytorch.py's side-by-side comparison.
 int set_gemm_parts_per_thread(int parts);
+// How a single product is shared by the threads (LAZYSCOPE_GEMM_SPLIT):
+// auto (rows unless too few; a batch of rows times one matrix stacked into
+// one product), rows, columns, blas (OpenBLAS's own threads on the whole
+// product, the pool asleep), legacy (before this: no stacking, and
+// OpenBLAS's thread count left as another library set it).
+// For benchmarks comparing them in one process; returns the previous mode.
+enum class GemmSplit { kAuto, kRows, kColumns, kBlas, kLegacy };
+GemmSplit set_gemm_split(GemmSplit mode);
+GemmSplit gemm_split_from_name(const std::string& name);  // throws on an unknown name
+const char* gemm_split_name(GemmSplit mode);
 
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.

@@ -7,7 +7,9 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+#include <type_traits>
 
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/thread_pool.h"
@@ -204,11 +206,18 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
   }
 }
 
-// One product split across the pool: by output rows, or by output columns
-// when there are too few rows to share. Each part is a single-threaded GEMM
-// on its own block of the output.
-// `epilogue` (or nullptr) runs on each row part as soon as it is written;
-// a product split by columns runs it once all parts are done.
+// One product split across the pool. How (LAZYSCOPE_GEMM_SPLIT,
+// set_gemm_split; benchmarks/gemm_shapes.cpp measures each per shape):
+//  - by output rows: each part packs all of B again (K*N per extra part);
+//  - by output columns: each part packs all of A again (M*K per extra part);
+//  - OpenBLAS's own threads on the whole product (one packing of each
+//    operand, shared), the pool asleep meanwhile;
+//  - auto (default): rows unless there are too few (then columns), with
+//    OpenBLAS held at one thread inside the parts, and a batch of rows
+//    times one matrix stacked into one product (matmul_typed).
+// Each part is a single-threaded GEMM on its own block of the output.
+// `epilogue` (or nullptr) runs on each part as soon as it is written (a
+// column part: row by row over its columns), on the thread that wrote it.
 // Parts per thread of a split product (LAZYSCOPE_GEMM_PARTS_PER_THREAD;
 // default 1; set_gemm_parts_per_thread). More parts than threads are claimed
 // dynamically, so a descheduled worker holds up a smaller part; each part is
@@ -222,6 +231,29 @@ std::atomic<int>& gemm_parts() {
 }
 int gemm_parts_per_thread() { return gemm_parts().load(std::memory_order_relaxed); }
 
+constexpr const char* kSplitNames[] = {"auto", "rows", "columns", "blas", "legacy"};
+
+std::atomic<int>& gemm_split_mode() {
+  static std::atomic<int> mode{[] {
+    const char* env = std::getenv("LAZYSCOPE_GEMM_SPLIT");
+    if (!env || !*env) return static_cast<int>(GemmSplit::kAuto);
+    for (int i = 0; i < static_cast<int>(std::size(kSplitNames)); ++i) {
+      if (std::string(env) == kSplitNames[i]) return i;
+    }
+    throw EngineError(std::string("LAZYSCOPE_GEMM_SPLIT=") + env + ": expected auto, rows, columns, blas or legacy");
+  }()};
+  return mode;
+}
+
+// OpenBLAS's thread count is process-wide, and a library beside the engine
+// (NumPy, PyTorch, a benchmark) may have raised it: a GEMM part called from
+// each pool thread would then start OpenBLAS's threads too, two callers
+// queueing on one OpenBLAS worker that spins in sched_yield afterwards.
+// Checked per product (a read of a global), set only when it differs.
+void set_blas_threads(int n) {
+  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
 template <typename T>
 void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n,
                    const Epilogue* epilogue) {
@@ -230,13 +262,41 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
   int nth = num_threads();
   const int64_t flops = m * n * kk;
   if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
-  const bool by_rows = m >= n || m >= 16 * nth;
+  const auto mode = static_cast<GemmSplit>(gemm_split_mode().load(std::memory_order_relaxed));
+  // OpenBLAS's threads only for products of at least 2^22 multiply-adds
+  // (~80 us on one thread): below that its hand-off costs more than the
+  // pool's (gemm_shapes: the MLP's 128x256x10 output layer 26 us on
+  // OpenBLAS's 2 threads, 7 on the pool).
+  constexpr int64_t kMinBlasThreadedFlops = int64_t{1} << 22;
+  if (mode == GemmSplit::kBlas && nth > 1 && flops >= kMinBlasThreadedFlops && std::is_floating_point_v<T>) {
+    set_blas_threads(nth);
+    gemm_ld(a, lda, ta, b, ldb, tb, out, n, m, kk, n);
+    set_blas_threads(1);
+    if (epilogue) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
+    return;
+  }
+  if (mode != GemmSplit::kLegacy) set_blas_threads(1);
+  bool by_rows = true;
+  switch (mode) {
+    case GemmSplit::kLegacy: by_rows = m >= n || m >= 16 * nth; break;
+    case GemmSplit::kRows: by_rows = m >= 16 * nth || m >= n; break;
+    case GemmSplit::kColumns: by_rows = n < 64 * nth; break;
+    default:
+      // auto: rows, unless too few to share (then columns). Columns would
+      // pack the smaller operand again where M < N (the MLP's forward
+      // products), but measured no faster in CPU time (gemm_shapes), and an
+      // epilogue then runs row by row over each column part: the MLP's
+      // epilogues (relu backward, SGD update) cost more than the packing saved.
+      by_rows = m >= n || m >= 16 * nth;
+      break;
+  }
   if (nth > 1) {
     // At least 16 rows or 64 columns per part (an OpenBLAS call on fewer
     // spends its time packing).
     const int64_t most = by_rows ? m / 16 : n / 64;
     nth = static_cast<int>(std::max<int64_t>(nth, std::min<int64_t>(most, int64_t{nth} * gemm_parts_per_thread())));
   }
+  const bool legacy = mode == GemmSplit::kLegacy;
   auto body = [&](int ith, int parts) {
     if (by_rows) {
       const auto [r0, r1] = split(m, ith, parts, 4);
@@ -246,7 +306,12 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
       }
     } else {
       const auto [c0, c1] = split(n, ith, parts, 16);
-      if (c0 < c1) gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
+      if (c0 < c1) {
+        gemm_ld(a, lda, ta, b + (tb ? c0 * ldb : c0), ldb, tb, out + c0, n, m, kk, c1 - c0);
+        if (epilogue && !legacy) {
+          for (int64_t r = 0; r < m; ++r) (*epilogue)(r * n + c0, r * n + c1);
+        }
+      }
     }
   };
   if (nth <= 1) {
@@ -254,7 +319,7 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
   } else {
     parallel_region(nth, RegionBody(body));
   }
-  if (epilogue && !by_rows) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
+  if (epilogue && !by_rows && legacy) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
 template <typename T>
@@ -271,8 +336,17 @@ void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& 
   const T* b = bb.as<T>();
   T* out = ob.as<T>();
   const int64_t batches = numel(o_batch);
+  const bool legacy = gemm_split_mode().load(std::memory_order_relaxed) == static_cast<int>(GemmSplit::kLegacy);
+  if (batches > 1 && numel(b_batch) == 1 && numel(a_batch) == batches && !ta && !legacy) {
+    // A batch of rows times one matrix (a linear layer on a [B, T, C]
+    // input): the batch's rows stacked are one [B*m, k] operand, so one
+    // product of B*m rows instead of B products that each pack B again.
+    parallel_gemm(a, false, b, tb, out, batches * m, kk, n, epilogue);
+    return;
+  }
   if (batches >= num_threads() && batches > 1) {
     // Many small products (attention heads): whole products per thread.
+    set_blas_threads(1);
     std::vector<std::array<int64_t, 2>> offsets(static_cast<size_t>(batches));
     for_each_broadcast<2>(o_batch, {&a_batch, &b_batch},
                           [&](int64_t i, const std::array<int64_t, 2>& o) { offsets[static_cast<size_t>(i)] = o; });
@@ -340,6 +414,19 @@ void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transp
 }
 
 int set_gemm_parts_per_thread(int parts) { return gemm_parts().exchange(std::clamp(parts, 1, 16)); }
+
+GemmSplit set_gemm_split(GemmSplit mode) {
+  return static_cast<GemmSplit>(gemm_split_mode().exchange(static_cast<int>(mode)));
+}
+
+GemmSplit gemm_split_from_name(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(std::size(kSplitNames)); ++i) {
+    if (name == kSplitNames[i]) return static_cast<GemmSplit>(i);
+  }
+  throw EngineError("gemm split '" + name + "': expected auto, rows, columns, blas or legacy");
+}
+
+const char* gemm_split_name(GemmSplit mode) { return kSplitNames[static_cast<int>(mode)]; }
 
 void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
   const int64_t k = a.shape().empty() ? 1 : a.shape().back(), n = b.shape().empty() ? 1 : b.shape().back();

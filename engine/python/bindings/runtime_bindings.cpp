@@ -134,6 +134,14 @@ void bind_runtime(py::module_& m) {
   m.def("set_gemm_parts_per_thread", &cpu::set_gemm_parts_per_thread, py::arg("parts"),
         "Split each thread's share of a matrix product into this many parts (LAZYSCOPE_GEMM_PARTS_PER_THREAD); "
         "returns the previous value.");
+  m.def(
+      "set_gemm_split",
+      [](const std::string& mode) {
+        return cpu::gemm_split_name(cpu::set_gemm_split(cpu::gemm_split_from_name(mode)));
+      },
+      py::arg("mode"),
+      "How one matrix product is shared by the threads (LAZYSCOPE_GEMM_SPLIT): auto, rows, columns, blas "
+      "(OpenBLAS's threads) or legacy; returns the previous mode.");
   m.def("set_buffer_donation", &settings::set_buffer_donation, py::arg("enabled"),
         "Let an output take the buffer of a parameter whose value dies with the step (LAZYSCOPE_BUFFER_DONATION).");
 

@@ -1,0 +1,184 @@
+// The matrix products of the benchmark models (benchmarks/bench_models.py),
+// each shape as the compiled programs call it (transpose flags included),
+// run through the engine's matmul_into under every GEMM split
+// (cpu::GemmSplit: auto, rows, columns, OpenBLAS's threads, legacy) and
+// through cblas_sgemm called directly in this process on one and on all
+// OpenBLAS threads: which products lose against OpenBLAS, and to which split.
+// Set-ups alternate (A B C ... A B C ...) so each saw the same load; the
+// median time of each is printed with its GFLOP/s and its ratio to the
+// faster direct cblas call, and the process CPU time per call (all
+// threads, spinning included: on a loaded machine, where the wall time
+// says little about two threads, what each set-up costs in CPU).
+//
+//   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
+//
+// set-ups: comma-separated names (auto,rows,columns,blas,cblas1,cblasN;
+// default all). OpenBLAS's threads spin in sched_yield for a while after
+// each threaded call, beside the pool's next product: leave out blas and
+// cblasN to see the pool's splits without them.
+#include <cblas.h>
+
+#include <time.h>
+#include <algorithm>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace lazyscope {
+namespace {
+
+struct GemmShape {
+  const char* name;
+  int64_t m, k, n;
+  bool ta, tb;        // A stored [k, m], B stored [n, k]
+  int64_t batch = 1;  // both operands [batch, ...]: a batched product (attention)
+};
+
+// x @ w.t() forward, dy @ w input gradients, dy.t() @ x weight gradients.
+const GemmShape kShapes[] = {
+    {"mlp fc1 forward", 128, 784, 512, false, true},
+    {"mlp fc2 forward", 128, 512, 256, false, true},
+    {"mlp fc3 forward", 128, 256, 10, false, true},
+    {"mlp fc3 dx", 128, 10, 256, false, false},
+    {"mlp fc2 dx", 128, 256, 512, false, false},
+    {"mlp fc3 dW", 10, 128, 256, true, false},
+    {"mlp fc2 dW", 256, 128, 512, true, false},
+    {"mlp fc1 dW", 512, 128, 784, true, false},
+    {"transformer qkv forward", 1024, 256, 768, false, true},
+    {"transformer attn out forward", 1024, 256, 256, false, true},
+    {"transformer mlp up forward", 1024, 256, 1024, false, true},
+    {"transformer mlp down forward", 1024, 1024, 256, false, true},
+    {"transformer head forward", 1024, 256, 65, false, true},
+    {"transformer mlp down dx", 1024, 256, 1024, false, false},
+    {"transformer mlp up dW", 1024, 1024, 256, true, false},
+    {"transformer qkv dW", 768, 1024, 256, true, false},
+    {"transformer attention q k^T", 64, 64, 64, false, true, 64},
+    {"transformer attention p v", 64, 64, 64, false, false, 64},
+};
+
+double cpu_now_us() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void direct_one(const GemmShape& s, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
+              static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.ta ? s.m : s.k), b,
+              static_cast<int>(s.tb ? s.k : s.n), 0.0f, c, static_cast<int>(s.n));
+}
+
+void direct(const GemmShape& s, const float* a, const float* b, float* c) {
+  for (int64_t i = 0; i < s.batch; ++i) {
+    const int64_t sa = s.m * s.k, sb = s.k * s.n, sc = s.m * s.n;
+    direct_one(s, a + i * sa, b + i * sb, c + i * sc);
+  }
+}
+
+int run(int rounds, int calls, const std::string& filter, const std::string& wanted) {
+  const int threads = cpu::num_threads();
+  std::printf("%d threads; median us per call over %d rounds x %d calls, set-ups alternated\n", threads, rounds, calls);
+  std::printf("%-30s %-8s %9s %8s %8s %9s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best cblas", "cpu us");
+  std::mt19937 rng(0);
+  std::normal_distribution<float> dist;
+  for (const GemmShape& s : kShapes) {
+    if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
+    const auto shape = [&](int64_t r, int64_t c) { return s.batch > 1 ? Shape{s.batch, r, c} : Shape{r, c}; };
+    auto a = Buffer::allocate(DType::kFloat32, s.ta ? shape(s.k, s.m) : shape(s.m, s.k));
+    auto b = Buffer::allocate(DType::kFloat32, s.tb ? shape(s.n, s.k) : shape(s.k, s.n));
+    auto c = Buffer::allocate(DType::kFloat32, shape(s.m, s.n));
+    for (auto* buf : {a.get(), b.get()}) {
+      for (int64_t i = 0; i < buf->numel(); ++i) buf->as<float>()[i] = dist(rng);
+    }
+    struct Setup {
+      std::string name;
+      std::function<void()> call;
+      std::vector<double> us;
+      double cpu_us = 0;  // process CPU time (all threads, spinning included), summed
+    };
+    std::vector<Setup> setups;
+    for (auto mode : {cpu::GemmSplit::kAuto, cpu::GemmSplit::kRows, cpu::GemmSplit::kColumns, cpu::GemmSplit::kBlas}) {
+      setups.push_back({cpu::gemm_split_name(mode),
+                        [&, mode] {
+                          cpu::set_gemm_split(mode);
+                          cpu::matmul_into(*a, s.ta, *b, s.tb, *c);
+                        },
+                        {}});
+    }
+    setups.push_back({"cblas 1",
+                      [&] {
+                        openblas_set_num_threads(1);
+                        direct(s, a->as<float>(), b->as<float>(), c->as<float>());
+                      },
+                      {}});
+    setups.push_back({"cblas " + std::to_string(threads),
+                      [&] {
+                        openblas_set_num_threads(threads);
+                        direct(s, a->as<float>(), b->as<float>(), c->as<float>());
+                        openblas_set_num_threads(1);
+                      },
+                      {}});
+    const auto keep = [&](const std::string& key) {
+      return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
+    };
+    const std::string keys[] = {"auto", "rows", "columns", "blas", "cblas1", "cblasN"};
+    for (size_t i = 0; i < setups.size(); ++i) {
+      if (!keep(keys[i])) setups[i].call = nullptr;
+    }
+    for (auto& setup : setups) {
+      if (setup.call) setup.call();  // warm-up: OpenBLAS's buffers, the pool's threads
+    }
+    for (int r = 0; r < rounds; ++r) {
+      for (auto& setup : setups) {
+        for (int i = 0; setup.call && i < calls; ++i) {
+          const double c0 = cpu_now_us();
+          const auto t0 = std::chrono::steady_clock::now();
+          setup.call();
+          setup.us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          setup.cpu_us += cpu_now_us() - c0;
+        }
+      }
+    }
+    cpu::set_gemm_split(cpu::GemmSplit::kAuto);
+    const double flop = 2.0 * static_cast<double>(s.batch * s.m * s.k * s.n);
+    double best_direct = 0;
+    for (size_t i = 4; i < setups.size(); ++i) {
+      if (!setups[i].us.empty())
+        best_direct = best_direct > 0 ? std::min(best_direct, median(setups[i].us)) : median(setups[i].us);
+    }
+    char label[96];
+    std::snprintf(label, sizeof label, "%s (%lldx %lld %lld %lld%s%s)", s.name, static_cast<long long>(s.batch),
+                  static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n),
+                  s.ta ? " tA" : "", s.tb ? " tB" : "");
+    std::printf("%s\n", label);
+    for (const auto& setup : setups) {
+      if (setup.us.empty()) continue;
+      const double us = median(setup.us);
+      std::printf("  %-28s %-8s %9.1f %8.1f %8.2f %9.1f\n", "", setup.name.c_str(), us, flop / us / 1e3,
+                  best_direct > 0 ? us / best_direct : 0.0, setup.cpu_us / static_cast<double>(setup.us.size()));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace lazyscope
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
+  const int calls = argc > 2 ? std::atoi(argv[2]) : 20;
+  return lazyscope::run(std::max(1, rounds), std::max(1, calls), argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "");
+}
