@@ -8,11 +8,19 @@
 
 namespace lazyscope {
 
-uint64_t node_local_hash(OpKind op, const Attrs& attrs, const TensorSpec& spec) {
-  uint64_t h = hash_combine(static_cast<uint64_t>(op), static_cast<uint64_t>(spec.dtype));
-  h = hash_combine(h, hash_bytes(spec.shape.data(), spec.shape.size() * sizeof(int64_t)));
+namespace {
+uint64_t shape_bytes_hash(const Shape& shape) { return hash_bytes(shape.data(), shape.size() * sizeof(int64_t)); }
+}  // namespace
+
+uint64_t node_local_hash(OpKind op, const Attrs& attrs, DType dtype, uint64_t shape_hash) {
+  uint64_t h = hash_combine(static_cast<uint64_t>(op), static_cast<uint64_t>(dtype));
+  h = hash_combine(h, shape_hash);
   if (!attrs.empty()) h = hash_combine(h, attrs.hash());
   return h;
+}
+
+uint64_t node_local_hash(OpKind op, const Attrs& attrs, const TensorSpec& spec) {
+  return node_local_hash(op, attrs, spec.dtype, shape_bytes_hash(spec.shape));
 }
 
 Node::Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
@@ -28,7 +36,13 @@ Node::Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs 
   } else {
     spilled_.assign(operands.begin(), operands.end());
   }
-  local_hash_ = node_local_hash(op_, attrs_, spec_);
+  // Most ops keep an operand's shape (elementwise chains): its shape hash
+  // then is that operand's, where hashing the bytes again cost more than
+  // the rest of the node (FNV-1a, one byte at a time).
+  const auto same_shape = std::find_if(operands.begin(), operands.end(),
+                                       [&](const NodePtr& operand) { return operand->shape() == spec_.shape; });
+  shape_hash_ = same_shape != operands.end() ? (*same_shape)->shape_hash_ : shape_bytes_hash(spec_.shape);
+  local_hash_ = node_local_hash(op_, attrs_, spec_.dtype, shape_hash_);
   hash_ = local_hash_;
   for (const NodePtr& operand : operands) hash_ = hash_combine(hash_, operand->hash());
   LAZYSCOPE_COUNTER("CreatedIrNodes")->add(1);
@@ -38,7 +52,8 @@ Node::Node(BufferPtr data, SourceLocation source) : Node(data, source, data->dty
 
 Node::Node(BufferPtr data, SourceLocation source, DType dtype)
     : op_(OpKind::kDeviceData), spec_{data->shape(), dtype}, source_(source), data_(std::move(data)) {
-  local_hash_ = node_local_hash(op_, attrs_, spec_);
+  shape_hash_ = shape_bytes_hash(spec_.shape);
+  local_hash_ = node_local_hash(op_, attrs_, spec_.dtype, shape_hash_);
   hash_ = local_hash_;
 }
 

@@ -70,6 +70,7 @@ class Node {
   Attrs attrs_;
   SourceLocation source_;
   const std::string* scope_ = nullptr;
+  uint64_t shape_hash_ = 0;  // hash_bytes of the shape: reused by a user of the same shape
   uint64_t local_hash_ = 0;
   uint64_t hash_ = 0;
   BufferPtr data_;
@@ -84,5 +85,7 @@ NodePtr make_leaf(BufferPtr data, SourceLocation source, DType dtype);
 // Hash of an op with its attributes and output spec, without operands: the
 // graph hash folds operand positions in separately.
 uint64_t node_local_hash(OpKind op, const Attrs& attrs, const TensorSpec& spec);
+// The same, given hash_bytes of the spec's shape.
+uint64_t node_local_hash(OpKind op, const Attrs& attrs, DType dtype, uint64_t shape_hash);
 
 }  // namespace lazyscope

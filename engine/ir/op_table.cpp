@@ -9,7 +9,7 @@
 namespace lazyscope {
 namespace {
 
-using Specs = std::span<const TensorSpec>;
+using Specs = SpecList;
 
 TensorSpec infer_leaf(const char*, Specs, const Attrs&) {
   throw EngineError("device data has no inputs to infer from");
@@ -27,9 +27,9 @@ TensorSpec infer_same(const char*, Specs in, const Attrs&) { return in[0]; }
 Shape broadcast_all(const char* op, Specs in) {
   // Operands of one shape (most elementwise ops of a step): nothing to
   // broadcast, and no intermediate shapes to build.
-  if (std::all_of(in.begin() + 1, in.end(), [&](const TensorSpec& t) { return t.shape == in[0].shape; })) {
-    return in[0].shape;
-  }
+  bool same = true;
+  for (size_t i = 1; i < in.size() && same; ++i) same = in[i].shape == in[0].shape;
+  if (same) return in[0].shape;
   Shape shape = in[0].shape;
   for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, op);
   return shape;

@@ -86,9 +86,9 @@ Tensor convert_wrapped_number(const Tensor& t, DType dtype) {
 // True when promotion leaves every operand as it is: one dtype, no wrapped
 // number, and the op's rule keeps that dtype. Most ops of a training step;
 // they skip the dtype vectors of the general path.
-bool promotion_is_identity(OpKind op, const std::vector<Tensor>& inputs) {
-  if (inputs.empty()) return true;
-  const DType first = inputs[0].dtype();
+template <typename Tensors> bool promotion_is_identity(OpKind op, const Tensors& inputs) {
+  if (inputs.size() == 0) return true;
+  const DType first = inputs.begin()->dtype();
   bool uniform = true, floating = true;
   for (const Tensor& t : inputs) {
     uniform = uniform && t.dtype() == first && !t.impl()->wrapped_number;
@@ -150,7 +150,48 @@ Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs);
 
 Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) { return apply_to(op, inputs, std::move(attrs)); }
 
+namespace {
+// The trace's fast path: one to three operands, all lazy tensors on one
+// device, no view, none needing a gradient (so autograd records nothing),
+// and promotion changing nothing. Most ops of a forward pass without
+// parameters, of an optimizer update under no_grad, of any chain like
+// engine_bench's cached step. The node, its hash and the registration are
+// apply_to's; skipped are only the copies the general path makes (the
+// operand vector, shared_ptr copies of every operand) and checks that
+// cannot fire. False: take the general path (which also raises any error
+// with the user's line).
+bool trace_directly(OpKind op, std::initializer_list<Tensor> inputs, Attrs& attrs, Tensor& out) {
+  const size_t n = inputs.size();
+  if (n == 0 || n > 3) return false;
+  const Tensor* in = inputs.begin();
+  if (!in[0].defined()) return false;
+  const Device& device = in[0].device();
+  if (!device.is_lazy()) return false;
+  std::array<const TensorSpec*, 3> specs{};
+  std::array<NodePtr, 3> operands;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorImpl* t = in[i].impl().get();
+    if (!t || t->view || t->device != device || t->grad_fn || t->requires_grad || !t->ir) return false;
+    specs[i] = &t->spec;
+  }
+  if (!promotion_is_identity(op, inputs)) return false;
+  TensorSpec spec;
+  try {
+    spec = infer_spec(op, std::span<const TensorSpec* const>(specs.data(), n), attrs);
+  } catch (const EngineError&) {
+    return false;
+  }
+  if (executor::fallback_reason(op, spec.dtype) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
+  for (size_t i = 0; i < n; ++i) operands[i] = in[i].impl()->ir;
+  out = Tensor::lazy(make_node(op, std::span<const NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
+                               current_source_location(), current_scope()),
+                     device);
+  return true;
+}
+}  // namespace
+
 Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
+  if (Tensor out; trace_directly(op, inputs, attrs, out)) return out;
   // Taken while in use, so an apply() nested in this one (a promotion's
   // cast) gets a scratch of its own; the operands are released on return.
   static thread_local std::vector<Tensor> t_inputs;
@@ -174,20 +215,16 @@ Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs) {
   }
   check_same_device(op, inputs);
   promote_operands(op, inputs);
-  // The operands' specs in a per-thread scratch whose shapes keep their
-  // capacity from op to op (no allocation per op); taken while in use, so
-  // an apply() nested in this one gets a scratch of its own.
-  static thread_local std::vector<TensorSpec> t_specs;
-  struct Scratch {
-    std::vector<TensorSpec> specs = std::move(t_specs);
-    ~Scratch() { t_specs = std::move(specs); }
-  } scratch;
-  std::vector<TensorSpec>& specs = scratch.specs;
-  specs.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorSpec& in = inputs[i].impl()->spec;
-    specs[i].shape.assign(in.shape.begin(), in.shape.end());
-    specs[i].dtype = in.dtype;
+  // The operands' own specs, by pointer (no copy of their shapes).
+  std::array<const TensorSpec*, 3> few_specs{};
+  std::vector<const TensorSpec*> many_specs;
+  std::span<const TensorSpec* const> specs;
+  if (inputs.size() <= few_specs.size()) {
+    for (size_t i = 0; i < inputs.size(); ++i) few_specs[i] = &inputs[i].impl()->spec;
+    specs = std::span<const TensorSpec* const>(few_specs.data(), inputs.size());
+  } else {
+    for (const Tensor& t : inputs) many_specs.push_back(&t.impl()->spec);
+    specs = many_specs;
   }
   TensorSpec spec;
   try {
