@@ -54,6 +54,11 @@ uint64_t new_epoch() {
 struct LoweredGraph {
   GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
   uint64_t hash = 0;
+  // Scratch of the walk and of donor_refs, kept with the graph's vectors
+  // from sync to sync (SpareGraph): thread_local vectors cost a TLS lookup
+  // per access in a shared library.
+  std::vector<std::pair<const Node*, size_t>> stack;
+  std::vector<long> inside, held;
 };
 
 // A lowered graph whose vectors keep their capacity from one sync to the
@@ -198,9 +203,7 @@ void lower(const std::vector<const Node*>& roots, size_t expected_nodes, Lowered
   const uint64_t epoch = new_epoch();
   const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
-  // Taken while in use (a sync inside a sync gets its own), kept across syncs.
-  static thread_local std::vector<std::pair<const Node*, size_t>> t_stack;
-  std::vector<std::pair<const Node*, size_t>> stack = std::move(t_stack);
+  std::vector<std::pair<const Node*, size_t>>& stack = g.stack;
   stack.clear();
   for (const Node* root : roots) {
     if (position(root) >= 0) continue;
@@ -231,7 +234,6 @@ void lower(const std::vector<const Node*>& roots, size_t expected_nodes, Lowered
   }
   // A program compiled in bf16 mode rounds differently: never share it.
   if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
-  t_stack = std::move(stack);
 }
 
 LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
@@ -432,12 +434,14 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 // held from outside (a detached tensor still showing the old value) is not
 // donated. Reference counts are read through the operand pointers (the
 // graph lists bare pointers): O(edges), a few microseconds per 1,000 nodes.
-std::vector<int> donor_refs(const GraphView& g, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+  const GraphView& g = lowered.view;
   const size_t n = g.nodes.size();
-  static thread_local std::vector<long> inside, held;
+  std::vector<long>& inside = lowered.inside;
+  std::vector<long>& held = lowered.held;
   inside.assign(n, 0);
   held.assign(n, -1);
-  const auto note = [](const NodePtr& node) {
+  const auto note = [&](const NodePtr& node) {
     const auto pos = static_cast<size_t>(node->visit_position);
     ++inside[pos];
     held[pos] = node.use_count();
@@ -536,7 +540,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const std::vector<int> donors = every_pending && settings::buffer_donation() &&
                                           compiled->executable->accepts_donations()
-                                      ? donor_refs(graph.view, targets)
+                                      ? donor_refs(graph, targets)
                                       : std::vector<int>{};
   const int64_t execute_start = events::now_ns();
   profile.bind_inputs_ns = execute_start - bind_start;

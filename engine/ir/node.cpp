@@ -1,6 +1,7 @@
 #include "ir/node.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/hash.h"
 #include "core/pool.h"
@@ -36,6 +37,26 @@ Node::Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs 
   } else {
     spilled_.assign(operands.begin(), operands.end());
   }
+  finish(this->operands());
+}
+
+Node::Node(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
+           const std::string* scope)
+    : op_(op),
+      num_operands_(static_cast<uint32_t>(operands.size())),
+      spec_(std::move(spec)),
+      attrs_(std::move(attrs)),
+      source_(source),
+      scope_(scope) {
+  if (operands.size() <= inline_.size()) {
+    std::move(operands.begin(), operands.end(), inline_.begin());
+  } else {
+    spilled_.assign(std::make_move_iterator(operands.begin()), std::make_move_iterator(operands.end()));
+  }
+  finish(this->operands());
+}
+
+void Node::finish(std::span<const NodePtr> operands) {
   // Most ops keep an operand's shape (elementwise chains): its shape hash
   // then is that operand's, where hashing the bytes again cost more than
   // the rest of the node (FNV-1a, one byte at a time).
@@ -57,8 +78,15 @@ Node::Node(BufferPtr data, SourceLocation source, DType dtype)
   hash_ = local_hash_;
 }
 
+Node::~Node() { pool::stash_vector(spec_.shape); }
+
 NodePtr make_node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
                   const std::string* scope) {
+  return pool::make_pooled<Node>(op, operands, std::move(spec), std::move(attrs), source, scope);
+}
+
+NodePtr make_node_moving(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
+                         const std::string* scope) {
   return pool::make_pooled<Node>(op, operands, std::move(spec), std::move(attrs), source, scope);
 }
 

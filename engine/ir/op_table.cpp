@@ -720,6 +720,29 @@ std::string reduce_names() {
   return out;
 }
 
+void infer_spec_into(OpKind op, SpecList in, const Attrs& attrs, TensorSpec& out) {
+  const OpInfo& info = op_info(op);
+  const auto keep_shape = [&](DType dtype) {
+    out.shape.assign(in[0].shape.begin(), in[0].shape.end());
+    out.dtype = dtype;
+  };
+  if (info.infer == infer_same && !in.empty()) return keep_shape(in[0].dtype);
+  const bool elementwise = info.infer == infer_binary || info.infer == infer_predicate || info.infer == infer_where;
+  if (elementwise && in.size() >= 2) {
+    bool same = true;
+    for (size_t i = 1; i < in.size() && same; ++i) same = in[i].shape == in[0].shape;
+    if (same) {
+      const DType dtype = info.infer == infer_binary      ? promote_types(in[0].dtype, in[1].dtype)
+                          : info.infer == infer_predicate ? DType::kBool
+                                                          : in[1].dtype;
+      return keep_shape(dtype);
+    }
+  }
+  TensorSpec spec = info.infer(info.name, in, attrs);
+  out.shape.assign(spec.shape.begin(), spec.shape.end());
+  out.dtype = spec.dtype;
+}
+
 OpCategory op_category(OpKind op) {
   // No default: a new op that is not placed here fails the build (-Wswitch),
   // so the GUI's colours can never go stale again.

@@ -218,5 +218,9 @@ inline TensorSpec infer_spec(OpKind op, SpecList inputs, const Attrs& attrs) {
   const OpInfo& info = op_info(op);
   return info.infer(info.name, inputs, attrs);
 }
+// infer_spec into `out`, whose shape's storage (taken from pool's stash by
+// the tracer) is reused where the rule keeps its operands' shape: the
+// elementwise ops, most of a trace.
+void infer_spec_into(OpKind op, SpecList inputs, const Attrs& attrs, TensorSpec& out);
 
 }  // namespace lazyscope

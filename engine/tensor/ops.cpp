@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
+#include "core/pool.h"
 #include "core/source_location.h"
 #include "metrics/metrics.h"
 #include "tensor/ops_internal.h"
@@ -160,38 +161,87 @@ namespace {
 // operand vector, shared_ptr copies of every operand) and checks that
 // cannot fire. False: take the general path (which also raises any error
 // with the user's line).
-bool trace_directly(OpKind op, std::initializer_list<Tensor> inputs, Attrs& attrs, Tensor& out) {
-  const size_t n = inputs.size();
-  if (n == 0 || n > 3) return false;
-  const Tensor* in = inputs.begin();
-  if (!in[0].defined()) return false;
-  const Device& device = in[0].device();
+bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, Tensor& out) {
+  const size_t n = in.size();
+  if (n == 0 || n > 3 || !in[0]->defined()) return false;
+  const Device& device = in[0]->device();
   if (!device.is_lazy()) return false;
   std::array<const TensorSpec*, 3> specs{};
-  std::array<NodePtr, 3> operands;
+  bool uniform = true, floating = true;
   for (size_t i = 0; i < n; ++i) {
-    const TensorImpl* t = in[i].impl().get();
+    const TensorImpl* t = in[i]->impl().get();
     if (!t || t->view || t->device != device || t->grad_fn || t->requires_grad || !t->ir) return false;
     specs[i] = &t->spec;
+    uniform = uniform && t->spec.dtype == specs[0]->dtype && !t->wrapped_number;
+    floating = floating && is_floating(t->spec.dtype);
   }
-  if (!promotion_is_identity(op, inputs)) return false;
+  // promotion_is_identity's rule, on the specs at hand.
+  switch (op_info(op).promote) {
+    case Promote::kNone: break;
+    case Promote::kCommon:
+      if (!uniform) return false;
+      break;
+    case Promote::kCommonFloat:
+      if (!uniform || !floating) return false;
+      break;
+    case Promote::kFloatOnly:
+      if (!floating) return false;
+      break;
+    case Promote::kToBool:
+      if (!uniform || specs[0]->dtype != DType::kBool) return false;
+      break;
+    case Promote::kWhere:
+    case Promote::kIntToLong: return false;
+  }
   TensorSpec spec;
+  pool::unstash_vector(spec.shape);  // a dead node's or tensor's storage: no allocation
   try {
-    spec = infer_spec(op, std::span<const TensorSpec* const>(specs.data(), n), attrs);
+    infer_spec_into(op, std::span<const TensorSpec* const>(specs.data(), n), attrs, spec);
   } catch (const EngineError&) {
     return false;
   }
   if (executor::fallback_reason(op, spec.dtype) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
-  for (size_t i = 0; i < n; ++i) operands[i] = in[i].impl()->ir;
-  out = Tensor::lazy(make_node(op, std::span<const NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
-                               current_source_location(), current_scope()),
+  std::array<NodePtr, 3> operands;
+  for (size_t i = 0; i < n; ++i) operands[i] = in[i]->impl()->ir;
+  // The node takes the operand references over (no second count per operand).
+  out = Tensor::lazy(make_node_moving(op, std::span<NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
+                                      current_source_location(), current_scope()),
                      device);
   return true;
 }
+
+// apply() of operands given by address: an op called as add(a, b) copies
+// no Tensor (each copy is two atomic reference-count updates) unless it
+// takes the general path.
+Tensor apply_general(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs);
+
+template <size_t N> Tensor apply_refs(OpKind op, const std::array<const Tensor*, N>& in, Attrs attrs = {}) {
+  if (Tensor out; trace_directly(op, in, attrs, out)) return out;
+  if constexpr (N == 1) {
+    return apply_general(op, {*in[0]}, std::move(attrs));
+  } else if constexpr (N == 2) {
+    return apply_general(op, {*in[0], *in[1]}, std::move(attrs));
+  } else {
+    return apply_general(op, {*in[0], *in[1], *in[2]}, std::move(attrs));
+  }
+}
+Tensor unary(OpKind op, const Tensor& a) { return apply_refs<1>(op, {&a}); }
+Tensor binary(OpKind op, const Tensor& a, const Tensor& b) { return apply_refs<2>(op, {&a, &b}); }
 }  // namespace
 
 Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
-  if (Tensor out; trace_directly(op, inputs, attrs, out)) return out;
+  std::array<const Tensor*, 3> refs{};
+  if (inputs.size() <= refs.size()) {
+    for (size_t i = 0; i < inputs.size(); ++i) refs[i] = inputs.begin() + i;
+    if (Tensor out; trace_directly(op, std::span<const Tensor* const>(refs.data(), inputs.size()), attrs, out)) {
+      return out;
+    }
+  }
+  return apply_general(op, inputs, std::move(attrs));
+}
+
+namespace {
+Tensor apply_general(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
   // Taken while in use, so an apply() nested in this one (a promotion's
   // cast) gets a scratch of its own; the operands are released on return.
   static thread_local std::vector<Tensor> t_inputs;
@@ -205,6 +255,7 @@ Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
   scratch.inputs.assign(inputs.begin(), inputs.end());
   return apply_to(op, scratch.inputs, std::move(attrs));
 }
+}  // namespace
 
 namespace {
 // `inputs` is the caller's to change: promotion replaces operands in it.
@@ -288,33 +339,35 @@ Tensor cast(const Tensor& a, DType dtype) {
   return apply(OpKind::kCast, {a}, {{"dtype", static_cast<int64_t>(dtype)}});
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return apply(OpKind::kAdd, {a, b}); }
-Tensor sub(const Tensor& a, const Tensor& b) { return apply(OpKind::kSub, {a, b}); }
-Tensor mul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMul, {a, b}); }
-Tensor div(const Tensor& a, const Tensor& b) { return apply(OpKind::kDiv, {a, b}); }
-Tensor pow(const Tensor& a, const Tensor& b) { return apply(OpKind::kPow, {a, b}); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMaximum, {a, b}); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMinimum, {a, b}); }
-Tensor eq(const Tensor& a, const Tensor& b) { return apply(OpKind::kEq, {a, b}); }
-Tensor ne(const Tensor& a, const Tensor& b) { return apply(OpKind::kNe, {a, b}); }
-Tensor lt(const Tensor& a, const Tensor& b) { return apply(OpKind::kLt, {a, b}); }
-Tensor le(const Tensor& a, const Tensor& b) { return apply(OpKind::kLe, {a, b}); }
-Tensor gt(const Tensor& a, const Tensor& b) { return apply(OpKind::kGt, {a, b}); }
-Tensor ge(const Tensor& a, const Tensor& b) { return apply(OpKind::kGe, {a, b}); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalAnd, {a, b}); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalOr, {a, b}); }
-Tensor logical_not(const Tensor& a) { return apply(OpKind::kLogicalNot, {a}); }
-Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return apply(OpKind::kWhere, {cond, x, y}); }
-Tensor neg(const Tensor& a) { return apply(OpKind::kNeg, {a}); }
-Tensor abs(const Tensor& a) { return apply(OpKind::kAbs, {a}); }
-Tensor sign(const Tensor& a) { return apply(OpKind::kSign, {a}); }
-Tensor floor(const Tensor& a) { return apply(OpKind::kFloor, {a}); }
-Tensor ceil(const Tensor& a) { return apply(OpKind::kCeil, {a}); }
-Tensor round(const Tensor& a) { return apply(OpKind::kRound, {a}); }
-Tensor trunc(const Tensor& a) { return apply(OpKind::kTrunc, {a}); }
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return apply(OpKind::kFloorDivide, {a, b}); }
-Tensor remainder(const Tensor& a, const Tensor& b) { return apply(OpKind::kRemainder, {a, b}); }
-Tensor fmod(const Tensor& a, const Tensor& b) { return apply(OpKind::kFmod, {a, b}); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::kAdd, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::kSub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::kMul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::kDiv, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::kPow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::kMaximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::kMinimum, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::kEq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::kNe, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::kLt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::kLe, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::kGt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::kGe, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(OpKind::kLogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(OpKind::kLogicalOr, a, b); }
+Tensor logical_not(const Tensor& a) { return unary(OpKind::kLogicalNot, a); }
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  return apply_refs<3>(OpKind::kWhere, {&cond, &x, &y});
+}
+Tensor neg(const Tensor& a) { return unary(OpKind::kNeg, a); }
+Tensor abs(const Tensor& a) { return unary(OpKind::kAbs, a); }
+Tensor sign(const Tensor& a) { return unary(OpKind::kSign, a); }
+Tensor floor(const Tensor& a) { return unary(OpKind::kFloor, a); }
+Tensor ceil(const Tensor& a) { return unary(OpKind::kCeil, a); }
+Tensor round(const Tensor& a) { return unary(OpKind::kRound, a); }
+Tensor trunc(const Tensor& a) { return unary(OpKind::kTrunc, a); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(OpKind::kFloorDivide, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return binary(OpKind::kRemainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary(OpKind::kFmod, a, b); }
 Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
   if (rounding_mode == "floor") return floor_divide(a, b);
   if (rounding_mode != "trunc") {
@@ -326,18 +379,18 @@ Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding
   if (is_floating(a.dtype()) || is_floating(b.dtype())) return trunc(div(a, b));
   return floor_divide(sub(a, fmod(a, b)), b);
 }
-Tensor exp(const Tensor& a) { return apply(OpKind::kExp, {a}); }
-Tensor log(const Tensor& a) { return apply(OpKind::kLog, {a}); }
-Tensor log1p(const Tensor& a) { return apply(OpKind::kLog1p, {a}); }
-Tensor sqrt(const Tensor& a) { return apply(OpKind::kSqrt, {a}); }
-Tensor rsqrt(const Tensor& a) { return apply(OpKind::kRsqrt, {a}); }
-Tensor sin(const Tensor& a) { return apply(OpKind::kSin, {a}); }
-Tensor cos(const Tensor& a) { return apply(OpKind::kCos, {a}); }
-Tensor tanh(const Tensor& a) { return apply(OpKind::kTanh, {a}); }
-Tensor erf(const Tensor& a) { return apply(OpKind::kErf, {a}); }
-Tensor sigmoid(const Tensor& a) { return apply(OpKind::kSigmoid, {a}); }
-Tensor gelu(const Tensor& a) { return apply(OpKind::kGelu, {a}); }
-Tensor silu(const Tensor& a) { return apply(OpKind::kSilu, {a}); }
+Tensor exp(const Tensor& a) { return unary(OpKind::kExp, a); }
+Tensor log(const Tensor& a) { return unary(OpKind::kLog, a); }
+Tensor log1p(const Tensor& a) { return unary(OpKind::kLog1p, a); }
+Tensor sqrt(const Tensor& a) { return unary(OpKind::kSqrt, a); }
+Tensor rsqrt(const Tensor& a) { return unary(OpKind::kRsqrt, a); }
+Tensor sin(const Tensor& a) { return unary(OpKind::kSin, a); }
+Tensor cos(const Tensor& a) { return unary(OpKind::kCos, a); }
+Tensor tanh(const Tensor& a) { return unary(OpKind::kTanh, a); }
+Tensor erf(const Tensor& a) { return unary(OpKind::kErf, a); }
+Tensor sigmoid(const Tensor& a) { return unary(OpKind::kSigmoid, a); }
+Tensor gelu(const Tensor& a) { return unary(OpKind::kGelu, a); }
+Tensor silu(const Tensor& a) { return unary(OpKind::kSilu, a); }
 Tensor softplus(const Tensor& a, double beta, double threshold) {
   return apply(OpKind::kSoftplus, {a}, {{"beta", beta}, {"threshold", threshold}});
 }
@@ -382,7 +435,7 @@ Tensor expand(const Tensor& a, std::vector<int64_t> shape) {
   if (a.defined() && shape == a.shape()) return a;
   return apply(OpKind::kExpand, {a}, {{"shape", std::move(shape)}});
 }
-Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }
+Tensor relu(const Tensor& a) { return unary(OpKind::kRelu, a); }
 
 namespace {
 Tensor reduce(OpKind op, const Tensor& a, std::vector<int64_t> dims, bool keepdim) {

@@ -56,46 +56,9 @@ BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device,
 
 }  // namespace
 
-namespace {
-
-// Shapes of dead tensors, kept with their capacity for this thread's next
-// lazy results: a traced op's result copies its node's shape, and that
-// copy's allocation (and its free when the temporary dies a few ops later)
-// cost as much as the rest of making the tensor. Capped; unused after the
-// thread's stash is destroyed (thread exit), as the pools are.
-struct ShapeStash {
-  static constexpr size_t kMaxShapes = 256;
-  static constexpr size_t kMaxRank = 8;  // larger capacities go back to the heap
-  std::vector<Shape> shapes;
-  bool dead = false;
-  ~ShapeStash() { dead = true; }
-};
-thread_local ShapeStash t_shape_stash;
-
-void stash_shape(Shape& shape) {
-  ShapeStash& stash = t_shape_stash;
-  if (stash.dead || shape.capacity() == 0 || shape.capacity() > ShapeStash::kMaxRank ||
-      stash.shapes.size() >= ShapeStash::kMaxShapes) {
-    return;
-  }
-  stash.shapes.push_back(std::move(shape));
-}
-
-// `out` (empty) becomes a copy of `shape`, in a stashed vector when there is one.
-void copy_shape(const Shape& shape, Shape& out) {
-  ShapeStash& stash = t_shape_stash;
-  if (!stash.dead && !stash.shapes.empty()) {
-    out = std::move(stash.shapes.back());
-    stash.shapes.pop_back();
-  }
-  out.assign(shape.begin(), shape.end());
-}
-
-}  // namespace
-
 TensorImpl::~TensorImpl() {
   if (pending_link.list.load(std::memory_order_acquire)) executor::unregister_pending(*this);
-  stash_shape(spec.shape);
+  pool::stash_vector(spec.shape);  // for the next lazy result's shape (Tensor::lazy)
 }
 
 Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
@@ -112,7 +75,8 @@ Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
 Tensor Tensor::lazy(NodePtr ir, const Device& device) {
   auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
-  copy_shape(ir->shape(), impl->spec.shape);
+  pool::unstash_vector(impl->spec.shape);  // no allocation per traced op
+  impl->spec.shape.assign(ir->shape().begin(), ir->shape().end());
   impl->spec.dtype = ir->dtype();
   impl->ir = std::move(ir);
   executor::register_pending(impl);
