@@ -37,11 +37,11 @@ Node::Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs 
   } else {
     spilled_.assign(operands.begin(), operands.end());
   }
-  finish(this->operands());
+  finish(this->operands(), false);
 }
 
 Node::Node(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
-           const std::string* scope)
+           const std::string* scope, bool shape_of_first)
     : op_(op),
       num_operands_(static_cast<uint32_t>(operands.size())),
       spec_(std::move(spec)),
@@ -53,16 +53,20 @@ Node::Node(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs,
   } else {
     spilled_.assign(std::make_move_iterator(operands.begin()), std::make_move_iterator(operands.end()));
   }
-  finish(this->operands());
+  finish(this->operands(), shape_of_first);
 }
 
-void Node::finish(std::span<const NodePtr> operands) {
+void Node::finish(std::span<const NodePtr> operands, bool shape_of_first) {
   // Most ops keep an operand's shape (elementwise chains): its shape hash
   // then is that operand's, where hashing the bytes again cost more than
   // the rest of the node (FNV-1a, one byte at a time).
-  const auto same_shape = std::find_if(operands.begin(), operands.end(),
-                                       [&](const NodePtr& operand) { return operand->shape() == spec_.shape; });
-  shape_hash_ = same_shape != operands.end() ? (*same_shape)->shape_hash_ : shape_bytes_hash(spec_.shape);
+  if (shape_of_first && !operands.empty()) {
+    shape_hash_ = operands[0]->shape_hash_;
+  } else {
+    const auto same_shape = std::find_if(operands.begin(), operands.end(),
+                                         [&](const NodePtr& operand) { return operand->shape() == spec_.shape; });
+    shape_hash_ = same_shape != operands.end() ? (*same_shape)->shape_hash_ : shape_bytes_hash(spec_.shape);
+  }
   local_hash_ = node_local_hash(op_, attrs_, spec_.dtype, shape_hash_);
   hash_ = local_hash_;
   for (const NodePtr& operand : operands) hash_ = hash_combine(hash_, operand->hash());
@@ -86,8 +90,8 @@ NodePtr make_node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec,
 }
 
 NodePtr make_node_moving(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
-                         const std::string* scope) {
-  return pool::make_pooled<Node>(op, operands, std::move(spec), std::move(attrs), source, scope);
+                         const std::string* scope, bool shape_of_first) {
+  return pool::make_pooled<Node>(op, operands, std::move(spec), std::move(attrs), source, scope, shape_of_first);
 }
 
 NodePtr make_leaf(BufferPtr data, SourceLocation source) { return pool::make_pooled<Node>(std::move(data), source); }

@@ -720,11 +720,12 @@ std::string reduce_names() {
   return out;
 }
 
-void infer_spec_into(OpKind op, SpecList in, const Attrs& attrs, TensorSpec& out) {
+bool infer_spec_into(OpKind op, SpecList in, const Attrs& attrs, TensorSpec& out) {
   const OpInfo& info = op_info(op);
   const auto keep_shape = [&](DType dtype) {
     out.shape.assign(in[0].shape.begin(), in[0].shape.end());
     out.dtype = dtype;
+    return true;
   };
   if (info.infer == infer_same && !in.empty()) return keep_shape(in[0].dtype);
   const bool elementwise = info.infer == infer_binary || info.infer == infer_predicate || info.infer == infer_where;
@@ -741,6 +742,7 @@ void infer_spec_into(OpKind op, SpecList in, const Attrs& attrs, TensorSpec& out
   TensorSpec spec = info.infer(info.name, in, attrs);
   out.shape.assign(spec.shape.begin(), spec.shape.end());
   out.dtype = spec.dtype;
+  return false;
 }
 
 OpCategory op_category(OpKind op) {

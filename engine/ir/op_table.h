@@ -220,7 +220,7 @@ inline TensorSpec infer_spec(OpKind op, SpecList inputs, const Attrs& attrs) {
 }
 // infer_spec into `out`, whose shape's storage (taken from pool's stash by
 // the tracer) is reused where the rule keeps its operands' shape: the
-// elementwise ops, most of a trace.
-void infer_spec_into(OpKind op, SpecList inputs, const Attrs& attrs, TensorSpec& out);
+// elementwise ops, most of a trace. True when the shape is operand 0's.
+bool infer_spec_into(OpKind op, SpecList inputs, const Attrs& attrs, TensorSpec& out);
 
 }  // namespace lazyscope

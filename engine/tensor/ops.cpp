@@ -195,8 +195,9 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   }
   TensorSpec spec;
   pool::unstash_vector(spec.shape);  // a dead node's or tensor's storage: no allocation
+  bool shape_of_first = false;
   try {
-    infer_spec_into(op, std::span<const TensorSpec* const>(specs.data(), n), attrs, spec);
+    shape_of_first = infer_spec_into(op, std::span<const TensorSpec* const>(specs.data(), n), attrs, spec);
   } catch (const EngineError&) {
     return false;
   }
@@ -205,7 +206,7 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   for (size_t i = 0; i < n; ++i) operands[i] = in[i]->impl()->ir;
   // The node takes the operand references over (no second count per operand).
   out = Tensor::lazy(make_node_moving(op, std::span<NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
-                                      current_source_location(), current_scope()),
+                                      current_source_location(), current_scope(), shape_of_first),
                      device);
   return true;
 }
