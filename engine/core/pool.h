@@ -20,6 +20,10 @@
 // guard a thread_local with a destructor needs, called __tls_get_addr on
 // every access (7% of a traced op's instructions). The cache is made on a
 // thread's first use and freed at its exit by a separate reaper object.
+// Initial-exec marks the engine library STATIC_TLS: its whole TLS block
+// (~500 bytes) then comes from the space glibc reserves for libraries
+// loaded by dlopen (~1.5 KiB by default; libgomp takes ~140 bytes of it):
+// `import lazyscope` beside torch works in either order.
 #pragma once
 
 #include <cstddef>
