@@ -40,6 +40,15 @@ Tensor chain(Tensor x, int64_t nodes) {
   return x;
 }
 
+// The measured steps' phases, each its own function so that callgrind
+// attributes them (the warm-up steps, compile included, call chain() and
+// mark_step() directly): instructions per step = a function's inclusive
+// count / its calls (noipa: not inlined, nor folded into one another as
+// identical code). See benchmarks/README.md for the command.
+[[gnu::noipa]] Tensor measured_trace(const Tensor& x, int64_t nodes) { return chain(x, nodes); }
+[[gnu::noipa]] void measured_sync() { executor::mark_step(kLazy); }
+[[gnu::noipa]] Tensor measured_eager(const Tensor& x, int64_t nodes) { return chain(x, nodes); }
+
 void BM_StepLazy(benchmark::State& state) {
   const int64_t nodes = state.range(0), width = state.range(1);
   Tensor x = filled({width}, 1e-3f, kLazy);
@@ -52,9 +61,9 @@ void BM_StepLazy(benchmark::State& state) {
   const executor::SyncProfile before = executor::last_sync_profile(kLazy);
   for (auto _ : state) {
     const int64_t t0 = events::now_ns();
-    Tensor y = chain(x, nodes);
+    Tensor y = measured_trace(x, nodes);
     trace_ns += events::now_ns() - t0;
-    executor::mark_step(kLazy);
+    measured_sync();
     const executor::SyncProfile p = executor::last_sync_profile(kLazy, /*with_kernels=*/false);
     sum.collect_ns += p.collect_ns;
     sum.lower_ns += p.lower_ns;
@@ -93,7 +102,7 @@ void BM_StepLazy(benchmark::State& state) {
 
 void BM_StepEager(benchmark::State& state) {
   Tensor x = filled({state.range(1)}, 1e-3f, {});
-  for (auto _ : state) benchmark::DoNotOptimize(chain(x, state.range(0)).impl()->buffer);
+  for (auto _ : state) benchmark::DoNotOptimize(measured_eager(x, state.range(0)).impl()->buffer);
 }
 
 BENCHMARK(BM_StepLazy)->Name("step_1000_nodes/lazyscope")->Args({1000, 64})->Unit(benchmark::kMicrosecond);

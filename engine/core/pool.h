@@ -13,60 +13,141 @@
 // it simply joins that thread's list. Each list keeps at most kMaxBlocks;
 // beyond that, and after the thread's lists are destroyed, blocks go back to
 // ::operator delete. Use it through PoolAllocator with std::allocate_shared.
+//
+// A thread's lists (and its stash of shape vectors, below) hang off one
+// thread_local pointer of initial-exec model and trivial type: an access is
+// one %fs-relative load. The default model for a shared library, and the
+// guard a thread_local with a destructor needs, called __tls_get_addr on
+// every access (7% of a traced op's instructions). The cache is made on a
+// thread's first use and freed at its exit by a separate reaper object.
+// Initial-exec marks the engine library STATIC_TLS: its whole TLS block
+// (~500 bytes) then comes from the space glibc reserves for libraries
+// loaded by dlopen (~1.5 KiB by default; libgomp takes ~140 bytes of it):
+// `import lazyscope` beside torch works in either order.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <utility>
+#include <vector>
 
 namespace lazyscope::pool {
 
 constexpr size_t kMaxBlocks = size_t{1} << 16;
+constexpr size_t kSizeClasses = 64;  // blocks up to 1 KiB; larger ones come from ::operator new
+
+constexpr size_t round_up(size_t size) { return (size + 15) / 16 * 16; }
 
 struct FreeList {
   void* head = nullptr;
   size_t count = 0;
-  bool dead = false;  // set when the thread's lists are destroyed (thread exit)
-  ~FreeList() {
-    dead = true;
-    while (head) {
-      void* next = *static_cast<void**>(head);
-      ::operator delete(head);
-      head = next;
+};
+
+struct ThreadCache {
+  // Small vectors (shapes) kept with their capacity after their owner died,
+  // for the next owner: a traced op makes a node and a tensor, each with a
+  // shape of its own, and their allocations and frees (two of each per op)
+  // cost more than the rest of building them.
+  static constexpr size_t kMaxShapes = 4096;
+  static constexpr size_t kMaxShapeCapacity = 8;  // larger vectors go back to the heap
+
+  bool dead = false;  // the sentinel of a thread whose cache is gone (thread exit)
+  FreeList lists[kSizeClasses];
+  std::vector<std::vector<int64_t>> shapes;
+
+  ~ThreadCache() {
+    for (FreeList& list : lists) {
+      while (list.head) {
+        void* next = *static_cast<void**>(list.head);
+        ::operator delete(list.head);
+        list.head = next;
+      }
     }
-    count = 0;
   }
 };
 
-// One list per thread and block size; sizes are rounded up to 16 bytes so
-// that types of nearly equal size share a list.
-template <size_t Size> FreeList& free_list() {
-  static thread_local FreeList list;
-  return list;
+inline ThreadCache* dead_cache() {
+  static ThreadCache* sentinel = [] {
+    auto* c = new ThreadCache();  // never freed: threads exiting at any time may read it
+    c->dead = true;
+    return c;
+  }();
+  return sentinel;
 }
 
-constexpr size_t round_up(size_t size) { return (size + 15) / 16 * 16; }
+[[gnu::tls_model("initial-exec")]] inline thread_local ThreadCache* t_cache = nullptr;
+
+// Frees the thread's cache at its exit; later uses (destructors of other
+// thread_locals) find the dead sentinel and use the heap.
+struct Reaper {
+  ~Reaper() {
+    ThreadCache* c = t_cache;
+    t_cache = dead_cache();
+    if (c && !c->dead) delete c;
+  }
+};
+
+[[gnu::noinline]] inline ThreadCache* make_thread_cache() {
+  static thread_local Reaper reaper;  // constructed here, once per thread
+  (void)reaper;
+  t_cache = new ThreadCache();
+  return t_cache;
+}
+
+inline ThreadCache* thread_cache() {
+  ThreadCache* c = t_cache;
+  return c ? c : make_thread_cache();
+}
 
 template <size_t Size> void* allocate() {
-  FreeList& list = free_list<round_up(Size)>();
-  if (void* block = list.head) {
-    list.head = *static_cast<void**>(block);
-    --list.count;
-    return block;
+  constexpr size_t rounded = round_up(Size);
+  if constexpr (rounded / 16 < kSizeClasses) {
+    ThreadCache* c = thread_cache();
+    FreeList& list = c->lists[rounded / 16];
+    if (void* block = list.head) {
+      list.head = *static_cast<void**>(block);
+      --list.count;
+      return block;
+    }
   }
-  return ::operator new(round_up(Size));
+  return ::operator new(rounded);
 }
 
 template <size_t Size> void deallocate(void* block) noexcept {
-  FreeList& list = free_list<round_up(Size)>();
-  if (list.dead || list.count >= kMaxBlocks) {
-    ::operator delete(block);
-    return;
+  constexpr size_t rounded = round_up(Size);
+  if constexpr (rounded / 16 < kSizeClasses) {
+    ThreadCache* c = thread_cache();
+    FreeList& list = c->lists[rounded / 16];
+    if (!c->dead && list.count < kMaxBlocks) {
+      *static_cast<void**>(block) = list.head;
+      list.head = block;
+      ++list.count;
+      return;
+    }
   }
-  *static_cast<void**>(block) = list.head;
-  list.head = block;
-  ++list.count;
+  ::operator delete(block);
+}
+
+// Keeps `v`'s storage (leaving it empty) when the stash has room.
+inline void stash_vector(std::vector<int64_t>& v) noexcept {
+  if (v.capacity() == 0 || v.capacity() > ThreadCache::kMaxShapeCapacity) return;
+  ThreadCache* c = thread_cache();
+  if (c->dead || c->shapes.size() >= ThreadCache::kMaxShapes) return;
+  try {
+    c->shapes.push_back(std::move(v));
+  } catch (...) {  // no room for the entry: `v` keeps its storage
+  }
+}
+
+// Gives an empty `out` a stashed vector's storage, when there is one.
+inline void unstash_vector(std::vector<int64_t>& out) noexcept {
+  ThreadCache* c = thread_cache();
+  if (c->dead || c->shapes.empty() || out.capacity() != 0) return;
+  out.swap(c->shapes.back());
+  c->shapes.pop_back();
+  out.clear();
 }
 
 // A std allocator over the free lists: single objects come from the pool,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -53,6 +54,11 @@ uint64_t new_epoch() {
 struct LoweredGraph {
   GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
   uint64_t hash = 0;
+  // Scratch of the walk and of donor_refs, kept with the graph's vectors
+  // from sync to sync (SpareGraph): thread_local vectors cost a TLS lookup
+  // per access in a shared library.
+  std::vector<std::pair<const Node*, size_t>> stack;
+  std::vector<long> inside, held;
 };
 
 // A lowered graph whose vectors keep their capacity from one sync to the
@@ -70,21 +76,59 @@ struct SpareGraph {
   }
 };
 
+// A lock held for a few pointer writes per traced op (the registry's): a
+// mutex's lock and unlock cost more than the rest of registering.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (locked_.exchange(true, std::memory_order_acquire)) {
+      while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+// The pending tensors of a device in the order of their latest registration,
+// linked through the tensors (TensorImpl::pending_link). A tensor registered
+// again (rebound in place) moves to the end: the graph lists it once among
+// its outputs, at the place its latest value was traced, so a training loop
+// that updates in place lists its outputs in the same order every step (the
+// same hash, no recompile). A tensor that dies unlinks itself.
+struct PendingList {
+  SpinLock lock;  // guards the links, and the graph-limit count below
+  TensorImpl* head = nullptr;
+  TensorImpl* tail = nullptr;
+
+  void unlink(TensorImpl& t) {
+    PendingLink& l = t.pending_link;
+    (l.prev ? l.prev->pending_link.next : head) = l.next;
+    (l.next ? l.next->pending_link.prev : tail) = l.prev;
+    l.prev = l.next = nullptr;
+    l.list.store(nullptr, std::memory_order_release);
+  }
+  void append(TensorImpl& t) {
+    if (t.pending_link.list.load(std::memory_order_relaxed) == this) unlink(t);
+    PendingLink& l = t.pending_link;
+    l.prev = tail;
+    (tail ? tail->pending_link.next : head) = &t;
+    tail = &t;
+    l.list.store(this, std::memory_order_release);
+  }
+};
+
 struct DeviceState {
-  std::recursive_mutex mu;  // one sync at a time; recursive for sync-within-sync safety
-  // Registered pending tensors with their registration numbers: an entry
-  // whose number is no longer the tensor's (TensorImpl::registration) was
-  // superseded by a later registration of the same tensor.
-  std::vector<std::pair<std::weak_ptr<TensorImpl>, uint64_t>> live;
-  uint64_t registrations = 0;
-  size_t compacted_size = 0;
-  int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit
+  std::recursive_mutex mu;    // one sync at a time; recursive for sync-within-sync safety
+  PendingList pending;        // its own lock: tracing does not take `mu`
+  int64_t pending_nodes = 0;  // nodes traced since the last sync, for the graph limit (pending.lock)
   // The nodes counted in pending_nodes are those marked with this epoch:
   // each op's result and the leaves it reads (a `x + 1e-6` adds two nodes,
   // the sum and the scalar's leaf), each once however often it is used.
   uint64_t count_epoch = new_epoch();
   int64_t step = 0;
-  int64_t step_start_ns = -1;
+  std::atomic<int64_t> step_start_ns{-1};    // set by the first op of a step (pending.lock) or the barrier (mu)
   int64_t last_snapshot_ns = INT64_MIN / 2;  // the first barrier publishes one
   int64_t compile_ns = 0, execute_ns = 0, host_wait_ns = 0;
   // Transfers are noted by other threads too (ParallelLoader's upload
@@ -159,9 +203,7 @@ void lower(const std::vector<const Node*>& roots, size_t expected_nodes, Lowered
   const uint64_t epoch = new_epoch();
   const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
-  // Taken while in use (a sync inside a sync gets its own), kept across syncs.
-  static thread_local std::vector<std::pair<const Node*, size_t>> t_stack;
-  std::vector<std::pair<const Node*, size_t>> stack = std::move(t_stack);
+  std::vector<std::pair<const Node*, size_t>>& stack = g.stack;
   stack.clear();
   for (const Node* root : roots) {
     if (position(root) >= 0) continue;
@@ -192,7 +234,6 @@ void lower(const std::vector<const Node*>& roots, size_t expected_nodes, Lowered
   }
   // A program compiled in bf16 mode rounds differently: never share it.
   if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
-  t_stack = std::move(stack);
 }
 
 LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
@@ -249,36 +290,41 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
   return graph;
 }
 
-// Pending tensors of the device, in registration order, each once; the
-// registry is emptied, since every one of them is about to be bound to a
-// buffer (or, if the graph fails, forgotten). A tensor rebound in place
-// (batch_norm's running stats) registers again each step: keeping its old
-// entry would list it twice, or out of order, and change the graph hash.
-std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st) {
-  std::vector<std::shared_ptr<TensorImpl>> pending;
-  // A tensor rebound by an in-place op registers again while its old entry
-  // may still be here. Only its last entry counts (the one whose number is
-  // the tensor's): the graph lists it once among its outputs, at the place
-  // its latest value was traced, so a training loop that updates in place
-  // lists its outputs in the same order every step (the same hash, no
-  // recompile).
-  for (const auto& [weak, registration] : st.live) {
-    if (weak.expired()) continue;  // most entries: temporaries; a load, where lock() is a compare-and-swap
-    auto t = weak.lock();
-    if (!t || !t->pending() || t->registration != registration) continue;
-    pending.push_back(std::move(t));
+// Pending tensors of the device, in registration order, each once. With
+// `take`, the list is emptied, since every one of them is about to be bound
+// to a buffer (or, if the graph fails, forgotten); without, it is a look.
+// Also hands back (and with `take` resets) the graph-limit count.
+std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st, bool take, int64_t* counted_nodes) {
+  std::vector<std::shared_ptr<TensorImpl>> pending, gone;
+  {
+    std::lock_guard lock(st.pending.lock);
+    for (TensorImpl* t = st.pending.head; t;) {
+      TensorImpl* next = t->pending_link.next;
+      // Null when the tensor's last reference is being dropped (its
+      // destructor waits for the lock, then finds itself unlinked).
+      std::shared_ptr<TensorImpl> held = t->weak_from_this().lock();
+      if (take) st.pending.unlink(*t);
+      if (held && held->pending()) {
+        pending.push_back(std::move(held));
+      } else if (held) {
+        gone.push_back(std::move(held));  // dropped after the lock: its destructor may need it
+      }
+      t = next;
+    }
+    if (counted_nodes) *counted_nodes = st.pending_nodes;
+    if (take) {
+      st.pending_nodes = 0;
+      st.count_epoch = new_epoch();
+    }
   }
-  st.live.clear();
-  st.compacted_size = 0;
   return pending;
 }
 
 void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImpl>>& failed) {
-  std::erase_if(st.live, [&](const auto& entry) {
-    const auto t = entry.first.lock();
-    return !t || std::find(failed.begin(), failed.end(), t) != failed.end();
-  });
-  st.compacted_size = st.live.size();
+  std::lock_guard lock(st.pending.lock);
+  for (const auto& t : failed) {
+    if (t->pending_link.list.load(std::memory_order_relaxed) == &st.pending) st.pending.unlink(*t);
+  }
 }
 
 // Element 0 of a materialized buffer as a double, whatever its dtype (the
@@ -313,7 +359,7 @@ void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
     e.set_replica(device.ordinal);
     auto* s = e.mutable_step();
     s->set_step(st.step);
-    s->set_start_ns(st.step_start_ns);
+    s->set_start_ns(st.step_start_ns.load(std::memory_order_relaxed));
     s->set_end_ns(end_ns);
     s->set_compile_ns(st.compile_ns);
     s->set_execute_ns(st.execute_ns);
@@ -323,12 +369,12 @@ void publish_step(const Device& device, DeviceState& st, int64_t end_ns) {
     s->set_collective_ns(collectives.ns);
     s->set_collective_bytes(collectives.bytes);
     const int64_t busy = st.compile_ns + st.execute_ns + transfer_ns + st.host_wait_ns;
-    s->set_trace_ns(std::max<int64_t>(0, end_ns - st.step_start_ns - busy));
+    s->set_trace_ns(std::max<int64_t>(0, end_ns - st.step_start_ns.load(std::memory_order_relaxed) - busy));
     events::publish(e);
   }
   ++st.step;
   st.step_now.store(st.step);
-  st.step_start_ns = end_ns;
+  st.step_start_ns.store(end_ns, std::memory_order_relaxed);
   st.compile_ns = st.execute_ns = st.host_wait_ns = 0;
 }
 
@@ -388,12 +434,14 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 // held from outside (a detached tensor still showing the old value) is not
 // donated. Reference counts are read through the operand pointers (the
 // graph lists bare pointers): O(edges), a few microseconds per 1,000 nodes.
-std::vector<int> donor_refs(const GraphView& g, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+  const GraphView& g = lowered.view;
   const size_t n = g.nodes.size();
-  static thread_local std::vector<long> inside, held;
+  std::vector<long>& inside = lowered.inside;
+  std::vector<long>& held = lowered.held;
   inside.assign(n, 0);
   held.assign(n, -1);
-  const auto note = [](const NodePtr& node) {
+  const auto note = [&](const NodePtr& node) {
     const auto pos = static_cast<size_t>(node->visit_position);
     ++inside[pos];
     held[pos] = node.use_count();
@@ -417,15 +465,17 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
                     pb::SyncCause cause) {
   const int64_t collect_start = events::now_ns();
   const bool every_pending = targets.empty();
+  int64_t traced_nodes = 0;
   if (targets.empty()) {
-    targets = collect_pending(st);
+    targets = collect_pending(st, /*take=*/true, &traced_nodes);
   } else {
     std::erase_if(targets, [](const auto& t) { return !t->pending(); });
+    std::lock_guard lock(st.pending.lock);
+    traced_nodes = std::exchange(st.pending_nodes, 0);
+    st.count_epoch = new_epoch();
   }
   // Nodes traced since the last sync: the size to expect (parameters add a few).
-  const auto expected_nodes = static_cast<size_t>(st.pending_nodes) + targets.size();
-  st.pending_nodes = 0;
-  st.count_epoch = new_epoch();
+  const auto expected_nodes = static_cast<size_t>(traced_nodes) + targets.size();
   if (targets.empty()) return 0;
   const int64_t start = events::now_ns();
   SyncProfile profile;
@@ -490,7 +540,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const std::vector<int> donors = every_pending && settings::buffer_donation() &&
                                           compiled->executable->accepts_donations()
-                                      ? donor_refs(graph.view, targets)
+                                      ? donor_refs(graph, targets)
                                       : std::vector<int>{};
   const int64_t execute_start = events::now_ns();
   profile.bind_inputs_ns = execute_start - bind_start;
@@ -577,16 +627,11 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
   DeviceState& st = state(tensor->device);
   bool over_limit = false;
   {
-    std::lock_guard lock(st.mu);
-    if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
-    tensor->registration = ++st.registrations;
-    st.live.emplace_back(tensor, st.registrations);
-    // Compact dead entries once the registry doubles, so a long step of
-    // temporaries does not grow it without bound.
-    if (st.live.size() > 2 * st.compacted_size + 1024) {
-      std::erase_if(st.live, [](const auto& entry) { return entry.first.expired(); });
-      st.compacted_size = st.live.size();
+    std::lock_guard lock(st.pending.lock);
+    if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
+      st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
     }
+    st.pending.append(*tensor);
     // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
     // counted per op was cut into graphs twice the limit.
     const auto count = [&st](const Node* node) {
@@ -607,6 +652,15 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
   }
 }
 
+void unregister_pending(TensorImpl& tensor) noexcept {
+  // The list is a device's, and device states live as long as the process;
+  // a sync that took the list meanwhile left the link null.
+  auto* list = static_cast<PendingList*>(const_cast<void*>(tensor.pending_link.list.load(std::memory_order_acquire)));
+  if (!list) return;
+  std::lock_guard lock(list->lock);
+  if (tensor.pending_link.list.load(std::memory_order_relaxed) == list) list->unlink(tensor);
+}
+
 int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
@@ -616,7 +670,9 @@ int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>
 void mark_step(const Device& device) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
-  if (st.step_start_ns < 0) st.step_start_ns = events::now_ns();
+  if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
+    st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
+  }
   // Taken before the sync: a step whose graph fails drops its logs with it.
   auto logs = std::move(st.scalar_logs);
   st.scalar_logs.clear();
@@ -728,12 +784,15 @@ SyncProfile last_sync_profile(const Device& device, bool with_kernels) {
 pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
-  std::vector<std::shared_ptr<TensorImpl>> pending = targets.empty() ? collect_pending(st) : targets;
+  int64_t traced_nodes = 0;
+  std::vector<std::shared_ptr<TensorImpl>> pending = targets.empty()
+                                                         ? collect_pending(st, /*take=*/false, &traced_nodes)
+                                                         : targets;
   std::vector<const Node*> roots;
   for (const auto& t : pending) {
     if (t->ir) roots.push_back(t->ir.get());
   }
-  LoweredGraph graph = lower(roots, static_cast<size_t>(st.pending_nodes) + roots.size());
+  LoweredGraph graph = lower(roots, static_cast<size_t>(traced_nodes) + roots.size());
   fill_operands(graph.view);
   return to_proto(graph.view, graph.hash);
 }

@@ -27,6 +27,11 @@ class Node {
   // A computed node. Shape and dtype come from the op table's rule.
   Node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
        const std::string* scope);
+  // The same, taking the operands' references over (`operands` is left
+  // empty); `shape_of_first` says the spec's shape is operand 0's (its
+  // shape hash is then reused without comparing).
+  Node(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
+       const std::string* scope, bool shape_of_first);
   // A graph input bound to `data`. Its hash covers shape and dtype, never the
   // values, so a new batch of the same shape hits the compile cache.
   explicit Node(BufferPtr data, SourceLocation source = {});
@@ -34,6 +39,9 @@ class Node {
   // mode: float32 data held as bfloat16). The node, its hash and the tensor
   // report `dtype`; executables widen the buffer when they read it.
   Node(BufferPtr data, SourceLocation source, DType dtype);
+  ~Node();  // keeps the shape's storage for the next trace (pool::stash_vector)
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
 
   OpKind op() const { return op_; }
   bool is_leaf() const { return op_ == OpKind::kDeviceData; }
@@ -70,6 +78,8 @@ class Node {
   Attrs attrs_;
   SourceLocation source_;
   const std::string* scope_ = nullptr;
+  void finish(std::span<const NodePtr> operands, bool shape_of_first);  // hashes, counter
+  uint64_t shape_hash_ = 0;  // hash_bytes of the shape: reused by a user of the same shape
   uint64_t local_hash_ = 0;
   uint64_t hash_ = 0;
   BufferPtr data_;
@@ -78,11 +88,15 @@ class Node {
 // A computed node, and a device-data leaf (see the constructors), from the pool.
 NodePtr make_node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
                   const std::string* scope);
+NodePtr make_node_moving(OpKind op, std::span<NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
+                         const std::string* scope, bool shape_of_first);
 NodePtr make_leaf(BufferPtr data, SourceLocation source);
 NodePtr make_leaf(BufferPtr data, SourceLocation source, DType dtype);
 
 // Hash of an op with its attributes and output spec, without operands: the
 // graph hash folds operand positions in separately.
 uint64_t node_local_hash(OpKind op, const Attrs& attrs, const TensorSpec& spec);
+// The same, given hash_bytes of the spec's shape.
+uint64_t node_local_hash(OpKind op, const Attrs& attrs, DType dtype, uint64_t shape_hash);
 
 }  // namespace lazyscope

@@ -9,7 +9,7 @@
 namespace lazyscope {
 namespace {
 
-using Specs = std::span<const TensorSpec>;
+using Specs = SpecList;
 
 TensorSpec infer_leaf(const char*, Specs, const Attrs&) {
   throw EngineError("device data has no inputs to infer from");
@@ -27,9 +27,9 @@ TensorSpec infer_same(const char*, Specs in, const Attrs&) { return in[0]; }
 Shape broadcast_all(const char* op, Specs in) {
   // Operands of one shape (most elementwise ops of a step): nothing to
   // broadcast, and no intermediate shapes to build.
-  if (std::all_of(in.begin() + 1, in.end(), [&](const TensorSpec& t) { return t.shape == in[0].shape; })) {
-    return in[0].shape;
-  }
+  bool same = true;
+  for (size_t i = 1; i < in.size() && same; ++i) same = in[i].shape == in[0].shape;
+  if (same) return in[0].shape;
   Shape shape = in[0].shape;
   for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, op);
   return shape;
@@ -718,6 +718,31 @@ std::string reduce_names() {
   std::string out;
   for (const ReduceRow& row : kReduceRows) out += (out.empty() ? "" : ", ") + std::string(row.name);
   return out;
+}
+
+bool infer_spec_into(OpKind op, SpecList in, const Attrs& attrs, TensorSpec& out) {
+  const OpInfo& info = op_info(op);
+  const auto keep_shape = [&](DType dtype) {
+    out.shape.assign(in[0].shape.begin(), in[0].shape.end());
+    out.dtype = dtype;
+    return true;
+  };
+  if (info.infer == infer_same && !in.empty()) return keep_shape(in[0].dtype);
+  const bool elementwise = info.infer == infer_binary || info.infer == infer_predicate || info.infer == infer_where;
+  if (elementwise && in.size() >= 2) {
+    bool same = true;
+    for (size_t i = 1; i < in.size() && same; ++i) same = in[i].shape == in[0].shape;
+    if (same) {
+      const DType dtype = info.infer == infer_binary      ? promote_types(in[0].dtype, in[1].dtype)
+                          : info.infer == infer_predicate ? DType::kBool
+                                                          : in[1].dtype;
+      return keep_shape(dtype);
+    }
+  }
+  TensorSpec spec = info.infer(info.name, in, attrs);
+  out.shape.assign(spec.shape.begin(), spec.shape.end());
+  out.dtype = spec.dtype;
+  return false;
 }
 
 OpCategory op_category(OpKind op) {

@@ -161,9 +161,22 @@ struct TensorSpec {
   DType dtype;
 };
 
+// The operands' specs an InferFn reads, by pointer: apply() hands over the
+// tensors' own specs instead of copying their shapes into an array per op.
+class SpecList {
+ public:
+  SpecList(std::span<const TensorSpec* const> specs) : specs_(specs) {}  // NOLINT: converts implicitly
+  const TensorSpec& operator[](size_t i) const { return *specs_[i]; }
+  size_t size() const { return specs_.size(); }
+  bool empty() const { return specs_.empty(); }
+
+ private:
+  std::span<const TensorSpec* const> specs_;
+};
+
 // Computes the output spec or throws ShapeError naming the op and shapes.
 // `op` is the op's name, for messages.
-using InferFn = TensorSpec (*)(const char* op, std::span<const TensorSpec> inputs, const Attrs& attrs);
+using InferFn = TensorSpec (*)(const char* op, SpecList inputs, const Attrs& attrs);
 
 // Which dtypes an op's operands are cast to before it runs (ops.cpp inserts
 // the casts, so kernels see operands of one dtype). "Common" is PyTorch's
@@ -201,9 +214,13 @@ OpCategory op_category(OpKind op);
 
 const OpInfo& op_info(OpKind op);
 inline std::string_view op_name(OpKind op) { return op_info(op).name; }
-inline TensorSpec infer_spec(OpKind op, std::span<const TensorSpec> inputs, const Attrs& attrs) {
+inline TensorSpec infer_spec(OpKind op, SpecList inputs, const Attrs& attrs) {
   const OpInfo& info = op_info(op);
   return info.infer(info.name, inputs, attrs);
 }
+// infer_spec into `out`, whose shape's storage (taken from pool's stash by
+// the tracer) is reused where the rule keeps its operands' shape: the
+// elementwise ops, most of a trace. True when the shape is operand 0's.
+bool infer_spec_into(OpKind op, SpecList inputs, const Attrs& attrs, TensorSpec& out);
 
 }  // namespace lazyscope

@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
+#include "core/pool.h"
 #include "core/source_location.h"
 #include "metrics/metrics.h"
 #include "tensor/ops_internal.h"
@@ -86,9 +87,9 @@ Tensor convert_wrapped_number(const Tensor& t, DType dtype) {
 // True when promotion leaves every operand as it is: one dtype, no wrapped
 // number, and the op's rule keeps that dtype. Most ops of a training step;
 // they skip the dtype vectors of the general path.
-bool promotion_is_identity(OpKind op, const std::vector<Tensor>& inputs) {
-  if (inputs.empty()) return true;
-  const DType first = inputs[0].dtype();
+template <typename Tensors> bool promotion_is_identity(OpKind op, const Tensors& inputs) {
+  if (inputs.size() == 0) return true;
+  const DType first = inputs.begin()->dtype();
   bool uniform = true, floating = true;
   for (const Tensor& t : inputs) {
     uniform = uniform && t.dtype() == first && !t.impl()->wrapped_number;
@@ -150,7 +151,98 @@ Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs);
 
 Tensor apply(OpKind op, std::vector<Tensor> inputs, Attrs attrs) { return apply_to(op, inputs, std::move(attrs)); }
 
+namespace {
+// The trace's fast path: one to three operands, all lazy tensors on one
+// device, no view, none needing a gradient (so autograd records nothing),
+// and promotion changing nothing. Most ops of a forward pass without
+// parameters, of an optimizer update under no_grad, of any chain like
+// engine_bench's cached step. The node, its hash and the registration are
+// apply_to's; skipped are only the copies the general path makes (the
+// operand vector, shared_ptr copies of every operand) and checks that
+// cannot fire. False: take the general path (which also raises any error
+// with the user's line).
+bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, Tensor& out) {
+  const size_t n = in.size();
+  if (n == 0 || n > 3 || !in[0]->defined()) return false;
+  const Device& device = in[0]->device();
+  if (!device.is_lazy()) return false;
+  std::array<const TensorSpec*, 3> specs{};
+  bool uniform = true, floating = true;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorImpl* t = in[i]->impl().get();
+    if (!t || t->view || t->device != device || t->grad_fn || t->requires_grad || !t->ir) return false;
+    specs[i] = &t->spec;
+    uniform = uniform && t->spec.dtype == specs[0]->dtype && !t->wrapped_number;
+    floating = floating && is_floating(t->spec.dtype);
+  }
+  // promotion_is_identity's rule, on the specs at hand.
+  switch (op_info(op).promote) {
+    case Promote::kNone: break;
+    case Promote::kCommon:
+      if (!uniform) return false;
+      break;
+    case Promote::kCommonFloat:
+      if (!uniform || !floating) return false;
+      break;
+    case Promote::kFloatOnly:
+      if (!floating) return false;
+      break;
+    case Promote::kToBool:
+      if (!uniform || specs[0]->dtype != DType::kBool) return false;
+      break;
+    case Promote::kWhere:
+    case Promote::kIntToLong: return false;
+  }
+  TensorSpec spec;
+  pool::unstash_vector(spec.shape);  // a dead node's or tensor's storage: no allocation
+  bool shape_of_first = false;
+  try {
+    shape_of_first = infer_spec_into(op, std::span<const TensorSpec* const>(specs.data(), n), attrs, spec);
+  } catch (const EngineError&) {
+    return false;
+  }
+  if (executor::fallback_reason(op, spec.dtype) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
+  std::array<NodePtr, 3> operands;
+  for (size_t i = 0; i < n; ++i) operands[i] = in[i]->impl()->ir;
+  // The node takes the operand references over (no second count per operand).
+  out = Tensor::lazy(make_node_moving(op, std::span<NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
+                                      current_source_location(), current_scope(), shape_of_first),
+                     device);
+  return true;
+}
+
+// apply() of operands given by address: an op called as add(a, b) copies
+// no Tensor (each copy is two atomic reference-count updates) unless it
+// takes the general path.
+Tensor apply_general(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs);
+
+template <size_t N> Tensor apply_refs(OpKind op, const std::array<const Tensor*, N>& in, Attrs attrs = {}) {
+  if (Tensor out; trace_directly(op, in, attrs, out)) return out;
+  if constexpr (N == 1) {
+    return apply_general(op, {*in[0]}, std::move(attrs));
+  } else if constexpr (N == 2) {
+    return apply_general(op, {*in[0], *in[1]}, std::move(attrs));
+  } else {
+    return apply_general(op, {*in[0], *in[1], *in[2]}, std::move(attrs));
+  }
+}
+Tensor unary(OpKind op, const Tensor& a) { return apply_refs<1>(op, {&a}); }
+Tensor binary(OpKind op, const Tensor& a, const Tensor& b) { return apply_refs<2>(op, {&a, &b}); }
+}  // namespace
+
 Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
+  std::array<const Tensor*, 3> refs{};
+  if (inputs.size() <= refs.size()) {
+    for (size_t i = 0; i < inputs.size(); ++i) refs[i] = inputs.begin() + i;
+    if (Tensor out; trace_directly(op, std::span<const Tensor* const>(refs.data(), inputs.size()), attrs, out)) {
+      return out;
+    }
+  }
+  return apply_general(op, inputs, std::move(attrs));
+}
+
+namespace {
+Tensor apply_general(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
   // Taken while in use, so an apply() nested in this one (a promotion's
   // cast) gets a scratch of its own; the operands are released on return.
   static thread_local std::vector<Tensor> t_inputs;
@@ -164,6 +256,7 @@ Tensor apply(OpKind op, std::initializer_list<Tensor> inputs, Attrs attrs) {
   scratch.inputs.assign(inputs.begin(), inputs.end());
   return apply_to(op, scratch.inputs, std::move(attrs));
 }
+}  // namespace
 
 namespace {
 // `inputs` is the caller's to change: promotion replaces operands in it.
@@ -174,20 +267,16 @@ Tensor apply_to(OpKind op, std::vector<Tensor>& inputs, Attrs attrs) {
   }
   check_same_device(op, inputs);
   promote_operands(op, inputs);
-  // The operands' specs in a per-thread scratch whose shapes keep their
-  // capacity from op to op (no allocation per op); taken while in use, so
-  // an apply() nested in this one gets a scratch of its own.
-  static thread_local std::vector<TensorSpec> t_specs;
-  struct Scratch {
-    std::vector<TensorSpec> specs = std::move(t_specs);
-    ~Scratch() { t_specs = std::move(specs); }
-  } scratch;
-  std::vector<TensorSpec>& specs = scratch.specs;
-  specs.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorSpec& in = inputs[i].impl()->spec;
-    specs[i].shape.assign(in.shape.begin(), in.shape.end());
-    specs[i].dtype = in.dtype;
+  // The operands' own specs, by pointer (no copy of their shapes).
+  std::array<const TensorSpec*, 3> few_specs{};
+  std::vector<const TensorSpec*> many_specs;
+  std::span<const TensorSpec* const> specs;
+  if (inputs.size() <= few_specs.size()) {
+    for (size_t i = 0; i < inputs.size(); ++i) few_specs[i] = &inputs[i].impl()->spec;
+    specs = std::span<const TensorSpec* const>(few_specs.data(), inputs.size());
+  } else {
+    for (const Tensor& t : inputs) many_specs.push_back(&t.impl()->spec);
+    specs = many_specs;
   }
   TensorSpec spec;
   try {
@@ -251,33 +340,35 @@ Tensor cast(const Tensor& a, DType dtype) {
   return apply(OpKind::kCast, {a}, {{"dtype", static_cast<int64_t>(dtype)}});
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return apply(OpKind::kAdd, {a, b}); }
-Tensor sub(const Tensor& a, const Tensor& b) { return apply(OpKind::kSub, {a, b}); }
-Tensor mul(const Tensor& a, const Tensor& b) { return apply(OpKind::kMul, {a, b}); }
-Tensor div(const Tensor& a, const Tensor& b) { return apply(OpKind::kDiv, {a, b}); }
-Tensor pow(const Tensor& a, const Tensor& b) { return apply(OpKind::kPow, {a, b}); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMaximum, {a, b}); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return apply(OpKind::kMinimum, {a, b}); }
-Tensor eq(const Tensor& a, const Tensor& b) { return apply(OpKind::kEq, {a, b}); }
-Tensor ne(const Tensor& a, const Tensor& b) { return apply(OpKind::kNe, {a, b}); }
-Tensor lt(const Tensor& a, const Tensor& b) { return apply(OpKind::kLt, {a, b}); }
-Tensor le(const Tensor& a, const Tensor& b) { return apply(OpKind::kLe, {a, b}); }
-Tensor gt(const Tensor& a, const Tensor& b) { return apply(OpKind::kGt, {a, b}); }
-Tensor ge(const Tensor& a, const Tensor& b) { return apply(OpKind::kGe, {a, b}); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalAnd, {a, b}); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return apply(OpKind::kLogicalOr, {a, b}); }
-Tensor logical_not(const Tensor& a) { return apply(OpKind::kLogicalNot, {a}); }
-Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return apply(OpKind::kWhere, {cond, x, y}); }
-Tensor neg(const Tensor& a) { return apply(OpKind::kNeg, {a}); }
-Tensor abs(const Tensor& a) { return apply(OpKind::kAbs, {a}); }
-Tensor sign(const Tensor& a) { return apply(OpKind::kSign, {a}); }
-Tensor floor(const Tensor& a) { return apply(OpKind::kFloor, {a}); }
-Tensor ceil(const Tensor& a) { return apply(OpKind::kCeil, {a}); }
-Tensor round(const Tensor& a) { return apply(OpKind::kRound, {a}); }
-Tensor trunc(const Tensor& a) { return apply(OpKind::kTrunc, {a}); }
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return apply(OpKind::kFloorDivide, {a, b}); }
-Tensor remainder(const Tensor& a, const Tensor& b) { return apply(OpKind::kRemainder, {a, b}); }
-Tensor fmod(const Tensor& a, const Tensor& b) { return apply(OpKind::kFmod, {a, b}); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::kAdd, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::kSub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::kMul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::kDiv, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::kPow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::kMaximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::kMinimum, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::kEq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::kNe, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::kLt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::kLe, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::kGt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::kGe, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(OpKind::kLogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(OpKind::kLogicalOr, a, b); }
+Tensor logical_not(const Tensor& a) { return unary(OpKind::kLogicalNot, a); }
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  return apply_refs<3>(OpKind::kWhere, {&cond, &x, &y});
+}
+Tensor neg(const Tensor& a) { return unary(OpKind::kNeg, a); }
+Tensor abs(const Tensor& a) { return unary(OpKind::kAbs, a); }
+Tensor sign(const Tensor& a) { return unary(OpKind::kSign, a); }
+Tensor floor(const Tensor& a) { return unary(OpKind::kFloor, a); }
+Tensor ceil(const Tensor& a) { return unary(OpKind::kCeil, a); }
+Tensor round(const Tensor& a) { return unary(OpKind::kRound, a); }
+Tensor trunc(const Tensor& a) { return unary(OpKind::kTrunc, a); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(OpKind::kFloorDivide, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return binary(OpKind::kRemainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary(OpKind::kFmod, a, b); }
 Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
   if (rounding_mode == "floor") return floor_divide(a, b);
   if (rounding_mode != "trunc") {
@@ -289,18 +380,18 @@ Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding
   if (is_floating(a.dtype()) || is_floating(b.dtype())) return trunc(div(a, b));
   return floor_divide(sub(a, fmod(a, b)), b);
 }
-Tensor exp(const Tensor& a) { return apply(OpKind::kExp, {a}); }
-Tensor log(const Tensor& a) { return apply(OpKind::kLog, {a}); }
-Tensor log1p(const Tensor& a) { return apply(OpKind::kLog1p, {a}); }
-Tensor sqrt(const Tensor& a) { return apply(OpKind::kSqrt, {a}); }
-Tensor rsqrt(const Tensor& a) { return apply(OpKind::kRsqrt, {a}); }
-Tensor sin(const Tensor& a) { return apply(OpKind::kSin, {a}); }
-Tensor cos(const Tensor& a) { return apply(OpKind::kCos, {a}); }
-Tensor tanh(const Tensor& a) { return apply(OpKind::kTanh, {a}); }
-Tensor erf(const Tensor& a) { return apply(OpKind::kErf, {a}); }
-Tensor sigmoid(const Tensor& a) { return apply(OpKind::kSigmoid, {a}); }
-Tensor gelu(const Tensor& a) { return apply(OpKind::kGelu, {a}); }
-Tensor silu(const Tensor& a) { return apply(OpKind::kSilu, {a}); }
+Tensor exp(const Tensor& a) { return unary(OpKind::kExp, a); }
+Tensor log(const Tensor& a) { return unary(OpKind::kLog, a); }
+Tensor log1p(const Tensor& a) { return unary(OpKind::kLog1p, a); }
+Tensor sqrt(const Tensor& a) { return unary(OpKind::kSqrt, a); }
+Tensor rsqrt(const Tensor& a) { return unary(OpKind::kRsqrt, a); }
+Tensor sin(const Tensor& a) { return unary(OpKind::kSin, a); }
+Tensor cos(const Tensor& a) { return unary(OpKind::kCos, a); }
+Tensor tanh(const Tensor& a) { return unary(OpKind::kTanh, a); }
+Tensor erf(const Tensor& a) { return unary(OpKind::kErf, a); }
+Tensor sigmoid(const Tensor& a) { return unary(OpKind::kSigmoid, a); }
+Tensor gelu(const Tensor& a) { return unary(OpKind::kGelu, a); }
+Tensor silu(const Tensor& a) { return unary(OpKind::kSilu, a); }
 Tensor softplus(const Tensor& a, double beta, double threshold) {
   return apply(OpKind::kSoftplus, {a}, {{"beta", beta}, {"threshold", threshold}});
 }
@@ -345,7 +436,7 @@ Tensor expand(const Tensor& a, std::vector<int64_t> shape) {
   if (a.defined() && shape == a.shape()) return a;
   return apply(OpKind::kExpand, {a}, {{"shape", std::move(shape)}});
 }
-Tensor relu(const Tensor& a) { return apply(OpKind::kRelu, {a}); }
+Tensor relu(const Tensor& a) { return unary(OpKind::kRelu, a); }
 
 namespace {
 Tensor reduce(OpKind op, const Tensor& a, std::vector<int64_t> dims, bool keepdim) {

@@ -56,6 +56,11 @@ BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device,
 
 }  // namespace
 
+TensorImpl::~TensorImpl() {
+  if (pending_link.list.load(std::memory_order_acquire)) executor::unregister_pending(*this);
+  pool::stash_vector(spec.shape);  // for the next lazy result's shape (Tensor::lazy)
+}
+
 Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
   auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
@@ -70,7 +75,9 @@ Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
 Tensor Tensor::lazy(NodePtr ir, const Device& device) {
   auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
-  impl->spec = ir->spec();
+  pool::unstash_vector(impl->spec.shape);  // no allocation per traced op
+  impl->spec.shape.assign(ir->shape().begin(), ir->shape().end());
+  impl->spec.dtype = ir->dtype();
   impl->ir = std::move(ir);
   executor::register_pending(impl);
   return Tensor(std::move(impl));

@@ -3,6 +3,7 @@
 // has run it — a device-data leaf wrapping its buffer.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -17,8 +18,30 @@ namespace autograd {
 struct GradFn;  // tensor/grad_fn.h
 }
 struct ViewInfo;  // tensor/views.h
+struct TensorImpl;
 
-struct TensorImpl {
+// A tensor's place in its lazy device's list of pending tensors (the
+// executor's registry, graph_executor.cpp). The list links the tensors
+// themselves: registering allocates nothing, a tensor that dies unlinks
+// itself (so a sync walks only live tensors, not one dead entry per op
+// traced), and its memory goes back to the pool at once. Never copied.
+struct PendingLink {
+  std::atomic<const void*> list{nullptr};  // the registry that holds the tensor; null: none
+  TensorImpl* prev = nullptr;              // guarded by that registry's lock
+  TensorImpl* next = nullptr;
+  PendingLink() = default;
+  PendingLink(const PendingLink&) {}
+  PendingLink& operator=(const PendingLink&) { return *this; }
+};
+
+// enable_shared_from_this: the registry links bare pointers and hands a sync
+// shared ones (none for a tensor whose last reference is going away).
+struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
+  TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = default;
+  TensorImpl& operator=(const TensorImpl&) = default;
+  ~TensorImpl();  // unlinks the tensor from its registry
+
   Device device;
   TensorSpec spec;
   BufferPtr buffer;  // set when the value is materialized
@@ -42,9 +65,7 @@ struct TensorImpl {
   std::shared_ptr<uint64_t> version;
   std::shared_ptr<ViewInfo> view;
 
-  // The executor's registration number of this tensor's latest pending
-  // value (graph_executor.cpp): a registry entry with another number is stale.
-  uint64_t registration = 0;
+  PendingLink pending_link;
 
   bool pending() const { return ir && !ir->is_leaf(); }
 };

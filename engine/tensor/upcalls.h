@@ -28,8 +28,12 @@ namespace lazyscope::executor {
 
 // --- executor/graph_executor.cpp ---
 
-// Called for every lazy tensor created with a pending IR node.
+// Called for every lazy tensor created with a pending IR node (and again
+// when a tensor is rebound in place to a new pending value: it moves to the
+// end of the list, where its latest value was traced).
 void register_pending(const std::shared_ptr<TensorImpl>& tensor);
+// Called by a registered tensor's destructor: it leaves the list.
+void unregister_pending(TensorImpl& tensor) noexcept;
 
 // Runs what `targets` need (all pending tensors of the device when empty)
 // and binds the results. `cause` and the caller's source line are recorded.

@@ -1,12 +1,16 @@
 // The tracing fast paths (issue 11): pooled nodes with inline operands, the
-// registry's registration numbers, epoch marks for the barrier's walk, and
-// the sync's phase profile.
+// registry of pending tensors linked through themselves, epoch marks for the
+// barrier's walk, the sync's phase profile, apply()'s direct path for
+// operands that need no gradient, and the stash of shape vectors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
+#include <utility>
 
 #include "core/pool.h"
 #include "core/settings.h"
+#include "core/source_location.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
 #include "metrics/metrics.h"
@@ -39,6 +43,89 @@ TEST(Pool, BlocksMayBeFreedOnAnotherThread) {
   }).join();
   Tensor v = ops::mul(t, t);  // allocates again on this thread
   EXPECT_EQ(values(v), (std::vector<float>{1, 4, 9}));
+}
+
+TEST(Pool, AStashedShapeKeepsItsStorageForTheNext) {
+  std::vector<int64_t> shape{2, 3, 4};
+  const int64_t* storage = shape.data();
+  pool::stash_vector(shape);
+  EXPECT_EQ(shape.capacity(), 0u);  // the stash took the storage
+  std::vector<int64_t> next;
+  pool::unstash_vector(next);
+  EXPECT_EQ(next.data(), storage);
+  EXPECT_TRUE(next.empty());
+  EXPECT_GE(next.capacity(), 3u);
+}
+
+TEST(Trace, TheDirectPathTracesTheGraphTheGeneralPathTraces) {
+  // An operand that requires grad sends every op through the general path
+  // (promotion, autograd); without one, apply() traces directly. The graph,
+  // node by node (op, shape, dtype, hash, scope), must be the same, and so
+  // the graph hash: cached programs and recorded histories depend on it.
+  const std::string* scope = intern("model.fc1");
+  const auto trace = [&](bool requires_grad) {
+    Tensor x = make({1, -2, 3, -4, 5, -6}, {2, 3}, lazy0());
+    Tensor row = make({1, 2, 3}, {3}, lazy0());
+    x.set_requires_grad(requires_grad);
+    set_current_scope(scope);
+    Tensor y = ops::add(ops::mul(ops::relu(ops::add(x, x)), x), ops::sub(x, row));  // x - row: a broadcast
+    y = ops::where(ops::gt(y, ops::neg(y)), y, ops::exp(y));
+    set_current_scope(nullptr);
+    EXPECT_EQ(y.shape(), (Shape{2, 3}));
+    EXPECT_EQ(y.requires_grad(), requires_grad);
+    const pb::IrGraph graph = executor::pending_graph(lazy0(), {y.impl()});
+    std::vector<float> out = values(y);
+    return std::make_pair(graph, out);
+  };
+  const auto [direct, direct_values] = trace(false);
+  const auto [general, general_values] = trace(true);
+  EXPECT_EQ(direct.hash(), general.hash());
+  ASSERT_EQ(direct.nodes_size(), general.nodes_size());
+  for (int i = 0; i < direct.nodes_size(); ++i) {
+    const pb::IrNode &d = direct.nodes(i), &g = general.nodes(i);
+    EXPECT_EQ(d.op(), g.op()) << i;
+    EXPECT_EQ(d.hash(), g.hash()) << i;
+    EXPECT_EQ(d.dtype(), g.dtype()) << i;
+    EXPECT_EQ(std::vector<int64_t>(d.shape().begin(), d.shape().end()),
+              std::vector<int64_t>(g.shape().begin(), g.shape().end()))
+        << i;
+    if (d.parameter_index() < 0) {
+      EXPECT_EQ(d.scope(), "model.fc1") << i;
+    }
+  }
+  // y = relu(2x) * x + (x - row) = {2, -4, 18, -5, 53, -9}; where(y > -y, y, exp(y)).
+  const std::vector<float> expected{2, std::exp(-4.f), 18, std::exp(-5.f), 53, std::exp(-9.f)};
+  ASSERT_EQ(direct_values.size(), expected.size());
+  for (size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_FLOAT_EQ(direct_values[k], expected[k]) << k;
+    EXPECT_FLOAT_EQ(general_values[k], expected[k]) << k;
+  }
+}
+
+TEST(Trace, LookingAtThePendingGraphLeavesItPending) {
+  // pending_graph() shows the graph the next barrier runs: looking must not
+  // take the tensors out of the registry (it did: the barrier then ran nothing).
+  executor::mark_step(lazy0());
+  Tensor x = make({1, 2}, {2}, lazy0());
+  Tensor y = ops::relu(ops::add(x, x));
+  EXPECT_EQ(executor::pending_graph(lazy0(), {}).outputs_size(), 1);
+  executor::mark_step(lazy0());
+  EXPECT_FALSE(y.impl()->pending());
+  EXPECT_EQ(values(y), (std::vector<float>{2, 4}));
+}
+
+TEST(Trace, ATensorDroppedOnAnotherThreadLeavesTheRegistry) {
+  // A pending tensor unlinks itself when it dies, on whichever thread.
+  executor::mark_step(lazy0());
+  Tensor x = make({1, 2}, {2}, lazy0());
+  Tensor kept = ops::relu(x);
+  Tensor dropped = ops::add(x, x);
+  std::thread([moved = std::move(dropped)]() mutable { moved = Tensor(); }).join();
+  const pb::IrGraph graph = executor::pending_graph(lazy0(), {});
+  ASSERT_EQ(graph.outputs_size(), 1);
+  EXPECT_EQ(graph.nodes(graph.outputs(0)).op(), "relu");
+  executor::mark_step(lazy0());
+  EXPECT_EQ(values(kept), (std::vector<float>{1, 2}));
 }
 
 TEST(Trace, NodesKeepTheirOperandsInOrderInlineOrNot) {
