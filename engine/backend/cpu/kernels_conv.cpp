@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/onednn.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/settings.h"
 
 namespace lazyscope::cpu {
@@ -82,12 +83,36 @@ template <typename F> void for_each_tap(const ConvGeometry& g, F&& f) {
   }
 }
 
-// The columns of one image's group (`image` points at its first channel).
-template <typename T> const T* im2col(const ConvGeometry& g, const T* image, std::vector<T>& cols) {
+// The columns of one image's group (`image` points at its first channel)
+// into `cols` (g.k() * g.l() elements).
+template <typename T> const T* im2col(const ConvGeometry& g, const T* image, T* cols) {
   if (g.identity_columns()) return image;
-  std::fill(cols.begin(), cols.end(), T(0));
-  for_each_tap(g, [&](int64_t c, int64_t i) { cols[static_cast<size_t>(c)] = image[i]; });
-  return cols.data();
+  std::fill(cols, cols + g.k() * g.l(), T(0));
+  for_each_tap(g, [&](int64_t c, int64_t i) { cols[c] = image[i]; });
+  return cols;
+}
+
+// f(n0, n1, part) over the images split across the pool, part in [0,
+// parts). Each part runs on one thread, so a per-thread buffer
+// (onednn::thread_buffer) is the part's own. OpenBLAS runs one thread per
+// call (thread_pool.cpp), so parts' GEMMs run side by side.
+enum Scratch : int { kColumns = 16, kPartials = 17 };
+
+template <typename F> void for_image_parts(int64_t images, F&& f) {
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), images));
+  if (parts <= 1) {
+    if (images > 0) f(int64_t{0}, images, 0);
+    return;
+  }
+  auto body = [&](int ith, int nth) {
+    const auto [b, e] = split(images, ith, nth);
+    if (b < e) f(b, e, ith);
+  };
+  parallel_region(parts, RegionBody(body));
+}
+
+template <typename T> T* columns_buffer(const ConvGeometry& g) {
+  return static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(g.k() * g.l()) * sizeof(T)));
 }
 
 template <typename T> void conv2d_kernel(const KernelArgs& k) {
@@ -95,14 +120,16 @@ template <typename T> void conv2d_kernel(const KernelArgs& k) {
   const T* x = k.inputs[0]->as<T>();
   const T* w = k.inputs[1]->as<T>();
   T* out = k.out.as<T>();
-  std::vector<T> cols(g.identity_columns() ? 0 : static_cast<size_t>(g.k() * g.l()));
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
-      gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), columns,
-           out + (n * g.o + grp * g.og()) * g.l(), false);
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    T* cols = columns_buffer<T>(g);
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
+        gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), columns,
+             out + (n * g.o + grp * g.og()) * g.l(), false);
+      }
     }
-  }
+  });
 }
 
 // (grad, weight) -> grad input: columns = weight^T x grad, folded back (col2im).
@@ -112,42 +139,54 @@ template <typename T> void conv2d_backward_input_kernel(const KernelArgs& k) {
   const T* grad = k.inputs[0]->as<T>();
   const T* w = k.inputs[1]->as<T>();
   T* out = k.out.as<T>();
-  if (g.identity_columns()) {  // the columns are the input gradient itself
-    for (int64_t n = 0; n < g.n; ++n) {
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    T* cols = g.identity_columns() ? nullptr : columns_buffer<T>(g);
+    for (int64_t n = n0; n < n1; ++n) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), grad + (n * g.o + grp * g.og()) * g.l(),
-             out + (n * g.c + grp * g.cg()) * g.h * g.w, false);
+        const T* dy = grad + (n * g.o + grp * g.og()) * g.l();
+        T* image = out + (n * g.c + grp * g.cg()) * g.h * g.w;
+        if (g.identity_columns()) {  // the columns are the input gradient itself
+          gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), dy, image, false);
+          continue;
+        }
+        gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), dy, cols, false);
+        std::fill(image, image + g.cg() * g.h * g.w, T(0));
+        for_each_tap(g, [&](int64_t c, int64_t i) { image[i] += cols[c]; });
       }
     }
-    return;
-  }
-  std::fill(out, out + k.out.numel(), T(0));
-  std::vector<T> cols(static_cast<size_t>(g.k() * g.l()));
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), grad + (n * g.o + grp * g.og()) * g.l(),
-           cols.data(), false);
-      T* image = out + (n * g.c + grp * g.cg()) * g.h * g.w;
-      for_each_tap(g, [&](int64_t c, int64_t i) { image[i] += cols[static_cast<size_t>(c)]; });
-    }
-  }
+  });
 }
 
 // (input, grad) -> grad weight: the sum over images of grad x columns^T.
+// Each part sums its images into its own partial (part 0 into the output),
+// added up in part order afterwards, so the result does not depend on which
+// thread ran which part.
 template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   const Shape& gs = k.inputs[1]->shape();
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), gs, k.attrs);
   const T* x = k.inputs[0]->as<T>();
   const T* grad = k.inputs[1]->as<T>();
   T* out = k.out.as<T>();
-  if (g.n == 0) std::fill(out, out + k.out.numel(), T(0));
-  std::vector<T> cols(g.identity_columns() ? 0 : static_cast<size_t>(g.k() * g.l()));
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
-      gemm(false, true, g.og(), g.k(), g.l(), grad + (n * g.o + grp * g.og()) * g.l(), columns,
-           out + grp * g.og() * g.k(), n > 0);
+  const int64_t size = k.out.numel();
+  std::fill(out, out + size, T(0));
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.n));
+  T* partials = parts > 1 ? static_cast<T*>(
+                                onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(T)))
+                          : nullptr;
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int part) {
+    T* sum = part == 0 ? out : partials + (part - 1) * size;
+    T* cols = columns_buffer<T>(g);
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
+        gemm(false, true, g.og(), g.k(), g.l(), grad + (n * g.o + grp * g.og()) * g.l(), columns,
+             sum + grp * g.og() * g.k(), n > n0);
+      }
     }
+  });
+  for (int part = 1; part < parts; ++part) {
+    const T* p = partials + (part - 1) * size;
+    for (int64_t i = 0; i < size; ++i) out[i] += p[i];
   }
 }
 
