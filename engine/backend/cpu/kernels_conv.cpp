@@ -10,6 +10,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/kernel_util.h"
@@ -96,7 +99,7 @@ template <typename T> const T* im2col(const ConvGeometry& g, const T* image, T* 
 // parts). Each part runs on one thread, so a per-thread buffer
 // (onednn::thread_buffer) is the part's own. OpenBLAS runs one thread per
 // call (thread_pool.cpp), so parts' GEMMs run side by side.
-enum Scratch : int { kColumns = 16, kPartials = 17 };
+enum Scratch : int { kColumns = 16, kPartials = 17, kGradients = 20 };
 
 template <typename F> void for_image_parts(int64_t images, F&& f) {
   const int parts = static_cast<int>(std::min<int64_t>(num_threads(), images));
@@ -157,10 +160,48 @@ template <typename T> void conv2d_backward_input_kernel(const KernelArgs& k) {
   });
 }
 
-// (input, grad) -> grad weight: the sum over images of grad x columns^T.
-// Each part sums its images into its own partial (part 0 into the output),
-// added up in part order afterwards, so the result does not depend on which
-// thread ran which part.
+// The columns of one image's group into rows `ld` apart (several images'
+// columns side by side): each row's valid output positions found by
+// arithmetic, not tested one by one; a row of a stride-1 tap is a copy.
+template <typename T> void im2col_rows(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
+  for (int64_t ci = 0; ci < g.cg(); ++ci) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        T* row = cols + ((ci * g.kh + i) * g.kw + j) * ld;
+        // x in [x0, x1) reads inside the image: 0 <= x*sw - pw + j*dw < w.
+        const int64_t first = g.pw - j * g.dw;  // x*sw >= first
+        const int64_t x0 = std::clamp<int64_t>(first <= 0 ? 0 : (first + g.sw - 1) / g.sw, 0, g.ow);
+        const int64_t last = g.w - 1 + g.pw - j * g.dw;  // x*sw <= last
+        const int64_t x1 = std::clamp<int64_t>(last < 0 ? 0 : last / g.sw + 1, x0, g.ow);
+        for (int64_t y = 0; y < g.oh; ++y) {
+          T* dst = row + y * g.ow;
+          const int64_t iy = y * g.sh - g.ph + i * g.dh;
+          if (iy < 0 || iy >= g.h || x0 == x1) {
+            std::fill(dst, dst + g.ow, T(0));
+            continue;
+          }
+          const T* src = image + (ci * g.h + iy) * g.w + (x0 * g.sw - g.pw + j * g.dw);  // x0's pixel
+          std::fill(dst, dst + x0, T(0));
+          if (g.sw == 1) {
+            std::copy(src, src + (x1 - x0), dst + x0);
+          } else {
+            for (int64_t x = x0; x < x1; ++x) dst[x] = src[(x - x0) * g.sw];
+          }
+          std::fill(dst + x1, dst + g.ow, T(0));
+        }
+      }
+    }
+  }
+}
+
+// (input, grad) -> grad weight: the sum over images of grad x columns^T,
+// as one GEMM per chunk of images: the chunk's columns side by side
+// [C/G * kH * kW, images * oH * oW] (some 384 KiB, to stay in L2) and its
+// gradients gathered the same way [O/G, images * oH * oW], so the GEMM's
+// inner dimension is the chunk's positions, not one image's (64 for the
+// MNIST CNN's second layer). Each part sums its images into its own partial
+// (part 0 into the output), added up in part order afterwards, so the
+// result does not depend on which thread ran which part.
 template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   const Shape& gs = k.inputs[1]->shape();
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), gs, k.attrs);
@@ -169,18 +210,28 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   T* out = k.out.as<T>();
   const int64_t size = k.out.numel();
   std::fill(out, out + size, T(0));
+  if (g.l() == 0 || g.k() == 0) return;
   const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.n));
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{96} << 10) / (g.k() * g.l()));
   T* partials = parts > 1 ? static_cast<T*>(
                                 onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(T)))
                           : nullptr;
   for_image_parts(g.n, [&](int64_t n0, int64_t n1, int part) {
     T* sum = part == 0 ? out : partials + (part - 1) * size;
-    T* cols = columns_buffer<T>(g);
-    for (int64_t n = n0; n < n1; ++n) {
+    const int64_t most = std::min(chunk, n1 - n0);
+    T* cols = static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(most * g.k() * g.l()) * sizeof(T)));
+    T* dys = static_cast<T*>(onednn::thread_buffer(kGradients, static_cast<size_t>(most * g.og() * g.l()) * sizeof(T)));
+    for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+      const int64_t images = std::min(chunk, n1 - c0), ld = images * g.l();
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
-        gemm(false, true, g.og(), g.k(), g.l(), grad + (n * g.o + grp * g.og()) * g.l(), columns,
-             sum + grp * g.og() * g.k(), n > n0);
+        for (int64_t m = 0; m < images; ++m) {
+          const int64_t n = c0 + m;
+          im2col_rows(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols + m * g.l(), ld);
+          const T* dy = grad + (n * g.o + grp * g.og()) * g.l();
+          for (int64_t o = 0; o < g.og(); ++o)
+            std::copy(dy + o * g.l(), dy + (o + 1) * g.l(), dys + o * ld + m * g.l());
+        }
+        gemm(false, true, g.og(), g.k(), ld, dys, cols, sum + grp * g.og() * g.k(), c0 > n0);
       }
     }
   });
@@ -188,6 +239,106 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
     const T* p = partials + (part - 1) * size;
     for (int64_t i = 0; i < size; ++i) out[i] += p[i];
   }
+}
+
+// --- direct convolution (float32, stride 1, no dilation, one group) ------------
+//
+// The MNIST CNN's convolutions are small in channels (1 -> 10, 10 -> 20):
+// oneDNN blocks channels by 16 (most of each block padding) and reorders
+// NCHW to its blocked layout and back on every call, which cost more than
+// the arithmetic. Here each image is convolved in its own layout: 8 output
+// positions of a row times a block of up to 12 output channels in vector
+// registers (conv_direct.inc), the weights packed once per call as [block]
+// [C][KH][KW][block size]. Forward only: the input gradient as the same
+// convolution (of the output gradient padded by K-1-p, with the weights
+// flipped) multiplies mostly padding on these sizes and was 1.6-2.9x slower
+// than oneDNN or im2col (engine_bench conv_kernel/backward_input, 2026-11-24).
+
+struct DirectGeometry {
+  int64_t c, hp, wp;  // input channels, padded height and width
+  int64_t o, kh, kw;  // output channels, kernel
+  int64_t oh, ow;     // output
+};
+
+namespace direct_avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "backend/cpu/conv_direct.inc"
+#pragma GCC pop_options
+}  // namespace direct_avx2
+
+namespace direct_baseline {
+#include "backend/cpu/conv_direct.inc"
+}  // namespace direct_baseline
+
+using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
+
+// AVX2 + FMA where the CPU has them and LAZYSCOPE_CPU_ISA allows (as the
+// fused kernels' tile functions), else x86-64's SSE2.
+DirectImageFn direct_image_fn() {
+  static const DirectImageFn fn = [] {
+    __builtin_cpu_init();
+    const std::string limit = settings::cpu_isa_limit();
+    const bool allowed = limit.empty() || limit == "avx512f" || limit == "avx2";
+    return allowed && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+               ? &direct_avx2::direct_conv_image
+               : &direct_baseline::direct_conv_image;
+  }();
+  return fn;
+}
+
+std::atomic<bool> g_direct_conv{true};
+
+enum DirectScratch : int { kPacked = 18, kPadded = 19 };
+
+// Output channels per register block: as even as blocks of at most 12 go.
+int direct_block_size(int64_t o) {
+  const int64_t blocks = (o + 11) / 12;
+  return static_cast<int>((o + blocks - 1) / blocks);
+}
+
+// Convolves every image of x [n, d.c, h, w] (padded by ph, pw on the fly)
+// with the packed weights into out [n, d.o, d.oh, d.ow], images split
+// across the pool.
+void direct_conv(const DirectGeometry& d, int64_t n, int64_t h, int64_t w, int64_t ph, int64_t pw, const float* x,
+                 const float* wpack, int ob, float* out) {
+  const DirectImageFn fn = direct_image_fn();
+  const size_t padded = static_cast<size_t>(d.c * d.hp * d.wp);
+  for_image_parts(n, [&](int64_t n0, int64_t n1, int) {
+    // 8 floats of slack: a row's last vector may read past the image.
+    float* img = static_cast<float*>(onednn::thread_buffer(kPadded, (padded + 8) * sizeof(float)));
+    std::fill(img, img + padded + 8, 0.0f);
+    for (int64_t i = n0; i < n1; ++i) {
+      const float* src = x + i * d.c * h * w;
+      for (int64_t c = 0; c < d.c; ++c) {
+        for (int64_t y = 0; y < h; ++y) {
+          std::copy(src + (c * h + y) * w, src + (c * h + y + 1) * w, img + (c * d.hp + y + ph) * d.wp + pw);
+        }
+      }
+      fn(d, ob, img, wpack, out + i * d.o * d.oh * d.ow);
+    }
+  });
+}
+
+bool direct_fits(const ConvGeometry& g) {
+  return g.groups == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.n > 0 && g.c > 0 && g.o > 0 &&
+         g.oh > 0 && g.ow > 0;
+}
+
+void conv2d_direct(const ConvGeometry& g, const float* x, const float* w, float* out) {
+  const DirectGeometry d{g.c, g.h + 2 * g.ph, g.w + 2 * g.pw, g.o, g.kh, g.kw, g.oh, g.ow};
+  const int ob = direct_block_size(g.o);
+  const int64_t blocks = (g.o + ob - 1) / ob, taps = g.c * g.kh * g.kw;
+  float* wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(blocks * taps * ob) * 4));
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t t = 0; t < taps; ++t) {
+      for (int q = 0; q < ob; ++q) {
+        const int64_t o = b * ob + q;
+        wpack[(b * taps + t) * ob + q] = o < g.o ? w[o * taps + t] : 0.0f;
+      }
+    }
+  }
+  direct_conv(d, g.n, g.h, g.w, g.ph, g.pw, x, wpack, ob, out);
 }
 
 // --- oneDNN (float32) ----------------------------------------------------------
@@ -300,8 +451,11 @@ void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void*
   onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
 }
 
+bool use_direct(const ConvGeometry& g) { return g_direct_conv && !settings::im2col_conv() && direct_fits(g); }
+
 template <typename T> void conv2d_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
+  if (use_direct(g)) return conv2d_direct(g, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
   if (!onednn_fits(g, ConvPass::kForward)) return conv2d_kernel<T>(k);
   run_onednn(g, ConvPass::kForward, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
 }
@@ -319,6 +473,8 @@ template <typename T> void conv2d_backward_weight_onednn_kernel(const KernelArgs
 }
 
 }  // namespace
+
+bool set_direct_conv(bool on) { return g_direct_conv.exchange(on); }
 
 void add_conv_kernels(Table& t) {
   rows<float>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_onednn_kernel));
