@@ -88,8 +88,11 @@ def child(steps):
     print(f"STEP {statistics.median(times) * 1e3:.3f}")
 
 
-def run_child(build, steps):
+def run_child(setup, steps):
+    build, *assignments = setup.split(":")
+    build = Path(build).resolve()
     env = dict(os.environ)
+    env.update(a.split("=", 1) for a in assignments)
     env["LAZYSCOPE_BUILD_DIR"] = str(build)
     env["LD_LIBRARY_PATH"] = str(build / "lib") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["PYTHONPATH"] = str(build / "python")
@@ -107,7 +110,9 @@ def run_child(build, steps):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--builds", default=str(DEFAULT_BUILD), help="comma-separated build directories")
+    parser.add_argument("--builds", default=str(DEFAULT_BUILD),
+                        help="comma-separated set-ups, each a build directory, optionally with environment "
+                             "variables for its processes: DIR[:VAR=VALUE[:VAR=VALUE...]]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=640, help="steps per process (every 64th is profiled)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -115,7 +120,7 @@ def main():
     if args.child:
         child(args.steps)
         return
-    builds = [Path(b).resolve() for b in args.builds.split(",")]
+    builds = args.builds.split(",")
     runs = {b: [] for b in builds}
     for r in range(args.rounds):
         for b in builds:  # A B A B ...

@@ -62,39 +62,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
   }
 }
 
-// Visits every (column row, output position) pair whose input pixel lies
-// inside the image: f(column index, input index), both relative to the
-// group's first channel. Positions in the padding are skipped.
-template <typename F> void for_each_tap(const ConvGeometry& g, F&& f) {
-  const int64_t l = g.l();
-  for (int64_t ci = 0; ci < g.cg(); ++ci) {
-    for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t row = (ci * g.kh + i) * g.kw + j;
-        for (int64_t y = 0; y < g.oh; ++y) {
-          const int64_t iy = y * g.sh - g.ph + i * g.dh;
-          if (iy < 0 || iy >= g.h) continue;
-          const int64_t col = row * l + y * g.ow;
-          const int64_t in = (ci * g.h + iy) * g.w;
-          for (int64_t x = 0; x < g.ow; ++x) {
-            const int64_t ix = x * g.sw - g.pw + j * g.dw;
-            if (ix >= 0 && ix < g.w) f(col + x, in + ix);
-          }
-        }
-      }
-    }
-  }
-}
-
-// The columns of one image's group (`image` points at its first channel)
-// into `cols` (g.k() * g.l() elements).
-template <typename T> const T* im2col(const ConvGeometry& g, const T* image, T* cols) {
-  if (g.identity_columns()) return image;
-  std::fill(cols, cols + g.k() * g.l(), T(0));
-  for_each_tap(g, [&](int64_t c, int64_t i) { cols[c] = image[i]; });
-  return cols;
-}
-
 // f(n0, n1, part) over the images split across the pool, part in [0,
 // parts). Each part runs on one thread, so a per-thread buffer
 // (onednn::thread_buffer) is the part's own. OpenBLAS runs one thread per
@@ -114,50 +81,27 @@ template <typename F> void for_image_parts(int64_t images, F&& f) {
   parallel_region(parts, RegionBody(body));
 }
 
-template <typename T> T* columns_buffer(const ConvGeometry& g) {
-  return static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(g.k() * g.l()) * sizeof(T)));
+// Copies a short row (a few to a few dozen elements): in 32-byte moves
+// that the compiler inlines, where std::copy's call to memmove cost more
+// than the copy (21% of an im2col weight gradient, perf).
+template <typename T> void copy_row(const T* __restrict src, int64_t n, T* __restrict dst) {
+  const auto* s = reinterpret_cast<const char*>(src);
+  auto* d = reinterpret_cast<char*>(dst);
+  int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  for (; bytes >= 32; bytes -= 32, s += 32, d += 32) __builtin_memcpy(d, s, 32);
+  for (; bytes >= static_cast<int64_t>(sizeof(T)); bytes -= sizeof(T), s += sizeof(T), d += sizeof(T)) {
+    __builtin_memcpy(d, s, sizeof(T));
+  }
 }
 
-template <typename T> void conv2d_kernel(const KernelArgs& k) {
-  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
-  const T* x = k.inputs[0]->as<T>();
-  const T* w = k.inputs[1]->as<T>();
-  T* out = k.out.as<T>();
-  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
-    T* cols = columns_buffer<T>(g);
-    for (int64_t n = n0; n < n1; ++n) {
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
-        gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), columns,
-             out + (n * g.o + grp * g.og()) * g.l(), false);
-      }
-    }
-  });
-}
-
-// (grad, weight) -> grad input: columns = weight^T x grad, folded back (col2im).
-template <typename T> void conv2d_backward_input_kernel(const KernelArgs& k) {
-  const Shape& gs = k.inputs[0]->shape();
-  const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), gs, k.attrs);
-  const T* grad = k.inputs[0]->as<T>();
-  const T* w = k.inputs[1]->as<T>();
-  T* out = k.out.as<T>();
-  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
-    T* cols = g.identity_columns() ? nullptr : columns_buffer<T>(g);
-    for (int64_t n = n0; n < n1; ++n) {
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* dy = grad + (n * g.o + grp * g.og()) * g.l();
-        T* image = out + (n * g.c + grp * g.cg()) * g.h * g.w;
-        if (g.identity_columns()) {  // the columns are the input gradient itself
-          gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), dy, image, false);
-          continue;
-        }
-        gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), dy, cols, false);
-        std::fill(image, image + g.cg() * g.h * g.w, T(0));
-        for_each_tap(g, [&](int64_t c, int64_t i) { image[i] += cols[c]; });
-      }
-    }
-  });
+// The output columns [x0, x1) whose tap j reads inside the image:
+// 0 <= x*sw - pw + j*dw < w.
+std::pair<int64_t, int64_t> tap_columns(const ConvGeometry& g, int64_t j) {
+  const int64_t first = g.pw - j * g.dw;  // x*sw >= first
+  const int64_t x0 = std::clamp<int64_t>(first <= 0 ? 0 : (first + g.sw - 1) / g.sw, 0, g.ow);
+  const int64_t last = g.w - 1 + g.pw - j * g.dw;  // x*sw <= last
+  const int64_t x1 = std::clamp<int64_t>(last < 0 ? 0 : last / g.sw + 1, x0, g.ow);
+  return {x0, x1};
 }
 
 // The columns of one image's group into rows `ld` apart (several images'
@@ -168,11 +112,7 @@ template <typename T> void im2col_rows(const ConvGeometry& g, const T* image, T*
     for (int64_t i = 0; i < g.kh; ++i) {
       for (int64_t j = 0; j < g.kw; ++j) {
         T* row = cols + ((ci * g.kh + i) * g.kw + j) * ld;
-        // x in [x0, x1) reads inside the image: 0 <= x*sw - pw + j*dw < w.
-        const int64_t first = g.pw - j * g.dw;  // x*sw >= first
-        const int64_t x0 = std::clamp<int64_t>(first <= 0 ? 0 : (first + g.sw - 1) / g.sw, 0, g.ow);
-        const int64_t last = g.w - 1 + g.pw - j * g.dw;  // x*sw <= last
-        const int64_t x1 = std::clamp<int64_t>(last < 0 ? 0 : last / g.sw + 1, x0, g.ow);
+        const auto [x0, x1] = tap_columns(g, j);
         for (int64_t y = 0; y < g.oh; ++y) {
           T* dst = row + y * g.ow;
           const int64_t iy = y * g.sh - g.ph + i * g.dh;
@@ -183,7 +123,7 @@ template <typename T> void im2col_rows(const ConvGeometry& g, const T* image, T*
           const T* src = image + (ci * g.h + iy) * g.w + (x0 * g.sw - g.pw + j * g.dw);  // x0's pixel
           std::fill(dst, dst + x0, T(0));
           if (g.sw == 1) {
-            std::copy(src, src + (x1 - x0), dst + x0);
+            copy_row(src, x1 - x0, dst + x0);
           } else {
             for (int64_t x = x0; x < x1; ++x) dst[x] = src[(x - x0) * g.sw];
           }
@@ -192,6 +132,94 @@ template <typename T> void im2col_rows(const ConvGeometry& g, const T* image, T*
       }
     }
   }
+}
+
+// x [N, C, H, W] * w [O, C/G, kH, kW] -> out [N, O, oH, oW]: per image and
+// group, weight x columns written straight into the output's block.
+template <typename T> void conv2d_kernel(const KernelArgs& k) {
+  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
+  const T* x = k.inputs[0]->as<T>();
+  const T* w = k.inputs[1]->as<T>();
+  T* out = k.out.as<T>();
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    T* cols = static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(g.k() * g.l()) * sizeof(T)));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const T* image = x + (n * g.c + grp * g.cg()) * g.h * g.w;
+        if (!g.identity_columns()) im2col_rows(g, image, cols, g.l());
+        gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), g.identity_columns() ? image : cols,
+             out + (n * g.o + grp * g.og()) * g.l(), false);
+      }
+    }
+  });
+}
+
+// The inverse of im2col_rows: adds each column row back onto the pixels it
+// was read from (`image` zeroed by the caller).
+template <typename T> void col2im_rows(const ConvGeometry& g, const T* cols, int64_t ld, T* image) {
+  for (int64_t ci = 0; ci < g.cg(); ++ci) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const T* row = cols + ((ci * g.kh + i) * g.kw + j) * ld;
+        const auto [x0, x1] = tap_columns(g, j);
+        if (x0 == x1) continue;
+        for (int64_t y = 0; y < g.oh; ++y) {
+          const int64_t iy = y * g.sh - g.ph + i * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          const T* src = row + y * g.ow;
+          T* dst = image + (ci * g.h + iy) * g.w + (x0 * g.sw - g.pw + j * g.dw);  // x0's pixel
+          if (g.sw == 1) {
+            for (int64_t x = 0; x < x1 - x0; ++x) dst[x] += src[x0 + x];
+          } else {
+            for (int64_t x = x0; x < x1; ++x) dst[(x - x0) * g.sw] += src[x];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Images per chunk of the batched im2col kernels: their columns some 384 KiB
+// (float32), to stay in L2.
+int64_t chunk_images(const ConvGeometry& g) { return std::max<int64_t>(1, (int64_t{96} << 10) / (g.k() * g.l())); }
+
+// Gathers the chunk's output gradients [images][O/G][L] of group grp into
+// [O/G, images * L].
+template <typename T>
+void gather_rows(const ConvGeometry& g, const T* grad, int64_t n0, int64_t images, int64_t grp, T* dys) {
+  const int64_t ld = images * g.l();
+  for (int64_t m = 0; m < images; ++m) {
+    const T* dy = grad + ((n0 + m) * g.o + grp * g.og()) * g.l();
+    for (int64_t o = 0; o < g.og(); ++o) copy_row(dy + o * g.l(), g.l(), dys + o * ld + m * g.l());
+  }
+}
+
+// (grad, weight) -> grad input: columns = weight^T x grad, folded back
+// (col2im), one GEMM per chunk of images as the weight gradient below.
+template <typename T> void conv2d_backward_input_kernel(const KernelArgs& k) {
+  const Shape& gs = k.inputs[0]->shape();
+  const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), gs, k.attrs);
+  const T* grad = k.inputs[0]->as<T>();
+  const T* w = k.inputs[1]->as<T>();
+  T* out = k.out.as<T>();
+  std::fill(out, out + k.out.numel(), T(0));
+  if (g.l() == 0 || g.k() == 0) return;
+  const int64_t chunk = chunk_images(g);
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    const int64_t most = std::min(chunk, n1 - n0);
+    T* cols = static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(most * g.k() * g.l()) * sizeof(T)));
+    T* dys = static_cast<T*>(onednn::thread_buffer(kGradients, static_cast<size_t>(most * g.og() * g.l()) * sizeof(T)));
+    for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+      const int64_t images = std::min(chunk, n1 - c0), ld = images * g.l();
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        gather_rows(g, grad, c0, images, grp, dys);
+        gemm(true, false, g.k(), ld, g.og(), w + grp * g.og() * g.k(), dys, cols, false);
+        for (int64_t m = 0; m < images; ++m) {
+          col2im_rows(g, cols + m * g.l(), ld, out + ((c0 + m) * g.c + grp * g.cg()) * g.h * g.w);
+        }
+      }
+    }
+  });
 }
 
 // (input, grad) -> grad weight: the sum over images of grad x columns^T,
@@ -212,7 +240,7 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   std::fill(out, out + size, T(0));
   if (g.l() == 0 || g.k() == 0) return;
   const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.n));
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{96} << 10) / (g.k() * g.l()));
+  const int64_t chunk = chunk_images(g);
   T* partials = parts > 1 ? static_cast<T*>(
                                 onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(T)))
                           : nullptr;
@@ -225,12 +253,9 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
       const int64_t images = std::min(chunk, n1 - c0), ld = images * g.l();
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         for (int64_t m = 0; m < images; ++m) {
-          const int64_t n = c0 + m;
-          im2col_rows(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols + m * g.l(), ld);
-          const T* dy = grad + (n * g.o + grp * g.og()) * g.l();
-          for (int64_t o = 0; o < g.og(); ++o)
-            std::copy(dy + o * g.l(), dy + (o + 1) * g.l(), dys + o * ld + m * g.l());
+          im2col_rows(g, x + ((c0 + m) * g.c + grp * g.cg()) * g.h * g.w, cols + m * g.l(), ld);
         }
+        gather_rows(g, grad, c0, images, grp, dys);
         gemm(false, true, g.og(), g.k(), ld, dys, cols, sum + grp * g.og() * g.k(), c0 > n0);
       }
     }
@@ -260,6 +285,12 @@ struct DirectGeometry {
   int64_t oh, ow;     // output
 };
 
+struct WeightGeometry {
+  int64_t n, c, h, w;  // input
+  int64_t o, kh, kw;   // weight
+  int64_t oh, ow;      // output
+};
+
 namespace direct_avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -271,20 +302,26 @@ namespace direct_baseline {
 #include "backend/cpu/conv_direct.inc"
 }  // namespace direct_baseline
 
-using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
-
 // AVX2 + FMA where the CPU has them and LAZYSCOPE_CPU_ISA allows (as the
 // fused kernels' tile functions), else x86-64's SSE2.
-DirectImageFn direct_image_fn() {
-  static const DirectImageFn fn = [] {
+bool direct_avx2_allowed() {
+  static const bool allowed = [] {
     __builtin_cpu_init();
     const std::string limit = settings::cpu_isa_limit();
-    const bool allowed = limit.empty() || limit == "avx512f" || limit == "avx2";
-    return allowed && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-               ? &direct_avx2::direct_conv_image
-               : &direct_baseline::direct_conv_image;
+    return (limit.empty() || limit == "avx512f" || limit == "avx2") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
   }();
-  return fn;
+  return allowed;
+}
+
+using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
+DirectImageFn direct_image_fn() {
+  return direct_avx2_allowed() ? &direct_avx2::direct_conv_image : &direct_baseline::direct_conv_image;
+}
+
+using DirectWeightFn = void (*)(const WeightGeometry&, const float*, const float*, float*, int64_t, int64_t);
+DirectWeightFn direct_weight_fn() {
+  return direct_avx2_allowed() ? &direct_avx2::direct_weight_units : &direct_baseline::direct_weight_units;
 }
 
 std::atomic<bool> g_direct_conv{true};
@@ -339,6 +376,21 @@ void conv2d_direct(const ConvGeometry& g, const float* x, const float* w, float*
     }
   }
   direct_conv(d, g.n, g.h, g.w, g.ph, g.pw, x, wpack, ob, out);
+}
+
+// The weight gradient directly (stride 1, no padding, output rows a
+// whole number of vectors: the MNIST CNN's 24- and 8-wide rows), split
+// across the pool by (output channel pair, input channel, kernel row): each
+// weight element summed by one thread, no partials.
+bool direct_weight_fits(const ConvGeometry& g) {
+  return direct_fits(g) && g.ph == 0 && g.pw == 0 && g.ow % 8 == 0 && g.kw <= 7;
+}
+
+void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+  const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+  const DirectWeightFn fn = direct_weight_fn();
+  const int64_t units = (g.o + 1) / 2 * g.c * g.kh;
+  parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
 }
 
 // --- oneDNN (float32) ----------------------------------------------------------
@@ -468,6 +520,9 @@ template <typename T> void conv2d_backward_input_onednn_kernel(const KernelArgs&
 
 template <typename T> void conv2d_backward_weight_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), k.inputs[1]->shape(), k.attrs);
+  if (use_direct(g) && direct_weight_fits(g)) {
+    return conv2d_backward_weight_direct(g, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+  }
   if (!onednn_fits(g, ConvPass::kBackwardWeights)) return conv2d_backward_weight_kernel<T>(k);
   run_onednn(g, ConvPass::kBackwardWeights, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
 }
