@@ -503,7 +503,15 @@ void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void*
   onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
 }
 
-bool use_direct(const ConvGeometry& g) { return g_direct_conv && !settings::im2col_conv() && direct_fits(g); }
+// The direct kernels where oneDNN's blocks of 16 channels would be mostly
+// padding (fewer than 16 channels on either side): measured one thread,
+// engine_bench conv_kernel (benchmarks/README.md, branch `cnn`): the MNIST
+// CNN's 1 -> 10 and 10 -> 20 forward 283 vs 542 and 506 vs 613 us, their
+// weight gradients 310 vs 425 (im2col) and 962 vs 1223 us; 16 -> 32
+// channels, 3x3, forward 3708 vs oneDNN's 2507 us.
+bool use_direct(const ConvGeometry& g) {
+  return g_direct_conv && !settings::im2col_conv() && direct_fits(g) && (g.c < 16 || g.o < 16);
+}
 
 template <typename T> void conv2d_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
