@@ -51,10 +51,12 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
 // For benchmarks/vs_pytorch.py's side-by-side comparison.
 int set_gemm_parts_per_thread(int parts);
 
-// Whether float32 convolutions with stride 1, no dilation and one group
-// (forward) run on the direct kernels of kernels_conv.cpp
-// instead of oneDNN (default: yes); returns the previous choice. For
-// benchmarks comparing the two in one process.
+// Whether float32 convolutions with stride 1, no dilation, one group and
+// fewer than 16 channels on a side run on the direct kernels of
+// kernels_conv.cpp (forward; both gradients where there is no padding and
+// output rows are whole 8-float vectors) instead of oneDNN or im2col
+// (default: yes); returns the previous choice. For benchmarks comparing them
+// in one process.
 bool set_direct_conv(bool on);
 
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,

@@ -274,10 +274,10 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
 // the arithmetic. Here each image is convolved in its own layout: 8 output
 // positions of a row times a block of up to 12 output channels in vector
 // registers (conv_direct.inc), the weights packed once per call as [block]
-// [C][KH][KW][block size]. Forward only: the input gradient as the same
-// convolution (of the output gradient padded by K-1-p, with the weights
-// flipped) multiplies mostly padding on these sizes and was 1.6-2.9x slower
-// than oneDNN or im2col (engine_bench conv_kernel/backward_input, 2026-11-24).
+// [C][KH][KW][block size]. The gradients have kernels of their own below
+// (the input gradient as the same convolution of the output gradient padded
+// by K-1-p, with the weights flipped, multiplied mostly padding on these
+// sizes and was 1.6-2.9x slower than oneDNN).
 
 struct DirectGeometry {
   int64_t c, hp, wp;  // input channels, padded height and width
@@ -317,6 +317,11 @@ bool direct_avx2_allowed() {
 using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
 DirectImageFn direct_image_fn() {
   return direct_avx2_allowed() ? &direct_avx2::direct_conv_image : &direct_baseline::direct_conv_image;
+}
+
+using DirectInputFn = void (*)(const WeightGeometry&, const float*, const float*, float*, float*);
+DirectInputFn direct_input_fn() {
+  return direct_avx2_allowed() ? &direct_avx2::direct_input_image : &direct_baseline::direct_input_image;
 }
 
 using DirectWeightFn = void (*)(const WeightGeometry&, const float*, const float*, float*, int64_t, int64_t);
@@ -391,6 +396,32 @@ void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const 
   const DirectWeightFn fn = direct_weight_fn();
   const int64_t units = (g.o + 1) / 2 * g.c * g.kh;
   parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
+}
+
+// The input gradient directly where the weight gradient's conditions hold
+// (no padding, rows of whole vectors): per image on the pool, channel pairs
+// of input rows accumulated from the output rows that reach them. The
+// weights packed per call as [pair][O][KH][KW][2] (a single last channel's
+// second slot zero).
+void conv2d_backward_input_direct(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
+  const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+  const int64_t pairs = (g.c + 1) / 2, taps = g.kh * g.kw, per_pair = g.o * taps * 2;
+  float* wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(pairs * per_pair) * 4));
+  for (int64_t p = 0; p < pairs; ++p) {
+    for (int64_t o = 0; o < g.o; ++o) {
+      for (int64_t t = 0; t < taps; ++t) {
+        for (int64_t q = 0; q < 2; ++q) {
+          const int64_t c = 2 * p + q;
+          wpack[p * per_pair + (o * taps + t) * 2 + q] = c < g.c ? w[(o * g.c + c) * taps + t] : 0.0f;
+        }
+      }
+    }
+  }
+  const DirectInputFn fn = direct_input_fn();
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    float* rows = static_cast<float*>(onednn::thread_buffer(kPadded, static_cast<size_t>(2 * g.w) * sizeof(float)));
+    for (int64_t n = n0; n < n1; ++n) fn(d, dy + n * g.o * g.oh * g.ow, wpack, rows, dx + n * g.c * g.h * g.w);
+  });
 }
 
 // --- oneDNN (float32) ----------------------------------------------------------
@@ -522,6 +553,9 @@ template <typename T> void conv2d_onednn_kernel(const KernelArgs& k) {
 
 template <typename T> void conv2d_backward_input_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), k.inputs[0]->shape(), k.attrs);
+  if (use_direct(g) && direct_weight_fits(g)) {
+    return conv2d_backward_input_direct(g, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+  }
   if (!onednn_fits(g, ConvPass::kBackwardData)) return conv2d_backward_input_kernel<T>(k);
   run_onednn(g, ConvPass::kBackwardData, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
 }
