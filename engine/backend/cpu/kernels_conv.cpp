@@ -63,13 +63,21 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
 }
 
 // f(n0, n1, part) over the images split across the pool, part in [0,
-// parts). Each part runs on one thread, so a per-thread buffer
-// (onednn::thread_buffer) is the part's own. OpenBLAS runs one thread per
-// call (thread_pool.cpp), so parts' GEMMs run side by side.
+// image_parts(images)). Each part runs on one thread, so a per-thread
+// buffer (onednn::thread_buffer) is the part's own. OpenBLAS runs one
+// thread per call (thread_pool.cpp), so parts' GEMMs run side by side. Up
+// to 4 parts per thread, claimed as threads come: on a loaded machine a
+// worker that starts late leaves its parts to the others (parallel_for's
+// rule), where one part per thread made the whole region wait for it.
 enum Scratch : int { kColumns = 16, kPartials = 17, kGradients = 20 };
 
+int image_parts(int64_t images) {
+  const int threads = num_threads();
+  return threads <= 1 ? 1 : static_cast<int>(std::min<int64_t>(4 * threads, images));
+}
+
 template <typename F> void for_image_parts(int64_t images, F&& f) {
-  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), images));
+  const int parts = image_parts(images);
   if (parts <= 1) {
     if (images > 0) f(int64_t{0}, images, 0);
     return;
@@ -239,7 +247,7 @@ template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   const int64_t size = k.out.numel();
   std::fill(out, out + size, T(0));
   if (g.l() == 0 || g.k() == 0) return;
-  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.n));
+  const int parts = image_parts(g.n);
   const int64_t chunk = chunk_images(g);
   T* partials = parts > 1 ? static_cast<T*>(
                                 onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(T)))
