@@ -1,7 +1,10 @@
-// conv2d and its two backward ops. float32 runs on oneDNN primitives
-// (forward, backward data, backward weights), which block the channels for
-// the vector units and thread over the whole batch; float64 (oneDNN 2.6 has
-// no f64 convolution) and empty shapes take the im2col + OpenBLAS path below.
+// conv2d and its two backward ops. float32 with fewer than 16 channels on a
+// side, stride 1, one group runs on the direct kernels below (forward; the
+// gradients also need no padding and whole-vector output rows); the rest of
+// float32 on oneDNN primitives (forward, backward data, backward weights),
+// which block the channels for the vector units and thread over the whole
+// batch; float64 (oneDNN 2.6 has no f64 convolution) and empty shapes take
+// the im2col + OpenBLAS path below.
 // im2col: the unfolded columns of one image are [C/groups * kH * kW, oH * oW];
 // the group's weight is [O/groups, C/groups * kH * kW], so the forward is
 // weight x columns written straight into the output's [O/groups, oH * oW]
