@@ -22,11 +22,13 @@
 //    a plain im2col + the same cblas_sgemm call written here.
 //  - conv2d_3x3/...: the engine's eager conv2d vs a plain im2col + the same
 //    cblas_sgemm call written here;
-//  - conv_kernel/<pass>/<shape>: the float32 conv kernels on oneDNN (the
-//    default) vs the same kernels on the old im2col + OpenBLAS path
-//    (settings::set_im2col_conv), forward and both backward ops, on the MNIST
-//    CNN's two convolutions and a wider 3x3 one. The ratio is oneDNN's
-//    speed-up: below 1 means oneDNN is faster.
+//  - conv_kernel/<pass>/<shape>: the float32 conv kernels as the engine
+//    runs them (direct kernels where they fit, else oneDNN) vs oneDNN
+//    alone (cpu::set_direct_conv(false)), forward and both backward ops, on
+//    the MNIST CNN's two convolutions and a wider 3x3 one;
+//    conv_kernel_im2col/<pass>/<shape>: the same against the old im2col +
+//    OpenBLAS path (settings::set_im2col_conv). Below 1: the engine's
+//    default is faster.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -235,7 +237,9 @@ struct ConvCase {
 };
 constexpr ConvCase kConvCases[] = {{64, 1, 28, 10, 5, 0}, {64, 10, 12, 20, 5, 0}, {32, 16, 28, 32, 3, 1}};
 
-void BM_ConvKernel(benchmark::State& state, bool im2col) {
+enum class ConvMode { kDefault, kOneDnn, kIm2col };
+
+void BM_ConvKernel(benchmark::State& state, ConvMode mode) {
   const ConvCase cc = kConvCases[state.range(1)];
   const int64_t oh = cc.hw + 2 * cc.pad - cc.k + 1;
   const Shape xs{cc.n, cc.c, cc.hw, cc.hw}, ws{cc.o, cc.c, cc.k, cc.k}, ys{cc.n, cc.o, oh, oh};
@@ -258,10 +262,12 @@ void BM_ConvKernel(benchmark::State& state, bool im2col) {
   const BufferPtr out = pass == 0 ? buffer(ys) : pass == 1 ? buffer(xs) : buffer(ws);
   const Buffer* inputs[] = {in0, in1};
   const cpu::KernelFn kernel = cpu::find_kernel(op, DType::kFloat32);
-  settings::set_im2col_conv(im2col);
+  settings::set_im2col_conv(mode == ConvMode::kIm2col);
+  cpu::set_direct_conv(mode == ConvMode::kDefault);
   kernel({inputs, *out, attrs});  // warm: oneDNN creates its primitives here
   for (auto _ : state) kernel({inputs, *out, attrs});
   settings::set_im2col_conv(false);
+  cpu::set_direct_conv(true);
   state.SetItemsProcessed(state.iterations() * 2 * cc.n * cc.o * cc.c * cc.k * cc.k * oh * oh);
 }
 
@@ -273,13 +279,16 @@ void BM_ConvKernel(benchmark::State& state, bool im2col) {
       const ConvCase cc = kConvCases[c];
       const std::string shape = std::to_string(cc.n) + "x" + std::to_string(cc.c) + "x" + std::to_string(cc.hw) + "_k" +
                                 std::to_string(cc.k) + "_to_" + std::to_string(cc.o);
-      const std::string name = std::string("conv_kernel/") + passes[pass] + "/" + shape;
-      benchmark::RegisterBenchmark((name + "/lazyscope").c_str(), BM_ConvKernel, false)
-          ->Args({pass, c})
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark((name + "/reference").c_str(), BM_ConvKernel, true)
-          ->Args({pass, c})
-          ->Unit(benchmark::kMicrosecond);
+      for (const ConvMode reference : {ConvMode::kOneDnn, ConvMode::kIm2col}) {
+        const std::string name = std::string(reference == ConvMode::kOneDnn ? "conv_kernel/" : "conv_kernel_im2col/") +
+                                 passes[pass] + "/" + shape;
+        benchmark::RegisterBenchmark((name + "/lazyscope").c_str(), BM_ConvKernel, ConvMode::kDefault)
+            ->Args({pass, c})
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((name + "/reference").c_str(), BM_ConvKernel, reference)
+            ->Args({pass, c})
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   return true;

@@ -428,6 +428,45 @@ def test_max_pool_2x2_with_nans_infinities_and_signed_zeros_matches_numpy():
     assert np.signbit(y[1, 0, 0, 0])  # the first of the tied zeros, -0.0
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("hw", [(8, 16), (24, 24), (9, 27), (10, 30)])
+def test_max_pool_2x2_four_windows_at_a_time_match_numpy_with_special_values(dtype, hw):
+    # Rows of 4, 12, 13 and 15 windows: the float32 kernels take four windows
+    # at a time (SSE) and the rest one at a time; special values and ties
+    # land in both parts and at every position of a window.
+    import lazyscope.nn.functional as F
+    rng = np.random.default_rng(hw[0] * 100 + hw[1])
+    x = rng.integers(-2, 3, (2, 3) + hw).astype(dtype)  # many ties
+    where = rng.random(x.shape)
+    x[where < 0.04] = np.nan
+    x[(where >= 0.04) & (where < 0.08)] = -np.inf
+    x[(where >= 0.08) & (where < 0.1)] = np.inf
+    x[(where >= 0.1) & (where < 0.2)] = -0.0
+    x[0, 0, 0:2, 0:8] = [[-0.0, 0.0, 0.0, -0.0, np.nan, np.nan, -np.inf, -np.inf],
+                         [0.0, -0.0, -0.0, 0.0, 1.0, np.nan, -np.inf, -np.inf]]
+    oh, ow = hw[0] // 2, hw[1] // 2
+    dy = (np.arange(2 * 3 * oh * ow, dtype=dtype).reshape(2, 3, oh, ow) % 11) + 1
+
+    def run():
+        X = lazyscope.tensor(x, device=DEV, requires_grad=True)
+        y = F.max_pool2d(X, 2)
+        (y * lazyscope.tensor(dy, device=DEV)).sum().backward()
+        return y, X.grad
+
+    (y, dx), _ = run_graph(run)
+    # The forward's values are where the gradient goes: the first maximum
+    # (-0.0 or 0.0, whichever comes first among tied zeros), NaN wins.
+    want = np.full(y.shape, np.nan, dtype=dtype)
+    routed = max_pool_grad_reference(x, 2, 2, 0, np.ones_like(dy))
+    for b, ch, i, j in zip(*np.nonzero(routed)):
+        want[b, ch, i // 2, j // 2] = x[b, ch, i, j]
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(want))
+    np.testing.assert_array_equal(dx, max_pool_grad_reference(x, 2, 2, 0, dy))
+    assert np.signbit(y[0, 0, 0, 0]) and not np.signbit(y[0, 0, 0, 1])
+    assert np.isnan(y[0, 0, 0, 2]) and y[0, 0, 0, 3] == -np.inf
+
+
 def test_an_update_reading_a_returned_gradient_moves_up_to_be_its_gemms_epilogue():
     # g = x.t() @ dy is returned and read by one fused update, which sits
     # after another product: the update moves up to g's GEMM (its other

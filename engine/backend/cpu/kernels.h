@@ -62,6 +62,14 @@ GemmSplit set_gemm_split(GemmSplit mode);
 GemmSplit gemm_split_from_name(const std::string& name);  // throws on an unknown name
 const char* gemm_split_name(GemmSplit mode);
 
+// Whether float32 convolutions with stride 1, no dilation, one group and
+// fewer than 16 channels on a side run on the direct kernels of
+// kernels_conv.cpp (forward; both gradients where there is no padding and
+// output rows are whole 8-float vectors) instead of oneDNN or im2col
+// (default: yes); returns the previous choice. For benchmarks comparing them
+// in one process.
+bool set_direct_conv(bool on);
+
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.
 // Positions of the non-zero elements in the flattened input: int64 [K].

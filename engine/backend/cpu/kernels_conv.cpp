@@ -1,7 +1,10 @@
-// conv2d and its two backward ops. float32 runs on oneDNN primitives
-// (forward, backward data, backward weights), which block the channels for
-// the vector units and thread over the whole batch; float64 (oneDNN 2.6 has
-// no f64 convolution) and empty shapes take the im2col + OpenBLAS path below.
+// conv2d and its two backward ops. float32 with fewer than 16 channels on a
+// side, stride 1, one group runs on the direct kernels below (forward; the
+// gradients also need no padding and whole-vector output rows); the rest of
+// float32 on oneDNN primitives (forward, backward data, backward weights),
+// which block the channels for the vector units and thread over the whole
+// batch; float64 (oneDNN 2.6 has no f64 convolution) and empty shapes take
+// the im2col + OpenBLAS path below.
 // im2col: the unfolded columns of one image are [C/groups * kH * kW, oH * oW];
 // the group's weight is [O/groups, C/groups * kH * kW], so the forward is
 // weight x columns written straight into the output's [O/groups, oH * oW]
@@ -10,10 +13,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/onednn.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/settings.h"
 
 namespace lazyscope::cpu {
@@ -58,23 +65,124 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
   }
 }
 
-// Visits every (column row, output position) pair whose input pixel lies
-// inside the image: f(column index, input index), both relative to the
-// group's first channel. Positions in the padding are skipped.
-template <typename F> void for_each_tap(const ConvGeometry& g, F&& f) {
-  const int64_t l = g.l();
+// f(n0, n1, part) over the images split across the pool, part in [0,
+// image_parts(images)). Each part runs on one thread, so a per-thread
+// buffer (onednn::thread_buffer) is the part's own. OpenBLAS runs one
+// thread per call (thread_pool.cpp), so parts' GEMMs run side by side. Up
+// to 4 parts per thread, claimed as threads come: on a loaded machine a
+// worker that starts late leaves its parts to the others (parallel_for's
+// rule), where one part per thread made the whole region wait for it.
+enum Scratch : int { kColumns = 16, kPartials = 17, kGradients = 20 };
+
+int image_parts(int64_t images) {
+  const int threads = num_threads();
+  return threads <= 1 ? 1 : static_cast<int>(std::min<int64_t>(4 * threads, images));
+}
+
+template <typename F> void for_image_parts(int64_t images, F&& f) {
+  const int parts = image_parts(images);
+  if (parts <= 1) {
+    if (images > 0) f(int64_t{0}, images, 0);
+    return;
+  }
+  auto body = [&](int ith, int nth) {
+    const auto [b, e] = split(images, ith, nth);
+    if (b < e) f(b, e, ith);
+  };
+  parallel_region(parts, RegionBody(body));
+}
+
+// Copies a short row (a few to a few dozen elements): in 32-byte moves
+// that the compiler inlines, where std::copy's call to memmove cost more
+// than the copy (21% of an im2col weight gradient, perf).
+template <typename T> void copy_row(const T* __restrict src, int64_t n, T* __restrict dst) {
+  const auto* s = reinterpret_cast<const char*>(src);
+  auto* d = reinterpret_cast<char*>(dst);
+  int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  for (; bytes >= 32; bytes -= 32, s += 32, d += 32) __builtin_memcpy(d, s, 32);
+  for (; bytes >= static_cast<int64_t>(sizeof(T)); bytes -= sizeof(T), s += sizeof(T), d += sizeof(T)) {
+    __builtin_memcpy(d, s, sizeof(T));
+  }
+}
+
+// The output columns [x0, x1) whose tap j reads inside the image:
+// 0 <= x*sw - pw + j*dw < w.
+std::pair<int64_t, int64_t> tap_columns(const ConvGeometry& g, int64_t j) {
+  const int64_t first = g.pw - j * g.dw;  // x*sw >= first
+  const int64_t x0 = std::clamp<int64_t>(first <= 0 ? 0 : (first + g.sw - 1) / g.sw, 0, g.ow);
+  const int64_t last = g.w - 1 + g.pw - j * g.dw;  // x*sw <= last
+  const int64_t x1 = std::clamp<int64_t>(last < 0 ? 0 : last / g.sw + 1, x0, g.ow);
+  return {x0, x1};
+}
+
+// The columns of one image's group into rows `ld` apart (several images'
+// columns side by side): each row's valid output positions found by
+// arithmetic, not tested one by one; a row of a stride-1 tap is a copy.
+template <typename T> void im2col_rows(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
   for (int64_t ci = 0; ci < g.cg(); ++ci) {
     for (int64_t i = 0; i < g.kh; ++i) {
       for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t row = (ci * g.kh + i) * g.kw + j;
+        T* row = cols + ((ci * g.kh + i) * g.kw + j) * ld;
+        const auto [x0, x1] = tap_columns(g, j);
+        for (int64_t y = 0; y < g.oh; ++y) {
+          T* dst = row + y * g.ow;
+          const int64_t iy = y * g.sh - g.ph + i * g.dh;
+          if (iy < 0 || iy >= g.h || x0 == x1) {
+            std::fill(dst, dst + g.ow, T(0));
+            continue;
+          }
+          const T* src = image + (ci * g.h + iy) * g.w + (x0 * g.sw - g.pw + j * g.dw);  // x0's pixel
+          std::fill(dst, dst + x0, T(0));
+          if (g.sw == 1) {
+            copy_row(src, x1 - x0, dst + x0);
+          } else {
+            for (int64_t x = x0; x < x1; ++x) dst[x] = src[(x - x0) * g.sw];
+          }
+          std::fill(dst + x1, dst + g.ow, T(0));
+        }
+      }
+    }
+  }
+}
+
+// x [N, C, H, W] * w [O, C/G, kH, kW] -> out [N, O, oH, oW]: per image and
+// group, weight x columns written straight into the output's block.
+template <typename T> void conv2d_kernel(const KernelArgs& k) {
+  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
+  const T* x = k.inputs[0]->as<T>();
+  const T* w = k.inputs[1]->as<T>();
+  T* out = k.out.as<T>();
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    T* cols = static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(g.k() * g.l()) * sizeof(T)));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const T* image = x + (n * g.c + grp * g.cg()) * g.h * g.w;
+        if (!g.identity_columns()) im2col_rows(g, image, cols, g.l());
+        gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), g.identity_columns() ? image : cols,
+             out + (n * g.o + grp * g.og()) * g.l(), false);
+      }
+    }
+  });
+}
+
+// The inverse of im2col_rows: adds each column row back onto the pixels it
+// was read from (`image` zeroed by the caller).
+template <typename T> void col2im_rows(const ConvGeometry& g, const T* cols, int64_t ld, T* image) {
+  for (int64_t ci = 0; ci < g.cg(); ++ci) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const T* row = cols + ((ci * g.kh + i) * g.kw + j) * ld;
+        const auto [x0, x1] = tap_columns(g, j);
+        if (x0 == x1) continue;
         for (int64_t y = 0; y < g.oh; ++y) {
           const int64_t iy = y * g.sh - g.ph + i * g.dh;
           if (iy < 0 || iy >= g.h) continue;
-          const int64_t col = row * l + y * g.ow;
-          const int64_t in = (ci * g.h + iy) * g.w;
-          for (int64_t x = 0; x < g.ow; ++x) {
-            const int64_t ix = x * g.sw - g.pw + j * g.dw;
-            if (ix >= 0 && ix < g.w) f(col + x, in + ix);
+          const T* src = row + y * g.ow;
+          T* dst = image + (ci * g.h + iy) * g.w + (x0 * g.sw - g.pw + j * g.dw);  // x0's pixel
+          if (g.sw == 1) {
+            for (int64_t x = 0; x < x1 - x0; ++x) dst[x] += src[x0 + x];
+          } else {
+            for (int64_t x = x0; x < x1; ++x) dst[(x - x0) * g.sw] += src[x];
           }
         }
       }
@@ -82,73 +190,249 @@ template <typename F> void for_each_tap(const ConvGeometry& g, F&& f) {
   }
 }
 
-// The columns of one image's group (`image` points at its first channel).
-template <typename T> const T* im2col(const ConvGeometry& g, const T* image, std::vector<T>& cols) {
-  if (g.identity_columns()) return image;
-  std::fill(cols.begin(), cols.end(), T(0));
-  for_each_tap(g, [&](int64_t c, int64_t i) { cols[static_cast<size_t>(c)] = image[i]; });
-  return cols.data();
-}
+// Images per chunk of the batched im2col kernels: their columns some 384 KiB
+// (float32), to stay in L2.
+int64_t chunk_images(const ConvGeometry& g) { return std::max<int64_t>(1, (int64_t{96} << 10) / (g.k() * g.l())); }
 
-template <typename T> void conv2d_kernel(const KernelArgs& k) {
-  const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
-  const T* x = k.inputs[0]->as<T>();
-  const T* w = k.inputs[1]->as<T>();
-  T* out = k.out.as<T>();
-  std::vector<T> cols(g.identity_columns() ? 0 : static_cast<size_t>(g.k() * g.l()));
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
-      gemm(false, false, g.og(), g.l(), g.k(), w + grp * g.og() * g.k(), columns,
-           out + (n * g.o + grp * g.og()) * g.l(), false);
-    }
+// Gathers the chunk's output gradients [images][O/G][L] of group grp into
+// [O/G, images * L].
+template <typename T>
+void gather_rows(const ConvGeometry& g, const T* grad, int64_t n0, int64_t images, int64_t grp, T* dys) {
+  const int64_t ld = images * g.l();
+  for (int64_t m = 0; m < images; ++m) {
+    const T* dy = grad + ((n0 + m) * g.o + grp * g.og()) * g.l();
+    for (int64_t o = 0; o < g.og(); ++o) copy_row(dy + o * g.l(), g.l(), dys + o * ld + m * g.l());
   }
 }
 
-// (grad, weight) -> grad input: columns = weight^T x grad, folded back (col2im).
+// (grad, weight) -> grad input: columns = weight^T x grad, folded back
+// (col2im), one GEMM per chunk of images as the weight gradient below.
 template <typename T> void conv2d_backward_input_kernel(const KernelArgs& k) {
   const Shape& gs = k.inputs[0]->shape();
   const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), gs, k.attrs);
   const T* grad = k.inputs[0]->as<T>();
   const T* w = k.inputs[1]->as<T>();
   T* out = k.out.as<T>();
-  if (g.identity_columns()) {  // the columns are the input gradient itself
-    for (int64_t n = 0; n < g.n; ++n) {
+  std::fill(out, out + k.out.numel(), T(0));
+  if (g.l() == 0 || g.k() == 0) return;
+  const int64_t chunk = chunk_images(g);
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    const int64_t most = std::min(chunk, n1 - n0);
+    T* cols = static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(most * g.k() * g.l()) * sizeof(T)));
+    T* dys = static_cast<T*>(onednn::thread_buffer(kGradients, static_cast<size_t>(most * g.og() * g.l()) * sizeof(T)));
+    for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+      const int64_t images = std::min(chunk, n1 - c0), ld = images * g.l();
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), grad + (n * g.o + grp * g.og()) * g.l(),
-             out + (n * g.c + grp * g.cg()) * g.h * g.w, false);
+        gather_rows(g, grad, c0, images, grp, dys);
+        gemm(true, false, g.k(), ld, g.og(), w + grp * g.og() * g.k(), dys, cols, false);
+        for (int64_t m = 0; m < images; ++m) {
+          col2im_rows(g, cols + m * g.l(), ld, out + ((c0 + m) * g.c + grp * g.cg()) * g.h * g.w);
+        }
       }
     }
-    return;
-  }
-  std::fill(out, out + k.out.numel(), T(0));
-  std::vector<T> cols(static_cast<size_t>(g.k() * g.l()));
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      gemm(true, false, g.k(), g.l(), g.og(), w + grp * g.og() * g.k(), grad + (n * g.o + grp * g.og()) * g.l(),
-           cols.data(), false);
-      T* image = out + (n * g.c + grp * g.cg()) * g.h * g.w;
-      for_each_tap(g, [&](int64_t c, int64_t i) { image[i] += cols[static_cast<size_t>(c)]; });
-    }
-  }
+  });
 }
 
-// (input, grad) -> grad weight: the sum over images of grad x columns^T.
+// (input, grad) -> grad weight: the sum over images of grad x columns^T,
+// as one GEMM per chunk of images: the chunk's columns side by side
+// [C/G * kH * kW, images * oH * oW] (some 384 KiB, to stay in L2) and its
+// gradients gathered the same way [O/G, images * oH * oW], so the GEMM's
+// inner dimension is the chunk's positions, not one image's (64 for the
+// MNIST CNN's second layer). Each part sums its images into its own partial
+// (part 0 into the output), added up in part order afterwards, so the
+// result does not depend on which thread ran which part.
 template <typename T> void conv2d_backward_weight_kernel(const KernelArgs& k) {
   const Shape& gs = k.inputs[1]->shape();
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), gs, k.attrs);
   const T* x = k.inputs[0]->as<T>();
   const T* grad = k.inputs[1]->as<T>();
   T* out = k.out.as<T>();
-  if (g.n == 0) std::fill(out, out + k.out.numel(), T(0));
-  std::vector<T> cols(g.identity_columns() ? 0 : static_cast<size_t>(g.k() * g.l()));
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* columns = im2col(g, x + (n * g.c + grp * g.cg()) * g.h * g.w, cols);
-      gemm(false, true, g.og(), g.k(), g.l(), grad + (n * g.o + grp * g.og()) * g.l(), columns,
-           out + grp * g.og() * g.k(), n > 0);
+  const int64_t size = k.out.numel();
+  std::fill(out, out + size, T(0));
+  if (g.l() == 0 || g.k() == 0) return;
+  const int parts = image_parts(g.n);
+  const int64_t chunk = chunk_images(g);
+  T* partials = parts > 1 ? static_cast<T*>(
+                                onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(T)))
+                          : nullptr;
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int part) {
+    T* sum = part == 0 ? out : partials + (part - 1) * size;
+    const int64_t most = std::min(chunk, n1 - n0);
+    T* cols = static_cast<T*>(onednn::thread_buffer(kColumns, static_cast<size_t>(most * g.k() * g.l()) * sizeof(T)));
+    T* dys = static_cast<T*>(onednn::thread_buffer(kGradients, static_cast<size_t>(most * g.og() * g.l()) * sizeof(T)));
+    for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+      const int64_t images = std::min(chunk, n1 - c0), ld = images * g.l();
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        for (int64_t m = 0; m < images; ++m) {
+          im2col_rows(g, x + ((c0 + m) * g.c + grp * g.cg()) * g.h * g.w, cols + m * g.l(), ld);
+        }
+        gather_rows(g, grad, c0, images, grp, dys);
+        gemm(false, true, g.og(), g.k(), ld, dys, cols, sum + grp * g.og() * g.k(), c0 > n0);
+      }
+    }
+  });
+  for (int part = 1; part < parts; ++part) {
+    const T* p = partials + (part - 1) * size;
+    for (int64_t i = 0; i < size; ++i) out[i] += p[i];
+  }
+}
+
+// --- direct convolution (float32, stride 1, no dilation, one group) ------------
+//
+// The MNIST CNN's convolutions are small in channels (1 -> 10, 10 -> 20):
+// oneDNN blocks channels by 16 (most of each block padding) and reorders
+// NCHW to its blocked layout and back on every call, which cost more than
+// the arithmetic. Here each image is convolved in its own layout: 8 output
+// positions of a row times a block of up to 12 output channels in vector
+// registers (conv_direct.inc), the weights packed once per call as [block]
+// [C][KH][KW][block size]. The gradients have kernels of their own below
+// (the input gradient as the same convolution of the output gradient padded
+// by K-1-p, with the weights flipped, multiplied mostly padding on these
+// sizes and was 1.6-2.9x slower than oneDNN).
+
+struct DirectGeometry {
+  int64_t c, hp, wp;  // input channels, padded height and width
+  int64_t o, kh, kw;  // output channels, kernel
+  int64_t oh, ow;     // output
+};
+
+struct WeightGeometry {
+  int64_t n, c, h, w;  // input
+  int64_t o, kh, kw;   // weight
+  int64_t oh, ow;      // output
+};
+
+namespace direct_avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "backend/cpu/conv_direct.inc"
+#pragma GCC pop_options
+}  // namespace direct_avx2
+
+namespace direct_baseline {
+#include "backend/cpu/conv_direct.inc"
+}  // namespace direct_baseline
+
+// AVX2 + FMA where the CPU has them and LAZYSCOPE_CPU_ISA allows (as the
+// fused kernels' tile functions), else x86-64's SSE2.
+bool direct_avx2_allowed() {
+  static const bool allowed = [] {
+    __builtin_cpu_init();
+    const std::string limit = settings::cpu_isa_limit();
+    return (limit.empty() || limit == "avx512f" || limit == "avx2") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
+  }();
+  return allowed;
+}
+
+using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
+DirectImageFn direct_image_fn() {
+  return direct_avx2_allowed() ? &direct_avx2::direct_conv_image : &direct_baseline::direct_conv_image;
+}
+
+using DirectInputFn = void (*)(const WeightGeometry&, const float*, const float*, float*, float*);
+DirectInputFn direct_input_fn() {
+  return direct_avx2_allowed() ? &direct_avx2::direct_input_image : &direct_baseline::direct_input_image;
+}
+
+using DirectWeightFn = void (*)(const WeightGeometry&, const float*, const float*, float*, int64_t, int64_t);
+DirectWeightFn direct_weight_fn() {
+  return direct_avx2_allowed() ? &direct_avx2::direct_weight_units : &direct_baseline::direct_weight_units;
+}
+
+std::atomic<bool> g_direct_conv{true};
+
+enum DirectScratch : int { kPacked = 18, kPadded = 19 };
+
+// Output channels per register block: as even as blocks of at most 12 go.
+int direct_block_size(int64_t o) {
+  const int64_t blocks = (o + 11) / 12;
+  return static_cast<int>((o + blocks - 1) / blocks);
+}
+
+// Convolves every image of x [n, d.c, h, w] (padded by ph, pw on the fly)
+// with the packed weights into out [n, d.o, d.oh, d.ow], images split
+// across the pool.
+void direct_conv(const DirectGeometry& d, int64_t n, int64_t h, int64_t w, int64_t ph, int64_t pw, const float* x,
+                 const float* wpack, int ob, float* out) {
+  const DirectImageFn fn = direct_image_fn();
+  const size_t padded = static_cast<size_t>(d.c * d.hp * d.wp);
+  for_image_parts(n, [&](int64_t n0, int64_t n1, int) {
+    // 8 floats of slack: a row's last vector may read past the image.
+    float* img = static_cast<float*>(onednn::thread_buffer(kPadded, (padded + 8) * sizeof(float)));
+    std::fill(img, img + padded + 8, 0.0f);
+    for (int64_t i = n0; i < n1; ++i) {
+      const float* src = x + i * d.c * h * w;
+      for (int64_t c = 0; c < d.c; ++c) {
+        for (int64_t y = 0; y < h; ++y) {
+          std::copy(src + (c * h + y) * w, src + (c * h + y + 1) * w, img + (c * d.hp + y + ph) * d.wp + pw);
+        }
+      }
+      fn(d, ob, img, wpack, out + i * d.o * d.oh * d.ow);
+    }
+  });
+}
+
+bool direct_fits(const ConvGeometry& g) {
+  return g.groups == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.n > 0 && g.c > 0 && g.o > 0 &&
+         g.oh > 0 && g.ow > 0;
+}
+
+void conv2d_direct(const ConvGeometry& g, const float* x, const float* w, float* out) {
+  const DirectGeometry d{g.c, g.h + 2 * g.ph, g.w + 2 * g.pw, g.o, g.kh, g.kw, g.oh, g.ow};
+  const int ob = direct_block_size(g.o);
+  const int64_t blocks = (g.o + ob - 1) / ob, taps = g.c * g.kh * g.kw;
+  float* wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(blocks * taps * ob) * 4));
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t t = 0; t < taps; ++t) {
+      for (int q = 0; q < ob; ++q) {
+        const int64_t o = b * ob + q;
+        wpack[(b * taps + t) * ob + q] = o < g.o ? w[o * taps + t] : 0.0f;
+      }
     }
   }
+  direct_conv(d, g.n, g.h, g.w, g.ph, g.pw, x, wpack, ob, out);
+}
+
+// The weight gradient directly (stride 1, no padding, output rows a
+// whole number of vectors: the MNIST CNN's 24- and 8-wide rows), split
+// across the pool by (output channel pair, input channel, kernel row): each
+// weight element summed by one thread, no partials.
+bool direct_weight_fits(const ConvGeometry& g) {
+  return direct_fits(g) && g.ph == 0 && g.pw == 0 && g.ow % 8 == 0 && g.kw <= 7;
+}
+
+void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+  const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+  const DirectWeightFn fn = direct_weight_fn();
+  const int64_t units = (g.o + 1) / 2 * g.c * g.kh;
+  parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
+}
+
+// The input gradient directly where the weight gradient's conditions hold
+// (no padding, rows of whole vectors): per image on the pool, channel pairs
+// of input rows accumulated from the output rows that reach them. The
+// weights packed per call as [pair][O][KH][KW][2] (a single last channel's
+// second slot zero).
+void conv2d_backward_input_direct(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
+  const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+  const int64_t pairs = (g.c + 1) / 2, taps = g.kh * g.kw, per_pair = g.o * taps * 2;
+  float* wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(pairs * per_pair) * 4));
+  for (int64_t p = 0; p < pairs; ++p) {
+    for (int64_t o = 0; o < g.o; ++o) {
+      for (int64_t t = 0; t < taps; ++t) {
+        for (int64_t q = 0; q < 2; ++q) {
+          const int64_t c = 2 * p + q;
+          wpack[p * per_pair + (o * taps + t) * 2 + q] = c < g.c ? w[(o * g.c + c) * taps + t] : 0.0f;
+        }
+      }
+    }
+  }
+  const DirectInputFn fn = direct_input_fn();
+  for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
+    float* rows = static_cast<float*>(onednn::thread_buffer(kPadded, static_cast<size_t>(2 * g.w) * sizeof(float)));
+    for (int64_t n = n0; n < n1; ++n) fn(d, dy + n * g.o * g.oh * g.ow, wpack, rows, dx + n * g.c * g.h * g.w);
+  });
 }
 
 // --- oneDNN (float32) ----------------------------------------------------------
@@ -261,25 +545,44 @@ void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void*
   onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
 }
 
+// The direct kernels where oneDNN's blocks of 16 channels would be mostly
+// padding (fewer than 16 channels on either side): measured one thread,
+// engine_bench conv_kernel (benchmarks/README.md, branch `cnn`): the MNIST
+// CNN's 1 -> 10 and 10 -> 20 forward 283 vs 542 and 506 vs 613 us, their
+// weight gradients 310 vs 425 (im2col) and 962 vs 1223 us; 16 -> 32
+// channels, 3x3, forward 3708 vs oneDNN's 2507 us.
+bool use_direct(const ConvGeometry& g) {
+  return g_direct_conv && !settings::im2col_conv() && direct_fits(g) && (g.c < 16 || g.o < 16);
+}
+
 template <typename T> void conv2d_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.inputs[1]->shape(), k.out.shape(), k.attrs);
+  if (use_direct(g)) return conv2d_direct(g, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
   if (!onednn_fits(g, ConvPass::kForward)) return conv2d_kernel<T>(k);
   run_onednn(g, ConvPass::kForward, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
 }
 
 template <typename T> void conv2d_backward_input_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.out.shape(), k.inputs[1]->shape(), k.inputs[0]->shape(), k.attrs);
+  if (use_direct(g) && direct_weight_fits(g)) {
+    return conv2d_backward_input_direct(g, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+  }
   if (!onednn_fits(g, ConvPass::kBackwardData)) return conv2d_backward_input_kernel<T>(k);
   run_onednn(g, ConvPass::kBackwardData, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
 }
 
 template <typename T> void conv2d_backward_weight_onednn_kernel(const KernelArgs& k) {
   const ConvGeometry g = geometry(k.inputs[0]->shape(), k.out.shape(), k.inputs[1]->shape(), k.attrs);
+  if (use_direct(g) && direct_weight_fits(g)) {
+    return conv2d_backward_weight_direct(g, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
+  }
   if (!onednn_fits(g, ConvPass::kBackwardWeights)) return conv2d_backward_weight_kernel<T>(k);
   run_onednn(g, ConvPass::kBackwardWeights, k.inputs[0]->as<T>(), k.inputs[1]->as<T>(), k.out.as<T>());
 }
 
 }  // namespace
+
+bool set_direct_conv(bool on) { return g_direct_conv.exchange(on); }
 
 void add_conv_kernels(Table& t) {
   rows<float>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_onednn_kernel));

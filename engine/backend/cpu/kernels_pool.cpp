@@ -6,10 +6,13 @@
 // not share (it starts windows at the lowest finite value and its max does
 // not propagate NaN); such inputs, float64 and the average pools take the
 // loops here.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/onednn.h"
@@ -112,14 +115,45 @@ void for_each_max_2x2(const PoolGeometry& g, const T* x, F&& f, int64_t p0, int6
   }
 }
 
+// The 2x2 kernels below take four windows at a time in SSE2 (every x86-64
+// has it: no dispatch) and the rest of a row one window at a time, with the
+// same rule in both: NaN wins, the first maximum on ties. Branch-free: which
+// of four is the maximum is data, and on real activations a branch per
+// comparison mispredicts (the scalar loop compiled to branches and took
+// ~15% of the MNIST CNN's step; benchmarks/README.md, branch `cnn`).
+inline bool beats(float best, float v) { return (best == best) & ((v > best) | (v != v)); }
+inline bool beats(double best, double v) { return (best == best) & ((v > best) | (v != v)); }
+inline __m128 beats4(__m128 best, __m128 v) {
+  return _mm_and_ps(_mm_cmpord_ps(best, best), _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v)));
+}
+inline __m128 select4(__m128 m, __m128 x, __m128 y) { return _mm_or_ps(_mm_and_ps(m, x), _mm_andnot_ps(m, y)); }
+
+// Windows ox .. ox+3 of a row pair: a, b the top row's even and odd
+// columns, c, d the bottom row's.
+struct Windows4 {
+  __m128 a, b, c, d;
+  Windows4(const float* r0, const float* r1, int64_t ox) {
+    const __m128 t0 = _mm_loadu_ps(r0 + 2 * ox), t1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+    const __m128 u0 = _mm_loadu_ps(r1 + 2 * ox), u1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+    a = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
+    b = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
+    c = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
+    d = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+};
+
+// The first output column left to the one-window loop.
+template <typename T> int64_t scalar_from(int64_t ow) {
+  if constexpr (std::is_same_v<T, float>) return ow / 4 * 4;
+  return 0;
+}
+
 // The 2x2 backward without a scatter: windows do not overlap, so each
 // input element gets its window's gradient or 0, written once, a row pair
-// at a time. Which of a window's four wins is computed with selects (the
-// for_each_max rule: NaN wins, the first maximum on ties), which vectorise:
-// a branch per comparison cost ~30 cycles a window on real activations.
+// at a time.
 template <typename T>
 void max_pool_2x2_backward_planes(const PoolGeometry& g, const T* x, const T* grad, T* out, int64_t p0, int64_t p1) {
-  const auto beats = [](T best, T v) { return (best == best) & ((v > best) | (v != v)); };
+  const int64_t vector_end = scalar_from<T>(g.ow);
   for (int64_t p = p0; p < p1; ++p) {
     const T* xp = x + p * g.h * g.w;
     T* op = out + p * g.h * g.w;
@@ -130,7 +164,23 @@ void max_pool_2x2_backward_planes(const PoolGeometry& g, const T* x, const T* gr
       T* __restrict o0 = op + 2 * oy * g.w;
       T* __restrict o1 = o0 + g.w;
       const T* __restrict gr = gp + oy * g.ow;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t ox = 0; ox < vector_end; ox += 4) {
+          const Windows4 v(r0, r1, ox);
+          const __m128 gv = _mm_loadu_ps(gr + ox);
+          const __m128 wb = beats4(v.a, v.b), m1 = select4(wb, v.b, v.a);
+          const __m128 wc = beats4(m1, v.c), m2 = select4(wc, v.c, m1);
+          const __m128 wd = beats4(m2, v.d);
+          const __m128 not_d = _mm_andnot_ps(wd, gv), not_cd = _mm_andnot_ps(wc, not_d);
+          const __m128 e0 = _mm_andnot_ps(wb, not_cd), d0 = _mm_and_ps(wb, not_cd);  // top row: even, odd
+          const __m128 e1 = _mm_and_ps(wc, not_d), d1 = _mm_and_ps(wd, gv);          // bottom row
+          _mm_storeu_ps(o0 + 2 * ox, _mm_unpacklo_ps(e0, d0));
+          _mm_storeu_ps(o0 + 2 * ox + 4, _mm_unpackhi_ps(e0, d0));
+          _mm_storeu_ps(o1 + 2 * ox, _mm_unpacklo_ps(e1, d1));
+          _mm_storeu_ps(o1 + 2 * ox + 4, _mm_unpackhi_ps(e1, d1));
+        }
+      }
+      for (int64_t ox = vector_end; ox < g.ow; ++ox) {
         const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1], gv = gr[ox];
         const bool wb = beats(a, b);
         const T m1 = wb ? b : a;
@@ -152,13 +202,21 @@ void max_pool_2x2_backward_planes(const PoolGeometry& g, const T* x, const T* gr
 
 // The 2x2 forward the same way: the window's first maximum (NaN wins).
 template <typename T> void max_pool_2x2_planes(const PoolGeometry& g, const T* x, T* out, int64_t p0, int64_t p1) {
-  const auto beats = [](T best, T v) { return (best == best) & ((v > best) | (v != v)); };
+  const int64_t vector_end = scalar_from<T>(g.ow);
   for (int64_t p = p0; p < p1; ++p) {
     for (int64_t oy = 0; oy < g.oh; ++oy) {
       const T* __restrict r0 = x + p * g.h * g.w + 2 * oy * g.w;
       const T* __restrict r1 = r0 + g.w;
       T* __restrict o = out + (p * g.oh + oy) * g.ow;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t ox = 0; ox < vector_end; ox += 4) {
+          const Windows4 v(r0, r1, ox);
+          const __m128 m1 = select4(beats4(v.a, v.b), v.b, v.a);
+          const __m128 m2 = select4(beats4(m1, v.c), v.c, m1);
+          _mm_storeu_ps(o + ox, select4(beats4(m2, v.d), v.d, m2));
+        }
+      }
+      for (int64_t ox = vector_end; ox < g.ow; ++ox) {
         const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
         const T m1 = beats(a, b) ? b : a;
         const T m2 = beats(m1, c) ? c : m1;
@@ -375,7 +433,11 @@ bool onednn_pool_fits(const PoolGeometry& g) { return g.planes > 0 && g.h > 0 &&
 template <typename T> void max_pool2d_onednn_kernel(const KernelArgs& k) {
   const PoolGeometry g = pool_geometry(k.inputs[0]->shape(), k.out.shape(), k.attrs, true);
   const float* x = k.inputs[0]->as<float>();
-  if (!onednn_pool_fits(g) || !onednn_max_safe(x, k.inputs[0]->numel())) return max_pool2d_kernel<T>(k);
+  // The plain 2x2 window: the SSE loop above is faster than oneDNN (no
+  // reorders, no NaN scan) and keeps PyTorch's NaN rule itself.
+  if (is_plain_2x2(g) || !onednn_pool_fits(g) || !onednn_max_safe(x, k.inputs[0]->numel())) {
+    return max_pool2d_kernel<T>(k);
+  }
   const auto& plan = max_pool_plan(k.inputs[0]->shape(), k.out.shape(), g);
   onednn::execute(plan, {const_cast<float*>(x), k.out.as<float>()});
 }
@@ -383,12 +445,10 @@ template <typename T> void max_pool2d_onednn_kernel(const KernelArgs& k) {
 }  // namespace
 
 void add_pool_kernels(Table& t) {
-  // Forward on oneDNN; the backward on the loops above, threaded by plane:
-  // one pass, where oneDNN runs the forward again for its workspace and
-  // then the backward (measured on [64, 10, 24, 24], 2x2, one thread: 259 us
-  // with the 2x2 selects against 905 with a branch per comparison; oneDNN
-  // took 380 on two threads; the forward 176-300 us on oneDNN against ~262
-  // here).
+  // Forward on oneDNN but for the plain 2x2 window; the backward on the
+  // loops above, threaded by plane: one pass, where oneDNN runs the forward
+  // again for its workspace and then the backward (figures:
+  // benchmarks/README.md, branch `cnn`).
   rows<float>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_onednn_kernel));
   rows<double>(t, OpKind::kMaxPool2d, LAZYSCOPE_KERNEL(max_pool2d_kernel));
   rows<float, double>(t, OpKind::kMaxPool2dBackward, LAZYSCOPE_KERNEL(max_pool2d_backward_kernel));
