@@ -503,3 +503,37 @@ def test_a_matmul_reading_transposed_operands_reports_its_multiply_adds():
     np.testing.assert_allclose(out.numpy(), a.numpy().T @ b.numpy().T, rtol=1e-5, atol=1e-5)
     gemms = [int(kern["flops"]) for kern in profiles[-1]["kernels"] if kern["name"] == "gemm"]
     assert gemms == [2 * m * n * k], gemms
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 8, 12), (1, 2, 7, 9)])  # odd sizes: a row and a column no window covers
+def test_a_2x2_max_pool_backward_is_written_over_the_input_it_reads_last(shape):
+    # h = cumsum(x) is saved by the pool and read last by its backward, which
+    # the plan writes over h's bytes (windows do not overlap: each is read
+    # whole before its results are written). NumPy's gradient is the oracle.
+    from lazyscope.nn import functional as F
+
+    rng = np.random.default_rng(12)
+    a = rng.permutation(np.prod(shape)).reshape(shape).astype(np.float32) / 7.0  # no ties within a window
+    n, c, h, w = shape
+    g = rng.standard_normal((n, c, h // 2, w // 2)).astype(np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV, requires_grad=True)
+        hx = x.cumsum(3)
+        (F.max_pool2d(hx, 2) * lazyscope.tensor(g, device=DEV)).sum().backward()
+        return x.grad
+
+    got, program = program_of(run)
+    hx = np.cumsum(a, 3)
+    dh = np.zeros_like(hx)
+    for i in range(h // 2):
+        for j in range(w // 2):
+            win = hx[:, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2].reshape(n, c, 4)
+            k = win.argmax(axis=2)
+            for di in range(2):
+                for dj in range(2):
+                    dh[:, :, 2 * i + di, 2 * j + dj] = np.where(k == 2 * di + dj, g[:, :, i, j], 0)
+    want = np.flip(np.cumsum(np.flip(dh, 3), 3), 3)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # the backward's result at the saved input's offset, in place over it
+    assert re.search(r"^  %\d+ = max_pool2d_backward\(%\d+, %(\d+)\).*\n.*\(in place over %\1\)$", program, re.M), program

@@ -1182,6 +1182,27 @@ MemoryPlan plan_memory(const GraphView& graph, const std::vector<Instruction>& p
       }
     });
   }
+  // In place: a plain 2x2 max-pool backward over the saved input it reads
+  // last (the CNN's largest activation and its gradient, otherwise live
+  // together at the first pool's backward: benchmarks/memory_plan.py).
+  for (size_t i = 0; in_place && i < program.size(); ++i) {
+    const Instruction& ins = program[i];
+    const int at = static_cast<int>(i);
+    if (ins.kind != Kind::kKernel || ins.op != OpKind::kMaxPool2dBackward || ins.inputs.size() != 2) continue;
+    const int out = ins.output, in = ins.inputs[1];
+    const auto u = static_cast<size_t>(find(in));
+    if (find(out) != out || pinned[static_cast<size_t>(out)] || pinned[u] || end[u] != at || written_over_at[u] == at ||
+        bytes_of(in) != bytes_of(out) || within(in) != 0 || find(ins.inputs[0]) == static_cast<int>(u) ||
+        !max_pool2d_backward_in_place_ok(graph.nodes[static_cast<size_t>(in)]->shape(),
+                                         graph.nodes[static_cast<size_t>(ins.inputs[0])]->shape(), ins.attrs)) {
+      continue;
+    }
+    unit[static_cast<size_t>(out)] = static_cast<int>(u);
+    end[u] = std::max(end[u], end[static_cast<size_t>(out)]);
+    written_over_at[u] = at;
+    plan.over[static_cast<size_t>(out)] = in;
+    ++plan.in_place;
+  }
   // Offsets, greedy by size.
   struct Unit {
     int root, begin, end;

@@ -70,6 +70,12 @@ const char* gemm_split_name(GemmSplit mode);
 // in one process.
 bool set_direct_conv(bool on);
 
+// Whether max_pool2d_backward (grad, input) may write its result over the
+// input's bytes (the memory plan's in place): plain 2x2 windows, stride 2,
+// no padding, which do not overlap, and the kernel reads each window's
+// four inputs before writing its four results.
+bool max_pool2d_backward_in_place_ok(const Shape& input, const Shape& grad, const Attrs& attrs);
+
 // Host kernels of the data-dependent ops (kernels_host.cpp): no table rows,
 // since their output shapes depend on the values.
 // Positions of the non-zero elements in the flattened input: int64 [K].

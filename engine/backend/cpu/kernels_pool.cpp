@@ -159,10 +159,13 @@ void max_pool_2x2_backward_planes(const PoolGeometry& g, const T* x, const T* gr
     T* op = out + p * g.h * g.w;
     const T* gp = grad + p * g.oh * g.ow;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const T* __restrict r0 = xp + 2 * oy * g.w;
-      const T* __restrict r1 = r0 + g.w;
-      T* __restrict o0 = op + 2 * oy * g.w;
-      T* __restrict o1 = o0 + g.w;
+      // Not __restrict: `out` may be `x` (written in place by the memory
+      // plan, max_pool2d_backward_in_place_ok); each window is read whole
+      // before its four results are written.
+      const T* r0 = xp + 2 * oy * g.w;
+      const T* r1 = r0 + g.w;
+      T* o0 = op + 2 * oy * g.w;
+      T* o1 = o0 + g.w;
       const T* __restrict gr = gp + oy * g.ow;
       if constexpr (std::is_same_v<T, float>) {
         for (int64_t ox = 0; ox < vector_end; ox += 4) {
@@ -443,6 +446,10 @@ template <typename T> void max_pool2d_onednn_kernel(const KernelArgs& k) {
 }
 
 }  // namespace
+
+bool max_pool2d_backward_in_place_ok(const Shape& input, const Shape& grad, const Attrs& attrs) {
+  return input.size() == 4 && grad.size() == 4 && is_plain_2x2(pool_geometry(input, grad, attrs, true));
+}
 
 void add_pool_kernels(Table& t) {
   // Forward on oneDNN but for the plain 2x2 window; the backward on the
