@@ -171,8 +171,9 @@ def plan_peak(graph, program):
     return parts, sum(parts.values())
 
 
-def measure(model, steps):
-    trainer = Trainer(model)
+def train_and_find_program(trainer, steps):
+    """Trains `steps` steps and returns the (graph, program text) of the
+    compile behind the last execution: the training step's program."""
     capture = _C._EventCapture()
     capture.start()
     try:
@@ -187,27 +188,21 @@ def measure(model, steps):
     return compile_event["graph"], compile_event["program_text"]
 
 
+def measure(model, steps):
+    return train_and_find_program(Trainer(model), steps)
+
+
 def child(model, warmup, steps):
     """One process of --time-ab: the plan's figures and its median step time."""
     trainer = Trainer(model)
-    capture = _C._EventCapture()
-    capture.start()
-    try:
-        for _ in range(warmup):
-            trainer.step()
-    finally:
-        capture.stop()
-    events = [json.loads(text) for text in capture.json()]
-    last = [e["execute"] for e in events if "execute" in e][-1]
-    [compile_event] = [e["compile"] for e in events
-                       if "compile" in e and e["compile"]["graph_hash"] == last["graph_hash"]]
+    graph, program = train_and_find_program(trainer, warmup)
     times = []
     for _ in range(steps):
         t = time.perf_counter()
         trainer.step()
         times.append((time.perf_counter() - t) * 1e3)
-    _, peak = plan_peak(compile_event["graph"], compile_event["program_text"])
-    _, bound = lower_bound(compile_event["graph"])
+    _, peak = plan_peak(graph, program)
+    _, bound = lower_bound(graph)
     print(json.dumps({"ms": statistics.median(times), "peak": peak, "bound": bound}))
 
 
