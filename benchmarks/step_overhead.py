@@ -7,6 +7,8 @@ executor, beside the kernels). Two programs:
   - mlp: the MLP of benchmarks/vs_pytorch.py (784-512-256-10, batch 128,
     cross-entropy, SGD with momentum, optimizer_step with a barrier, one
     loss.item() per step);
+  - cnn: the MNIST CNN of benchmarks/vs_pytorch.py (two 5x5 convolutions,
+    2x2 max-pooling, dropout, batch 64, nll_loss, the same optimizer);
   - chain: 1,000 elementwise ops on a [64] tensor traced from Python
     (relu(x + x), 500 times): the per-op cost of the Python front end.
 
@@ -46,7 +48,7 @@ from lazyscope import _C, nn  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import make_mlp  # noqa: E402  (vs_pytorch.py's MLP)
+from bench_models import make_cnn, make_mlp  # noqa: E402  (vs_pytorch.py's models)
 
 F = nn.functional
 PHASES = ("upload", "forward", "backward", "optimizer", "sync", "read")
@@ -68,6 +70,11 @@ class Step:
             self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
             self.x = rng.standard_normal((128, 784), dtype=np.float32)
             self.y = rng.integers(0, 10, 128)
+        elif program == "cnn":
+            self.net = make_cnn(nn, F).to(self.device)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+            self.x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
+            self.y = rng.integers(0, 10, 64)
         else:
             self.x = lazyscope.tensor(np.full(64, 1e-3, dtype=np.float32), device=self.device)
 
@@ -89,7 +96,7 @@ class Step:
         t = [time.perf_counter()]
         x, y = lazyscope.tensor(self.x, device=self.device), lazyscope.tensor(self.y, device=self.device)
         t.append(time.perf_counter())
-        loss = F.cross_entropy(self.net(x), y)
+        loss = F.nll_loss(self.net(x), y) if self.program == "cnn" else F.cross_entropy(self.net(x), y)
         t.append(time.perf_counter())
         loss.backward()
         t.append(time.perf_counter())
