@@ -7,6 +7,10 @@ executor, beside the kernels). Two programs:
   - mlp: the MLP of benchmarks/vs_pytorch.py (784-512-256-10, batch 128,
     cross-entropy, SGD with momentum, optimizer_step with a barrier, one
     loss.item() per step);
+  - cnn: the MNIST CNN of benchmarks/vs_pytorch.py (two 5x5 convolutions,
+    2x2 max-pooling, dropout, batch 64, nll_loss, the same optimizer);
+  - upload: only the upload of a fresh MNIST batch ([64, 1, 28, 28] float32,
+    ten arrays in turn), dropped at once: what a data-loading loop does;
   - chain: 1,000 elementwise ops on a [64] tensor traced from Python
     (relu(x + x), 500 times): the per-op cost of the Python front end.
 
@@ -31,6 +35,7 @@ the ratio is lazy / eager (below 1: the lazy step is faster).
 """
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -46,7 +51,7 @@ from lazyscope import _C, nn  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import make_mlp  # noqa: E402  (vs_pytorch.py's MLP)
+from bench_models import make_cnn, make_mlp  # noqa: E402  (vs_pytorch.py's models)
 
 F = nn.functional
 PHASES = ("upload", "forward", "backward", "optimizer", "sync", "read")
@@ -68,10 +73,24 @@ class Step:
             self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
             self.x = rng.standard_normal((128, 784), dtype=np.float32)
             self.y = rng.integers(0, 10, 128)
+        elif program == "cnn":
+            self.net = make_cnn(nn, F).to(self.device)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+            self.x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
+            self.y = rng.integers(0, 10, 64)
+        elif program == "upload":
+            self.batches = [rng.standard_normal((64, 1, 28, 28), dtype=np.float32) for _ in range(10)]
+            self.i = 0
         else:
             self.x = lazyscope.tensor(np.full(64, 1e-3, dtype=np.float32), device=self.device)
 
     def run(self):
+        if self.program == "upload":
+            self.i += 1
+            t0 = time.perf_counter()
+            lazyscope.tensor(self.batches[self.i % 10], device=self.device)
+            self.last_profile = None
+            return [time.perf_counter() - t0, 0.0, 0.0, 0.0, 0.0, 0.0]
         if self.program == "chain":
             t0 = time.perf_counter()
             x = self.x
@@ -89,7 +108,7 @@ class Step:
         t = [time.perf_counter()]
         x, y = lazyscope.tensor(self.x, device=self.device), lazyscope.tensor(self.y, device=self.device)
         t.append(time.perf_counter())
-        loss = F.cross_entropy(self.net(x), y)
+        loss = F.nll_loss(self.net(x), y) if self.program == "cnn" else F.cross_entropy(self.net(x), y)
         t.append(time.perf_counter())
         loss.backward()
         t.append(time.perf_counter())
@@ -115,7 +134,7 @@ class Step:
         self.with_kernels = True
         self.run()
         self.with_kernels = False
-        return self.last_profile
+        return self.last_profile or {"nodes": "?", "kernel_samples": 0, "kernel_total_ns": 0}  # upload: no graph
 
     def sync_profile(self):
         # Builds before the executor's profile existed have no split of the sync.
@@ -145,9 +164,12 @@ def main():
         executor = []  # per step: the sync outside the executable's run
         totals = {"lazy": [], "eager": []}
         before = lazy.kernel_totals()
+        faults = []  # minor page faults per lazy step: fresh memory touched (load-immune)
         for _ in range(args.rounds):  # A B A B ...
             for _ in range(args.steps):
+                flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 times = lazy.run()
+                faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt)
                 totals["lazy"].append(sum(times))
                 for p, v in zip(PHASES, times):
                     phases[p].append(v)
@@ -180,6 +202,7 @@ def main():
         print(f"  executor overhead  {us(statistics.median(executor)):9.1f}  (the barrier outside its program)")
         print(f"  program overhead   {us(smed['execute'] - kernels):9.1f}  (execute minus sampled kernels: noisy "
               f"with few samples)")
+        print(f"  page faults        {statistics.median(faults):9.1f}  (minor, per lazy step: fresh pages touched)")
         print(f"  cpu (eager) step   {us(eager_step):9.1f}")
         print(f"  lazy / eager       {lazy_step / eager_step:9.2f}x  (below 1: lazy is faster)")
 

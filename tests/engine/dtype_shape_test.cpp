@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/buffer.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -8,6 +13,29 @@
 
 namespace lazyscope {
 namespace {
+
+// Buffers are aligned by hand (core/buffer.cpp): every size, small and past
+// malloc's mmap threshold, is 64-byte aligned, holds its bytes apart from
+// its neighbours' and is freed whole (ASan/valgrind would flag a bad free).
+TEST(Buffer, SixtyFourByteAlignedAndDistinct) {
+  std::vector<BufferPtr> live;
+  std::vector<unsigned char> fill;
+  for (int64_t n : {1, 3, 15, 16, 17, 1000, 50192, 300000}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      BufferPtr b = Buffer::allocate(DType::kFloat32, {n});
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(b->data()) % 64, 0u) << n;
+      ASSERT_EQ(b->bytes(), static_cast<size_t>(n) * 4);
+      fill.push_back(static_cast<unsigned char>(live.size() + 1));
+      std::memset(b->data(), fill.back(), b->bytes());
+      live.push_back(b);
+    }
+  }
+  for (size_t i = 0; i < live.size(); ++i) {  // no neighbour (or the stored pointer) wrote over a byte
+    const auto* bytes = static_cast<const unsigned char*>(live[i]->data());
+    for (size_t j = 0; j < live[i]->bytes(); ++j) ASSERT_EQ(bytes[j], fill[i]) << i << " " << j;
+  }
+  EXPECT_EQ(Buffer::allocate(DType::kFloat32, {0})->data(), nullptr);
+}
 
 TEST(DType, PromotionFollowsPyTorch) {
   // Expected values from torch.promote_types.
