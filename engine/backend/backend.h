@@ -3,6 +3,7 @@
 // buffers and returns output buffers. Buffers are backend memory.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -90,6 +91,10 @@ Backend& default_backend();
 // one; the caller keeps `backend` alive while installed. For tests and for
 // backends that lower less, whose missing ops then fall back to the host.
 Backend* set_default_backend(Backend* backend);
+// Moves on with every set_default_backend(): what was learnt of the default
+// backend (which ops it lowers) under an older generation is stale. An
+// installed backend's lowers() must not change while it stays installed.
+uint64_t backend_generation();
 
 // A backend that lowers what `inner` lowers, except the (op, dtype) pairs it
 // was told to refuse (dtype nullopt: every dtype). It compiles through

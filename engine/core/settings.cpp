@@ -151,6 +151,8 @@ bool forced_fallback(std::string_view op) {
   return std::find(ops->begin(), ops->end(), op) != ops->end();
 }
 
+bool any_forced_fallback() { return forced().any.load(std::memory_order_relaxed); }
+
 std::vector<std::string> forced_fallbacks() {
   Forced& f = forced();
   std::lock_guard lock(f.mu);

@@ -31,6 +31,9 @@ void set_metric_snapshot_ms(int64_t ms);
 // on the host even where the device lowers them — to measure what a
 // fallback costs, or to rule a backend kernel in or out, without editing code.
 bool forced_fallback(std::string_view op);
+// Whether any op is forced: lets a traced op skip naming itself (op_name,
+// strlen) and the search when none is, the usual case.
+bool any_forced_fallback();
 std::vector<std::string> forced_fallbacks();
 // Replaces the set; unknown names are rejected by the caller (it knows the ops).
 void set_forced_fallbacks(const std::vector<std::string>& ops);

@@ -9,7 +9,9 @@ namespace lazyscope {
 namespace {
 
 std::atomic<SourceLocationProvider> g_provider{nullptr};
-thread_local const std::string* t_scope = nullptr;
+// Initial-exec, as pool::t_cache (core/pool.h): read by every traced op, and
+// the shared library's default model calls __tls_get_addr on each access.
+[[gnu::tls_model("initial-exec")]] thread_local const std::string* t_scope = nullptr;
 
 }  // namespace
 

@@ -1,6 +1,9 @@
 // CPU fallbacks; declared in tensor/upcalls.h, which the ops call.
 #include "tensor/upcalls.h"
 
+#include <array>
+#include <atomic>
+
 #include "backend/backend.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
@@ -9,10 +12,34 @@
 
 namespace lazyscope::executor {
 
+namespace {
+
+// Whether the default backend lowers (op, dtype), asked once per backend
+// installed: every traced op asks, and the virtual call and the backend's
+// kernel table cost ~110 of a traced op's ~1,400 instructions. An entry is
+// (generation << 2) | 2 (known) | lowers, stale once set_default_backend()
+// moved the generation on. Keyed by generation, not by the backend's
+// address: the Python bindings replace a RestrictedBackend with another that
+// may reuse its address. A lookup racing a swap at worst stores an answer
+// under the old generation, which the next lookup ignores.
+std::array<std::atomic<uint64_t>, static_cast<size_t>(OpKind::kNumOps) * kNumDTypes> g_lowers{};
+
+bool default_backend_lowers(OpKind op, DType dtype) {
+  const uint64_t generation = backend_generation();
+  std::atomic<uint64_t>& slot = g_lowers[static_cast<size_t>(op) * kNumDTypes + static_cast<size_t>(dtype)];
+  const uint64_t entry = slot.load(std::memory_order_relaxed);
+  if ((entry & 2) != 0 && (entry >> 2) == generation) return (entry & 1) != 0;
+  const bool lowers = default_backend().lowers(op, dtype);
+  slot.store((generation << 2) | 2 | (lowers ? 1 : 0), std::memory_order_relaxed);
+  return lowers;
+}
+
+}  // namespace
+
 pb::FallbackReason fallback_reason(OpKind op, DType dtype) {
   if (op == OpKind::kDeviceData) return pb::FALLBACK_REASON_UNSPECIFIED;
-  if (settings::forced_fallback(op_name(op))) return pb::FALLBACK_REASON_FORCED;
-  if (!default_backend().lowers(op, dtype)) return pb::FALLBACK_REASON_NOT_LOWERED;
+  if (settings::any_forced_fallback() && settings::forced_fallback(op_name(op))) return pb::FALLBACK_REASON_FORCED;
+  if (!default_backend_lowers(op, dtype)) return pb::FALLBACK_REASON_NOT_LOWERED;
   return pb::FALLBACK_REASON_UNSPECIFIED;
 }
 

@@ -151,21 +151,29 @@ struct DeviceState {
   std::weak_ptr<CompiledGraph> last_compiled;
 };
 
-DeviceState& state(const Device& device) {
-  // States live as long as the process, so a state once found is cached
-  // lock-free by ordinal: every traced op registers with its device's state.
-  static std::array<std::atomic<DeviceState*>, 64> found{};
-  const auto index = static_cast<size_t>(device.ordinal);
-  if (index < found.size()) {
-    if (DeviceState* s = found[index].load(std::memory_order_acquire)) return *s;
-  }
+// States live as long as the process, so a state once found is cached
+// lock-free by ordinal: every traced op registers with its device's state.
+std::array<std::atomic<DeviceState*>, 64> g_found_states{};
+
+// The first lookup of a device (or one past the cache), out of line: the
+// fast path then saves no registers (~14 instructions per traced op).
+[[gnu::noinline]] DeviceState& find_state(const Device& device) {
   static std::mutex mu;
   static auto* states = new std::unordered_map<int, std::unique_ptr<DeviceState>>();
+  const auto index = static_cast<size_t>(device.ordinal);
   std::lock_guard lock(mu);
   auto& slot = (*states)[device.ordinal];
   if (!slot) slot = std::make_unique<DeviceState>();
-  if (index < found.size()) found[index].store(slot.get(), std::memory_order_release);
+  if (index < g_found_states.size()) g_found_states[index].store(slot.get(), std::memory_order_release);
   return *slot;
+}
+
+DeviceState& state(const Device& device) {
+  const auto index = static_cast<size_t>(device.ordinal);
+  if (index < g_found_states.size()) {
+    if (DeviceState* s = g_found_states[index].load(std::memory_order_acquire)) return *s;
+  }
+  return find_state(device);
 }
 
 // The "SyncCause.<name>" counter of each cause, resolved once: every sync

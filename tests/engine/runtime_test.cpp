@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "backend/backend.h"
 #include "core/settings.h"
@@ -76,6 +77,51 @@ TEST_F(RuntimeTest, RestrictedBackendRefusesOnlyTheNamedDtype) {
   EXPECT_FALSE(restricted.lowers(OpKind::kSin, DType::kFloat64));
   EXPECT_TRUE(restricted.lowers(OpKind::kSin, DType::kFloat32));
   EXPECT_TRUE(restricted.lowers(OpKind::kCos, DType::kFloat64));
+}
+
+// fallback_reason() remembers what the default backend lowers: a backend
+// installed between two traces of the same op must be asked again, also one
+// built where the previous one was (the Python bindings replace theirs so).
+TEST_F(RuntimeTest, ABackendSwappedBetweenTwoTracesOfAnOpIsAskedAgain) {
+  EventCapture capture;
+  const Tensor x = make({0.f, 1.f}, {2}, lazy0());
+  Tensor y = ops::exp(x);  // the CPU backend lowers exp: traced
+  EXPECT_TRUE(capture.fallbacks().empty());
+
+  NoExpBackend no_exp(default_backend());
+  set_default_backend(&no_exp);
+  y = ops::exp(x);
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  EXPECT_EQ(capture.fallbacks()[0].op(), "exp");
+  EXPECT_EQ(capture.fallbacks()[0].reason(), pb::FALLBACK_REASON_NOT_LOWERED);
+
+  set_default_backend(nullptr);
+  y = ops::exp(x);  // the CPU backend again: traced
+  EXPECT_EQ(capture.fallbacks().size(), 1u);
+
+  std::optional<RestrictedBackend> restricted;
+  restricted.emplace(default_backend(), std::vector<RestrictedBackend::Refusal>{{OpKind::kSin, std::nullopt}});
+  const void* first_address = &*restricted;
+  set_default_backend(&*restricted);
+  y = ops::sin(x);
+  ASSERT_EQ(capture.fallbacks().size(), 2u);
+  EXPECT_EQ(capture.fallbacks()[1].op(), "sin");
+  set_default_backend(nullptr);
+  restricted.reset();
+  restricted.emplace(default_backend(), std::vector<RestrictedBackend::Refusal>{{OpKind::kCos, std::nullopt}});
+  ASSERT_EQ(static_cast<const void*>(&*restricted), first_address);  // the same address
+  set_default_backend(&*restricted);
+  y = ops::sin(x);  // lowered by this one
+  EXPECT_EQ(capture.fallbacks().size(), 2u);
+  y = ops::cos(x);
+  ASSERT_EQ(capture.fallbacks().size(), 3u);
+  EXPECT_EQ(capture.fallbacks()[2].op(), "cos");
+  set_default_backend(nullptr);
+  executor::mark_step(lazy0());
+  const std::vector<float> got = values(y);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NEAR(got[0], std::cos(0.0), 1e-6);
+  EXPECT_NEAR(got[1], std::cos(1.0), 1e-6);
 }
 
 TEST_F(RuntimeTest, ForcedFallbackBeatsALoweredOp) {

@@ -99,6 +99,19 @@ def test_an_op_the_backend_does_not_lower_falls_back_for_that_dtype_only():
     assert fallback["graph_cut_nodes"] == 0  # its operand was already device data
 
 
+def test_a_backend_replaced_between_two_traces_of_an_op_is_asked_again():
+    # Traced ops remember what the backend lowers, per backend installed;
+    # _set_unlowered_ops replaces its backend, often at the same address.
+    data = np.array([0.3, -1.2], dtype=np.float32)
+    x = lazyscope.tensor(data, device="lazy:0")
+    for refused, falls_back in ((["tanh"], True), (["sin"], False), ([], False), (["tanh"], True)):
+        _C._set_unlowered_ops([(op, None) for op in refused])
+        _C.reset_metrics()
+        y = x.tanh()
+        np.testing.assert_allclose(y.numpy(), np.tanh(data), rtol=1e-6)
+        assert lm.counters().get("Fallback.tanh", 0) == (1 if falls_back else 0), refused
+
+
 def test_the_eager_cpu_device_never_falls_back():
     _C.set_forced_fallbacks(["exp"])
     lazyscope.tensor([1.0]).exp()
