@@ -23,6 +23,7 @@ PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
 """
 import argparse
+import ctypes
 import os
 import statistics
 import sys
@@ -60,8 +61,27 @@ from bench_models import CTX, MAKERS, VOCAB, batches, openblas  # noqa: E402
 OPENBLAS = openblas()
 
 
-def set_threads(omp, blas):
-    torch.set_num_threads(omp)  # PyTorch's intra-op pool (OpenMP); oneDNN inside LazyScope uses it too
+# The OpenMP runtime PyTorch and LazyScope's oneDNN share (Debian builds both
+# on libgomp): its thread count for the calling thread, without PyTorch.
+try:
+    GOMP = ctypes.CDLL("libgomp.so.1")
+except OSError:
+    GOMP = None
+
+
+def set_threads(omp, blas, via_torch=True):
+    """OpenMP's and OpenBLAS's thread counts for the next block of steps.
+
+    LazyScope's set-ups set OpenMP's count (oneDNN inside LazyScope reads
+    it) through libgomp itself, not torch.set_num_threads: that call also
+    resizes PyTorch's own thread pools, whose new threads then spin for
+    ~30 ms and took a core from the LazyScope block it preceded (an MLP step
+    2.3 -> 3.9 ms for its first ~8 steps; --lazyscope-threads-via torch
+    measures it that way)."""
+    if via_torch or GOMP is None:
+        torch.set_num_threads(omp)  # PyTorch's intra-op pool (OpenMP)
+    else:
+        GOMP.omp_set_num_threads(omp)
     if OPENBLAS is not None:
         OPENBLAS.openblas_set_num_threads(blas)
 
@@ -154,27 +174,38 @@ def main():
     parser.add_argument("--gemm-split-ab", default="", metavar="MODES",
                         help="also run lazy:0 with these GEMM splits (comma-separated: rows, columns, blas, "
                              "legacy), alternated")
+    parser.add_argument("--lazyscope-threads-via", choices=("gomp", "torch"), default="gomp",
+                        help="how LazyScope's set-ups set OpenMP's thread count: libgomp's omp_set_num_threads "
+                             "(default) or torch.set_num_threads, whose pool resizing spins beside the next block")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     thread_counts = sorted({1, min(2, cores)})
     torch_setups = [(f"torch omp={o} blas={b}", o, b) for o in thread_counts for b in thread_counts]
-    # LazyScope's own set-up: all cores for OpenMP (oneDNN) and OpenBLAS.
-    ours = [("lazyscope lazy:0", cores, cores), ("lazyscope cpu", cores, cores)]
+    # LazyScope's own set-up: all cores for OpenMP (oneDNN); OpenBLAS at one
+    # thread, as the engine holds it (its GEMMs are split over its own pool,
+    # one OpenBLAS thread per part): raised to 2 by the harness, OpenBLAS's
+    # woken server thread spun beside the block until the engine's first
+    # product set it back.
+    ours = [("lazyscope lazy:0", cores, 1), ("lazyscope cpu", cores, 1)]
     if args.donation_ab:
-        ours.insert(1, ("lazyscope lazy:0 no donation", cores, cores))
+        ours.insert(1, ("lazyscope lazy:0 no donation", cores, 1))
     if args.gemm_parts_ab:
-        ours.insert(1, (f"lazyscope lazy:0 gemm parts {args.gemm_parts_ab}", cores, cores))
+        ours.insert(1, (f"lazyscope lazy:0 gemm parts {args.gemm_parts_ab}", cores, 1))
     for mode in filter(None, args.gemm_split_ab.split(",")):
-        ours.insert(1, (f"lazyscope lazy:0 split {mode}", cores, cores))
+        ours.insert(1, (f"lazyscope lazy:0 split {mode}", cores, 1))
     print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
+          f"LazyScope's OpenMP threads set via {args.lazyscope_threads_via}, "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
           f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
     for model in args.models.split(","):
         data = batches(model, np.random.default_rng(0))
         setups = ours + torch_setups
         trainers = {}
+        def use(name, omp, blas):
+            set_threads(omp, blas, via_torch=not name.startswith("lazyscope") or args.lazyscope_threads_via == "torch")
+
         for name, omp, blas in setups:
-            set_threads(omp, blas)
+            use(name, omp, blas)
             trainers[name] = Trainer(model, name, data)
             for _ in range(args.warmup):
                 trainers[name].step()
@@ -186,7 +217,7 @@ def main():
                 # with blas=2 would share the cores with them. Each block
                 # starts after they have gone to sleep.
                 time.sleep(args.settle)
-                set_threads(omp, blas)
+                use(name, omp, blas)
                 for _ in range(args.steps):
                     t = time.perf_counter()
                     trainers[name].step()
