@@ -82,7 +82,50 @@ Node::Node(BufferPtr data, SourceLocation source, DType dtype)
   hash_ = local_hash_;
 }
 
-Node::~Node() { pool::stash_vector(spec_.shape); }
+namespace {
+// The operands that dying nodes held the last reference to, while the
+// outermost ~Node on this thread releases them one at a time. Released
+// from inside ~Node, an operand's own destructor would release its
+// operands, and so on: a chain of N nodes was N nested destructor calls
+// (a 90,000-node chain overflowed a 1 MiB thread stack). A trivial
+// thread_local of the initial-exec model, as the pools' (core/pool.h).
+[[gnu::tls_model("initial-exec")]] thread_local std::vector<NodePtr>* t_dying = nullptr;
+
+bool owned_last(const NodePtr& p) { return p && p.use_count() == 1; }
+}  // namespace
+
+Node::~Node() {
+  pool::stash_vector(spec_.shape);
+  if (t_dying) {  // inside an outer release: hand them to it
+    for (NodePtr& p : inline_) {
+      if (owned_last(p)) t_dying->push_back(std::move(p));
+    }
+    for (NodePtr& p : spilled_) {
+      if (owned_last(p)) t_dying->push_back(std::move(p));
+    }
+    return;
+  }
+  // Outermost: operands it does not own last are only decremented by the
+  // members' destructors; a chain starts only where one is owned last.
+  if (std::none_of(inline_.begin(), inline_.end(), owned_last) &&
+      std::none_of(spilled_.begin(), spilled_.end(), owned_last)) {
+    return;
+  }
+  std::vector<NodePtr> dying;
+  for (NodePtr& p : inline_) {
+    if (owned_last(p)) dying.push_back(std::move(p));
+  }
+  for (NodePtr& p : spilled_) {
+    if (owned_last(p)) dying.push_back(std::move(p));
+  }
+  t_dying = &dying;
+  while (!dying.empty()) {
+    NodePtr last = std::move(dying.back());
+    dying.pop_back();
+    last.reset();  // its ~Node pushes the operands it owned last onto `dying`
+  }
+  t_dying = nullptr;
+}
 
 NodePtr make_node(OpKind op, std::span<const NodePtr> operands, TensorSpec spec, Attrs attrs, SourceLocation source,
                   const std::string* scope) {

@@ -39,7 +39,9 @@ class Node {
   // mode: float32 data held as bfloat16). The node, its hash and the tensor
   // report `dtype`; executables widen the buffer when they read it.
   Node(BufferPtr data, SourceLocation source, DType dtype);
-  ~Node();  // keeps the shape's storage for the next trace (pool::stash_vector)
+  // Keeps the shape's storage for the next trace (pool::stash_vector), and
+  // releases operands it owns last without recursing (node.cpp).
+  ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 

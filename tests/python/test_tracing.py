@@ -100,3 +100,37 @@ def test_the_graph_hash_of_a_program_is_the_same_in_every_process():
                             check=True).stdout.strip() for n in ("1", "300")}
     assert len(heads) == 1, heads
     assert re.match(r"graph 0x[0-9a-f]{16}: \d+ nodes", heads.pop())
+
+
+def test_a_90000_node_chain_is_traced_run_and_freed_on_a_thread_with_a_1_mib_stack(build_dir):
+    # A node releasing the operand it owns last released that operand's
+    # operands from inside its own destructor: a chain of N nodes was N
+    # nested destructors, and 90,000 overflowed a 1 MiB stack (SIGSEGV).
+    # In a child process, so that a crash is this test's failure.
+    script = """
+import threading
+import numpy as np
+import lazyscope
+from lazyscope.core import lazy_model as lm
+result = {}
+def body():
+    y = lazyscope.ones(4, device=lm.lazy_device())
+    for i in range(90000):
+        y = y * 1.0001 if i % 2 else y + 0.5
+    result["value"] = y.numpy().copy()
+    del y  # the whole chain's nodes die here
+    result["freed"] = True
+threading.stack_size(1 << 20)
+t = threading.Thread(target=body)
+t.start()
+t.join()
+v = np.float32(1)
+for i in range(90000):
+    v = v * np.float32(1.0001) if i % 2 else v + np.float32(0.5)
+np.testing.assert_allclose(result["value"], np.full(4, v, np.float32), rtol=1e-5)
+assert result["freed"]
+print("ok")
+"""
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, (out.returncode, out.stderr[-2000:])
