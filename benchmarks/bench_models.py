@@ -1,8 +1,12 @@
 """The benchmark models, written once against the torch.nn-shaped API of
 either library (vs_pytorch.py trains them with PyTorch and LazyScope;
-omp_wait_policy.py with LazyScope only, so nothing here imports torch)."""
+omp_wait_policy.py with LazyScope only, so nothing here imports torch), and
+LazyTrainer: one of them training on lazy:0, the step the LazyScope-only
+benchmarks time and profile."""
 import ctypes
 import ctypes.util
+import json
+import time
 
 import numpy as np
 
@@ -101,3 +105,86 @@ def batches(model, rng, n=4):
 
 
 MAKERS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer}
+
+
+class LazyTrainer:
+    """A model of MAKERS training on lazy:0 with SGD + momentum (lr 0.01,
+    momentum 0.9), seeded. `step(i)` runs batch i (mod the batches) and a
+    barrier, and returns the loss. The batches are on the device once
+    (upload_each_step=False) or uploaded again in every step, as a data
+    loader would."""
+
+    def __init__(self, model, upload_each_step=False):
+        import lazyscope
+        from lazyscope.core import lazy_model as lm
+
+        self.lazyscope, self.lm = lazyscope, lm
+        lazyscope.manual_seed(0)
+        self.model, self.dev, self.F = model, lm.lazy_device(), lazyscope.nn.functional
+        self.net = MAKERS[model](lazyscope.nn, self.F).to(self.dev)
+        self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+        self.upload_each_step = upload_each_step
+        self.data = batches(model, np.random.default_rng(0))
+        if not upload_each_step:
+            self.data = [self.upload(x, y) for x, y in self.data]
+        self.extra = ()
+        if model == "transformer":
+            mask = np.triu(np.ones((CTX, CTX), dtype=bool), k=1)
+            self.extra = (lazyscope.tensor(np.arange(CTX), device=self.dev), lazyscope.tensor(mask, device=self.dev))
+
+    def upload(self, x, y):
+        return self.lazyscope.tensor(x, device=self.dev), self.lazyscope.tensor(y, device=self.dev)
+
+    def step(self, i):
+        x, y = self.data[i % len(self.data)]
+        if self.upload_each_step:
+            x, y = self.upload(x, y)
+        self.opt.zero_grad()
+        if self.model == "transformer":
+            loss = self.F.cross_entropy(self.net(x, *self.extra).reshape(-1, VOCAB), y.reshape(-1))
+        elif self.model == "cnn":
+            loss = self.F.nll_loss(self.net(x), y)
+        else:
+            loss = self.F.cross_entropy(self.net(x), y)
+        loss.backward()
+        self.lm.optimizer_step(self.opt, barrier=True)
+        return loss.item()
+
+
+def kernel_times(step, warmup, steps):
+    """Runs step(i) `warmup` then `steps` times with the engine's events
+    captured. Returns the kernels of the step's graph (the one with the most
+    kernels) as (kernel, microseconds per sampled execution over the timed
+    steps) pairs, from the engine's own sampled profile, and each timed
+    step's seconds."""
+    from lazyscope import _C
+
+    capture = _C._EventCapture()
+
+    def profile():
+        latest = {}
+        for text in capture.json():
+            event = json.loads(text)
+            if "kernel_profile" in event:
+                latest[event["kernel_profile"]["graph_hash"]] = event["kernel_profile"]
+        return max(latest.values(), key=lambda p: len(p["kernels"]))
+
+    capture.start()
+    try:
+        for i in range(warmup):
+            step(i)
+        start = {k["index"]: k for k in profile()["kernels"]}
+        times = []
+        for i in range(steps):
+            t = time.perf_counter()
+            step(i)
+            times.append(time.perf_counter() - t)
+        end = profile()["kernels"]
+    finally:
+        capture.stop()
+    rows = []
+    for k in end:
+        k0 = start.get(k["index"], {"samples": 0, "total_ns": 0})
+        samples = int(k["samples"]) - int(k0["samples"])
+        rows.append((k, (int(k["total_ns"]) - int(k0["total_ns"])) / max(1, samples) / 1e3))
+    return rows, times

@@ -19,7 +19,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 # As vs_pytorch.py and the package: OpenMP threads (oneDNN's) sleep when idle.
@@ -32,58 +31,11 @@ DEFAULT_BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "rel
 def child(steps):
     """Trains the CNN; prints one line per kernel (index, name, us per step)
     and the median step time."""
-    import json
-
-    import numpy as np
-    import lazyscope
-    from lazyscope import _C
-    from lazyscope.core import lazy_model as lm
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_models import batches, make_cnn
+    from bench_models import LazyTrainer, kernel_times
 
-    lazyscope.manual_seed(0)
-    dev = lm.lazy_device()
-    net = make_cnn(lazyscope.nn, lazyscope.nn.functional).to(dev)
-    opt = lazyscope.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    data = [(lazyscope.tensor(x, device=dev), lazyscope.tensor(y, device=dev))
-            for x, y in batches("cnn", np.random.default_rng(0))]
-    F = lazyscope.nn.functional
-
-    def step(i):
-        x, y = data[i % len(data)]
-        opt.zero_grad()
-        loss = F.nll_loss(net(x), y)
-        loss.backward()
-        lm.optimizer_step(opt, barrier=True)
-        loss.item()
-
-    capture = _C._EventCapture()
-    capture.start()
-    for i in range(10):
-        step(i)
-
-    def profile():
-        events = (json.loads(text) for text in capture.json())
-        profiles = [e["kernel_profile"] for e in events if "kernel_profile" in e]
-        # The training step's graph: the one with the most kernels.
-        latest = {}
-        for p in profiles:
-            latest[p["graph_hash"]] = p
-        return max(latest.values(), key=lambda p: len(p["kernels"]))
-
-    start = {k["index"]: k for k in profile()["kernels"]}
-    times = []
-    for i in range(steps):
-        t = time.perf_counter()
-        step(i)
-        times.append(time.perf_counter() - t)
-    end = profile()["kernels"]
-    capture.stop()
-    for k in end:
-        k0 = start.get(k["index"], {"samples": 0, "total_ns": 0})
-        samples = int(k["samples"]) - int(k0["samples"])
-        us = (int(k["total_ns"]) - int(k0["total_ns"])) / max(1, samples) / 1e3
+    rows, times = kernel_times(LazyTrainer("cnn").step, 10, steps)
+    for k, us in rows:
         print(f"KERNEL {k['index']} {k['name']} {len(k.get('nodes', []))} {us:.1f}")
     print(f"STEP {statistics.median(times) * 1e3:.3f}")
 

@@ -25,47 +25,12 @@ def child(donation, steps):
     profile's samples after warm-up), heaviest first."""
     sys.path.insert(0, str(BUILD / "python"))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import json
-
-    import numpy as np
-    import lazyscope
     from lazyscope import _C
-    from lazyscope.core import lazy_model as lm
-    from bench_models import batches, make_mlp
+    from bench_models import LazyTrainer, kernel_times
 
     _C.set_buffer_donation(donation)
-    dev = lm.lazy_device()
-    net = make_mlp(lazyscope.nn, lazyscope.nn.functional).to(dev)
-    opt = lazyscope.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    data = [(lazyscope.tensor(x, device=dev), lazyscope.tensor(y, device=dev))
-            for x, y in batches("mlp", np.random.default_rng(0))]
-
-    def step(i):
-        x, y = data[i % len(data)]
-        opt.zero_grad()
-        loss = lazyscope.nn.functional.cross_entropy(net(x), y)
-        loss.backward()
-        lm.optimizer_step(opt, barrier=True)
-        loss.item()
-
-    capture = _C._EventCapture()
-    capture.start()
-    for i in range(10):
-        step(i)
-    def profiles():
-        events = (json.loads(text) for text in capture.json())
-        return [e["kernel_profile"] for e in events if "kernel_profile" in e]
-
-    start = {k["index"]: k for k in profiles()[-1]["kernels"]}
-    for i in range(steps):
-        step(i)
-    end = profiles()[-1]["kernels"]
-    capture.stop()
-    rows = []
-    for k in end:
-        k0 = start[k["index"]]
-        samples = int(k["samples"]) - int(k0["samples"])
-        rows.append(((int(k["total_ns"]) - int(k0["total_ns"])) / max(1, samples) / 1e3, k["name"], len(k["nodes"])))
+    kernels, _ = kernel_times(LazyTrainer("mlp").step, 10, steps)
+    rows = [(us, k["name"], len(k["nodes"])) for k, us in kernels]
     rows.sort(reverse=True)
     print("KERNELS", f"{sum(r[0] for r in rows):.1f}", " ".join(f"{n}/{c}:{us:.1f}" for us, n, c in rows[:5]))
 

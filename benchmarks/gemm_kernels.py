@@ -74,34 +74,11 @@ def child(model, split, steps, warmup):
     sys.path.insert(0, str(BUILD / "python"))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import numpy as np
-    import lazyscope
     from lazyscope import _C
-    from lazyscope.core import lazy_model as lm
-    from bench_models import CTX, MAKERS, VOCAB, batches, openblas
+    from bench_models import LazyTrainer, openblas
 
     _C.set_gemm_split(split)
-    dev = lm.lazy_device()
-    lazyscope.manual_seed(0)
-    net = MAKERS[model](lazyscope.nn, lazyscope.nn.functional).to(dev)
-    opt = lazyscope.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    data = [(lazyscope.tensor(x, device=dev), lazyscope.tensor(y, device=dev))
-            for x, y in batches(model, np.random.default_rng(0))]
-    F = lazyscope.nn.functional
-    extra = ()
-    if model == "transformer":
-        mask = np.triu(np.ones((CTX, CTX), dtype=bool), k=1)
-        extra = (lazyscope.tensor(np.arange(CTX), device=dev), lazyscope.tensor(mask, device=dev))
-
-    def step(i):
-        x, y = data[i % len(data)]
-        opt.zero_grad()
-        if model == "transformer":
-            loss = F.cross_entropy(net(x, *extra).reshape(-1, VOCAB), y.reshape(-1))
-        else:
-            loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        lm.optimizer_step(opt, barrier=True)
-        loss.item()
+    step = LazyTrainer(model).step
 
     capture = _C._EventCapture()
     capture.start()

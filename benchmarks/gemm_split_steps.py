@@ -20,11 +20,8 @@ BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
 sys.path.insert(0, str(BUILD / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-import lazyscope  # noqa: E402
 from lazyscope import _C  # noqa: E402
-from lazyscope.core import lazy_model as lm  # noqa: E402
-from bench_models import CTX, MAKERS, VOCAB, batches  # noqa: E402
+from bench_models import MAKERS, LazyTrainer  # noqa: E402
 
 
 def main():
@@ -35,30 +32,7 @@ def main():
     parser.add_argument("--steps", type=int, default=1, help="steps per split and round")
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
-    dev = lm.lazy_device()
-    lazyscope.manual_seed(0)
-    net = MAKERS[args.model](lazyscope.nn, lazyscope.nn.functional).to(dev)
-    opt = lazyscope.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    data = batches(args.model, np.random.default_rng(0))
-    F = lazyscope.nn.functional
-    extra = ()
-    if args.model == "transformer":
-        mask = np.triu(np.ones((CTX, CTX), dtype=bool), k=1)
-        extra = (lazyscope.tensor(np.arange(CTX), device=dev), lazyscope.tensor(mask, device=dev))
-
-    def step(i):
-        x, y = data[i % len(data)]
-        x, y = lazyscope.tensor(x, device=dev), lazyscope.tensor(y, device=dev)
-        opt.zero_grad()
-        if args.model == "transformer":
-            loss = F.cross_entropy(net(x, *extra).reshape(-1, VOCAB), y.reshape(-1))
-        elif args.model == "cnn":
-            loss = F.nll_loss(net(x), y)
-        else:
-            loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        lm.optimizer_step(opt, barrier=True)
-        return loss.item()
+    step = LazyTrainer(args.model, upload_each_step=True).step
 
     splits = args.splits.split(",")
     for i in range(args.warmup):

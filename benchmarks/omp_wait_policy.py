@@ -25,26 +25,13 @@ BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
 def child(steps, warmup):
     """Runs inside `lazyscope run`: CNN steps on lazy:0, prints ms per step."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import numpy as np
-    import lazyscope
-    from lazyscope.core import lazy_model as lm
-    from bench_models import batches, make_cnn
+    from bench_models import LazyTrainer
 
-    lazyscope.manual_seed(0)
-    dev = lm.lazy_device()
-    net = make_cnn(lazyscope.nn, lazyscope.nn.functional).to(dev)
-    opt = lazyscope.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    data = [(lazyscope.tensor(x, device=dev), lazyscope.tensor(y, device=dev))
-            for x, y in batches("cnn", np.random.default_rng(0))]
+    step = LazyTrainer("cnn").step
     times = []
     for i in range(warmup + steps):
-        x, y = data[i % len(data)]
         t = time.perf_counter()
-        opt.zero_grad()
-        loss = lazyscope.nn.functional.nll_loss(net(x), y)
-        loss.backward()
-        lm.optimizer_step(opt, barrier=True)
-        loss.item()
+        step(i)
         if i >= warmup:
             times.append((time.perf_counter() - t) * 1e3)
     print(f"MS_PER_STEP {statistics.median(times):.3f} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')!r}")
