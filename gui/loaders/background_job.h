@@ -14,6 +14,7 @@
 #pragma once
 
 #include <QFuture>
+#include <QFutureWatcher>
 #include <QObject>
 #include <QString>
 #include <QtConcurrent/QtConcurrentRun>
@@ -24,6 +25,23 @@
 #include "util/job_control.h"
 
 namespace lazyscope::gui {
+
+// Calls done(future) from `owner`'s event loop once `future` has finished,
+// unless `owner` was destroyed first. Through a QFutureWatcher owned by
+// `owner` rather than QFuture::then(owner, ...): Qt 6.4's then() reads the
+// owner's QPointer on the pool thread and posts to the raw pointer, racing
+// with the owner's destruction on its own thread (a window closed while a
+// read runs); a watcher's destructor detaches it under the future's own
+// lock, and the watcher posts its finished() even for a future that has
+// already finished, so `done` never runs inside this call.
+template <class T, class Done> void whenFinished(QObject* owner, QFuture<T> future, Done done) {
+  auto* watcher = new QFutureWatcher<T>(owner);
+  QObject::connect(watcher, &QFutureWatcherBase::finished, owner, [watcher, done = std::move(done)]() mutable {
+    watcher->deleteLater();
+    done(watcher->future());
+  });
+  watcher->setFuture(std::move(future));
+}
 
 class BackgroundJob : public QObject {
   Q_OBJECT
@@ -78,18 +96,10 @@ template <class Work, class Deliver> void BackgroundJob::run(const QString& labe
     }
   };
   using Result = std::invoke_result_t<decltype(task)&>;
-  // then() runs its continuation at once when the work already finished
-  // (a tiny or unreadable file): it only queues the delivery, so that a
-  // result always comes from the event loop, after run() returned.
-  QtConcurrent::run(std::move(task))
-      .then(this, [this, generation, deliver = std::move(deliver)](QFuture<Result> future) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, generation, deliver, result = future.takeResult()]() mutable {
-              if (end(generation)) deliver(std::move(result));
-            },
-            Qt::QueuedConnection);
-      });
+  whenFinished(this, QtConcurrent::run(std::move(task)),
+               [this, generation, deliver = std::move(deliver)](QFuture<Result> future) mutable {
+                 if (end(generation)) deliver(future.takeResult());
+               });
 }
 
 }  // namespace lazyscope::gui

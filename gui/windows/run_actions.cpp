@@ -113,26 +113,23 @@ void RunActions::edit(const QString &what, std::function<void(const std::string 
   const QString path = window_->historyPath();
   if (path.isEmpty()) return;
   ++editing_;
-  QtConcurrent::run([path = path.toStdString(), change]() -> QString {
-    try {
-      change(path);
-      return {};
-    } catch (const std::exception &e) {
-      return QString::fromUtf8(e.what());
-    }
-  }).then(this, [this, what](const QString &error) {
-    QMetaObject::invokeMethod(
-        this,
-        [this, what, error] {
-          --editing_;
-          if (error.isEmpty()) {
-            emit edited(what);
-          } else {
-            emit failed(tr("Could not %1. %2").arg(what, error));
-          }
-        },
-        Qt::QueuedConnection);
-  });
+  whenFinished(this, QtConcurrent::run([path = path.toStdString(), change]() -> QString {
+                 try {
+                   change(path);
+                   return {};
+                 } catch (const std::exception &e) {
+                   return QString::fromUtf8(e.what());
+                 }
+               }),
+               [this, what](const QFuture<QString> &done) {
+                 const QString error = done.result();
+                 --editing_;
+                 if (error.isEmpty()) {
+                   emit edited(what);
+                 } else {
+                   emit failed(tr("Could not %1. %2").arg(what, error));
+                 }
+               });
 }
 
 void RunActions::renameRun(qint64 runId, const QString &name) {

@@ -3,7 +3,8 @@
 // (held back here by keeping the thread pool busy, so the tests do not
 // depend on the machine's speed) shows it after the delay, with its label;
 // Cancel drops the job's result and the view says it was cancelled and how
-// to get it back; a job that finishes hides it.
+// to get it back; a job that finishes hides it; a job whose owner is
+// destroyed first delivers nothing.
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
@@ -14,7 +15,9 @@
 #include <QToolButton>
 #include <QtTest>
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "history_fixture.h"
 #include "loaders/background_job.h"
@@ -135,6 +138,37 @@ class TestTaskProgress : public QObject {
     QTest::qWait(50);  // a late delivery of the first would have come by now
     QCOMPARE(delivered, std::vector<int>{2});
     QCOMPARE(firstSawStop->load(), 1);
+  }
+
+  // A view closed while its read is still queued or running: the work
+  // still runs (it owns what it captured), its result is never delivered to
+  // the destroyed job, and nothing touches the dead object. Many rounds, the
+  // owner dying at different moments of the work (queued, mid-way, just
+  // done), the way closing a window during a long read does.
+  void ownerDestroyedWhileItsJobRunsGetsNoDelivery() {
+    auto delivered = std::make_shared<std::atomic<int>>(0);
+    auto ran = std::make_shared<std::atomic<int>>(0);
+    constexpr int kRounds = 200;
+    for (int round = 0; round < kRounds; ++round) {
+      auto* owner = new QObject;
+      auto* job = new BackgroundJob(owner);
+      std::unique_ptr<PoolBlocker> blocker;
+      if (round % 4 == 0) blocker = std::make_unique<PoolBlocker>();  // queued behind a busy pool
+      job->run(
+          QStringLiteral("doomed"),
+          [ran, round] {
+            std::this_thread::sleep_for(std::chrono::microseconds((round % 7) * 30));
+            ++*ran;
+            return round;
+          },
+          [delivered](int) { ++*delivered; });
+      if (round % 3 == 1) QCoreApplication::processEvents();  // maybe the work is done, the delivery queued
+      delete owner;
+      blocker.reset();
+    }
+    QTRY_COMPARE(ran->load(), kRounds);
+    QTest::qWait(100);  // a delivery posted to a dead job would come by now
+    QCOMPARE(delivered->load(), 0);
   }
 
   void cancellingAGraphLayoutDropsItAndSaysSo() {
