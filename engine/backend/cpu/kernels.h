@@ -55,9 +55,12 @@ int set_gemm_parts_per_thread(int parts);
 // auto (rows unless too few; a batch of rows times one matrix stacked into
 // one product), rows, columns, blas (OpenBLAS's own threads on the whole
 // product, the pool asleep), legacy (before this: no stacking, and
-// OpenBLAS's thread count left as another library set it).
+// OpenBLAS's thread count left as another library set it), dnnl (oneDNN's
+// sgemm: one call on the pool's count of OpenMP threads for a large
+// product, the pool parked; single-threaded oneDNN in the pool's parts
+// otherwise), dnnl-rows (auto's split, each part single-threaded oneDNN).
 // For benchmarks comparing them in one process; returns the previous mode.
-enum class GemmSplit { kAuto, kRows, kColumns, kBlas, kLegacy };
+enum class GemmSplit { kAuto, kRows, kColumns, kBlas, kLegacy, kDnnl, kDnnlRows };
 GemmSplit set_gemm_split(GemmSplit mode);
 GemmSplit gemm_split_from_name(const std::string& name);  // throws on an unknown name
 const char* gemm_split_name(GemmSplit mode);
