@@ -14,7 +14,7 @@
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
 // set-ups: comma-separated names (auto,rows,columns,blas,dnnl,dnnl-rows,
-// cblas1,cblasN,dnnl1,dnnlN; default all). OpenBLAS's threads spin in
+// openblas,cblas1,cblasN,dnnl1,dnnlN; default all). OpenBLAS's threads spin in
 // sched_yield for a while after each threaded call, beside the pool's next
 // product: leave out blas and cblasN to see the pool's splits without them.
 // libgomp reads OMP_WAIT_POLICY before main: the binary re-executes itself
@@ -123,7 +123,7 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     };
     std::vector<Setup> setups;
     for (auto mode : {cpu::GemmSplit::kAuto, cpu::GemmSplit::kRows, cpu::GemmSplit::kColumns, cpu::GemmSplit::kBlas,
-                      cpu::GemmSplit::kDnnl, cpu::GemmSplit::kDnnlRows}) {
+                      cpu::GemmSplit::kDnnl, cpu::GemmSplit::kDnnlRows, cpu::GemmSplit::kOpenBlas}) {
       setups.push_back({cpu::gemm_split_name(mode),
                         [&, mode] {
                           cpu::set_gemm_split(mode);
@@ -160,9 +160,9 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto",      "rows",   "columns", "blas",  "dnnl",
-                                "dnnl-rows", "cblas1", "cblasN",  "dnnl1", "dnnlN"};
-    constexpr size_t kFirstDirect = 6;
+    const std::string keys[] = {"auto",     "rows",   "columns", "blas",  "dnnl", "dnnl-rows",
+                                "openblas", "cblas1", "cblasN",  "dnnl1", "dnnlN"};
+    constexpr size_t kFirstDirect = 7;
     for (size_t i = 0; i < setups.size(); ++i) {
       if (!keep(keys[i])) setups[i].call = nullptr;
     }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/settings.h"
 
 namespace lazyscope::cpu {
 
@@ -24,6 +25,15 @@ void dnnl_gemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb
     throw EngineError("matmul: dnnl_sgemm failed (status " + std::to_string(static_cast<int>(status)) + ") on " +
                       std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
   }
+}
+
+bool dnnl_gemm_avx512() {
+  static const bool yes = [] {
+    const std::string limit = settings::cpu_isa_limit();
+    return (limit.empty() || limit == "avx512f") &&
+           (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  }();
+  return yes;
 }
 
 }  // namespace lazyscope::cpu

@@ -17,4 +17,11 @@ namespace lazyscope::cpu {
 void dnnl_gemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb, float* out, int64_t ldc,
                int64_t m, int64_t k, int64_t n, int threads);
 
+// Whether oneDNN's sgemm runs its AVX-512 kernels here: the CPU has them,
+// DNNL_MAX_CPU_ISA (oneDNN's own limit) allows them, and so does
+// LAZYSCOPE_CPU_ISA (the engine's). Limited to AVX2 on this machine,
+// oneDNN's sgemm lost to OpenBLAS's on half the models' products (up to
+// 1.6x slower, benchmarks/README.md), so the default split keeps OpenBLAS there.
+bool dnnl_gemm_avx512();
+
 }  // namespace lazyscope::cpu

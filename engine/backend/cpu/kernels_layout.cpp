@@ -174,8 +174,8 @@ template <typename T> void slice_backward_kernel(const KernelArgs& k) {
   for_each_sliced(k.out.shape(), k.inputs[0]->shape(), k.attrs, [&](int64_t i, int64_t o) { out[o] = src[i]; });
 }
 
-constexpr const char* kSplitNames[] = {"auto", "rows", "columns", "blas", "legacy", "dnnl", "dnnl-rows"};
-constexpr const char* kSplitList = "auto, rows, columns, blas, legacy, dnnl or dnnl-rows";
+constexpr const char* kSplitNames[] = {"auto", "rows", "columns", "blas", "legacy", "dnnl", "dnnl-rows", "openblas"};
+constexpr const char* kSplitList = "auto, rows, columns, blas, legacy, dnnl, dnnl-rows or openblas";
 
 std::atomic<int>& gemm_split_mode() {
   static std::atomic<int> mode{[] {
@@ -191,9 +191,22 @@ std::atomic<int>& gemm_split_mode() {
 
 GemmSplit current_split() { return static_cast<GemmSplit>(gemm_split_mode().load(std::memory_order_relaxed)); }
 
-// Whether a single-threaded float product (a pool part, a whole small
-// product) is oneDNN's rather than OpenBLAS's under `mode`.
-bool dnnl_parts(GemmSplit mode) { return mode == GemmSplit::kDnnl || mode == GemmSplit::kDnnlRows; }
+// Whether a single-threaded float product of op(A) [m,k] x op(B) [k,n] (a
+// pool part, a whole small product) is oneDNN's rather than OpenBLAS's.
+// auto: oneDNN where every side is at least 32 rows / 128 (gemm_shapes, one
+// thread, this AVX-512 machine: 5-15% faster than OpenBLAS on the MLP's and
+// the transformer's large products and on halves of them; 8-20% slower on
+// skinny and small ones: the MLP's 10-wide output layer, the transformer's
+// 65-wide head, 64^3 attention products), and only where oneDNN runs its
+// AVX-512 kernels (limited to AVX2 it lost to OpenBLAS on half of them).
+bool use_dnnl(GemmSplit mode, int64_t m, int64_t k, int64_t n) {
+  switch (mode) {
+    case GemmSplit::kDnnl:
+    case GemmSplit::kDnnlRows: return true;
+    case GemmSplit::kAuto: return m >= 32 && k >= 128 && n >= 128 && dnnl_gemm_avx512();
+    default: return false;
+  }
+}
 
 // One op(A) [m,k] x op(B) [k,n] product at the given pointers, op being a
 // transpose where ta/tb say so (A then stored [k,m], B [n,k]): a transpose
@@ -213,7 +226,7 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
   const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   if constexpr (std::is_same_v<T, float>) {
-    if (dnnl_parts(current_split())) {
+    if (use_dnnl(current_split(), m, kk, n)) {
       dnnl_gemm(a, lda, ta, b, ldb, tb, out, ldc, m, kk, n, threads);
       return;
     }
@@ -242,9 +255,12 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 //  - one call on the library's own threads (OpenBLAS's for `blas`,
 //    oneDNN's OpenMP threads for `dnnl`): one packing of each operand,
 //    shared, the pool's workers parked meanwhile;
-//  - auto (default): rows unless there are too few (then columns), with
+//  - auto (default): rows unless there are too few (then columns), each
+//    part single-threaded oneDNN or OpenBLAS by its shape (use_dnnl), with
 //    OpenBLAS held at one thread inside the parts, and a batch of rows
-//    times one matrix stacked into one product (matmul_typed).
+//    times one matrix stacked into one product (matmul_typed). `openblas`
+//    is the same with OpenBLAS in every part (auto before), `dnnl-rows`
+//    with oneDNN in every part.
 // Each part is a single-threaded GEMM on its own block of the output.
 // `epilogue` (or nullptr) runs on each part as soon as it is written (a
 // column part: row by row over its columns), on the thread that wrote it;
