@@ -193,17 +193,21 @@ GemmSplit current_split() { return static_cast<GemmSplit>(gemm_split_mode().load
 
 // Whether a single-threaded float product of op(A) [m,k] x op(B) [k,n] (a
 // pool part, a whole small product) is oneDNN's rather than OpenBLAS's.
-// auto: oneDNN where every side is at least 32 rows / 128 (gemm_shapes, one
-// thread, this AVX-512 machine: 5-15% faster than OpenBLAS on the MLP's and
-// the transformer's large products and on halves of them; 8-20% slower on
-// skinny and small ones: the MLP's 10-wide output layer, the transformer's
-// 65-wide head, 64^3 attention products), and only where oneDNN runs its
-// AVX-512 kernels (limited to AVX2 it lost to OpenBLAS on half of them).
+// auto: oneDNN where k and n are at least 128 and the part has 128 rows (or
+// 32, when n is at least 512), and only where oneDNN runs its AVX-512
+// kernels. gemm_shapes on this AVX-512 machine: oneDNN 5-15% faster on one
+// thread on the models' large products, and the pool's split with oneDNN
+// parts 1.05-1.23x faster than with OpenBLAS's (the MLP's 128-row products
+// split in 64-row parts included); 8-20% slower on skinny and small
+// products (the MLP's 10-wide output layer, the transformer's 65-wide head,
+// 64^3 attention products) and ~5% on 64-row parts of 256 columns (the
+// MLP's second layer forward). Limited to AVX2, oneDNN lost to OpenBLAS on
+// half the models' products (benchmarks/README.md).
 bool use_dnnl(GemmSplit mode, int64_t m, int64_t k, int64_t n) {
   switch (mode) {
     case GemmSplit::kDnnl:
     case GemmSplit::kDnnlRows: return true;
-    case GemmSplit::kAuto: return m >= 32 && k >= 128 && n >= 128 && dnnl_gemm_avx512();
+    case GemmSplit::kAuto: return k >= 128 && n >= 128 && m >= (n >= 512 ? 32 : 128) && dnnl_gemm_avx512();
     default: return false;
   }
 }
