@@ -54,8 +54,8 @@ int set_gemm_parts_per_thread(int parts);
 // How a single product is shared by the threads (LAZYSCOPE_GEMM_SPLIT):
 // auto (rows unless too few; a batch of rows times one matrix stacked into
 // one product; each part single-threaded oneDNN where it is large on every
-// side, else OpenBLAS), rows, columns, blas (OpenBLAS's own threads on the whole
-// product, the pool asleep), legacy (before this: no stacking, and
+// side, else OpenBLAS), rows, columns (that split, each part as auto's),
+// blas (OpenBLAS's own threads on the whole product, the pool parked), legacy (before this: no stacking, and
 // OpenBLAS's thread count left as another library set it), dnnl (oneDNN's
 // sgemm: one call on the pool's count of OpenMP threads for a large
 // product, the pool parked; single-threaded oneDNN in the pool's parts

@@ -193,7 +193,7 @@ GemmSplit current_split() { return static_cast<GemmSplit>(gemm_split_mode().load
 
 // Whether a single-threaded float product of op(A) [m,k] x op(B) [k,n] (a
 // pool part, a whole small product) is oneDNN's rather than OpenBLAS's.
-// auto: oneDNN where k and n are at least 128 and the part has 128 rows (or
+// auto (and rows, columns): oneDNN where k and n are at least 128 and the part has 128 rows (or
 // 32, when n is at least 512), and only where oneDNN runs its AVX-512
 // kernels. gemm_shapes on this AVX-512 machine: oneDNN 5-15% faster on one
 // thread on the models' large products, and the pool's split with oneDNN
@@ -207,7 +207,9 @@ bool use_dnnl(GemmSplit mode, int64_t m, int64_t k, int64_t n) {
   switch (mode) {
     case GemmSplit::kDnnl:
     case GemmSplit::kDnnlRows: return true;
-    case GemmSplit::kAuto: return k >= 128 && n >= 128 && m >= (n >= 512 ? 32 : 128) && dnnl_gemm_avx512();
+    case GemmSplit::kAuto:
+    case GemmSplit::kRows:
+    case GemmSplit::kColumns: return k >= 128 && n >= 128 && m >= (n >= 512 ? 32 : 128) && dnnl_gemm_avx512();
     default: return false;
   }
 }
