@@ -193,9 +193,9 @@ GemmSplit current_split() { return static_cast<GemmSplit>(gemm_split_mode().load
 
 // Whether a single-threaded float product of op(A) [m,k] x op(B) [k,n] (a
 // pool part, a whole small product) is oneDNN's rather than OpenBLAS's.
-// auto (and rows, columns): oneDNN where k and n are at least 128 and the part has 128 rows (or
-// 32, when n is at least 512), and only where oneDNN runs its AVX-512
-// kernels. gemm_shapes on this AVX-512 machine: oneDNN 5-15% faster on one
+// auto (and rows, columns): oneDNN where k and n are at least 128 and the
+// part has 128 rows (or 32, when n is at least 512), and only where oneDNN
+// runs its AVX-512 kernels. gemm_shapes on this AVX-512 machine: oneDNN 5-15% faster on one
 // thread on the models' large products, and the pool's split with oneDNN
 // parts 1.05-1.23x faster than with OpenBLAS's (the MLP's 128-row products
 // split in 64-row parts included); 8-20% slower on skinny and small
@@ -382,7 +382,7 @@ void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& 
   const T* b = bb.as<T>();
   T* out = ob.as<T>();
   const int64_t batches = numel(o_batch);
-  const bool legacy = current_split() == GemmSplit::kLegacy;
+  const bool legacy = gemm_split_mode().load(std::memory_order_relaxed) == static_cast<int>(GemmSplit::kLegacy);
   if (batches > 1 && numel(b_batch) == 1 && numel(a_batch) == batches && !ta && !legacy) {
     // A batch of rows times one matrix (a linear layer on a [B, T, C]
     // input): the batch's rows stacked are one [B*m, k] operand, so one
