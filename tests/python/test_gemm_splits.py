@@ -119,7 +119,7 @@ def test_every_gemm_split_matches_numpy(threads, build_dir):
 # OpenBLAS's thread counts on the calling thread (oneDNN reads OpenMP's per
 # call; a pool part must still run single-threaded and right).
 SHAPES_SCRIPT = r"""
-import ctypes, ctypes.util, sys
+import ctypes, ctypes.util, os, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import lazyscope
@@ -193,6 +193,10 @@ for name in ("openblas", "blas"):
     if path and hasattr(ctypes.CDLL(path), "openblas_set_num_threads"):
         blas = ctypes.CDLL(path)
         break
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
 for mode in modes:
     _C.set_gemm_split(mode)
     products(mode)
@@ -200,8 +204,13 @@ for mode in modes:
     gomp.omp_set_num_threads(4)
     if blas is not None:
         blas.openblas_set_num_threads(3)
+    before = threads()
     products(mode + " (OpenMP 4, OpenBLAS 3 threads)")
     assert gomp.omp_get_max_threads() == 4, gomp.omp_get_max_threads()  # the caller's setting is left as it was
+    if mode not in ("dnnl", "blas"):
+        # Single-threaded library calls in the pool's parts: no thread
+        # started an OpenMP team (or OpenBLAS's threads) of its own.
+        assert threads() == before, (mode, before, threads())
     gomp.omp_set_num_threads(2)
 print("ok")
 """
