@@ -9,7 +9,7 @@ program listing), its microseconds per step (epilogue included) and
 GFLOP/s, and NumPy's `a @ b` on the same shapes and flags, timed in the
 same process after training, on one OpenBLAS thread and on all.
 
-    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/gemm_kernels.py --model mlp --splits auto,legacy,blas
+    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/gemm_kernels.py --model mlp --splits openblas,auto,dnnl-rows
 """
 import argparse
 import json
@@ -135,7 +135,7 @@ def child(model, split, steps, warmup):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mlp", choices=["mlp", "transformer"])
-    parser.add_argument("--splits", default="auto,legacy,blas")
+    parser.add_argument("--splits", default="openblas,auto")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=640, help="steps per process (every 64th is profiled)")
     parser.add_argument("--warmup", type=int, default=10,

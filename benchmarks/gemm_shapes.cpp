@@ -1,9 +1,10 @@
 // The matrix products of the benchmark models (benchmarks/bench_models.py),
 // each shape as the compiled programs call it (transpose flags included),
 // run through the engine's matmul_into under every GEMM split
-// (cpu::GemmSplit: auto, rows, columns, OpenBLAS's threads, legacy) and
-// through cblas_sgemm called directly in this process on one and on all
-// OpenBLAS threads: which products lose against OpenBLAS, and to which split.
+// (cpu::GemmSplit: auto, rows, columns, OpenBLAS's threads, oneDNN's) and
+// through cblas_sgemm and dnnl_sgemm called directly in this process on one
+// and on all threads (OpenBLAS's, OpenMP's): which products lose against a
+// library's own threaded call, and to which split.
 // Set-ups alternate (A B C ... A B C ...) so each saw the same load; the
 // median time of each is printed with its GFLOP/s and its ratio to the
 // faster direct cblas call, and the process CPU time per call (all
@@ -12,11 +13,17 @@
 //
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
-// set-ups: comma-separated names (auto,rows,columns,blas,cblas1,cblasN;
-// default all). OpenBLAS's threads spin in sched_yield for a while after
-// each threaded call, beside the pool's next product: leave out blas and
-// cblasN to see the pool's splits without them.
+// set-ups: comma-separated names (auto,rows,columns,blas,dnnl,dnnl-rows,
+// openblas,cblas1,cblasN,dnnl1,dnnlN; default all). OpenBLAS's threads spin in
+// sched_yield for a while after each threaded call, beside the pool's next
+// product: leave out blas and cblasN to see the pool's splits without them.
+// libgomp reads OMP_WAIT_POLICY before main: the binary re-executes itself
+// once with PASSIVE (what `import lazyscope` and `lazyscope run` set) unless
+// a policy is set.
 #include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
+#include <unistd.h>
 
 #include <time.h>
 #include <algorithm>
@@ -81,17 +88,22 @@ void direct_one(const GemmShape& s, const float* a, const float* b, float* c) {
               static_cast<int>(s.tb ? s.k : s.n), 0.0f, c, static_cast<int>(s.n));
 }
 
-void direct(const GemmShape& s, const float* a, const float* b, float* c) {
+void direct_dnnl_one(const GemmShape& s, const float* a, const float* b, float* c) {
+  dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.ta ? s.m : s.k, b, s.tb ? s.k : s.n, 0.0f, c,
+             s.n);
+}
+
+void direct(const GemmShape& s, const float* a, const float* b, float* c, bool dnnl = false) {
   for (int64_t i = 0; i < s.batch; ++i) {
     const int64_t sa = s.m * s.k, sb = s.k * s.n, sc = s.m * s.n;
-    direct_one(s, a + i * sa, b + i * sb, c + i * sc);
+    (dnnl ? direct_dnnl_one : direct_one)(s, a + i * sa, b + i * sb, c + i * sc);
   }
 }
 
 int run(int rounds, int calls, const std::string& filter, const std::string& wanted) {
   const int threads = cpu::num_threads();
   std::printf("%d threads; median us per call over %d rounds x %d calls, set-ups alternated\n", threads, rounds, calls);
-  std::printf("%-30s %-8s %9s %8s %8s %9s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best cblas", "cpu us");
+  std::printf("%-30s %-8s %9s %8s %8s %9s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best direct", "cpu us");
   std::mt19937 rng(0);
   std::normal_distribution<float> dist;
   for (const GemmShape& s : kShapes) {
@@ -110,7 +122,8 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
       double cpu_us = 0;  // process CPU time (all threads, spinning included), summed
     };
     std::vector<Setup> setups;
-    for (auto mode : {cpu::GemmSplit::kAuto, cpu::GemmSplit::kRows, cpu::GemmSplit::kColumns, cpu::GemmSplit::kBlas}) {
+    for (auto mode : {cpu::GemmSplit::kAuto, cpu::GemmSplit::kRows, cpu::GemmSplit::kColumns, cpu::GemmSplit::kBlas,
+                      cpu::GemmSplit::kDnnl, cpu::GemmSplit::kDnnlRows, cpu::GemmSplit::kOpenBlas}) {
       setups.push_back({cpu::gemm_split_name(mode),
                         [&, mode] {
                           cpu::set_gemm_split(mode);
@@ -131,10 +144,25 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
                         openblas_set_num_threads(1);
                       },
                       {}});
+    setups.push_back({"dnnl 1",
+                      [&] {
+                        omp_set_num_threads(1);
+                        direct(s, a->as<float>(), b->as<float>(), c->as<float>(), true);
+                      },
+                      {}});
+    setups.push_back({"dnnl " + std::to_string(threads),
+                      [&] {
+                        cpu::park_workers();
+                        omp_set_num_threads(threads);
+                        direct(s, a->as<float>(), b->as<float>(), c->as<float>(), true);
+                      },
+                      {}});
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto", "rows", "columns", "blas", "cblas1", "cblasN"};
+    const std::string keys[] = {"auto",     "rows",   "columns", "blas",  "dnnl", "dnnl-rows",
+                                "openblas", "cblas1", "cblasN",  "dnnl1", "dnnlN"};
+    constexpr size_t kFirstDirect = 7;
     for (size_t i = 0; i < setups.size(); ++i) {
       if (!keep(keys[i])) setups[i].call = nullptr;
     }
@@ -155,7 +183,7 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     cpu::set_gemm_split(cpu::GemmSplit::kAuto);
     const double flop = 2.0 * static_cast<double>(s.batch * s.m * s.k * s.n);
     double best_direct = 0;
-    for (size_t i = 4; i < setups.size(); ++i) {
+    for (size_t i = kFirstDirect; i < setups.size(); ++i) {
       if (!setups[i].us.empty())
         best_direct = best_direct > 0 ? std::min(best_direct, median(setups[i].us)) : median(setups[i].us);
     }
@@ -178,6 +206,9 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
 }  // namespace lazyscope
 
 int main(int argc, char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0) {
+    ::execv("/proc/self/exe", argv);
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
   const int calls = argc > 2 ? std::atoi(argv[2]) : 20;
   return lazyscope::run(std::max(1, rounds), std::max(1, calls), argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "");

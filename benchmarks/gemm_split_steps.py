@@ -5,7 +5,7 @@ the process CPU time it used (all threads). On a loaded machine, where a
 second thread's share of the cores says little, the CPU time still shows
 which set-up does less work.
 
-    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/gemm_split_steps.py --model transformer --splits auto,legacy --rounds 8
+    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/gemm_split_steps.py --model mlp --splits openblas,auto,dnnl --rounds 40 --steps 5
     [LAZYSCOPE_NUM_THREADS=1] ...
 """
 import argparse
@@ -27,7 +27,7 @@ from bench_models import MAKERS, LazyTrainer  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="transformer", choices=sorted(MAKERS))
-    parser.add_argument("--splits", default="auto,legacy")
+    parser.add_argument("--splits", default="openblas,auto")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1, help="steps per split and round")
     parser.add_argument("--warmup", type=int, default=2)

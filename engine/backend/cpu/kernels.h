@@ -53,11 +53,16 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
 int set_gemm_parts_per_thread(int parts);
 // How a single product is shared by the threads (LAZYSCOPE_GEMM_SPLIT):
 // auto (rows unless too few; a batch of rows times one matrix stacked into
-// one product), rows, columns, blas (OpenBLAS's own threads on the whole
-// product, the pool asleep), legacy (before this: no stacking, and
-// OpenBLAS's thread count left as another library set it).
+// one product; each part single-threaded oneDNN where it is large on every
+// side, else OpenBLAS), rows, columns (that split, each part as auto's),
+// blas (OpenBLAS's own threads on the whole product, the pool parked), legacy (before this: no stacking, and
+// OpenBLAS's thread count left as another library set it), dnnl (oneDNN's
+// sgemm: one call on the pool's count of OpenMP threads for a large
+// product, the pool parked; single-threaded oneDNN in the pool's parts
+// otherwise), dnnl-rows (auto's split, each part single-threaded oneDNN),
+// openblas (auto's split, each part OpenBLAS: auto before oneDNN's parts).
 // For benchmarks comparing them in one process; returns the previous mode.
-enum class GemmSplit { kAuto, kRows, kColumns, kBlas, kLegacy };
+enum class GemmSplit { kAuto, kRows, kColumns, kBlas, kLegacy, kDnnl, kDnnlRows, kOpenBlas };
 GemmSplit set_gemm_split(GemmSplit mode);
 GemmSplit gemm_split_from_name(const std::string& name);  // throws on an unknown name
 const char* gemm_split_name(GemmSplit mode);

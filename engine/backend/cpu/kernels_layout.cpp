@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backend/cpu/gemm_dnnl.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
@@ -173,13 +174,56 @@ template <typename T> void slice_backward_kernel(const KernelArgs& k) {
   for_each_sliced(k.out.shape(), k.inputs[0]->shape(), k.attrs, [&](int64_t i, int64_t o) { out[o] = src[i]; });
 }
 
+constexpr const char* kSplitNames[] = {"auto", "rows", "columns", "blas", "legacy", "dnnl", "dnnl-rows", "openblas"};
+constexpr const char* kSplitList = "auto, rows, columns, blas, legacy, dnnl, dnnl-rows or openblas";
+
+std::atomic<int>& gemm_split_mode() {
+  static std::atomic<int> mode{[] {
+    const char* env = std::getenv("LAZYSCOPE_GEMM_SPLIT");
+    if (!env || !*env) return static_cast<int>(GemmSplit::kAuto);
+    for (int i = 0; i < static_cast<int>(std::size(kSplitNames)); ++i) {
+      if (std::string(env) == kSplitNames[i]) return i;
+    }
+    throw EngineError(std::string("LAZYSCOPE_GEMM_SPLIT=") + env + ": expected " + kSplitList);
+  }()};
+  return mode;
+}
+
+GemmSplit current_split() { return static_cast<GemmSplit>(gemm_split_mode().load(std::memory_order_relaxed)); }
+
+// Whether a single-threaded float product of op(A) [m,k] x op(B) [k,n] (a
+// pool part, a whole small product) is oneDNN's rather than OpenBLAS's.
+// auto (and rows, columns): oneDNN where k and n are at least 128 and the
+// part has 128 rows (or 32, when n is at least 512), and only where oneDNN
+// runs its AVX-512 kernels. gemm_shapes on this AVX-512 machine: oneDNN 5-15% faster on one
+// thread on the models' large products, and the pool's split with oneDNN
+// parts 1.05-1.23x faster than with OpenBLAS's (the MLP's 128-row products
+// split in 64-row parts included); 8-20% slower on skinny and small
+// products (the MLP's 10-wide output layer, the transformer's 65-wide head,
+// 64^3 attention products) and ~5% on 64-row parts of 256 columns (the
+// MLP's second layer forward). Limited to AVX2, oneDNN lost to OpenBLAS on
+// half the models' products (benchmarks/README.md).
+bool use_dnnl(GemmSplit mode, int64_t m, int64_t k, int64_t n) {
+  switch (mode) {
+    case GemmSplit::kDnnl:
+    case GemmSplit::kDnnlRows: return true;
+    case GemmSplit::kAuto:
+    case GemmSplit::kRows:
+    case GemmSplit::kColumns: return k >= 128 && n >= 128 && m >= (n >= 512 ? 32 : 128) && dnnl_gemm_avx512();
+    default: return false;
+  }
+}
+
 // One op(A) [m,k] x op(B) [k,n] product at the given pointers, op being a
 // transpose where ta/tb say so (A then stored [k,m], B [n,k]): a transpose
-// feeding a matmul is a BLAS flag, not a copy. OpenBLAS for floating types;
-// a plain loop for integers, which no training step multiplies at scale.
+// feeding a matmul is a BLAS flag, not a copy. oneDNN or OpenBLAS for
+// floats (by the split mode), OpenBLAS for doubles; a plain loop for
+// integers, which no training step multiplies at scale. Single-threaded
+// (the pool's parts call it) unless `threads` > 1: then one call on that
+// many of the library's own threads.
 template <typename T>
 void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* out, int64_t ldc, int64_t m,
-             int64_t kk, int64_t n) {
+             int64_t kk, int64_t n, int threads = 1) {
   if (m == 0 || n == 0) return;
   if (kk == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, T(0));
@@ -188,6 +232,10 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
   const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   if constexpr (std::is_same_v<T, float>) {
+    if (use_dnnl(current_split(), m, kk, n)) {
+      dnnl_gemm(a, lda, ta, b, ldb, tb, out, ldc, m, kk, n, threads);
+      return;
+    }
     cblas_sgemm(CblasRowMajor, fa, fb, i32(m), i32(n), i32(kk), 1.0f, a, i32(lda), b, i32(ldb), 0.0f, out, i32(ldc));
   } else if constexpr (std::is_same_v<T, double>) {
     cblas_dgemm(CblasRowMajor, fa, fb, i32(m), i32(n), i32(kk), 1.0, a, i32(lda), b, i32(ldb), 0.0, out, i32(ldc));
@@ -210,14 +258,19 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 // set_gemm_split; benchmarks/gemm_shapes.cpp measures each per shape):
 //  - by output rows: each part packs all of B again (K*N per extra part);
 //  - by output columns: each part packs all of A again (M*K per extra part);
-//  - OpenBLAS's own threads on the whole product (one packing of each
-//    operand, shared), the pool asleep meanwhile;
-//  - auto (default): rows unless there are too few (then columns), with
+//  - one call on the library's own threads (OpenBLAS's for `blas`,
+//    oneDNN's OpenMP threads for `dnnl`): one packing of each operand,
+//    shared, the pool's workers parked meanwhile;
+//  - auto (default): rows unless there are too few (then columns), each
+//    part single-threaded oneDNN or OpenBLAS by its shape (use_dnnl), with
 //    OpenBLAS held at one thread inside the parts, and a batch of rows
-//    times one matrix stacked into one product (matmul_typed).
+//    times one matrix stacked into one product (matmul_typed). `openblas`
+//    is the same with OpenBLAS in every part (auto before), `dnnl-rows`
+//    with oneDNN in every part.
 // Each part is a single-threaded GEMM on its own block of the output.
 // `epilogue` (or nullptr) runs on each part as soon as it is written (a
-// column part: row by row over its columns), on the thread that wrote it.
+// column part: row by row over its columns), on the thread that wrote it;
+// after a one-call product, split over the pool.
 // Parts per thread of a split product (LAZYSCOPE_GEMM_PARTS_PER_THREAD;
 // default 1; set_gemm_parts_per_thread). More parts than threads are claimed
 // dynamically, so a descheduled worker holds up a smaller part; each part is
@@ -230,20 +283,6 @@ std::atomic<int>& gemm_parts() {
   return parts;
 }
 int gemm_parts_per_thread() { return gemm_parts().load(std::memory_order_relaxed); }
-
-constexpr const char* kSplitNames[] = {"auto", "rows", "columns", "blas", "legacy"};
-
-std::atomic<int>& gemm_split_mode() {
-  static std::atomic<int> mode{[] {
-    const char* env = std::getenv("LAZYSCOPE_GEMM_SPLIT");
-    if (!env || !*env) return static_cast<int>(GemmSplit::kAuto);
-    for (int i = 0; i < static_cast<int>(std::size(kSplitNames)); ++i) {
-      if (std::string(env) == kSplitNames[i]) return i;
-    }
-    throw EngineError(std::string("LAZYSCOPE_GEMM_SPLIT=") + env + ": expected auto, rows, columns, blas or legacy");
-  }()};
-  return mode;
-}
 
 // OpenBLAS's thread count is process-wide, and a library beside the engine
 // (NumPy, PyTorch, a benchmark) may have raised it: a GEMM part called from
@@ -262,16 +301,23 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
   int nth = num_threads();
   const int64_t flops = m * n * kk;
   if (flops / kMinFlopsPerPart < nth) nth = static_cast<int>(std::max<int64_t>(1, flops / kMinFlopsPerPart));
-  const auto mode = static_cast<GemmSplit>(gemm_split_mode().load(std::memory_order_relaxed));
-  // OpenBLAS's threads only for products of at least 2^22 multiply-adds
-  // (~80 us on one thread): below that its hand-off costs more than the
-  // pool's (gemm_shapes: the MLP's 128x256x10 output layer 26 us on
-  // OpenBLAS's 2 threads, 7 on the pool).
-  constexpr int64_t kMinBlasThreadedFlops = int64_t{1} << 22;
-  if (mode == GemmSplit::kBlas && nth > 1 && flops >= kMinBlasThreadedFlops && std::is_floating_point_v<T>) {
-    set_blas_threads(nth);
-    gemm_ld(a, lda, ta, b, ldb, tb, out, n, m, kk, n);
-    set_blas_threads(1);
+  const GemmSplit mode = current_split();
+  // One call on the library's threads only for products of at least 2^22
+  // multiply-adds (~80 us on one thread): below that its hand-off costs
+  // more than the pool's (gemm_shapes: the MLP's 128x256x10 output layer 26
+  // us on OpenBLAS's 2 threads, 7 on the pool). Not from inside a region (a
+  // pool worker would start a team of its own).
+  constexpr int64_t kMinOneCallFlops = int64_t{1} << 22;
+  const bool one_call_mode = mode == GemmSplit::kBlas || (mode == GemmSplit::kDnnl && std::is_same_v<T, float>);
+  if (one_call_mode && nth > 1 && flops >= kMinOneCallFlops && std::is_floating_point_v<T> && !in_parallel_region()) {
+    park_workers();
+    if (mode == GemmSplit::kBlas) {
+      set_blas_threads(nth);
+      gemm_ld(a, lda, ta, b, ldb, tb, out, n, m, kk, n);
+      set_blas_threads(1);
+    } else {
+      gemm_ld(a, lda, ta, b, ldb, tb, out, n, m, kk, n, nth);
+    }
     if (epilogue) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
     return;
   }
@@ -423,7 +469,7 @@ GemmSplit gemm_split_from_name(const std::string& name) {
   for (int i = 0; i < static_cast<int>(std::size(kSplitNames)); ++i) {
     if (name == kSplitNames[i]) return static_cast<GemmSplit>(i);
   }
-  throw EngineError("gemm split '" + name + "': expected auto, rows, columns, blas or legacy");
+  throw EngineError("gemm split '" + name + "': expected " + kSplitList);
 }
 
 const char* gemm_split_name(GemmSplit mode) { return kSplitNames[static_cast<int>(mode)]; }

@@ -40,6 +40,7 @@ class Pool {
   }
 
   int size() const { return n_; }
+  void park() { park_.store(true, std::memory_order_relaxed); }
 
   // Parts are claimed from a counter by whoever is running: the caller
   // starts at once and takes every part a late worker has not claimed, so a
@@ -59,6 +60,7 @@ class Pool {
     nth_ = nth;
     error_ = nullptr;
     next_.store(0, std::memory_order_relaxed);
+    park_.store(false, std::memory_order_relaxed);
     const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
     open_.store(g, std::memory_order_release);
     generation_.store(g, std::memory_order_release);
@@ -104,7 +106,7 @@ class Pool {
     uint64_t seen = 0;
     for (;;) {
       uint64_t g = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < 4000; ++spin) {
+      for (int spin = 0; g == seen && spin < 4000 && !park_.load(std::memory_order_relaxed); ++spin) {
         __builtin_ia32_pause();
         g = generation_.load(std::memory_order_acquire);
       }
@@ -130,6 +132,7 @@ class Pool {
   std::atomic<int> next_{0};       // the next part to claim
   std::atomic<int> active_{0};     // workers inside the open region
   std::atomic<bool> stop_{false};
+  std::atomic<bool> park_{false};  // park_workers(): idle workers sleep at once
   const RegionBody* body_ = nullptr;
   int nth_ = 1;
   std::mutex error_mu_;
@@ -158,5 +161,9 @@ int set_active_threads(int n) {
 }
 
 void parallel_region(int nth, RegionBody body) { pool().run(nth, body); }
+
+void park_workers() { pool().park(); }
+
+bool in_parallel_region() { return t_in_region; }
 
 }  // namespace lazyscope::cpu

@@ -44,6 +44,17 @@ class RegionBody {
 // done. The first exception thrown by any part is rethrown here.
 void parallel_region(int nth, RegionBody body);
 
+// Ends the idle workers' spin now: they sleep (futex) until the next
+// region instead of spinning ~4000 pauses after the last one. Called before
+// handing the cores to another library's threads for a while (one oneDNN
+// or OpenBLAS call on its own threads), which a spinning worker would
+// otherwise compete with on a small machine.
+void park_workers();
+
+// Whether the calling thread is a pool worker or runs inside a region: a
+// kernel called there must not start threads of its own.
+bool in_parallel_region();
+
 // [begin, end) of part ith of nth over [0, n), in multiples of `align`.
 inline std::pair<int64_t, int64_t> split(int64_t n, int ith, int nth, int64_t align = 1) {
   const int64_t blocks = (n + align - 1) / align;
