@@ -54,27 +54,48 @@ uint64_t new_epoch() {
 struct LoweredGraph {
   GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
   uint64_t hash = 0;
+  uint64_t epoch = 0;  // the walk's: a node with this visit_epoch is in the graph
   // Scratch of the walk and of donor_refs, kept with the graph's vectors
   // from sync to sync (SpareGraph): thread_local vectors cost a TLS lookup
   // per access in a shared library.
   std::vector<std::pair<const Node*, size_t>> stack;
   std::vector<long> inside, held;
+  std::vector<const Node*> roots;  // what the walk started from (addresses only: never read)
+  bool bf16 = false;               // settings::bf16_mode() at the walk (it changes the hash)
 };
+
+// The epoch of the latest walk of any graph (lower()): a walk re-marks the
+// nodes it reaches, so an earlier walk's positions stay valid only while it
+// is the latest.
+std::atomic<uint64_t> g_latest_walk{0};
 
 // A lowered graph whose vectors keep their capacity from one sync to the
 // next on a device: taken by a sync (a nested sync finds none and makes its
-// own), emptied and given back at its end.
+// own) and given back at its end, still describing its graph (same_walk).
 struct SpareGraph {
   LoweredGraph graph;
-  void give_back(LoweredGraph& g) {
-    g.view.nodes.clear();
-    g.view.operands.clear();
-    g.view.parameters.clear();
-    g.view.outputs.clear();
-    g.hash = 0;
-    graph = std::move(g);
-  }
+  void give_back(LoweredGraph& g) { graph = std::move(g); }
 };
+
+// Whether `g`, lowered at an earlier sync, is the graph of `roots`: the same
+// root nodes in the same order (nodes never change, and each owns its
+// operands, so the same roots reach the same graph), no other walk since
+// (its marks are still the nodes'), bf16 mode as it was. A root is the node
+// it was, not a new one at a freed one's address, when it still carries
+// that walk's mark: a node made after the walk carries none. Saves the
+// walk and the hash of a step whose nodes were all reused (reusable_node).
+bool same_walk(const LoweredGraph& g, const std::vector<const Node*>& roots) {
+  if (g.epoch == 0 || g.epoch != g_latest_walk.load(std::memory_order_relaxed) || roots.size() != g.roots.size() ||
+      g.bf16 != settings::bf16_mode()) {
+    return false;
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (roots[i] != g.roots[i] || roots[i]->visit_epoch != g.epoch || roots[i]->visit_position != g.view.outputs[i]) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // A lock held for a few pointer writes per traced op (the registry's): a
 // mutex's lock and unlock cost more than the rest of registering.
@@ -119,6 +140,26 @@ struct PendingList {
   }
 };
 
+// Trace replay (settings::reuse_ir_nodes): the nodes of apply()'s direct
+// path by their place (slot) in the step, this step's and those kept of the
+// previous one; executor::reusable_node hands the previous step's node at a
+// slot back to an op that matches it. Guarded by the pending list's lock.
+// The lists hold references: what they keep is decided at each sync
+// (settle_reuse): a node is kept only when every device-data leaf it
+// depends on is still held by something outside the lists (a tensor), so
+// they keep no buffer alive that nothing else would, except for the one
+// step until the next sync notices. Buffer donation counts the lists'
+// references as the graph's own (donor_refs).
+struct TraceReuse {
+  std::vector<NodePtr> previous;  // slot -> kept node of the last step (null: none)
+  std::vector<NodePtr> current;   // slot -> this step's node (null: the op took the general path)
+  std::vector<NodePtr> spare;     // the storage of the list before `previous`, kept for the next step
+  std::vector<NodePtr> dropping;  // scratch of settle_reuse
+};
+// Slots recorded per step at most: a script that never calls mark_step
+// would otherwise grow the list without end.
+constexpr size_t kMaxTraceSlots = size_t{1} << 17;
+
 struct DeviceState {
   std::recursive_mutex mu;    // one sync at a time; recursive for sync-within-sync safety
   PendingList pending;        // its own lock: tracing does not take `mu`
@@ -144,6 +185,7 @@ struct DeviceState {
   // Last graph compiled at each call site, to explain the next recompile.
   std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
   SpareGraph spare;  // the lowered graph's vectors, kept across syncs
+  TraceReuse reuse;  // pending.lock
   // The last sync's phases, and its graph (for its kernel time, read on demand).
   SyncProfile last_profile;
   // Weak: the profile must not keep an executable (and its arena) alive
@@ -208,7 +250,16 @@ void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
 // SpareGraph): a 1,000-node step's vectors are large allocations, each of
 // which made glibc consolidate the small blocks the trace had freed.
 void lower(const std::vector<const Node*>& roots, size_t expected_nodes, LoweredGraph& g) {
+  g.view.nodes.clear();
+  g.view.operands.clear();
+  g.view.parameters.clear();
+  g.view.outputs.clear();
+  g.hash = 0;
+  g.roots = roots;
+  g.bf16 = settings::bf16_mode();
   const uint64_t epoch = new_epoch();
+  g.epoch = epoch;
+  g_latest_walk.store(epoch, std::memory_order_relaxed);
   const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
   std::vector<std::pair<const Node*, size_t>>& stack = g.stack;
@@ -241,7 +292,7 @@ void lower(const std::vector<const Node*>& roots, size_t expected_nodes, Lowered
     g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
   }
   // A program compiled in bf16 mode rounds differently: never share it.
-  if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
+  if (g.bf16) g.hash = hash_combine(g.hash, 0xbf16ULL);
 }
 
 LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
@@ -442,7 +493,8 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 // held from outside (a detached tensor still showing the old value) is not
 // donated. Reference counts are read through the operand pointers (the
 // graph lists bare pointers): O(edges), a few microseconds per 1,000 nodes.
-std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets,
+                            DeviceState& st) {
   const GraphView& g = lowered.view;
   const size_t n = g.nodes.size();
   std::vector<long>& inside = lowered.inside;
@@ -458,6 +510,20 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
     for (const NodePtr& operand : node->operands()) note(operand);
   }
   for (const auto& t : targets) note(t->ir);
+  {
+    // The reuse lists' references are the graph's own: a node they keep is
+    // given out again only to an op on the very same operand nodes, which
+    // after this sync no tensor holds unless they are held from outside
+    // (and then not donated).
+    std::lock_guard lock(st.pending.lock);
+    const auto listed = [&](const std::vector<NodePtr>& list) {
+      for (const NodePtr& node : list) {
+        if (node && node->visit_epoch == lowered.epoch) ++inside[static_cast<size_t>(node->visit_position)];
+      }
+    };
+    listed(st.reuse.previous);
+    listed(st.reuse.current);
+  }
   std::vector<int> refs(g.parameters.size(), 0);
   for (size_t i = 0; i < n; ++i) {
     if (!g.nodes[i]->is_leaf() && held[i] != inside[i]) return refs;
@@ -494,7 +560,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   roots.reserve(targets.size());
   for (const auto& t : targets) roots.push_back(t->ir.get());
   LoweredGraph graph = std::move(st.spare.graph);
-  lower(roots, expected_nodes, graph);
+  if (!same_walk(graph, roots)) lower(roots, expected_nodes, graph);
   const int64_t lowered = events::now_ns();
   profile.lower_ns = lowered - start;
 
@@ -548,7 +614,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const std::vector<int> donors = every_pending && settings::buffer_donation() &&
                                           compiled->executable->accepts_donations()
-                                      ? donor_refs(graph, targets)
+                                      ? donor_refs(graph, targets, st)
                                       : std::vector<int>{};
   const int64_t execute_start = events::now_ns();
   profile.bind_inputs_ns = execute_start - bind_start;
@@ -629,13 +695,103 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
 
 void publish_snapshot(const Device& device, int64_t step, bool only_changed);
 
+// After a sync: which of this step's direct-path nodes the lists keep. A
+// node is kept when each operand is a kept node of the list, or a
+// device-data leaf that something outside the lists still holds (more
+// references than the list's nodes account for: a tensor, say). Others
+// leave (their slots become null), so the lists never hold a buffer alive
+// for long. At a barrier (`step_end`) the kept nodes become the previous
+// step's, and the previous step's go.
+void settle_reuse(DeviceState& st, bool step_end) {
+  TraceReuse& r = st.reuse;
+  if (step_end) {
+    {
+      std::lock_guard lock(st.pending.lock);
+      r.spare.swap(r.previous);
+    }
+    r.spare.clear();  // the last step's nodes not reused: released outside the lock
+  }
+  {
+    std::lock_guard lock(st.pending.lock);
+    std::vector<NodePtr>& current = r.current;
+    if (!settings::reuse_ir_nodes()) {
+      r.dropping.swap(current);
+      current.clear();
+      r.previous.swap(r.spare);
+      r.spare.clear();
+    } else {
+      const uint64_t epoch = new_epoch();
+      for (const NodePtr& node : current) {
+        if (!node) continue;
+        for (const NodePtr& operand : node->operands()) {
+          if (!operand->is_leaf()) continue;
+          if (operand->reuse_epoch != epoch) {
+            operand->reuse_epoch = epoch;
+            operand->reuse_refs = 0;
+          }
+          ++operand->reuse_refs;
+        }
+      }
+      for (NodePtr& node : current) {
+        if (!node) continue;
+        bool keep = true;
+        for (const NodePtr& operand : node->operands()) {
+          keep = keep && (operand->is_leaf() ? operand.use_count() > operand->reuse_refs
+                                             : operand->reuse_epoch == epoch && operand->reuse_refs == 1);
+        }
+        if (keep) {
+          node->reuse_epoch = epoch;
+          node->reuse_refs = 1;
+        } else {
+          r.dropping.push_back(std::move(node));  // released after the lock
+        }
+      }
+      if (step_end) {
+        r.previous.swap(current);  // `previous` was emptied above
+        current.swap(r.spare);     // the old storage, for this step's
+      }
+    }
+  }
+  r.dropping.clear();
+}
+
 }  // namespace
 
-void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
+NodePtr reusable_node(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
+                      const SourceLocation& source, const std::string* scope, size_t* slot) {
+  *slot = kNoTraceSlot;
+  if (!settings::reuse_ir_nodes()) return nullptr;
+  DeviceState& st = state(device);
+  std::lock_guard lock(st.pending.lock);
+  TraceReuse& r = st.reuse;
+  const size_t place = r.current.size();
+  if (place >= kMaxTraceSlots) return nullptr;
+  r.current.emplace_back();  // the node goes in at registration (register_pending)
+  *slot = place;
+  if (place >= r.previous.size() || !r.previous[place]) return nullptr;
+  const Node& p = *r.previous[place];
+  const std::span<const NodePtr> was = p.operands();
+  if (p.op() != op || was.size() != operands.size() || p.scope() != scope || p.source().line != source.line ||
+      p.source().file != source.file || p.source().function != source.function) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < was.size(); ++i) {
+    if (was[i].get() != operands[i]) return nullptr;
+  }
+  if (!(p.attrs() == attrs)) return nullptr;
+  // The previous step's place gives it up (never read again this step).
+  r.current.back() = std::move(r.previous[place]);
+  return r.current.back();
+}
+
+void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_slot) {
   DeviceState& st = state(tensor->device);
   bool over_limit = false;
   {
     std::lock_guard lock(st.pending.lock);
+    if (trace_slot < st.reuse.current.size() && st.reuse.current[trace_slot] != tensor->ir) {
+      st.reuse.current[trace_slot] = tensor->ir;
+    }
     if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
       st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
     }
@@ -672,7 +828,9 @@ void unregister_pending(TensorImpl& tensor) noexcept {
 int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
-  return sync_locked(device, st, targets, cause);
+  const int64_t ran = sync_locked(device, st, targets, cause);
+  settle_reuse(st, /*step_end=*/false);
+  return ran;
 }
 
 void mark_step(const Device& device) {
@@ -685,6 +843,7 @@ void mark_step(const Device& device) {
   auto logs = std::move(st.scalar_logs);
   st.scalar_logs.clear();
   sync_locked(device, st, {}, pb::SYNC_CAUSE_MARK_STEP);
+  settle_reuse(st, /*step_end=*/true);
   if (events::enabled()) {
     for (const auto& [name, t] : logs) {
       // Computed by the graph just run (it was pending and alive), or read
