@@ -155,6 +155,16 @@ struct TraceReuse {
   std::vector<NodePtr> current;   // slot -> this step's node (null: the op took the general path)
   std::vector<NodePtr> spare;     // the storage of the list before `previous`, kept for the next step
   std::vector<NodePtr> dropping;  // scratch of settle_reuse
+  // What the last settle_reuse at a step's end kept: how many nodes, and the
+  // device-data leaves they read with the references the kept nodes hold
+  // to each (a leaf once per reading node: repeats are harmless). A step
+  // that reused every one of them, in every slot, has the same nodes with
+  // the same operands: it keeps them all again when these leaves are still
+  // held from outside, found without a pass over the nodes.
+  size_t kept = 0;
+  std::vector<std::pair<const NodePtr*, long>> anchors;  // the kept nodes' operand references
+  size_t reused = 0;  // slots of this step given a kept node (reusable_node)
+  bool settled_in_step = false;  // a sync inside the step settled the list (slots may have left)
 };
 // Slots recorded per step at most: a script that never calls mark_step
 // would otherwise grow the list without end.
@@ -510,6 +520,18 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
     for (const NodePtr& operand : node->operands()) note(operand);
   }
   for (const auto& t : targets) note(t->ir);
+  // Leaves are never in the reuse lists: the parameters that could give
+  // their buffer are known before the lists are read (none, often).
+  std::vector<int> refs(g.parameters.size(), 0);
+  bool any = false;
+  for (size_t i = 0; i < g.parameters.size(); ++i) {
+    const auto p = static_cast<size_t>(g.parameters[i]);
+    if (held[p] == inside[p] && g.nodes[p]->data()) {
+      refs[i] = 2;
+      any = true;
+    }
+  }
+  if (!any) return refs;
   {
     // The reuse lists' references are the graph's own: a node they keep is
     // given out again only to an op on the very same operand nodes, which
@@ -524,13 +546,8 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
     listed(st.reuse.previous);
     listed(st.reuse.current);
   }
-  std::vector<int> refs(g.parameters.size(), 0);
   for (size_t i = 0; i < n; ++i) {
-    if (!g.nodes[i]->is_leaf() && held[i] != inside[i]) return refs;
-  }
-  for (size_t i = 0; i < g.parameters.size(); ++i) {
-    const auto p = static_cast<size_t>(g.parameters[i]);
-    if (held[p] == inside[p] && g.nodes[p]->data()) refs[i] = 2;
+    if (!g.nodes[i]->is_leaf() && held[i] != inside[i]) return std::vector<int>(g.parameters.size(), 0);
   }
   return refs;
 }
@@ -704,6 +721,21 @@ void publish_snapshot(const Device& device, int64_t step, bool only_changed);
 // step's, and the previous step's go.
 void settle_reuse(DeviceState& st, bool step_end) {
   TraceReuse& r = st.reuse;
+  const bool on = settings::reuse_ir_nodes();
+  if (step_end && on) {
+    std::lock_guard lock(st.pending.lock);
+    const bool anchored = std::all_of(r.anchors.begin(), r.anchors.end(),
+                                      [](const auto& a) { return a.first->use_count() > a.second; });
+    if (!r.settled_in_step && r.reused == r.kept && r.current.size() == r.kept && r.previous.size() == r.kept &&
+        anchored) {
+      // Every slot reused: `previous` holds only nulls now (reusable_node
+      // moved its nodes over), and this step's list is the next step's.
+      r.previous.swap(r.current);
+      r.current.clear();
+      r.reused = 0;
+      return;
+    }
+  }
   if (step_end) {
     {
       std::lock_guard lock(st.pending.lock);
@@ -714,7 +746,11 @@ void settle_reuse(DeviceState& st, bool step_end) {
   {
     std::lock_guard lock(st.pending.lock);
     std::vector<NodePtr>& current = r.current;
-    if (!settings::reuse_ir_nodes()) {
+    r.anchors.clear();
+    r.kept = 0;
+    r.reused = 0;
+    r.settled_in_step = !step_end;
+    if (!on) {
       r.dropping.swap(current);
       current.clear();
       r.previous.swap(r.spare);
@@ -742,6 +778,10 @@ void settle_reuse(DeviceState& st, bool step_end) {
         if (keep) {
           node->reuse_epoch = epoch;
           node->reuse_refs = 1;
+          ++r.kept;
+          for (const NodePtr& operand : node->operands()) {
+            if (operand->is_leaf()) r.anchors.emplace_back(&operand, operand->reuse_refs);
+          }
         } else {
           r.dropping.push_back(std::move(node));  // released after the lock
         }
@@ -781,6 +821,7 @@ NodePtr reusable_node(const Device& device, OpKind op, std::span<const Node* con
   if (!(p.attrs() == attrs)) return nullptr;
   // The previous step's place gives it up (never read again this step).
   r.current.back() = std::move(r.previous[place]);
+  ++r.reused;
   return r.current.back();
 }
 
