@@ -163,7 +163,7 @@ struct TraceReuse {
   // held from outside, found without a pass over the nodes.
   size_t kept = 0;
   std::vector<std::pair<const NodePtr*, long>> anchors;  // the kept nodes' operand references
-  size_t reused = 0;  // slots of this step given a kept node (reusable_node)
+  size_t reused = 0;                                     // slots of this step given a kept node (reusable_node)
   bool settled_in_step = false;  // a sync inside the step settled the list (slots may have left)
 };
 // Slots recorded per step at most: a script that never calls mark_step

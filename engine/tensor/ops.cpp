@@ -200,8 +200,8 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   std::array<const Node*, 3> operand_nodes{};
   for (size_t i = 0; i < n; ++i) operand_nodes[i] = in[i]->impl()->ir.get();
   size_t slot = kNoTraceSlot;
-  if (NodePtr reused = executor::reusable_node(device, op, std::span<const Node* const>(operand_nodes.data(), n),
-                                               attrs, source, scope, &slot)) {
+  if (NodePtr reused = executor::reusable_node(device, op, std::span<const Node* const>(operand_nodes.data(), n), attrs,
+                                               source, scope, &slot)) {
     // Asked again: a backend installed since, or a forced fallback, may move the op off the device.
     if (executor::fallback_reason(op, reused->dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
     out = Tensor::lazy(std::move(reused), device, slot);
