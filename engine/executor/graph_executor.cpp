@@ -15,6 +15,7 @@
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/pool.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
 #include "executor/compile_cache.h"
@@ -797,32 +798,72 @@ void settle_reuse(DeviceState& st, bool step_end) {
 
 }  // namespace
 
-NodePtr reusable_node(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
-                      const SourceLocation& source, const std::string* scope, size_t* slot) {
+namespace {
+// Appends a tensor with a pending node to the list and counts its node
+// toward the graph limit; under st.pending.lock. True: over the limit.
+bool register_locked(DeviceState& st, TensorImpl& tensor) {
+  if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
+    st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
+  }
+  st.pending.append(tensor);
+  // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
+  // counted per op was cut into graphs twice the limit.
+  const auto count = [&st](const Node* node) {
+    if (node->counted_epoch == st.count_epoch) return;
+    node->counted_epoch = st.count_epoch;
+    ++st.pending_nodes;
+  };
+  const Node* node = tensor.ir.get();
+  count(node);
+  for (const NodePtr& operand : node->operands()) {
+    if (operand->is_leaf()) count(operand.get());
+  }
+  return st.pending_nodes > settings::graph_node_limit();
+}
+
+void split_at_limit(const Device& device) {
+  LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
+  sync(device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
+}
+}  // namespace
+
+bool trace_reused(const std::shared_ptr<TensorImpl>& tensor, OpKind op, std::span<const Node* const> operands,
+                  const Attrs& attrs, const SourceLocation& source, const std::string* scope, size_t* slot) {
   *slot = kNoTraceSlot;
-  if (!settings::reuse_ir_nodes()) return nullptr;
-  DeviceState& st = state(device);
-  std::lock_guard lock(st.pending.lock);
-  TraceReuse& r = st.reuse;
-  const size_t place = r.current.size();
-  if (place >= kMaxTraceSlots) return nullptr;
-  r.current.emplace_back();  // the node goes in at registration (register_pending)
-  *slot = place;
-  if (place >= r.previous.size() || !r.previous[place]) return nullptr;
-  const Node& p = *r.previous[place];
-  const std::span<const NodePtr> was = p.operands();
-  if (p.op() != op || was.size() != operands.size() || p.scope() != scope || p.source().line != source.line ||
-      p.source().file != source.file || p.source().function != source.function) {
-    return nullptr;
+  if (!settings::reuse_ir_nodes()) return false;
+  DeviceState& st = state(tensor->device);
+  bool over_limit = false;
+  {
+    std::lock_guard lock(st.pending.lock);
+    TraceReuse& r = st.reuse;
+    const size_t place = r.current.size();
+    if (place >= kMaxTraceSlots) return false;
+    r.current.emplace_back();  // a new node goes in at its registration (register_pending)
+    *slot = place;
+    if (place >= r.previous.size() || !r.previous[place]) return false;
+    const Node& p = *r.previous[place];
+    const std::span<const NodePtr> was = p.operands();
+    if (p.op() != op || was.size() != operands.size() || p.scope() != scope || p.source().line != source.line ||
+        p.source().file != source.file || p.source().function != source.function) {
+      return false;
+    }
+    for (size_t i = 0; i < was.size(); ++i) {
+      if (was[i].get() != operands[i]) return false;
+    }
+    if (!(p.attrs() == attrs)) return false;
+    // Asked again: a backend installed since, or a forced fallback, may move the op off the device.
+    if (fallback_reason(op, p.dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
+    // The previous step's place gives the node up (never read again this step).
+    r.current.back() = std::move(r.previous[place]);
+    ++r.reused;
+    tensor->ir = r.current.back();
+    pool::unstash_vector(tensor->spec.shape);  // no allocation per traced op
+    tensor->spec.shape.assign(p.shape().begin(), p.shape().end());
+    tensor->spec.dtype = p.dtype();
+    over_limit = register_locked(st, *tensor);
   }
-  for (size_t i = 0; i < was.size(); ++i) {
-    if (was[i].get() != operands[i]) return nullptr;
-  }
-  if (!(p.attrs() == attrs)) return nullptr;
-  // The previous step's place gives it up (never read again this step).
-  r.current.back() = std::move(r.previous[place]);
-  ++r.reused;
-  return r.current.back();
+  if (over_limit) split_at_limit(tensor->device);
+  return true;
 }
 
 void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_slot) {
@@ -830,31 +871,10 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_sl
   bool over_limit = false;
   {
     std::lock_guard lock(st.pending.lock);
-    if (trace_slot < st.reuse.current.size() && st.reuse.current[trace_slot] != tensor->ir) {
-      st.reuse.current[trace_slot] = tensor->ir;
-    }
-    if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
-      st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
-    }
-    st.pending.append(*tensor);
-    // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
-    // counted per op was cut into graphs twice the limit.
-    const auto count = [&st](const Node* node) {
-      if (node->counted_epoch == st.count_epoch) return;
-      node->counted_epoch = st.count_epoch;
-      ++st.pending_nodes;
-    };
-    const Node* node = tensor->ir.get();
-    count(node);
-    for (const NodePtr& operand : node->operands()) {
-      if (operand->is_leaf()) count(operand.get());
-    }
-    over_limit = st.pending_nodes > settings::graph_node_limit();
+    if (trace_slot < st.reuse.current.size()) st.reuse.current[trace_slot] = tensor->ir;
+    over_limit = register_locked(st, *tensor);
   }
-  if (over_limit) {
-    LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
-    sync(tensor->device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
-  }
+  if (over_limit) split_at_limit(tensor->device);
 }
 
 void unregister_pending(TensorImpl& tensor) noexcept {

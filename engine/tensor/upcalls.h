@@ -40,13 +40,14 @@ void unregister_pending(TensorImpl& tensor) noexcept;
 
 // Trace replay (settings::reuse_ir_nodes): the ops of apply()'s direct path
 // take consecutive places (slots) in their device's step. Gives the op its
-// slot (`*slot`; kNoTraceSlot when nothing is recorded) and returns the node
-// the previous step traced there when it is the same op, with equal
-// attributes, the same source line and scope, on the very same operand
-// nodes: the same value, so the node is shared instead of rebuilt. Null
-// otherwise (build one, and pass the slot to Tensor::lazy).
-NodePtr reusable_node(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
-                      const SourceLocation& source, const std::string* scope, size_t* slot);
+// slot (`*slot`; kNoTraceSlot when nothing is recorded). When the previous
+// step traced the same op there, with equal attributes, the same source
+// line and scope, on the very same operand nodes (the same value), and the
+// device still runs it, binds `tensor` (a new tensor on the lazy device) to
+// that node and registers it, under one lock: true. Else false: build a
+// node and pass the slot on (Tensor::lazy).
+bool trace_reused(const std::shared_ptr<TensorImpl>& tensor, OpKind op, std::span<const Node* const> operands,
+                  const Attrs& attrs, const SourceLocation& source, const std::string* scope, size_t* slot);
 
 // Runs what `targets` need (all pending tensors of the device when empty)
 // and binds the results. `cause` and the caller's source line are recorded.
