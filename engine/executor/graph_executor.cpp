@@ -510,19 +510,29 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
   const size_t n = g.nodes.size();
   std::vector<long>& inside = lowered.inside;
   std::vector<long>& held = lowered.held;
-  inside.assign(n, 0);
-  held.assign(n, -1);
+  // First the parameters alone (the leaves' entries, the rest left as they
+  // are): those whose every reference is the graph's could give their
+  // buffer. None, often (an input held by the caller): then nothing else
+  // is counted.
+  inside.resize(n);
+  held.resize(n);
+  for (const int p : g.parameters) {
+    inside[static_cast<size_t>(p)] = 0;
+    held[static_cast<size_t>(p)] = -1;
+  }
   const auto note = [&](const NodePtr& node) {
     const auto pos = static_cast<size_t>(node->visit_position);
     ++inside[pos];
     held[pos] = node.use_count();
   };
   for (const Node* node : g.nodes) {
-    for (const NodePtr& operand : node->operands()) note(operand);
+    for (const NodePtr& operand : node->operands()) {
+      if (operand->is_leaf()) note(operand);
+    }
   }
-  for (const auto& t : targets) note(t->ir);
-  // Leaves are never in the reuse lists: the parameters that could give
-  // their buffer are known before the lists are read (none, often).
+  for (const auto& t : targets) {
+    if (t->ir->is_leaf()) note(t->ir);
+  }
   std::vector<int> refs(g.parameters.size(), 0);
   bool any = false;
   for (size_t i = 0; i < g.parameters.size(); ++i) {
@@ -533,11 +543,27 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
     }
   }
   if (!any) return refs;
+  // Then every computed node must be referenced only from inside the graph
+  // (see above).
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.nodes[i]->is_leaf()) {
+      inside[i] = 0;
+      held[i] = -1;
+    }
+  }
+  for (const Node* node : g.nodes) {
+    for (const NodePtr& operand : node->operands()) {
+      if (!operand->is_leaf()) note(operand);
+    }
+  }
+  for (const auto& t : targets) {
+    if (!t->ir->is_leaf()) note(t->ir);
+  }
   {
     // The reuse lists' references are the graph's own: a node they keep is
     // given out again only to an op on the very same operand nodes, which
     // after this sync no tensor holds unless they are held from outside
-    // (and then not donated).
+    // (and then not donated). Leaves are never in the lists.
     std::lock_guard lock(st.pending.lock);
     const auto listed = [&](const std::vector<NodePtr>& list) {
       for (const NodePtr& node : list) {
