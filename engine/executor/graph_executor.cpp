@@ -84,7 +84,7 @@ struct SpareGraph {
 // (its marks are still the nodes'), bf16 mode as it was. A root is the node
 // it was, not a new one at a freed one's address, when it still carries
 // that walk's mark: a node made after the walk carries none. Saves the
-// walk and the hash of a step whose nodes were all reused (reusable_node).
+// walk and the hash of a step whose nodes were all reused (trace_reused).
 bool same_walk(const LoweredGraph& g, const std::vector<const Node*>& roots) {
   if (g.epoch == 0 || g.epoch != g_latest_walk.load(std::memory_order_relaxed) || roots.size() != g.roots.size() ||
       g.bf16 != settings::bf16_mode()) {
@@ -143,7 +143,7 @@ struct PendingList {
 
 // Trace replay (settings::reuse_ir_nodes): the nodes of apply()'s direct
 // path by their place (slot) in the step, this step's and those kept of the
-// previous one; executor::reusable_node hands the previous step's node at a
+// previous one; executor::trace_reused hands the previous step's node at a
 // slot back to an op that matches it. Guarded by the pending list's lock.
 // The lists hold references: what they keep is decided at each sync
 // (settle_reuse): a node is kept only when every device-data leaf it
@@ -164,7 +164,7 @@ struct TraceReuse {
   // held from outside, found without a pass over the nodes.
   size_t kept = 0;
   std::vector<std::pair<const NodePtr*, long>> anchors;  // the kept nodes' operand references
-  size_t reused = 0;                                     // slots of this step given a kept node (reusable_node)
+  size_t reused = 0;                                     // slots of this step given a kept node (trace_reused)
   bool settled_in_step = false;  // a sync inside the step settled the list (slots may have left)
 };
 // Slots recorded per step at most: a script that never calls mark_step
@@ -751,11 +751,12 @@ void settle_reuse(DeviceState& st, bool step_end) {
   const bool on = settings::reuse_ir_nodes();
   if (step_end && on) {
     std::lock_guard lock(st.pending.lock);
-    const bool anchored = std::all_of(r.anchors.begin(), r.anchors.end(),
-                                      [](const auto& a) { return a.first->use_count() > a.second; });
+    // The counts first: the anchors point into the kept nodes, which are
+    // alive while every slot of the step holds one of them.
     if (!r.settled_in_step && r.reused == r.kept && r.current.size() == r.kept && r.previous.size() == r.kept &&
-        anchored) {
-      // Every slot reused: `previous` holds only nulls now (reusable_node
+        std::all_of(r.anchors.begin(), r.anchors.end(),
+                    [](const auto& a) { return a.first->use_count() > a.second; })) {
+      // Every slot reused: `previous` holds only nulls now (trace_reused
       // moved its nodes over), and this step's list is the next step's.
       r.previous.swap(r.current);
       r.current.clear();

@@ -20,7 +20,7 @@ struct GradFn;  // tensor/grad_fn.h
 }
 struct ViewInfo;  // tensor/views.h
 
-// No place in the step's trace (executor::reusable_node).
+// No place in the step's trace (executor::trace_reused).
 inline constexpr size_t kNoTraceSlot = SIZE_MAX;
 struct TensorImpl;
 
@@ -82,7 +82,7 @@ class Tensor {
   // A tensor holding `buffer` on `device` (which takes the buffer as is).
   static Tensor wrap(BufferPtr buffer, const Device& device);
   // A tensor whose value is the pending node `ir` on lazy `device`;
-  // `trace_slot`: executor::reusable_node's slot of the op that made it.
+  // `trace_slot`: executor::trace_reused's slot of the op that made it.
   static Tensor lazy(NodePtr ir, const Device& device, size_t trace_slot = kNoTraceSlot);
   // The same, in `impl`: a new TensorImpl whose device is set.
   static Tensor lazy(std::shared_ptr<TensorImpl> impl, NodePtr ir, size_t trace_slot);

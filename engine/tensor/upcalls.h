@@ -33,7 +33,7 @@ namespace lazyscope::executor {
 // when a tensor is rebound in place to a new pending value: it moves to the
 // end of the list, where its latest value was traced).
 // `trace_slot`: the tensor's node is the one traced at that place of the
-// step (reusable_node's slot), for the next step to reuse.
+// step (trace_reused's slot), for the next step to reuse.
 void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_slot = kNoTraceSlot);
 // Called by a registered tensor's destructor: it leaves the list.
 void unregister_pending(TensorImpl& tensor) noexcept;
