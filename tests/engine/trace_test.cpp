@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -416,6 +417,52 @@ TEST(TraceReuse, AReusedNodeStillLetsAnUpdateDonateItsBuffer) {
     EXPECT_EQ(values(w), want) << "step " << step;
   }
   EXPECT_EQ(donated, (std::vector<int64_t>{1, 1, 1, 1}));
+}
+
+TEST(TraceReuse, AStepOfTheSameNodesIsCompiledAgainInBf16Mode) {
+  // The sync reuses the last walk when the roots are the same nodes; bf16
+  // mode changes the graph's hash (its program rounds differently), so a
+  // step of the very same nodes after the mode changed is a new program,
+  // and its values are rounded as bf16's.
+  ReuseSetting setting(true);
+  executor::compile_cache().clear();
+  executor::mark_step(lazy0());
+  Tensor x = make({1.001f, 2.003f, -3.007f}, {3}, lazy0());
+  const auto compiles = [] { return metrics::counters()["UncachedCompile"]; };
+  std::vector<int64_t> made;
+  std::vector<std::vector<float>> got;
+  const Node* first_root = nullptr;
+  for (int step = 0; step < 4; ++step) {
+    settings::set_bf16_mode(step == 2);
+    const int64_t before = compiles();
+    Tensor y = ops::mul(ops::add(x, x), x);
+    if (step == 0) first_root = y.impl()->ir.get();
+    EXPECT_EQ(y.impl()->ir.get(), first_root) << "step " << step;  // the same nodes every step
+    executor::mark_step(lazy0());
+    made.push_back(compiles() - before);
+    got.push_back(values(y));
+  }
+  settings::set_bf16_mode(false);
+  EXPECT_EQ(made, (std::vector<int64_t>{1, 0, 1, 0}));  // step 3: float32's program, cached
+  // (x + x) * x = 2 x^2; in bf16 mode the sum and the product are rounded to bf16's 8 bits.
+  for (int step : {0, 1, 3}) {
+    for (size_t i = 0; i < 3; ++i) {
+      const float v = std::vector<float>{1.001f, 2.003f, -3.007f}[i];
+      EXPECT_FLOAT_EQ(got[static_cast<size_t>(step)][i], (v + v) * v) << step;
+    }
+  }
+  const auto bf16 = [](float f) {  // round to nearest even, to bfloat16's 8 bits of mantissa
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    const float v = std::vector<float>{1.001f, 2.003f, -3.007f}[i];
+    EXPECT_FLOAT_EQ(got[2][i], bf16(bf16(v + v) * v)) << i;
+  }
+  EXPECT_NE(got[2], got[0]);
 }
 
 }  // namespace
