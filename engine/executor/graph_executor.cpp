@@ -165,7 +165,10 @@ struct TraceReuse {
   size_t kept = 0;
   std::vector<std::pair<const NodePtr*, long>> anchors;  // the kept nodes' operand references
   size_t reused = 0;                                     // slots of this step given a kept node (trace_reused)
-  bool settled_in_step = false;  // a sync inside the step settled the list (slots may have left)
+  // A sync inside the step lets go of the slots traced before it (never
+  // matched again this step): `settled_upto` of them so far.
+  bool settled_in_step = false;
+  size_t settled_upto = 0;
 };
 // Slots recorded per step at most: a script that never calls mark_step
 // would otherwise grow the list without end.
@@ -739,17 +742,38 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
 
 void publish_snapshot(const Device& device, int64_t step, bool only_changed);
 
-// After a sync: which of this step's direct-path nodes the lists keep. A
-// node is kept when each operand is a kept node of the list, or a
-// device-data leaf that something outside the lists still holds (more
-// references than the list's nodes account for: a tensor, say). Others
-// leave (their slots become null), so the lists never hold a buffer alive
-// for long. At a barrier (`step_end`) the kept nodes become the previous
-// step's, and the previous step's go.
+// After a sync: which of this step's direct-path nodes the lists keep.
+// At a barrier (`step_end`), a node is kept when each operand is a kept
+// node of the list, or a device-data leaf that something outside the lists
+// still holds (more references than the list's nodes account for: a
+// tensor, say); the kept nodes become the previous step's, the previous
+// step's go, and the others leave. A sync inside a step lets go of the
+// slots traced since the last one: they are never matched again this step,
+// and a loop that reads a value each iteration without a barrier must not
+// pile up nodes (and the inputs they read) until the barrier. So the lists
+// never hold a buffer alive that nothing else holds beyond a step.
 void settle_reuse(DeviceState& st, bool step_end) {
   TraceReuse& r = st.reuse;
   const bool on = settings::reuse_ir_nodes();
-  if (step_end && on) {
+  if (!step_end) {
+    {
+      std::lock_guard lock(st.pending.lock);
+      r.settled_in_step = true;
+      for (size_t i = r.settled_upto; i < r.current.size(); ++i) {
+        if (r.current[i]) r.dropping.push_back(std::move(r.current[i]));
+      }
+      r.settled_upto = r.current.size();
+      if (!on) {
+        for (NodePtr& node : r.previous) {
+          if (node) r.dropping.push_back(std::move(node));
+        }
+        r.previous.clear();
+      }
+    }
+    r.dropping.clear();  // released outside the lock
+    return;
+  }
+  if (on) {
     std::lock_guard lock(st.pending.lock);
     // The counts first: the anchors point into the kept nodes, which are
     // alive while every slot of the step holds one of them.
@@ -764,20 +788,19 @@ void settle_reuse(DeviceState& st, bool step_end) {
       return;
     }
   }
-  if (step_end) {
-    {
-      std::lock_guard lock(st.pending.lock);
-      r.spare.swap(r.previous);
-    }
-    r.spare.clear();  // the last step's nodes not reused: released outside the lock
+  {
+    std::lock_guard lock(st.pending.lock);
+    r.spare.swap(r.previous);
   }
+  r.spare.clear();  // the last step's nodes not reused: released outside the lock
   {
     std::lock_guard lock(st.pending.lock);
     std::vector<NodePtr>& current = r.current;
     r.anchors.clear();
     r.kept = 0;
     r.reused = 0;
-    r.settled_in_step = !step_end;
+    r.settled_in_step = false;
+    r.settled_upto = 0;
     if (!on) {
       r.dropping.swap(current);
       current.clear();
@@ -814,10 +837,8 @@ void settle_reuse(DeviceState& st, bool step_end) {
           r.dropping.push_back(std::move(node));  // released after the lock
         }
       }
-      if (step_end) {
-        r.previous.swap(current);  // `previous` was emptied above
-        current.swap(r.spare);     // the old storage, for this step's
-      }
+      r.previous.swap(current);  // `previous` was emptied above
+      current.swap(r.spare);     // the old storage, for this step's
     }
   }
   r.dropping.clear();

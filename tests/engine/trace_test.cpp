@@ -465,5 +465,23 @@ TEST(TraceReuse, AStepOfTheSameNodesIsCompiledAgainInBf16Mode) {
   EXPECT_NE(got[2], got[0]);
 }
 
+TEST(TraceReuse, ALoopThatReadsAValueEachIterationKeepsNoInputsAlive) {
+  // No barrier, a value read each iteration (an evaluation loop summing
+  // accuracies): the nodes traced before a sync are let go at it, so the
+  // inputs they read are freed as soon as the loop drops them.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  std::vector<std::weak_ptr<Buffer>> inputs;
+  float total = 0;
+  for (int i = 0; i < 20; ++i) {
+    Tensor x = make({static_cast<float>(i), 1}, {2}, lazy0());
+    inputs.push_back(x.impl()->buffer);
+    total += values(ops::sum(ops::relu(ops::add(x, x))))[0];
+  }
+  EXPECT_EQ(total, 2 * (19 * 20 / 2) + 2 * 20);
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(inputs[i].expired()) << "input " << i;
+  executor::mark_step(lazy0());
+}
+
 }  // namespace
 }  // namespace lazyscope
