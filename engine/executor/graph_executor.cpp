@@ -145,11 +145,12 @@ struct PendingList {
 // path by their place (slot) in the step, this step's and those kept of the
 // previous one; executor::trace_reused hands the previous step's node at a
 // slot back to an op that matches it. Guarded by the pending list's lock.
-// The lists hold references: what they keep is decided at each sync
+// The lists hold references: what they keep is decided at each barrier
 // (settle_reuse): a node is kept only when every device-data leaf it
-// depends on is still held by something outside the lists (a tensor), so
-// they keep no buffer alive that nothing else would, except for the one
-// step until the next sync notices. Buffer donation counts the lists'
+// depends on is still held by something outside the lists (a tensor), and
+// a sync inside a step lets go of the slots before it, so they keep no
+// buffer alive that nothing else would beyond the step in which it was
+// let go. Buffer donation counts the lists'
 // references as the graph's own (donor_refs).
 struct TraceReuse {
   std::vector<NodePtr> previous;  // slot -> kept node of the last step (null: none)
