@@ -483,5 +483,29 @@ TEST(TraceReuse, ALoopThatReadsAValueEachIterationKeepsNoInputsAlive) {
   executor::mark_step(lazy0());
 }
 
+TEST(TraceReuse, AnOpForcedOffTheDeviceSinceIsNotReused) {
+  // relu(x + x) twice; before the second step relu is forced onto the host:
+  // the previous step's relu node matches, but the device no longer runs
+  // it, so the op falls back (an event, the host's result), while x + x is
+  // still the previous step's node.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  Tensor x = make({-2, 3}, {2}, lazy0());
+  Tensor first = ops::relu(ops::add(x, x));
+  const NodePtr sum = first.impl()->ir->operands()[0];
+  executor::mark_step(lazy0());
+  settings::set_forced_fallbacks({"relu"});
+  testing::EventCapture capture;
+  Tensor doubled = ops::add(x, x);
+  EXPECT_EQ(doubled.impl()->ir, sum);
+  Tensor second = ops::relu(doubled);
+  settings::set_forced_fallbacks({});
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  EXPECT_EQ(capture.fallbacks()[0].reason(), pb::FALLBACK_REASON_FORCED);
+  executor::mark_step(lazy0());
+  EXPECT_EQ(values(second), (std::vector<float>{0, 6}));
+  EXPECT_EQ(values(first), (std::vector<float>{0, 6}));
+}
+
 }  // namespace
 }  // namespace lazyscope
