@@ -165,7 +165,7 @@ struct TraceReuse {
   // held from outside, found without a pass over the nodes.
   size_t kept = 0;
   std::vector<std::pair<const NodePtr*, long>> anchors;  // the kept nodes' operand references
-  size_t reused = 0;                                     // slots of this step given a kept node (trace_reused)
+  size_t reused = 0;  // slots of this step given a kept node (trace_reused; counted at the barrier)
   // A sync inside the step lets go of the slots traced before it (never
   // matched again this step): `settled_upto` of them so far.
   bool settled_in_step = false;
@@ -776,6 +776,7 @@ void settle_reuse(DeviceState& st, bool step_end) {
   }
   if (on) {
     std::lock_guard lock(st.pending.lock);
+    if (r.reused > 0) LAZYSCOPE_COUNTER("ReusedIrNodes")->add(static_cast<int64_t>(r.reused));
     // The counts first: the anchors point into the kept nodes, which are
     // alive while every slot of the step holds one of them.
     if (!r.settled_in_step && r.reused == r.kept && r.current.size() == r.kept && r.previous.size() == r.kept &&

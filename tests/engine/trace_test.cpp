@@ -375,6 +375,7 @@ TEST(TraceReuse, ManyStepsMakeNoNodesAndKeepNoMore) {
   Tensor x = make({0.5f, -1}, {2}, lazy0());
   const std::weak_ptr<const Node> leaf = x.impl()->ir;
   const int64_t before = created_nodes();
+  const int64_t reused_before = metrics::counters()["ReusedIrNodes"];
   std::weak_ptr<const Node> first_root;
   for (int step = 0; step < 200; ++step) {
     Tensor y = x;
@@ -385,6 +386,7 @@ TEST(TraceReuse, ManyStepsMakeNoNodesAndKeepNoMore) {
     EXPECT_EQ(values(y), (std::vector<float>{25.5f, 0}));
   }
   EXPECT_EQ(created_nodes() - before, 100);
+  EXPECT_EQ(metrics::counters()["ReusedIrNodes"] - reused_before, 199 * 100);
   // The root is held by the list alone (once), and through it the chain.
   EXPECT_EQ(first_root.use_count(), 1);
   ReuseSetting off(false);

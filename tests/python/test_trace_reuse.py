@@ -59,7 +59,9 @@ def run_steps(reuse, steps=4):
 
 
 def test_reused_nodes_give_the_graph_and_values_of_fresh_ones():
+    reused_before = met.counter_value("ReusedIrNodes") or 0
     values, hashes, made = run_steps(reuse=True)
+    assert (met.counter_value("ReusedIrNodes") or 0) - reused_before == 3 * 5
     fresh_values, fresh_hashes, fresh_made = run_steps(reuse=False)
     assert made[0] == 5 and made[1:] == [0, 0, 0], made  # matmul, add, relu, matmul, softmax
     assert fresh_made == [5, 5, 5, 5], fresh_made
