@@ -877,11 +877,11 @@ void split_at_limit(const Device& device) {
 }
 }  // namespace
 
-bool trace_reused(const std::shared_ptr<TensorImpl>& tensor, OpKind op, std::span<const Node* const> operands,
-                  const Attrs& attrs, const SourceLocation& source, const std::string* scope, size_t* slot) {
+bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
+                  const SourceLocation& source, const std::string* scope, size_t* slot, Tensor& out) {
   *slot = kNoTraceSlot;
   if (!settings::reuse_ir_nodes()) return false;
-  DeviceState& st = state(tensor->device);
+  DeviceState& st = state(device);
   bool over_limit = false;
   {
     std::lock_guard lock(st.pending.lock);
@@ -903,16 +903,21 @@ bool trace_reused(const std::shared_ptr<TensorImpl>& tensor, OpKind op, std::spa
     if (!(p.attrs() == attrs)) return false;
     // Asked again: a backend installed since, or a forced fallback, may move the op off the device.
     if (fallback_reason(op, p.dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
+    // The result, made here (from the thread's pool) so that binding and
+    // registering it take no second lock.
+    auto tensor = pool::make_pooled<TensorImpl>();
+    tensor->device = device;
+    pool::unstash_vector(tensor->spec.shape);  // no allocation per traced op
+    tensor->spec.shape.assign(p.shape().begin(), p.shape().end());
+    tensor->spec.dtype = p.dtype();
     // The previous step's place gives the node up (never read again this step).
     r.current.back() = std::move(r.previous[place]);
     ++r.reused;
     tensor->ir = r.current.back();
-    pool::unstash_vector(tensor->spec.shape);  // no allocation per traced op
-    tensor->spec.shape.assign(p.shape().begin(), p.shape().end());
-    tensor->spec.dtype = p.dtype();
     over_limit = register_locked(st, *tensor);
+    out = Tensor(std::move(tensor));
   }
-  if (over_limit) split_at_limit(tensor->device);
+  if (over_limit) split_at_limit(device);
   return true;
 }
 

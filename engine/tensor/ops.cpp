@@ -199,12 +199,9 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   // spec and hashes are this op's): no node, no inference, no hashing.
   std::array<const Node*, 3> operand_nodes{};
   for (size_t i = 0; i < n; ++i) operand_nodes[i] = in[i]->impl()->ir.get();
-  auto result = pool::make_pooled<TensorImpl>();
-  result->device = device;
   size_t slot = kNoTraceSlot;
-  if (executor::trace_reused(result, op, std::span<const Node* const>(operand_nodes.data(), n), attrs, source, scope,
-                             &slot)) {
-    out = Tensor(std::move(result));
+  if (executor::trace_reused(device, op, std::span<const Node* const>(operand_nodes.data(), n), attrs, source, scope,
+                             &slot, out)) {
     return true;
   }
   TensorSpec spec;
@@ -219,10 +216,9 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   std::array<NodePtr, 3> operands;
   for (size_t i = 0; i < n; ++i) operands[i] = in[i]->impl()->ir;
   // The node takes the operand references over (no second count per operand).
-  out = Tensor::lazy(std::move(result),
-                     make_node_moving(op, std::span<NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
+  out = Tensor::lazy(make_node_moving(op, std::span<NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
                                       source, scope, shape_of_first),
-                     slot);
+                     device, slot);
   return true;
 }
 

@@ -75,10 +75,6 @@ Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
 Tensor Tensor::lazy(NodePtr ir, const Device& device, size_t trace_slot) {
   auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
-  return lazy(std::move(impl), std::move(ir), trace_slot);
-}
-
-Tensor Tensor::lazy(std::shared_ptr<TensorImpl> impl, NodePtr ir, size_t trace_slot) {
   pool::unstash_vector(impl->spec.shape);  // no allocation per traced op
   impl->spec.shape.assign(ir->shape().begin(), ir->shape().end());
   impl->spec.dtype = ir->dtype();

@@ -84,8 +84,6 @@ class Tensor {
   // A tensor whose value is the pending node `ir` on lazy `device`;
   // `trace_slot`: executor::trace_reused's slot of the op that made it.
   static Tensor lazy(NodePtr ir, const Device& device, size_t trace_slot = kNoTraceSlot);
-  // The same, in `impl`: a new TensorImpl whose device is set.
-  static Tensor lazy(std::shared_ptr<TensorImpl> impl, NodePtr ir, size_t trace_slot);
 
   bool defined() const { return impl_ != nullptr; }
   const Device& device() const { return impl_->device; }

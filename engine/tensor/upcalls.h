@@ -43,11 +43,11 @@ void unregister_pending(TensorImpl& tensor) noexcept;
 // slot (`*slot`; kNoTraceSlot when nothing is recorded). When the previous
 // step traced the same op there, with equal attributes, the same source
 // line and scope, on the very same operand nodes (the same value), and the
-// device still runs it, binds `tensor` (a new tensor on the lazy device) to
-// that node and registers it, under one lock: true. Else false: build a
-// node and pass the slot on (Tensor::lazy).
-bool trace_reused(const std::shared_ptr<TensorImpl>& tensor, OpKind op, std::span<const Node* const> operands,
-                  const Attrs& attrs, const SourceLocation& source, const std::string* scope, size_t* slot);
+// device still runs it, sets `out` to a new tensor of that node, registered
+// under the same lock: true. Else false: build a node and pass the slot on
+// (Tensor::lazy).
+bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
+                  const SourceLocation& source, const std::string* scope, size_t* slot, Tensor& out);
 
 // Runs what `targets` need (all pending tensors of the device when empty)
 // and binds the results. `cause` and the caller's source line are recorded.
