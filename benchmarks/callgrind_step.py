@@ -12,6 +12,17 @@ own, called only by the timed loops) by their calls.
 
 Prints instructions per step of the trace, the sync and the eager step, and
 lazy (trace + sync) / eager. Needs valgrind (callgrind_annotate).
+
+    benchmarks/callgrind_step.py --mlp [--build build/release]
+
+runs instead the MLP training step of vs_pytorch.py (784-512-256-10, batch
+128, SGD with momentum, a barrier per step) from Python under callgrind, 2
+and 6 steps after 3 warm-up steps, and prints per step (the difference over
+4): all instructions, those inside the compiled program
+(`CpuExecutable::execute`, inclusive) and the rest (the step outside its
+program: Python, tracing, autograd, the executor), and the engine library's
+own (exclusive) share of the rest. Python's allocator and garbage collector
+move the total by a few percent between runs; the engine's share does not.
 """
 import argparse
 import os
@@ -20,11 +31,72 @@ import subprocess
 import sys
 
 
+MLP_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[2] + "/python")
+sys.path.insert(0, sys.argv[3])
+import numpy as np
+import lazyscope
+from lazyscope import nn
+from lazyscope.core import lazy_model as lm
+from bench_models import make_mlp
+F = nn.functional
+dev = lm.lazy_device()
+net = make_mlp(nn, F).to(dev)
+opt = lazyscope.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+rng = np.random.default_rng(0)
+x = lazyscope.tensor(rng.standard_normal((128, 784)).astype(np.float32), device=dev)
+y = lazyscope.tensor(rng.integers(0, 10, 128), device=dev)
+for _ in range(3 + int(sys.argv[1])):
+    opt.zero_grad()
+    loss = F.cross_entropy(net(x), y)
+    loss.backward()
+    opt.step()
+    lm.mark_step()
+    loss.item()
+"""
+
+
+def mlp(args):
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, LAZYSCOPE_NUM_THREADS="1")
+    counts = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "mlp.py")
+        with open(script, "w") as f:
+            f.write(MLP_SCRIPT)
+        for steps in (2, 6):
+            out = os.path.join(tmp, f"mlp{steps}.callgrind")
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "/usr/bin/python3", script,
+                            str(steps), os.path.abspath(args.build), here],
+                           env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            flat = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True, capture_output=True,
+                                  text=True).stdout
+            inclusive = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out], check=True,
+                                       capture_output=True, text=True).stdout
+            total = int(re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", flat).group(1).replace(",", ""))
+            program = next(int(line.split()[0].replace(",", "")) for line in inclusive.splitlines()
+                           if "CpuExecutable::execute" in line)
+            engine = sum(int(m.group(1).replace(",", "")) for m in
+                         re.finditer(r"^\s*([\d,]+) \(.*liblazyscope_engine\.so", flat, re.M))
+            counts[steps] = (total, program, engine)
+    per = [(counts[6][i] - counts[2][i]) / 4 for i in range(3)]
+    print(f"per MLP step: {per[0]:,.0f} instructions, {per[1]:,.0f} in the program, "
+          f"{per[0] - per[1]:,.0f} outside it; the engine library's own {per[2]:,.0f} (its kernels included: compare "
+          "two set-ups by it)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", default="build/release/bin/overhead_bench")
     parser.add_argument("--out", default="/tmp/step.callgrind")
+    parser.add_argument("--mlp", action="store_true", help="the MLP training step from Python instead")
+    parser.add_argument("--build", default="build/release", help="the build tree whose Python package --mlp runs")
     args = parser.parse_args()
+    if args.mlp:
+        mlp(args)
+        return
     env = dict(os.environ, LAZYSCOPE_NUM_THREADS="1")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={args.out}", args.bench,
                     "--benchmark_filter=step_1000_nodes/", "--benchmark_min_time=0.05"],

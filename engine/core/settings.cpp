@@ -215,6 +215,17 @@ std::atomic<bool>& donation() {
 bool buffer_donation() { return donation().load(std::memory_order_relaxed); }
 void set_buffer_donation(bool on) { donation().store(on); }
 
+std::atomic<bool>& reuse_ir() {
+  static std::atomic<bool> v{[] {
+    const char* env = std::getenv("LAZYSCOPE_REUSE_IR");
+    return env == nullptr || std::string_view(env) != "0";
+  }()};
+  return v;
+}
+
+bool reuse_ir_nodes() { return reuse_ir().load(std::memory_order_relaxed); }
+void set_reuse_ir_nodes(bool on) { reuse_ir().store(on); }
+
 bool alias_values() {
   static const bool on = [] {
     const char* env = std::getenv("LAZYSCOPE_ALIAS_VALUES");

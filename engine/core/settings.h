@@ -51,6 +51,16 @@ void set_bf16_mode(bool on);
 bool buffer_donation();
 void set_buffer_donation(bool on);
 
+// LAZYSCOPE_REUSE_IR (default 1): an op traced on the direct path (no
+// autograd, no view, no promotion) that is the same op, with the same
+// attributes, source line and scope, on the very same operand nodes as the
+// op the previous step traced at its place gets that step's node back
+// instead of a new one (no allocation, shape inference or hashing; the
+// graph and its hash are the same). 0 builds every node afresh, as a way
+// out and for side-by-side benchmarks.
+bool reuse_ir_nodes();
+void set_reuse_ir_nodes(bool on);
+
 // LAZYSCOPE_ALIAS_VALUES (default 1): the CPU backend's memory plan makes
 // reshapes and contiguous slices views of their operand's bytes and writes
 // fused kernels' outputs in place over operands that die there. 0: they

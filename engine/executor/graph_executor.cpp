@@ -15,6 +15,7 @@
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/pool.h"
 #include "core/settings.h"
 #include "events/event_bus.h"
 #include "executor/compile_cache.h"
@@ -54,27 +55,48 @@ uint64_t new_epoch() {
 struct LoweredGraph {
   GraphView view;  // operands filled only by fill_operands() (a cached step needs none)
   uint64_t hash = 0;
+  uint64_t epoch = 0;  // the walk's: a node with this visit_epoch is in the graph
   // Scratch of the walk and of donor_refs, kept with the graph's vectors
   // from sync to sync (SpareGraph): thread_local vectors cost a TLS lookup
   // per access in a shared library.
   std::vector<std::pair<const Node*, size_t>> stack;
   std::vector<long> inside, held;
+  std::vector<const Node*> roots;  // what the walk started from (addresses only: never read)
+  bool bf16 = false;               // settings::bf16_mode() at the walk (it changes the hash)
 };
+
+// The epoch of the latest walk of any graph (lower()): a walk re-marks the
+// nodes it reaches, so an earlier walk's positions stay valid only while it
+// is the latest.
+std::atomic<uint64_t> g_latest_walk{0};
 
 // A lowered graph whose vectors keep their capacity from one sync to the
 // next on a device: taken by a sync (a nested sync finds none and makes its
-// own), emptied and given back at its end.
+// own) and given back at its end, still describing its graph (same_walk).
 struct SpareGraph {
   LoweredGraph graph;
-  void give_back(LoweredGraph& g) {
-    g.view.nodes.clear();
-    g.view.operands.clear();
-    g.view.parameters.clear();
-    g.view.outputs.clear();
-    g.hash = 0;
-    graph = std::move(g);
-  }
+  void give_back(LoweredGraph& g) { graph = std::move(g); }
 };
+
+// Whether `g`, lowered at an earlier sync, is the graph of `roots`: the same
+// root nodes in the same order (nodes never change, and each owns its
+// operands, so the same roots reach the same graph), no other walk since
+// (its marks are still the nodes'), bf16 mode as it was. A root is the node
+// it was, not a new one at a freed one's address, when it still carries
+// that walk's mark: a node made after the walk carries none. Saves the
+// walk and the hash of a step whose nodes were all reused (trace_reused).
+bool same_walk(const LoweredGraph& g, const std::vector<const Node*>& roots) {
+  if (g.epoch == 0 || g.epoch != g_latest_walk.load(std::memory_order_relaxed) || roots.size() != g.roots.size() ||
+      g.bf16 != settings::bf16_mode()) {
+    return false;
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (roots[i] != g.roots[i] || roots[i]->visit_epoch != g.epoch || roots[i]->visit_position != g.view.outputs[i]) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // A lock held for a few pointer writes per traced op (the registry's): a
 // mutex's lock and unlock cost more than the rest of registering.
@@ -119,6 +141,40 @@ struct PendingList {
   }
 };
 
+// Trace replay (settings::reuse_ir_nodes): the nodes of apply()'s direct
+// path by their place (slot) in the step, this step's and those kept of the
+// previous one; executor::trace_reused hands the previous step's node at a
+// slot back to an op that matches it. Guarded by the pending list's lock.
+// The lists hold references: what they keep is decided at each barrier
+// (settle_reuse): a node is kept only when every device-data leaf it
+// depends on is still held by something outside the lists (a tensor), and
+// a sync inside a step lets go of the slots before it, so they keep no
+// buffer alive that nothing else would beyond the step in which it was
+// let go. Buffer donation counts the lists'
+// references as the graph's own (donor_refs).
+struct TraceReuse {
+  std::vector<NodePtr> previous;  // slot -> kept node of the last step (null: none)
+  std::vector<NodePtr> current;   // slot -> this step's node (null: the op took the general path)
+  std::vector<NodePtr> spare;     // the storage of the list before `previous`, kept for the next step
+  std::vector<NodePtr> dropping;  // scratch of settle_reuse
+  // What the last settle_reuse at a step's end kept: how many nodes, and the
+  // device-data leaves they read with the references the kept nodes hold
+  // to each (a leaf once per reading node: repeats are harmless). A step
+  // that reused every one of them, in every slot, has the same nodes with
+  // the same operands: it keeps them all again when these leaves are still
+  // held from outside, found without a pass over the nodes.
+  size_t kept = 0;
+  std::vector<std::pair<const NodePtr*, long>> anchors;  // the kept nodes' operand references
+  size_t reused = 0;  // slots of this step given a kept node (trace_reused; counted at the barrier)
+  // A sync inside the step lets go of the slots traced before it (never
+  // matched again this step): `settled_upto` of them so far.
+  bool settled_in_step = false;
+  size_t settled_upto = 0;
+};
+// Slots recorded per step at most: a script that never calls mark_step
+// would otherwise grow the list without end.
+constexpr size_t kMaxTraceSlots = size_t{1} << 17;
+
 struct DeviceState {
   std::recursive_mutex mu;    // one sync at a time; recursive for sync-within-sync safety
   PendingList pending;        // its own lock: tracing does not take `mu`
@@ -144,6 +200,7 @@ struct DeviceState {
   // Last graph compiled at each call site, to explain the next recompile.
   std::unordered_map<CallSite, std::shared_ptr<const GraphSignature>, CallSiteHash> last_at_site;
   SpareGraph spare;  // the lowered graph's vectors, kept across syncs
+  TraceReuse reuse;  // pending.lock
   // The last sync's phases, and its graph (for its kernel time, read on demand).
   SyncProfile last_profile;
   // Weak: the profile must not keep an executable (and its arena) alive
@@ -208,7 +265,16 @@ void set_source(pb::SourceLocation* out, const SourceLocation& loc) {
 // SpareGraph): a 1,000-node step's vectors are large allocations, each of
 // which made glibc consolidate the small blocks the trace had freed.
 void lower(const std::vector<const Node*>& roots, size_t expected_nodes, LoweredGraph& g) {
+  g.view.nodes.clear();
+  g.view.operands.clear();
+  g.view.parameters.clear();
+  g.view.outputs.clear();
+  g.hash = 0;
+  g.roots = roots;
+  g.bf16 = settings::bf16_mode();
   const uint64_t epoch = new_epoch();
+  g.epoch = epoch;
+  g_latest_walk.store(epoch, std::memory_order_relaxed);
   const auto position = [epoch](const Node* node) { return node->visit_epoch == epoch ? node->visit_position : -1; };
   g.view.nodes.reserve(expected_nodes);
   std::vector<std::pair<const Node*, size_t>>& stack = g.stack;
@@ -241,7 +307,7 @@ void lower(const std::vector<const Node*>& roots, size_t expected_nodes, Lowered
     g.hash = hash_combine(g.hash, 0x6f7574ULL ^ static_cast<uint64_t>(p));
   }
   // A program compiled in bf16 mode rounds differently: never share it.
-  if (settings::bf16_mode()) g.hash = hash_combine(g.hash, 0xbf16ULL);
+  if (g.bf16) g.hash = hash_combine(g.hash, 0xbf16ULL);
 }
 
 LoweredGraph lower(const std::vector<const Node*>& roots, size_t expected_nodes) {
@@ -442,29 +508,77 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 // held from outside (a detached tensor still showing the old value) is not
 // donated. Reference counts are read through the operand pointers (the
 // graph lists bare pointers): O(edges), a few microseconds per 1,000 nodes.
-std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets) {
+std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets,
+                            DeviceState& st) {
   const GraphView& g = lowered.view;
   const size_t n = g.nodes.size();
   std::vector<long>& inside = lowered.inside;
   std::vector<long>& held = lowered.held;
-  inside.assign(n, 0);
-  held.assign(n, -1);
+  // First the parameters alone (the leaves' entries, the rest left as they
+  // are): those whose every reference is the graph's could give their
+  // buffer. None, often (an input held by the caller): then nothing else
+  // is counted.
+  inside.resize(n);
+  held.resize(n);
+  for (const int p : g.parameters) {
+    inside[static_cast<size_t>(p)] = 0;
+    held[static_cast<size_t>(p)] = -1;
+  }
   const auto note = [&](const NodePtr& node) {
     const auto pos = static_cast<size_t>(node->visit_position);
     ++inside[pos];
     held[pos] = node.use_count();
   };
   for (const Node* node : g.nodes) {
-    for (const NodePtr& operand : node->operands()) note(operand);
+    for (const NodePtr& operand : node->operands()) {
+      if (operand->is_leaf()) note(operand);
+    }
   }
-  for (const auto& t : targets) note(t->ir);
+  for (const auto& t : targets) {
+    if (t->ir->is_leaf()) note(t->ir);
+  }
   std::vector<int> refs(g.parameters.size(), 0);
-  for (size_t i = 0; i < n; ++i) {
-    if (!g.nodes[i]->is_leaf() && held[i] != inside[i]) return refs;
-  }
+  bool any = false;
   for (size_t i = 0; i < g.parameters.size(); ++i) {
     const auto p = static_cast<size_t>(g.parameters[i]);
-    if (held[p] == inside[p] && g.nodes[p]->data()) refs[i] = 2;
+    if (held[p] == inside[p] && g.nodes[p]->data()) {
+      refs[i] = 2;
+      any = true;
+    }
+  }
+  if (!any) return refs;
+  // Then every computed node must be referenced only from inside the graph
+  // (see above).
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.nodes[i]->is_leaf()) {
+      inside[i] = 0;
+      held[i] = -1;
+    }
+  }
+  for (const Node* node : g.nodes) {
+    for (const NodePtr& operand : node->operands()) {
+      if (!operand->is_leaf()) note(operand);
+    }
+  }
+  for (const auto& t : targets) {
+    if (!t->ir->is_leaf()) note(t->ir);
+  }
+  {
+    // The reuse lists' references are the graph's own: a node they keep is
+    // given out again only to an op on the very same operand nodes, which
+    // after this sync no tensor holds unless they are held from outside
+    // (and then not donated). Leaves are never in the lists.
+    std::lock_guard lock(st.pending.lock);
+    const auto listed = [&](const std::vector<NodePtr>& list) {
+      for (const NodePtr& node : list) {
+        if (node && node->visit_epoch == lowered.epoch) ++inside[static_cast<size_t>(node->visit_position)];
+      }
+    };
+    listed(st.reuse.previous);
+    listed(st.reuse.current);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.nodes[i]->is_leaf() && held[i] != inside[i]) return std::vector<int>(g.parameters.size(), 0);
   }
   return refs;
 }
@@ -494,7 +608,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   roots.reserve(targets.size());
   for (const auto& t : targets) roots.push_back(t->ir.get());
   LoweredGraph graph = std::move(st.spare.graph);
-  lower(roots, expected_nodes, graph);
+  if (!same_walk(graph, roots)) lower(roots, expected_nodes, graph);
   const int64_t lowered = events::now_ns();
   profile.lower_ns = lowered - start;
 
@@ -548,7 +662,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const std::vector<int> donors = every_pending && settings::buffer_donation() &&
                                           compiled->executable->accepts_donations()
-                                      ? donor_refs(graph, targets)
+                                      ? donor_refs(graph, targets, st)
                                       : std::vector<int>{};
   const int64_t execute_start = events::now_ns();
   profile.bind_inputs_ns = execute_start - bind_start;
@@ -629,35 +743,193 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
 
 void publish_snapshot(const Device& device, int64_t step, bool only_changed);
 
+// After a sync: which of this step's direct-path nodes the lists keep.
+// At a barrier (`step_end`), a node is kept when each operand is a kept
+// node of the list, or a device-data leaf that something outside the lists
+// still holds (more references than the list's nodes account for: a
+// tensor, say); the kept nodes become the previous step's, the previous
+// step's go, and the others leave. A sync inside a step lets go of the
+// slots traced since the last one: they are never matched again this step,
+// and a loop that reads a value each iteration without a barrier must not
+// pile up nodes (and the inputs they read) until the barrier. So the lists
+// never hold a buffer alive that nothing else holds beyond a step.
+void settle_reuse(DeviceState& st, bool step_end) {
+  TraceReuse& r = st.reuse;
+  const bool on = settings::reuse_ir_nodes();
+  if (!step_end) {
+    {
+      std::lock_guard lock(st.pending.lock);
+      r.settled_in_step = true;
+      for (size_t i = r.settled_upto; i < r.current.size(); ++i) {
+        if (r.current[i]) r.dropping.push_back(std::move(r.current[i]));
+      }
+      r.settled_upto = r.current.size();
+      if (!on) {
+        for (NodePtr& node : r.previous) {
+          if (node) r.dropping.push_back(std::move(node));
+        }
+        r.previous.clear();
+      }
+    }
+    r.dropping.clear();  // released outside the lock
+    return;
+  }
+  if (on) {
+    std::lock_guard lock(st.pending.lock);
+    if (r.reused > 0) LAZYSCOPE_COUNTER("ReusedIrNodes")->add(static_cast<int64_t>(r.reused));
+    // The counts first: the anchors point into the kept nodes, which are
+    // alive while every slot of the step holds one of them.
+    if (!r.settled_in_step && r.reused == r.kept && r.current.size() == r.kept && r.previous.size() == r.kept &&
+        std::all_of(r.anchors.begin(), r.anchors.end(),
+                    [](const auto& a) { return a.first->use_count() > a.second; })) {
+      // Every slot reused: `previous` holds only nulls now (trace_reused
+      // moved its nodes over), and this step's list is the next step's.
+      r.previous.swap(r.current);
+      r.current.clear();
+      r.reused = 0;
+      return;
+    }
+  }
+  {
+    std::lock_guard lock(st.pending.lock);
+    r.spare.swap(r.previous);
+  }
+  r.spare.clear();  // the last step's nodes not reused: released outside the lock
+  {
+    std::lock_guard lock(st.pending.lock);
+    std::vector<NodePtr>& current = r.current;
+    r.anchors.clear();
+    r.kept = 0;
+    r.reused = 0;
+    r.settled_in_step = false;
+    r.settled_upto = 0;
+    if (!on) {
+      r.dropping.swap(current);
+      current.clear();
+      r.previous.swap(r.spare);
+      r.spare.clear();
+    } else {
+      const uint64_t epoch = new_epoch();
+      for (const NodePtr& node : current) {
+        if (!node) continue;
+        for (const NodePtr& operand : node->operands()) {
+          if (!operand->is_leaf()) continue;
+          if (operand->reuse_epoch != epoch) {
+            operand->reuse_epoch = epoch;
+            operand->reuse_refs = 0;
+          }
+          ++operand->reuse_refs;
+        }
+      }
+      for (NodePtr& node : current) {
+        if (!node) continue;
+        bool keep = true;
+        for (const NodePtr& operand : node->operands()) {
+          keep = keep && (operand->is_leaf() ? operand.use_count() > operand->reuse_refs
+                                             : operand->reuse_epoch == epoch && operand->reuse_refs == 1);
+        }
+        if (keep) {
+          node->reuse_epoch = epoch;
+          node->reuse_refs = 1;
+          ++r.kept;
+          for (const NodePtr& operand : node->operands()) {
+            if (operand->is_leaf()) r.anchors.emplace_back(&operand, operand->reuse_refs);
+          }
+        } else {
+          r.dropping.push_back(std::move(node));  // released after the lock
+        }
+      }
+      r.previous.swap(current);  // `previous` was emptied above
+      current.swap(r.spare);     // the old storage, for this step's
+    }
+  }
+  r.dropping.clear();
+}
+
 }  // namespace
 
-void register_pending(const std::shared_ptr<TensorImpl>& tensor) {
+namespace {
+// Appends a tensor with a pending node to the list and counts its node
+// toward the graph limit; under st.pending.lock. True: over the limit.
+bool register_locked(DeviceState& st, TensorImpl& tensor) {
+  if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
+    st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
+  }
+  st.pending.append(tensor);
+  // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
+  // counted per op was cut into graphs twice the limit.
+  const auto count = [&st](const Node* node) {
+    if (node->counted_epoch == st.count_epoch) return;
+    node->counted_epoch = st.count_epoch;
+    ++st.pending_nodes;
+  };
+  const Node* node = tensor.ir.get();
+  count(node);
+  for (const NodePtr& operand : node->operands()) {
+    if (operand->is_leaf()) count(operand.get());
+  }
+  return st.pending_nodes > settings::graph_node_limit();
+}
+
+void split_at_limit(const Device& device) {
+  LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
+  sync(device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
+}
+}  // namespace
+
+bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
+                  const SourceLocation& source, const std::string* scope, size_t* slot, Tensor& out) {
+  *slot = kNoTraceSlot;
+  if (!settings::reuse_ir_nodes()) return false;
+  DeviceState& st = state(device);
+  bool over_limit = false;
+  {
+    std::lock_guard lock(st.pending.lock);
+    TraceReuse& r = st.reuse;
+    const size_t place = r.current.size();
+    if (place >= kMaxTraceSlots) return false;
+    r.current.emplace_back();  // a new node goes in at its registration (register_pending)
+    *slot = place;
+    if (place >= r.previous.size() || !r.previous[place]) return false;
+    const Node& p = *r.previous[place];
+    const std::span<const NodePtr> was = p.operands();
+    if (p.op() != op || was.size() != operands.size() || p.scope() != scope || p.source().line != source.line ||
+        p.source().file != source.file || p.source().function != source.function) {
+      return false;
+    }
+    for (size_t i = 0; i < was.size(); ++i) {
+      if (was[i].get() != operands[i]) return false;
+    }
+    if (!(p.attrs() == attrs)) return false;
+    // Asked again: a backend installed since, or a forced fallback, may move the op off the device.
+    if (fallback_reason(op, p.dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
+    // The result, made here (from the thread's pool) so that binding and
+    // registering it take no second lock.
+    auto tensor = pool::make_pooled<TensorImpl>();
+    tensor->device = device;
+    pool::unstash_vector(tensor->spec.shape);  // no allocation per traced op
+    tensor->spec.shape.assign(p.shape().begin(), p.shape().end());
+    tensor->spec.dtype = p.dtype();
+    // The previous step's place gives the node up (never read again this step).
+    r.current.back() = std::move(r.previous[place]);
+    ++r.reused;
+    tensor->ir = r.current.back();
+    over_limit = register_locked(st, *tensor);
+    out = Tensor(std::move(tensor));
+  }
+  if (over_limit) split_at_limit(device);
+  return true;
+}
+
+void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_slot) {
   DeviceState& st = state(tensor->device);
   bool over_limit = false;
   {
     std::lock_guard lock(st.pending.lock);
-    if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
-      st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
-    }
-    st.pending.append(*tensor);
-    // Graph nodes, not op results (issue 15 item 9): a chain of `x + 1e-6`
-    // counted per op was cut into graphs twice the limit.
-    const auto count = [&st](const Node* node) {
-      if (node->counted_epoch == st.count_epoch) return;
-      node->counted_epoch = st.count_epoch;
-      ++st.pending_nodes;
-    };
-    const Node* node = tensor->ir.get();
-    count(node);
-    for (const NodePtr& operand : node->operands()) {
-      if (operand->is_leaf()) count(operand.get());
-    }
-    over_limit = st.pending_nodes > settings::graph_node_limit();
+    if (trace_slot < st.reuse.current.size()) st.reuse.current[trace_slot] = tensor->ir;
+    over_limit = register_locked(st, *tensor);
   }
-  if (over_limit) {
-    LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
-    sync(tensor->device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
-  }
+  if (over_limit) split_at_limit(tensor->device);
 }
 
 void unregister_pending(TensorImpl& tensor) noexcept {
@@ -672,7 +944,9 @@ void unregister_pending(TensorImpl& tensor) noexcept {
 int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
-  return sync_locked(device, st, targets, cause);
+  const int64_t ran = sync_locked(device, st, targets, cause);
+  settle_reuse(st, /*step_end=*/false);
+  return ran;
 }
 
 void mark_step(const Device& device) {
@@ -685,6 +959,7 @@ void mark_step(const Device& device) {
   auto logs = std::move(st.scalar_logs);
   st.scalar_logs.clear();
   sync_locked(device, st, {}, pb::SYNC_CAUSE_MARK_STEP);
+  settle_reuse(st, /*step_end=*/true);
   if (events::enabled()) {
     for (const auto& [name, t] : logs) {
       // Computed by the graph just run (it was pending and alive), or read

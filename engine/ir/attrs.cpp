@@ -21,6 +21,15 @@ const std::vector<int64_t>& Attrs::get_ints(const char* name) const {
   return std::get<std::vector<int64_t>>(find(name));
 }
 
+bool Attrs::same_items(const Attrs& other) const {
+  if (attrs_.size() != other.attrs_.size()) return false;
+  for (size_t i = 0; i < attrs_.size(); ++i) {
+    const Attr &a = attrs_[i], &b = other.attrs_[i];
+    if ((a.name != b.name && std::strcmp(a.name, b.name) != 0) || a.value != b.value) return false;
+  }
+  return true;
+}
+
 uint64_t Attrs::hash() const {
   uint64_t h = 0;
   for (const Attr& a : attrs_) {

@@ -32,10 +32,13 @@ class Attrs {
   const std::vector<int64_t>& get_ints(const char* name) const;
 
   uint64_t hash() const;
+  // The same names (compared as strings) with equal values, in the same order.
+  bool operator==(const Attrs& other) const { return attrs_.empty() ? other.attrs_.empty() : same_items(other); }
   static std::string value_str(const AttrValue& v);
 
  private:
   const AttrValue& find(const char* name) const;
+  bool same_items(const Attrs& other) const;
   std::vector<Attr> attrs_;
 };
 

@@ -70,6 +70,12 @@ class Node {
   mutable uint64_t counted_epoch = 0;
   mutable uint64_t visit_epoch = 0;
   mutable int visit_position = -1;
+  // Scratch of the executor's reuse list (graph_executor.cpp, settle_reuse),
+  // under the device's lock: the pass that last marked the node, and what it
+  // found (a leaf: the references from the list's nodes; an op: whether it
+  // is kept for the next step).
+  mutable uint64_t reuse_epoch = 0;
+  mutable long reuse_refs = 0;
 
  private:
   OpKind op_;

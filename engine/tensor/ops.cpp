@@ -193,6 +193,17 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
     case Promote::kWhere:
     case Promote::kIntToLong: return false;
   }
+  const SourceLocation source = current_source_location();
+  const std::string* scope = current_scope();
+  // The previous step's node for the same op on the same operand nodes (its
+  // spec and hashes are this op's): no node, no inference, no hashing.
+  std::array<const Node*, 3> operand_nodes{};
+  for (size_t i = 0; i < n; ++i) operand_nodes[i] = in[i]->impl()->ir.get();
+  size_t slot = kNoTraceSlot;
+  if (executor::trace_reused(device, op, std::span<const Node* const>(operand_nodes.data(), n), attrs, source, scope,
+                             &slot, out)) {
+    return true;
+  }
   TensorSpec spec;
   pool::unstash_vector(spec.shape);  // a dead node's or tensor's storage: no allocation
   bool shape_of_first = false;
@@ -206,8 +217,8 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   for (size_t i = 0; i < n; ++i) operands[i] = in[i]->impl()->ir;
   // The node takes the operand references over (no second count per operand).
   out = Tensor::lazy(make_node_moving(op, std::span<NodePtr>(operands.data(), n), std::move(spec), std::move(attrs),
-                                      current_source_location(), current_scope(), shape_of_first),
-                     device);
+                                      source, scope, shape_of_first),
+                     device, slot);
   return true;
 }
 

@@ -72,14 +72,14 @@ Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::lazy(NodePtr ir, const Device& device) {
+Tensor Tensor::lazy(NodePtr ir, const Device& device, size_t trace_slot) {
   auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
   pool::unstash_vector(impl->spec.shape);  // no allocation per traced op
   impl->spec.shape.assign(ir->shape().begin(), ir->shape().end());
   impl->spec.dtype = ir->dtype();
   impl->ir = std::move(ir);
-  executor::register_pending(impl);
+  executor::register_pending(impl, trace_slot);
   return Tensor(std::move(impl));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace autograd {
 struct GradFn;  // tensor/grad_fn.h
 }
 struct ViewInfo;  // tensor/views.h
+
+// No place in the step's trace (executor::trace_reused).
+inline constexpr size_t kNoTraceSlot = SIZE_MAX;
 struct TensorImpl;
 
 // A tensor's place in its lazy device's list of pending tensors (the
@@ -77,8 +81,9 @@ class Tensor {
 
   // A tensor holding `buffer` on `device` (which takes the buffer as is).
   static Tensor wrap(BufferPtr buffer, const Device& device);
-  // A tensor whose value is the pending node `ir` on lazy `device`.
-  static Tensor lazy(NodePtr ir, const Device& device);
+  // A tensor whose value is the pending node `ir` on lazy `device`;
+  // `trace_slot`: executor::trace_reused's slot of the op that made it.
+  static Tensor lazy(NodePtr ir, const Device& device, size_t trace_slot = kNoTraceSlot);
 
   bool defined() const { return impl_ != nullptr; }
   const Device& device() const { return impl_->device; }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -31,9 +32,22 @@ namespace lazyscope::executor {
 // Called for every lazy tensor created with a pending IR node (and again
 // when a tensor is rebound in place to a new pending value: it moves to the
 // end of the list, where its latest value was traced).
-void register_pending(const std::shared_ptr<TensorImpl>& tensor);
+// `trace_slot`: the tensor's node is the one traced at that place of the
+// step (trace_reused's slot), for the next step to reuse.
+void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_slot = kNoTraceSlot);
 // Called by a registered tensor's destructor: it leaves the list.
 void unregister_pending(TensorImpl& tensor) noexcept;
+
+// Trace replay (settings::reuse_ir_nodes): the ops of apply()'s direct path
+// take consecutive places (slots) in their device's step. Gives the op its
+// slot (`*slot`; kNoTraceSlot when nothing is recorded). When the previous
+// step traced the same op there, with equal attributes, the same source
+// line and scope, on the very same operand nodes (the same value), and the
+// device still runs it, sets `out` to a new tensor of that node, registered
+// under the same lock: true. Else false: build a node and pass the slot on
+// (Tensor::lazy).
+bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
+                  const SourceLocation& source, const std::string* scope, size_t* slot, Tensor& out);
 
 // Runs what `targets` need (all pending tensors of the device when empty)
 // and binds the results. `cause` and the caller's source line are recorded.

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "core/pool.h"
@@ -219,6 +224,289 @@ TEST(Trace, AnOpThatRunsTheGraphAsItRegistersStillRecordsItsAttributes) {
     for (size_t k = 0; k < g.size(); ++k) EXPECT_FLOAT_EQ(g[k], expected[k]) << k;
   }
   settings::set_graph_node_limit(previous);
+}
+
+// Trace replay (settings::reuse_ir_nodes): a direct-path op traced like the
+// previous step's op at its place gets that step's node.
+
+int64_t created_nodes() { return metrics::counters()["CreatedIrNodes"]; }
+
+// A source line the tests choose (no Python frames in C++ tests).
+int g_test_line = 0;
+SourceLocation test_location() { return {intern("reuse_test.py"), nullptr, g_test_line}; }
+
+// Sets the reuse setting for a test and restores it.
+struct ReuseSetting {
+  bool previous = settings::reuse_ir_nodes();
+  explicit ReuseSetting(bool on) { settings::set_reuse_ir_nodes(on); }
+  ~ReuseSetting() { settings::set_reuse_ir_nodes(previous); }
+};
+
+TEST(TraceReuse, AStepTracedAgainGetsThePreviousStepsNodesAndTheSameGraph) {
+  // The same chain each step over the same input: from the second step on
+  // no node is made, the graph hash and the values are those of fresh nodes.
+  const auto run = [](bool reuse) {
+    ReuseSetting setting(reuse);
+    executor::mark_step(lazy0());
+    executor::mark_step(lazy0());  // the lists of earlier tests settled
+    Tensor x = make({1, -2, 3, -4}, {4}, lazy0());
+    Tensor w = make({0.5f, 0.25f, 2, 1}, {4}, lazy0());
+    std::vector<int64_t> made;
+    std::vector<const Node*> products;
+    std::vector<uint64_t> hashes;
+    std::vector<Tensor> results;
+    for (int step = 0; step < 4; ++step) {
+      const int64_t before = created_nodes();
+      Tensor y = ops::where(ops::gt(x, w), ops::mul(ops::relu(ops::add(x, w)), w), ops::neg(x));
+      made.push_back(created_nodes() - before);
+      products.push_back(y.impl()->ir->operands()[1].get());  // relu(x + w) * w
+      hashes.push_back(executor::pending_graph(lazy0(), {y.impl()}).hash());
+      executor::mark_step(lazy0());
+      results.push_back(y);
+    }
+    return std::make_tuple(made, products, hashes, results);
+  };
+  const auto [made, products, hashes, results] = run(true);
+  // gt, add, relu, mul, neg, where; `where` takes apply()'s general path
+  // (its promotion rule), so it alone is made again each step.
+  EXPECT_EQ(made, (std::vector<int64_t>{6, 1, 1, 1}));
+  EXPECT_EQ(products[1], products[0]);
+  EXPECT_EQ(products[3], products[0]);
+  const auto [fresh_made, fresh_products, fresh_hashes, fresh_results] = run(false);
+  EXPECT_EQ(fresh_made, (std::vector<int64_t>{6, 6, 6, 6}));
+  EXPECT_EQ(hashes, fresh_hashes);
+  // where(x > w, relu(x + w) * w, -x): x = {1, -2, 3, -4}, w = {.5, .25, 2, 1}
+  const std::vector<float> expected{0.75f, 2, 10, 4};
+  for (size_t step = 0; step < results.size(); ++step) {
+    // Read after later steps ran: every step's result keeps its value.
+    EXPECT_EQ(values(results[step]), expected) << "step " << step;
+    EXPECT_EQ(values(fresh_results[step]), expected) << "step " << step;
+  }
+}
+
+TEST(TraceReuse, AnOpUnlikeThePreviousStepsGetsANodeOfItsOwn) {
+  // A different operand, op, attribute, shape, source line or scope at the
+  // same place: a new node with what this step traced, never the old one.
+  ReuseSetting setting(true);
+  set_source_location_provider(&test_location);
+  Tensor x = make({1, -2, 3}, {3}, lazy0());
+  Tensor other = make({4, 5, -6}, {3}, lazy0());
+  Tensor wide = make({1, -2, 3, 7}, {4}, lazy0());
+  const std::string* scope = intern("model.block");
+  struct Variant {
+    const char* what;
+    std::function<Tensor()> op;
+    std::vector<float> expected;
+  };
+  const std::vector<Variant> variants{
+      {"the same", [&] { return ops::leaky_relu(ops::add(x, x), 0.5); }, {2, -2, 6}},
+      {"another operand", [&] { return ops::leaky_relu(ops::add(x, other), 0.5); }, {5, 3, -1.5f}},
+      {"another op", [&] { return ops::leaky_relu(ops::mul(x, x), 0.5); }, {1, 4, 9}},
+      {"another attribute", [&] { return ops::leaky_relu(ops::add(x, x), 0.25); }, {2, -1, 6}},
+      {"another shape", [&] { return ops::leaky_relu(ops::add(wide, wide), 0.5); }, {2, -2, 6, 14}},
+      {"another line",
+       [&] {
+         g_test_line = 2;
+         return ops::leaky_relu(ops::add(x, x), 0.5);
+       },
+       {2, -2, 6}},
+      {"another scope",
+       [&] {
+         set_current_scope(scope);
+         return ops::leaky_relu(ops::add(x, x), 0.5);
+       },
+       {2, -2, 6}},
+  };
+  for (const Variant& v : variants) {
+    // The previous step: the first variant's ops, at line 1.
+    g_test_line = 1;
+    executor::mark_step(lazy0());
+    Tensor before = variants[0].op();
+    const NodePtr held = before.impl()->ir;  // alive: no new node can take its address
+    executor::mark_step(lazy0());
+    Tensor after = v.op();
+    const Node& node = *after.impl()->ir;
+    set_current_scope(nullptr);
+    if (std::string(v.what) == "the same") {
+      EXPECT_EQ(&node, held.get());
+    } else {
+      EXPECT_NE(&node, held.get()) << v.what;
+      if (std::string(v.what) != "another attribute") {  // the add below differs too
+        EXPECT_NE(node.operands()[0].get(), held->operands()[0].get()) << v.what;
+      } else {
+        EXPECT_EQ(node.operands()[0].get(), held->operands()[0].get());  // x + x, the same
+      }
+    }
+    EXPECT_EQ(node.source().line, std::string(v.what) == "another line" ? 2 : 1) << v.what;
+    EXPECT_EQ(node.scope(), std::string(v.what) == "another scope" ? scope : nullptr) << v.what;
+    EXPECT_EQ(values(after), v.expected) << v.what;
+  }
+  set_source_location_provider(nullptr);
+  g_test_line = 0;
+}
+
+TEST(TraceReuse, TheListsHoldNoBufferOnceNothingElseDoes) {
+  // A step's nodes are kept for the next step only while their input leaves
+  // are held from outside: an input let go is freed at the next barrier.
+  ReuseSetting setting(true);
+  // Without donation: x's buffer, let go, would become y's output.
+  const bool donation = settings::buffer_donation();
+  settings::set_buffer_donation(false);
+  executor::mark_step(lazy0());
+  Tensor x = make({1, 2, 3}, {3}, lazy0());
+  const std::weak_ptr<Buffer> buffer = x.impl()->buffer;
+  for (int step = 0; step < 3; ++step) {
+    Tensor y = ops::relu(ops::add(x, x));
+    if (step == 2) x = Tensor();     // let go in the middle of the last step
+    EXPECT_FALSE(buffer.expired());  // the step's nodes still read it
+    executor::mark_step(lazy0());
+    EXPECT_EQ(buffer.expired(), step == 2) << "step " << step;
+    EXPECT_EQ(values(y), (std::vector<float>{2, 4, 6}));
+  }
+  settings::set_buffer_donation(donation);
+}
+
+TEST(TraceReuse, ManyStepsMakeNoNodesAndKeepNoMore) {
+  // 200 steps of a 100-op chain: nodes made once, nothing piles up (the
+  // previous step's nodes are the only ones kept: each step's result is
+  // rebound to its own leaf and the chain's nodes are shared).
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  Tensor x = make({0.5f, -1}, {2}, lazy0());
+  const std::weak_ptr<const Node> leaf = x.impl()->ir;
+  const int64_t before = created_nodes();
+  const int64_t reused_before = metrics::counters()["ReusedIrNodes"];
+  std::weak_ptr<const Node> first_root;
+  for (int step = 0; step < 200; ++step) {
+    Tensor y = x;
+    for (int i = 0; i < 50; ++i) y = ops::relu(ops::add(y, x));
+    if (step == 0) first_root = y.impl()->ir;
+    EXPECT_EQ(y.impl()->ir, first_root.lock());
+    executor::mark_step(lazy0());
+    EXPECT_EQ(values(y), (std::vector<float>{25.5f, 0}));
+  }
+  EXPECT_EQ(created_nodes() - before, 100);
+  EXPECT_EQ(metrics::counters()["ReusedIrNodes"] - reused_before, 199 * 100);
+  // The root is held by the list alone (once), and through it the chain.
+  EXPECT_EQ(first_root.use_count(), 1);
+  ReuseSetting off(false);
+  executor::mark_step(lazy0());  // reuse turned off: the lists let go
+  EXPECT_TRUE(first_root.expired());
+  EXPECT_FALSE(leaf.expired());  // x still holds its leaf
+}
+
+TEST(TraceReuse, AReusedNodeStillLetsAnUpdateDonateItsBuffer) {
+  // w <- w - g * g: g * g is the previous step's node each step (g is held),
+  // and the reuse lists hold it; their references are the graph's own, so
+  // w's dead old buffer is still written over from the second step on.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  Tensor w = make({10, 20, 30}, {3}, lazy0());
+  const Tensor g = make({1, 2, 3}, {3}, lazy0());
+  std::vector<float> want{10, 20, 30};
+  std::vector<int64_t> donated;
+  const Node* first_square = nullptr;
+  for (int step = 0; step < 4; ++step) {
+    const int64_t before = metrics::counters()["CpuDonatedBuffers"];
+    Tensor gg = ops::mul(g, g);
+    if (step == 0) first_square = gg.impl()->ir.get();
+    EXPECT_EQ(gg.impl()->ir.get(), first_square) << "step " << step;
+    views::inplace(w, "sub_", [&](const Tensor& old) { return ops::sub(old, gg); });
+    gg = Tensor();
+    executor::mark_step(lazy0());
+    donated.push_back(metrics::counters()["CpuDonatedBuffers"] - before);
+    for (size_t i = 0; i < want.size(); ++i) want[i] -= static_cast<float>((i + 1) * (i + 1));
+    EXPECT_EQ(values(w), want) << "step " << step;
+  }
+  EXPECT_EQ(donated, (std::vector<int64_t>{1, 1, 1, 1}));
+}
+
+TEST(TraceReuse, AStepOfTheSameNodesIsCompiledAgainInBf16Mode) {
+  // The sync reuses the last walk when the roots are the same nodes; bf16
+  // mode changes the graph's hash (its program rounds differently), so a
+  // step of the very same nodes after the mode changed is a new program,
+  // and its values are rounded as bf16's.
+  ReuseSetting setting(true);
+  executor::compile_cache().clear();
+  executor::mark_step(lazy0());
+  Tensor x = make({1.001f, 2.003f, -3.007f}, {3}, lazy0());
+  const auto compiles = [] { return metrics::counters()["UncachedCompile"]; };
+  std::vector<int64_t> made;
+  std::vector<std::vector<float>> got;
+  const Node* first_root = nullptr;
+  for (int step = 0; step < 4; ++step) {
+    settings::set_bf16_mode(step == 2);
+    const int64_t before = compiles();
+    Tensor y = ops::mul(ops::add(x, x), x);
+    if (step == 0) first_root = y.impl()->ir.get();
+    EXPECT_EQ(y.impl()->ir.get(), first_root) << "step " << step;  // the same nodes every step
+    executor::mark_step(lazy0());
+    made.push_back(compiles() - before);
+    got.push_back(values(y));
+  }
+  settings::set_bf16_mode(false);
+  EXPECT_EQ(made, (std::vector<int64_t>{1, 0, 1, 0}));  // step 3: float32's program, cached
+  // (x + x) * x = 2 x^2; in bf16 mode the sum and the product are rounded to bf16's 8 bits.
+  for (int step : {0, 1, 3}) {
+    for (size_t i = 0; i < 3; ++i) {
+      const float v = std::vector<float>{1.001f, 2.003f, -3.007f}[i];
+      EXPECT_FLOAT_EQ(got[static_cast<size_t>(step)][i], (v + v) * v) << step;
+    }
+  }
+  const auto bf16 = [](float f) {  // round to nearest even, to bfloat16's 8 bits of mantissa
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    const float v = std::vector<float>{1.001f, 2.003f, -3.007f}[i];
+    EXPECT_FLOAT_EQ(got[2][i], bf16(bf16(v + v) * v)) << i;
+  }
+  EXPECT_NE(got[2], got[0]);
+}
+
+TEST(TraceReuse, ALoopThatReadsAValueEachIterationKeepsNoInputsAlive) {
+  // No barrier, a value read each iteration (an evaluation loop summing
+  // accuracies): the nodes traced before a sync are let go at it, so the
+  // inputs they read are freed as soon as the loop drops them.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  std::vector<std::weak_ptr<Buffer>> inputs;
+  float total = 0;
+  for (int i = 0; i < 20; ++i) {
+    Tensor x = make({static_cast<float>(i), 1}, {2}, lazy0());
+    inputs.push_back(x.impl()->buffer);
+    total += values(ops::sum(ops::relu(ops::add(x, x))))[0];
+  }
+  EXPECT_EQ(total, 2 * (19 * 20 / 2) + 2 * 20);
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(inputs[i].expired()) << "input " << i;
+  executor::mark_step(lazy0());
+}
+
+TEST(TraceReuse, AnOpForcedOffTheDeviceSinceIsNotReused) {
+  // relu(x + x) twice; before the second step relu is forced onto the host:
+  // the previous step's relu node matches, but the device no longer runs
+  // it, so the op falls back (an event, the host's result), while x + x is
+  // still the previous step's node.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  Tensor x = make({-2, 3}, {2}, lazy0());
+  Tensor first = ops::relu(ops::add(x, x));
+  const NodePtr sum = first.impl()->ir->operands()[0];
+  executor::mark_step(lazy0());
+  settings::set_forced_fallbacks({"relu"});
+  testing::EventCapture capture;
+  Tensor doubled = ops::add(x, x);
+  EXPECT_EQ(doubled.impl()->ir, sum);
+  Tensor second = ops::relu(doubled);
+  settings::set_forced_fallbacks({});
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  EXPECT_EQ(capture.fallbacks()[0].reason(), pb::FALLBACK_REASON_FORCED);
+  executor::mark_step(lazy0());
+  EXPECT_EQ(values(second), (std::vector<float>{0, 6}));
+  EXPECT_EQ(values(first), (std::vector<float>{0, 6}));
 }
 
 }  // namespace

@@ -144,6 +144,8 @@ void bind_runtime(py::module_& m) {
       "(OpenBLAS's threads) or legacy; returns the previous mode.");
   m.def("set_buffer_donation", &settings::set_buffer_donation, py::arg("enabled"),
         "Let an output take the buffer of a parameter whose value dies with the step (LAZYSCOPE_BUFFER_DONATION).");
+  m.def("set_reuse_ir_nodes", &settings::set_reuse_ir_nodes, py::arg("enabled"),
+        "Let an op traced like the previous step's op at its place take that step's IR node (LAZYSCOPE_REUSE_IR).");
 
   // Scalar logging and metric snapshots.
   m.def(
