@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "backend/cpu/fusion.h"
@@ -47,6 +50,12 @@ struct Instruction {
   // shape: the sum over a batch of per-batch products a_i^T b_i (a weight
   // gradient of a linear layer on a 3-d input) as the single GEMM it is.
   bool stacked = false;
+  // kMatmul reading an operand, or writing its product, in place through a
+  // permute of a contiguous value (attention's head split and merge,
+  // matmul_strided): the layouts of a, b (as stored: transposed where the
+  // flag says so) and the product; empty when every one is its slot's
+  // contiguous buffer.
+  std::vector<MatrixLayout> layouts;
   std::vector<int> nodes;                    // IR nodes it covers, post-order positions
   std::shared_ptr<const FusedKernel> fused;  // kFused
   std::vector<int> outputs;                  // kFused: every slot it writes (output is the first); kFusedGroup and a
@@ -285,6 +294,9 @@ class CpuExecutable final : public Executable {
           case Kind::kMatmul:
             if (ins.stacked) {
               matmul_stacked_rows(*inputs[0], *inputs[1], *out);
+            } else if (ins.members.empty() && !ins.layouts.empty()) {
+              matmul_strided(*inputs[0], ins.layouts[0], ins.transpose_a, *inputs[1], ins.layouts[1], ins.transpose_b,
+                             *out, ins.layouts[2]);
             } else if (ins.members.empty()) {
               matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out);
             } else {
@@ -296,7 +308,12 @@ class CpuExecutable final : public Executable {
               const auto& outs = st.member_outputs[0];
               auto apply = [&](int64_t begin, int64_t end) { epi.fused->run_range(in, outs, bf16_, begin, end); };
               const Epilogue epilogue(apply);
-              matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
+              if (ins.layouts.empty()) {
+                matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
+              } else {
+                matmul_strided(*inputs[0], ins.layouts[0], ins.transpose_a, *inputs[1], ins.layouts[1], ins.transpose_b,
+                               *out, ins.layouts[2], &epilogue);
+              }
             }
             break;
           case Kind::kFused:
@@ -531,6 +548,15 @@ class CpuExecutable final : public Executable {
   KernelCost cost(const Instruction& ins) const {
     std::vector<const TensorSpec*> inputs;
     for (int slot : ins.inputs) inputs.push_back(&slot_specs_[static_cast<size_t>(slot)]);
+    // A strided matmul's operands and product as it sees them, not as the
+    // buffers it reads are shaped.
+    TensorSpec seen[3];
+    if (!ins.layouts.empty()) {
+      for (size_t i = 0; i < 3; ++i) seen[i] = {ins.layouts[i].shape, ins.spec.dtype};
+      inputs[0] = &seen[0];
+      inputs[1] = &seen[1];
+    }
+    const TensorSpec& product = ins.layouts.empty() ? ins.spec : seen[2];
     // A matmul reading its left operand through the transpose flag holds the
     // untransposed spec: the cost rule wants [..., m, k].
     TensorSpec transposed_a;
@@ -559,14 +585,14 @@ class CpuExecutable final : public Executable {
     }
     if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
       inputs.resize(2);  // the epilogue's operands are its own
-      KernelCost c = estimate(ins.op, inputs, ins.spec), epi = cost(ins.members[0]);
+      KernelCost c = estimate(ins.op, inputs, product), epi = cost(ins.members[0]);
       // The product is written once and read back from cache, not memory.
       c.flops += epi.flops;
       c.bytes += epi.bytes - spec_bytes(ins.spec);
       return c;
     }
     if (ins.kind == Kind::kView) return {};  // no kernel, no bytes
-    if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
+    if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, product);
     // Reads each input once, writes each materialized value once.
     KernelCost c;
     for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
@@ -717,6 +743,57 @@ bool is_last_two_transpose(const Node& node) {
     if (d != want) return false;
   }
   return true;
+}
+
+// Whether matmuls read and write permutes in place (LAZYSCOPE_STRIDED_MATMUL,
+// default 1; 0 copies them as before: for benchmarks/xfmr_kernels.py's A/B).
+bool strided_matmul() {
+  static const bool on = [] {
+    const char* env = std::getenv("LAZYSCOPE_STRIDED_MATMUL");
+    return !env || std::string_view(env) != "0";
+  }();
+  return on;
+}
+
+// Where each element of permute(x, dims) lies in x's contiguous buffer:
+// the permute's strides, per dim of its output.
+std::vector<int64_t> permuted_strides(const Node& permute, const Shape& input) {
+  const auto& dims = permute.attrs().get_ints("dims");
+  const auto own = contiguous_strides(input);
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(own[static_cast<size_t>(d < 0 ? d + static_cast<int64_t>(input.size()) : d)]);
+  return out;
+}
+
+// A matrix batch of `shape` with `strides` as matmul_strided reads it: rows
+// contiguous (the last stride 1), else columns (then stored transposed:
+// the last two dims swapped and `flip` set); nullopt when neither.
+std::optional<MatrixLayout> matrix_layout(Shape shape, std::vector<int64_t> strides, bool& flip) {
+  const size_t r = shape.size();
+  flip = false;
+  if (r < 3 || strides.size() != r) return std::nullopt;
+  if (strides[r - 1] != 1 || shape[r - 1] == 1) {
+    if (strides[r - 2] != 1) return std::nullopt;
+    std::swap(shape[r - 1], shape[r - 2]);
+    std::swap(strides[r - 1], strides[r - 2]);
+    flip = true;
+  }
+  return MatrixLayout{std::move(shape), std::move(strides)};
+}
+
+// The matmul's operands and product as contiguous layouts of their stored
+// shapes, before one of them is made strided.
+void contiguous_layouts(Instruction& mm, const GraphView& graph) {
+  if (!mm.layouts.empty()) return;
+  for (int side = 0; side < 2; ++side) {
+    const Shape& s = graph.nodes[static_cast<size_t>(mm.inputs[static_cast<size_t>(side)])]->spec().shape;
+    mm.layouts.push_back({s, contiguous_strides(s)});
+  }
+  mm.layouts.push_back({mm.spec.shape, contiguous_strides(mm.spec.shape)});
+}
+
+bool contiguous_product(const Instruction& mm) {
+  return mm.layouts.empty() || mm.layouts[2].strides == contiguous_strides(mm.layouts[2].shape);
 }
 
 bool sums_a_batch_of_products(const GraphView& graph, const Instruction& mm, const Node& sum) {
@@ -924,7 +1001,7 @@ std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, cons
     Instruction& ins = program[i];
     bool moved_down = false;
     if (ins.kind == Kind::kMatmul && ins.members.empty() && !ins.stacked && ins.spec.dtype == DType::kFloat32 &&
-        readers[ins.output] == 1) {
+        readers[ins.output] == 1 && contiguous_product(ins)) {
       // The one reader of the product, and whether it can run right here.
       std::vector<int> written_between;
       for (size_t j = i + 1; j < program.size(); ++j) {
@@ -1431,6 +1508,83 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
           graph.nodes[static_cast<size_t>(ins.inputs[1])]->spec().shape.size() < 2) {
         ins.kind = Kind::kKernel;  // vector operands: the table kernel's path
       }
+      // An operand that is any other permute of a value, batch dims as the
+      // product's (an attention's [B, S, H, D] heads as [B, H, S, D]), is
+      // read in place through strides (matmul_strided) instead of copied.
+      if (ins.kind == Kind::kMatmul && strided_matmul()) {
+        const Shape& out_shape = node->spec().shape;
+        const auto batch_of = [&](const Shape& s) {
+          return s.size() == out_shape.size() && std::equal(s.begin(), s.end() - 2, out_shape.begin());
+        };
+        std::vector<MatrixLayout> layouts;
+        std::vector<int> inputs = ins.inputs;
+        bool flags[2] = {ins.transpose_a, ins.transpose_b};
+        bool any = false, ok = out_shape.size() >= 3;
+        for (int side = 0; ok && side < 2; ++side) {
+          const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
+          const Node* producer = graph.nodes[operand];
+          const Shape& shape = producer->spec().shape;
+          ok = batch_of(shape);
+          std::optional<MatrixLayout> layout;
+          bool flip = false;
+          if (ok && producer->op() == OpKind::kPermute && producer->dtype() == node->dtype()) {
+            const auto source = static_cast<size_t>(graph.operands[operand][0]);
+            layout = matrix_layout(shape, permuted_strides(*producer, graph.nodes[source]->spec().shape), flip);
+            if (layout) {
+              inputs[static_cast<size_t>(side)] = static_cast<int>(source);
+              flags[side] = flags[side] != flip;
+              any = true;
+            }
+          }
+          if (!layout) layout = MatrixLayout{shape, contiguous_strides(shape)};
+          layouts.push_back(std::move(*layout));
+        }
+        if (ok && any) {
+          for (int side = 0; side < 2; ++side) {
+            --readers[static_cast<size_t>(ins.inputs[static_cast<size_t>(side)])];
+            ++readers[static_cast<size_t>(inputs[static_cast<size_t>(side)])];
+          }
+          layouts.push_back({out_shape, contiguous_strides(out_shape)});
+          ins.inputs = inputs;
+          ins.transpose_a = flags[0];
+          ins.transpose_b = flags[1];
+          ins.layouts = std::move(layouts);
+        }
+      }
+    }
+    // A permute of a matmul's product read by nothing else (attention's
+    // heads merged back, [B, H, S, D] -> [B, S, H, D]): the GEMMs write
+    // each batch's rows in place in the permute's layout.
+    if (node->op() == OpKind::kPermute && !is_last_two_transpose(*node) && !program.empty() && strided_matmul()) {
+      const auto source = static_cast<size_t>(ins.inputs[0]);
+      const int at = instruction_of[source];
+      if (at >= 0 && readers[source] == 1 && !is_output[source]) {
+        Instruction& mm = program[static_cast<size_t>(at)];
+        bool flip = false;
+        std::optional<MatrixLayout> layout;
+        if (mm.kind == Kind::kMatmul && mm.members.empty() && !mm.stacked && mm.spec.dtype == node->dtype() &&
+            mm.spec.shape.size() >= 3 && contiguous_product(mm)) {
+          // Element j of the product lies at sum_d j[dims[d]] * own[d] in the permute's buffer.
+          const auto& dims = node->attrs().get_ints("dims");
+          const auto own = contiguous_strides(node->spec().shape);
+          std::vector<int64_t> strides(own.size());
+          for (size_t d = 0; d < dims.size(); ++d) {
+            strides[static_cast<size_t>(dims[d] < 0 ? dims[d] + static_cast<int64_t>(dims.size()) : dims[d])] = own[d];
+          }
+          layout = matrix_layout(mm.spec.shape, std::move(strides), flip);
+        }
+        if (layout && !flip) {
+          Instruction folded = mm;
+          contiguous_layouts(folded, graph);
+          folded.layouts[2] = std::move(*layout);
+          folded.output = static_cast<int>(i);
+          folded.spec = node->spec();
+          folded.nodes.push_back(static_cast<int>(i));
+          --readers[source];  // the matmul has no reader left and is dropped below
+          for (int s : folded.inputs) ++readers[static_cast<size_t>(s)];
+          ins = std::move(folded);
+        }
+      }
     }
     // The transpose of a matmul read by nothing else (a weight gradient
     // (x.t() @ dy).t()) is that matmul with its operands swapped:
@@ -1439,14 +1593,18 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       const auto source = static_cast<size_t>(ins.inputs[0]);
       const int at = instruction_of[source];
       if (at >= 0 && program[static_cast<size_t>(at)].kind == Kind::kMatmul && readers[source] == 1 &&
-          !is_output[source] && program[static_cast<size_t>(at)].spec.dtype == node->dtype()) {
+          !is_output[source] && program[static_cast<size_t>(at)].spec.dtype == node->dtype() &&
+          contiguous_product(program[static_cast<size_t>(at)])) {
         const Instruction& mm = program[static_cast<size_t>(at)];
         ins.kind = Kind::kMatmul;
         ins.op = OpKind::kMatmul;
         ins.inputs = {mm.inputs[1], mm.inputs[0]};
         ins.transpose_a = !mm.transpose_b;
         ins.transpose_b = !mm.transpose_a;
-        ins.stacked = mm.stacked;  // (a^T b)^T = b^T a: stacked again
+        ins.stacked = mm.stacked;   // (a^T b)^T = b^T a: stacked again
+        if (!mm.layouts.empty()) {  // strided operands swap too; the product is the transpose's own
+          ins.layouts = {mm.layouts[1], mm.layouts[0], {node->spec().shape, contiguous_strides(node->spec().shape)}};
+        }
         ins.attrs = mm.attrs;
         ins.nodes = mm.nodes;
         ins.nodes.push_back(static_cast<int>(i));
@@ -1463,7 +1621,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       const auto source = static_cast<size_t>(ins.inputs[0]);
       const int at = instruction_of[source];
       if (at >= 0 && readers[source] == 1 && !is_output[source] &&
-          program[static_cast<size_t>(at)].kind == Kind::kMatmul && program[static_cast<size_t>(at)].members.empty()) {
+          program[static_cast<size_t>(at)].kind == Kind::kMatmul && program[static_cast<size_t>(at)].members.empty() &&
+          program[static_cast<size_t>(at)].layouts.empty()) {
         const Instruction& mm = program[static_cast<size_t>(at)];
         const bool fold = node->op() == OpKind::kReshape ? mm.stacked : sums_a_batch_of_products(graph, mm, *node);
         if (fold) {

@@ -426,6 +426,10 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
             const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
             if (inner_stride == 0) {
               std::fill(dst + i, dst + i + run, load(offset));
+            } else if (inner_stride == 1 && inputs_[j].dtype == DType::kFloat32) {
+              // A run of a float input (a layer norm's weight over its rows):
+              // one copy, not a load per element through the dtype check.
+              std::copy_n(in.as<float>() + offset, run, dst + i);
             } else {
               for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
             }
