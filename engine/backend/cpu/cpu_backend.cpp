@@ -449,6 +449,14 @@ class CpuExecutable final : public Executable {
       os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
          << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
     }
+    if (!ins.layouts.empty()) {
+      // Which of a, b and the product a permute's layout replaces.
+      const char* names[3] = {"a", "b", "its product"};
+      os << ", reads or writes in place through strides:";
+      for (size_t i = 0; i < 3; ++i) {
+        if (ins.layouts[i].strides != contiguous_strides(ins.layouts[i].shape)) os << " " << names[i];
+      }
+    }
     os << note << "\n";
   }
 

@@ -1,0 +1,173 @@
+"""Kernels of the transformer step's non-GEMM work on lazy:0, each against
+NumPy in float64: batched matrix products reading their operands and
+writing their products in place through permutes (attention's head split
+and merge, no copy), the variance over trailing dims in vector lanes, and
+fused chains reading broadcast rows."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazyscope
+from runtime_util import run_graph
+
+DEV = "lazy:0"
+
+
+def attention_like(y, z, v, g, y_dims, z_dims, v_dims, out_dims, dtype):
+    """out = permute((permute(y) @ permute(z)^T) @ permute(v)), and the
+    gradients of sum(out * g) for y, z, v: lazily, and in NumPy float64."""
+    def run():
+        Y, Z, V = (lazyscope.tensor(a, device=DEV, requires_grad=True) for a in (y, z, v))
+        s = Y.permute(*y_dims) @ Z.permute(*z_dims).transpose(-1, -2)
+        out = (s @ V.permute(*v_dims)).permute(*out_dims)
+        (out * lazyscope.tensor(g, device=DEV)).sum().backward()
+        return out, Y.grad, Z.grad, V.grad
+
+    got, program = run_graph(run, require_compile=True)
+    y64, z64, v64, g64 = (a.astype(np.float64) for a in (y, z, v, g))
+    q, k, w = np.transpose(y64, y_dims), np.transpose(z64, z_dims), np.transpose(v64, v_dims)
+    s = q @ np.swapaxes(k, -1, -2)
+    p = s @ w
+    out = np.transpose(p, out_dims)
+    dp = np.transpose(g64, np.argsort(out_dims))
+    ds, dw = dp @ np.swapaxes(w, -1, -2), np.swapaxes(s, -1, -2) @ dp
+    dq, dk = ds @ k, np.swapaxes(ds, -1, -2) @ q
+    want = (out, np.transpose(dq, np.argsort(y_dims)), np.transpose(dk, np.argsort(z_dims)),
+            np.transpose(dw, np.argsort(v_dims)))
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for name, a, b in zip(("out", "dy", "dz", "dv"), got, want):
+        assert a.dtype == dtype and a.shape == b.shape, name
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=name)
+    return program
+
+
+# (B, S, H, D) of y, z, v as [B, S, H, D] heads read as [B, H, S, D], odd sizes included.
+HEADS = [(2, 5, 3, 4), (1, 7, 1, 3), (3, 9, 4, 16), (2, 64, 4, 64)]
+
+
+@pytest.mark.parametrize("b,s,h,d", HEADS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_head_split_and_merge_read_and_write_in_place_and_match_numpy(b, s, h, d, dtype):
+    rng = np.random.default_rng(b * 1000 + s * 10 + h + d)
+    y, z, v, g = (rng.standard_normal((b, s, h, d)).astype(dtype) for _ in range(4))
+    split = (0, 2, 1, 3)
+    program = attention_like(y, z, v, g, split, split, split, split, dtype)
+    # Every head split, and every merge of the backward, is a GEMM's
+    # strides: all six products. The forward's product is returned too
+    # (the engine keeps it for the gradient), so its merge stays a copy.
+    assert program.count("through strides") == 6, program
+    assert program.count("its product") == 3 and program.count("= permute(") == 1, program
+
+
+def test_permutes_mixing_batch_dims_and_a_transposed_layout_match_numpy():
+    rng = np.random.default_rng(5)
+    # y [S, B, H, D] -> [B, H, S, D]; z [D, B, H, S] -> [B, H, S, D] (its
+    # rows are strided, its columns contiguous: read through the transpose
+    # flag); v [B, H, S, D] read as is; out merged to [S, B, H, D].
+    y = rng.standard_normal((6, 2, 3, 5)).astype(np.float32)
+    z = rng.standard_normal((5, 2, 3, 6)).astype(np.float32)
+    v = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    g = rng.standard_normal((6, 2, 3, 5)).astype(np.float32)
+    program = attention_like(y, z, v, g, (1, 2, 0, 3), (1, 2, 3, 0), (0, 1, 2, 3), (2, 0, 1, 3), np.float32)
+    assert "through strides" in program, program
+
+
+def test_a_permute_with_neither_last_dim_contiguous_is_still_copied_and_right():
+    rng = np.random.default_rng(6)
+    # y [S, D, B] -> [B, S, D]: neither of the last two dims has stride 1.
+    y = rng.standard_normal((7, 5, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 5, 4)).astype(np.float32)
+
+    def run():
+        return lazyscope.tensor(y, device=DEV).permute(2, 0, 1) @ lazyscope.tensor(w, device=DEV)
+
+    got, program = run_graph(run, require_compile=True)
+    np.testing.assert_allclose(got, np.transpose(y, (2, 0, 1)).astype(np.float64) @ w, rtol=1e-5, atol=1e-5)
+    assert "permute" in program, program
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_strided_products_match_numpy_on_one_and_two_threads_and_switch_off(threads, build_dir):
+    script = r"""
+import os, numpy as np, lazyscope
+rng = np.random.default_rng(7)
+y, z = rng.standard_normal((2, 2, 33, 3, 8)).astype(np.float32)
+x, w = lazyscope.tensor(y, device="lazy:0"), lazyscope.tensor(z, device="lazy:0")
+got = (x.permute(0, 2, 1, 3) @ w.permute(0, 2, 3, 1)).permute(0, 2, 1, 3).numpy()
+want = np.transpose(np.transpose(y, (0, 2, 1, 3)).astype(np.float64) @ np.transpose(z, (0, 2, 3, 1)), (0, 2, 1, 3))
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+    for strided in ("1", "0"):
+        env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, LAZYSCOPE_STRIDED_MATMUL=strided,
+                   PYTHONPATH=str(build_dir / "python"))
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+VARS = [
+    ((1024, 256), (1,)),       # a layer norm's rows
+    ((16, 64, 256), (-1,)),
+    ((5, 7, 13), (2,)),        # odd row lengths: lanes and a tail
+    ((3, 4, 37), (1, 2)),
+    ((8, 6, 5, 5), (0, 2, 3)),  # a batch norm's planes: [R1, C, R2]
+    ((2, 9, 3), (0, 2)),
+    ((4, 1, 7), (2,)),
+    ((6, 3), (1,)),
+]
+
+
+@pytest.mark.parametrize("shape,dims", VARS)
+@pytest.mark.parametrize("correction", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_variance_over_trailing_and_outer_dims_matches_numpy(shape, dims, correction, dtype):
+    rng = np.random.default_rng(sum(shape) + len(dims) + correction)
+    a = (rng.standard_normal(shape) * 3 + 100).astype(dtype)  # an offset: a one-pass formula would lose digits
+
+    got, _ = run_graph(lambda: lazyscope.tensor(a, device=DEV).var(dim=dims, correction=correction, keepdim=True))
+    want = a.astype(np.float64).var(axis=tuple(d % len(shape) for d in dims), ddof=correction, keepdims=True)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    assert got.shape == want.shape and got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_variance_of_rows_with_nan_and_infinity_is_nan_as_in_numpy():
+    a = np.arange(4 * 19, dtype=np.float32).reshape(4, 19)
+    a[1, 3] = np.nan
+    a[2, 17] = np.inf  # inf - inf: NaN
+    got, _ = run_graph(lambda: lazyscope.tensor(a, device=DEV).var(dim=1, correction=0))
+    with np.errstate(invalid="ignore"):
+        want = a.astype(np.float64).var(axis=1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[[0, 3]], want[[0, 3]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("rows,n", [(64, 256), (7, 33), (3, 1)])
+def test_a_layer_norm_and_its_gradients_match_numpy(rows, n):
+    # Its fused kernels read the [n] weight and bias as runs of each row.
+    rng = np.random.default_rng(rows + n)
+    x = rng.standard_normal((2, rows, n)).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    g = rng.standard_normal((2, rows, n)).astype(np.float32)
+
+    def run():
+        X, W, B = (lazyscope.tensor(a, device=DEV, requires_grad=True) for a in (x, w, b))
+        y = lazyscope.nn.functional.layer_norm(X, (n,), W, B)
+        (y * lazyscope.tensor(g, device=DEV)).sum().backward()
+        return y, X.grad, W.grad, B.grad
+
+    (y, dx, dw, db), _ = run_graph(run)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    mu = x64.mean(-1, keepdims=True)
+    rstd = 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    xhat = (x64 - mu) * rstd
+    dxhat = g64 * w
+    want_dx = rstd * (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+    np.testing.assert_allclose(y, xhat * w + b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(dw, (g64 * xhat).sum((0, 1)), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(db, g64.sum((0, 1)), rtol=1e-4, atol=1e-4)
+
