@@ -171,3 +171,59 @@ def test_a_layer_norm_and_its_gradients_match_numpy(rows, n):
     np.testing.assert_allclose(dw, (g64 * xhat).sum((0, 1)), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(db, g64.sum((0, 1)), rtol=1e-4, atol=1e-4)
 
+
+
+# A chain over rows [R, C] reading a value per row (float and bool) and a
+# value per column, as a layer norm's kernels do: compiled at run time
+# (fusion_jit) with the broadcasts read per row, or on the interpreter.
+ROWS = r"""
+import sys, numpy as np, lazyscope
+sys.path.insert(0, sys.argv[1])
+from runtime_util import run_graph
+r, c, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+rng = np.random.default_rng(11)
+x = rng.standard_normal((2, r, c)).astype(np.float32)
+x[0, 1, ::7] = np.nan
+mu = rng.standard_normal((2, r, 1)).astype(np.float32)
+keep = rng.random((2, r, 1)) < 0.5
+w = rng.standard_normal(c).astype(np.float32)
+
+def chain():
+    X, M, K, W = (lazyscope.tensor(a, device="lazy:0") for a in (x, mu, keep, w))
+    t = (X - M) * W + 0.5
+    return lazyscope.where(K, t, -t) * 2.0, (t > M)
+
+(got, above), program = run_graph(chain, require_compile=True)
+np.save(out + "_got.npy", got)
+np.save(out + "_above.npy", above)
+print(program)
+"""
+
+
+@pytest.mark.parametrize("r,c", [(33, 257), (5, 8), (64, 3)])
+@pytest.mark.parametrize("isa", ["x86-64", "avx512f"])
+def test_a_chain_reading_row_and_column_broadcasts_compiles_and_matches_numpy_and_the_interpreter(
+        r, c, isa, build_dir, tmp_path):
+    runs = {}
+    for jit in ("1", "0"):
+        env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_NUM_THREADS="2",
+                   LAZYSCOPE_CPU_ISA=isa, LAZYSCOPE_FUSION_JIT=jit, LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="16",
+                   LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"))
+        out = str(tmp_path / jit)
+        proc = subprocess.run([sys.executable, "-c", ROWS, os.path.dirname(__file__), str(r), str(c), out],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        runs[jit] = (np.load(out + "_got.npy"), np.load(out + "_above.npy"), proc.stdout)
+    assert " compiled:" in runs["1"][2] and " compiled:" not in runs["0"][2], runs["1"][2]
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, r, c)).astype(np.float32)
+    x[0, 1, ::7] = np.nan
+    mu = rng.standard_normal((2, r, 1)).astype(np.float32)
+    keep = rng.random((2, r, 1)) < 0.5
+    w = rng.standard_normal(c).astype(np.float32)
+    t = (x - mu) * w + np.float32(0.5)
+    want = np.where(keep, t, -t) * np.float32(2.0)
+    for got, above, _ in runs.values():
+        np.testing.assert_array_equal(got, want)  # float32 arithmetic: exact, NaNs included
+        np.testing.assert_array_equal(above, t > mu)
+    np.testing.assert_array_equal(runs["1"][0].view(np.uint32), runs["0"][0].view(np.uint32))

@@ -228,7 +228,7 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   // element is most of its time there; see ARCHITECTURE.md). Inputs read
   // in place or scalars only: broadcasts keep the interpreter's read plans.
   const bool simple_inputs = std::all_of(inputs_.begin(), inputs_.end(),
-                                         [&](const Input& in) { return numel(in.shape) == 1 || in.shape == shape_; });
+                                         [&](const Input& in) { return read_kind(in) != Read::kOther; });
   for (size_t j = 0; j < inputs_.size(); ++j) {
     for (size_t o = 0; o < output_dtypes_.size(); ++o) writes_over_input_ |= can_write_over_input(j, o);
   }
@@ -250,6 +250,27 @@ std::string double_literal(double v) {
 }
 
 }  // namespace
+
+// How a kernel compiled at run time reads an input: an element per element,
+// one value for all, a value per row (a layer norm's mean [..., 1] over
+// its rows [..., C]) or a value per column (its weight [C]), C the
+// kernel's last dim. Any other broadcast keeps the interpreter.
+FusedKernel::Read FusedKernel::read_kind(const Input& in) const {
+  if (numel(in.shape) == 1) return Read::kScalar;
+  if (in.shape == shape_) return Read::kElement;
+  const size_t rank = shape_.size(), lead = rank - std::min(rank, in.shape.size());
+  if (in.shape.size() > rank || rank == 0) return Read::kOther;
+  bool row = in.shape.back() == 1, column = in.shape.back() == shape_.back();
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    const int64_t want = shape_[lead + d];
+    if (d + 1 < in.shape.size()) {
+      row = row && in.shape[d] == want;
+      column = column && in.shape[d] == 1;
+    }
+  }
+  row = row && lead == 0;
+  return row ? Read::kRow : column ? Read::kColumn : Read::kOther;
+}
 
 std::string FusedKernel::compiled_source() const {
   // The rows' own expressions, one inline function per row used, called
@@ -282,16 +303,28 @@ std::string FusedKernel::compiled_source() const {
   // block's reads, and promises the compiler nothing about aliasing.
   const char* restrict = writes_over_input_ ? "" : " __restrict";
   const size_t ni = inputs_.size();
+  // With inputs read per row or per column, each block is a run of one
+  // row: its row values are read once, its columns from c0.
+  std::ostringstream row_loads;
+  bool by_rows = false;
   for (size_t j = 0; j < ni; ++j) {
     const bool is_float = inputs_[j].dtype == DType::kFloat32;
     const char* type = is_float ? "float" : "bool";
     const char* as_float = is_float ? "" : " ? 1.0f : 0.0f";
-    if (numel(inputs_[j].shape) == 1) {
+    const Read read = read_kind(inputs_[j]);
+    if (read == Read::kScalar) {
       src << "  const float v" << j << " = static_cast<const " << type << "*>(in[" << j << "])[0]" << as_float << ";\n";
+      continue;
+    }
+    src << "  const " << type << "*" << restrict << " a" << j << " = static_cast<const " << type << "*>(in[" << j
+        << "]);\n";
+    if (read == Read::kRow) {
+      row_loads << "    const float v" << j << " = a" << j << "[r]" << as_float << ";\n";
+      by_rows = true;
     } else {
-      src << "  const " << type << "*" << restrict << " a" << j << " = static_cast<const " << type << "*>(in[" << j
-          << "]);\n";
-      loads << "      const float v" << j << " = a" << j << "[e]" << as_float << ";\n";
+      loads << "      const float v" << j << " = a" << j << (read == Read::kColumn ? "[c0 + (e - b)]" : "[e]")
+            << as_float << ";\n";
+      by_rows = by_rows || read == Read::kColumn;
     }
   }
   for (size_t o = 0; o < output_dtypes_.size(); ++o) {
@@ -322,11 +355,23 @@ std::string FusedKernel::compiled_source() const {
       body << "      o" << o << "[e] = v" << v << ";\n";
     }
   }
-  src << "  for (int64_t b = begin; b < end; b += " << kTile << ") {\n"
-      << "    const int64_t n = end - b < " << kTile << " ? end - b : " << kTile << ";\n"
+  if (!by_rows) {
+    src << "  for (int64_t b = begin; b < end; b += " << kTile << ") {\n"
+        << "    const int64_t n = end - b < " << kTile << " ? end - b : " << kTile << ";\n"
+        << "    for (int64_t e = b; e < b + n; ++e) {\n"
+        << loads.str() << body.str() << "    }\n"
+        << after.str() << "  }\n}\n";
+    return src.str();
+  }
+  const int64_t cols = shape_.back();
+  src << "  for (int64_t b = begin; b < end;) {\n"
+      << "    const int64_t r = b / " << cols << ", c0 = b - r * " << cols << ";\n"
+      << "    int64_t n = " << cols << " - c0 < " << kTile << " ? " << cols << " - c0 : " << kTile << ";\n"
+      << "    n = end - b < n ? end - b : n;\n"
+      << row_loads.str() << "    (void)r, (void)c0;\n"
       << "    for (int64_t e = b; e < b + n; ++e) {\n"
       << loads.str() << body.str() << "    }\n"
-      << after.str() << "  }\n}\n";
+      << after.str() << "    b += n;\n  }\n}\n";
   return src.str();
 }
 
