@@ -102,7 +102,7 @@ np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 print("ok")
 """
     for strided in ("1", "0"):
-        env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, LAZYSCOPE_STRIDED_MATMUL=strided,
+        env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, LAZYSCOPE_FOLD_LAYOUTS=strided,
                    PYTHONPATH=str(build_dir / "python"))
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and "ok" in out.stdout, out.stderr
@@ -227,3 +227,28 @@ def test_a_chain_reading_row_and_column_broadcasts_compiles_and_matches_numpy_an
         np.testing.assert_array_equal(got, want)  # float32 arithmetic: exact, NaNs included
         np.testing.assert_array_equal(above, t > mu)
     np.testing.assert_array_equal(runs["1"][0].view(np.uint32), runs["0"][0].view(np.uint32))
+
+
+@pytest.mark.parametrize("cuts,covered", [((0, 2, 5, 8), True), ((0, 3, 8), True), ((0, 2, 6), False)],
+                         ids=["three_parts", "two_parts", "a_gap"])
+def test_gradients_of_slices_of_a_packed_parameter_are_one_concatenation_and_match_numpy(cuts, covered):
+    # As an attention's packed in_proj weight: q, k, v cut from one [8, 5]
+    # parameter by rows, each used once; its gradient is their gradients
+    # side by side (zeros where no slice reads it).
+    rng = np.random.default_rng(len(cuts))
+    w = rng.standard_normal((8, 5)).astype(np.float32)
+    xs = [rng.standard_normal((4, b - a)).astype(np.float32) for a, b in zip(cuts, cuts[1:])]
+
+    def run():
+        W = lazyscope.tensor(w, device=DEV, requires_grad=True)
+        loss = sum(((lazyscope.tensor(x, device=DEV) @ W[a:b]) * (i + 1)).sum()
+                   for i, (x, a, b) in enumerate(zip(xs, cuts, cuts[1:])))
+        loss.backward()
+        return W.grad
+
+    got, program = run_graph(run, require_compile=True)
+    want = np.zeros((8, 5))
+    for i, (x, a, b) in enumerate(zip(xs, cuts, cuts[1:])):
+        want[a:b] = (i + 1) * x.astype(np.float64).sum(0)[:, None]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert ("slice_backward" not in program and "= cat(" in program) == covered, program

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -753,11 +754,13 @@ bool is_last_two_transpose(const Node& node) {
   return true;
 }
 
-// Whether matmuls read and write permutes in place (LAZYSCOPE_STRIDED_MATMUL,
-// default 1; 0 copies them as before: for benchmarks/xfmr_kernels.py's A/B).
-bool strided_matmul() {
+// Whether layout ops fold into their neighbours (LAZYSCOPE_FOLD_LAYOUTS,
+// default 1): matmuls read and write permutes in place, slice gradients
+// summed are one cat. 0 runs them as before: for benchmarks/xfmr_kernels.py's
+// A/B and as a way out.
+bool fold_layouts() {
   static const bool on = [] {
-    const char* env = std::getenv("LAZYSCOPE_STRIDED_MATMUL");
+    const char* env = std::getenv("LAZYSCOPE_FOLD_LAYOUTS");
     return !env || std::string_view(env) != "0";
   }();
   return on;
@@ -946,6 +949,121 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
     out.push_back(std::move(fused));
   }
   return out;
+}
+
+// Whether a fused kernel only sums its inputs, each once, into its one
+// output: a tree of adds.
+bool sums_its_inputs(const FusedKernel& f, const std::vector<int>& outputs) {
+  const size_t ni = f.input_count(), steps = f.step_count();
+  if (ni < 2 || steps != ni - 1 || outputs.size() != 1 || f.step(steps - 1).output != 0) return false;
+  std::vector<int> uses(ni + steps, 0);
+  for (size_t i = 0; i < steps; ++i) {
+    const FusedKernel::Step& st = f.step(i);
+    if (st.op != OpKind::kAdd || (i + 1 < steps && st.output >= 0)) return false;
+    for (int a = 0; a < 2; ++a) {
+      if (st.args[a] < 0 || static_cast<size_t>(st.args[a]) >= ni + i) return false;
+      ++uses[static_cast<size_t>(st.args[a])];
+    }
+  }
+  return std::all_of(uses.begin(), uses.end() - 1, [](int u) { return u == 1; });
+}
+
+// The sum of slice gradients that tile their output along one dim without
+// overlap (the q, k and v projections' gradients of an attention's packed
+// in_proj weight and bias: three slice_backwards, each a zero fill and a
+// copy, then an add of the three) is the concatenation of the slices'
+// gradients: one cat kernel, each value copied once, no zeros written or
+// read. The slice_backwards then have no reader and are dropped.
+std::vector<Instruction> concat_slice_gradients(std::vector<Instruction> program, const GraphView& graph,
+                                                const std::vector<char>& is_output) {
+  std::map<int, int> writer, readers;
+  for (size_t i = 0; i < program.size(); ++i) {
+    writer[program[i].output] = static_cast<int>(i);
+    for (int s : program[i].inputs) ++readers[s];
+  }
+  std::vector<char> dropped(program.size(), 0);
+  for (Instruction& ins : program) {
+    if (ins.kind != Kind::kFused || !sums_its_inputs(*ins.fused, ins.outputs)) continue;
+    struct Part {
+      int64_t start, end;
+      size_t at;
+    };
+    // The terms summed: through sums read only by this one (gradients
+    // accumulated as they arrive can be split across fused kernels).
+    std::vector<int> terms;
+    std::vector<size_t> inner_sums;
+    const std::function<void(int)> gather = [&](int slot) {
+      const auto w = writer.find(slot);
+      if (w != writer.end() && readers[slot] == 1 && !is_output[static_cast<size_t>(slot)]) {
+        const Instruction& in = program[static_cast<size_t>(w->second)];
+        if (in.kind == Kind::kFused && in.spec.shape == ins.spec.shape && sums_its_inputs(*in.fused, in.outputs)) {
+          inner_sums.push_back(static_cast<size_t>(w->second));
+          for (int s : in.inputs) gather(s);
+          return;
+        }
+      }
+      terms.push_back(slot);
+    };
+    for (int s : ins.inputs) gather(s);
+    std::vector<Part> parts;
+    int64_t dim = -1;
+    bool ok = true;
+    for (int s : terms) {
+      const auto w = writer.find(s);
+      ok = w != writer.end() && readers[s] == 1 && !is_output[static_cast<size_t>(s)];
+      const Instruction* sb = ok ? &program[static_cast<size_t>(w->second)] : nullptr;
+      ok = ok && sb->kind == Kind::kKernel && sb->op == OpKind::kSliceBackward && sb->spec.shape == ins.spec.shape &&
+           sb->spec.dtype == ins.spec.dtype;
+      if (!ok) break;
+      const auto& starts = sb->attrs.get_ints("starts");
+      const auto& ends = sb->attrs.get_ints("ends");
+      const auto& steps = sb->attrs.get_ints("steps");
+      for (size_t d = 0; ok && d < starts.size(); ++d) {
+        if (steps[d] != 1) ok = false;
+        if (starts[d] == 0 && ends[d] == ins.spec.shape[d]) continue;
+        ok = ok && (dim < 0 || dim == static_cast<int64_t>(d));
+        dim = static_cast<int64_t>(d);
+      }
+      if (!ok || dim < 0) break;
+      parts.push_back(
+          {starts[static_cast<size_t>(dim)], ends[static_cast<size_t>(dim)], static_cast<size_t>(w->second)});
+    }
+    if (!ok || dim < 0 || parts.size() != terms.size()) continue;
+    std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.start < b.start; });
+    int64_t next = 0;  // where the next part must start: no gap, no overlap
+    for (const Part& p : parts) {
+      ok = ok && p.start == next && p.end > p.start;
+      next = p.end;
+    }
+    if (!ok || next != ins.spec.shape[static_cast<size_t>(dim)]) continue;
+    Instruction cat;
+    cat.kind = Kind::kKernel;
+    cat.op = OpKind::kCat;
+    cat.kernel = find_kernel(OpKind::kCat, ins.spec.dtype);
+    if (!cat.kernel) continue;
+    cat.output = ins.output;
+    cat.outputs = {};
+    cat.spec = ins.spec;
+    cat.attrs = Attrs{{"dim", dim}};
+    for (const Part& p : parts) {
+      const Instruction& sb = program[p.at];
+      cat.inputs.push_back(sb.inputs[0]);
+      cat.nodes.insert(cat.nodes.end(), sb.nodes.begin(), sb.nodes.end());
+      dropped[p.at] = 1;
+    }
+    for (size_t at : inner_sums) {
+      cat.nodes.insert(cat.nodes.end(), program[at].nodes.begin(), program[at].nodes.end());
+      dropped[at] = 1;
+    }
+    cat.nodes.insert(cat.nodes.end(), ins.nodes.begin(), ins.nodes.end());
+    ins = std::move(cat);
+  }
+  std::vector<Instruction> kept;
+  kept.reserve(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (!dropped[i]) kept.push_back(std::move(program[i]));
+  }
+  return kept;
 }
 
 // A fused elementwise kernel that alone reads a matmul's product (a linear
@@ -1519,7 +1637,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       // An operand that is any other permute of a value, batch dims as the
       // product's (an attention's [B, S, H, D] heads as [B, H, S, D]), is
       // read in place through strides (matmul_strided) instead of copied.
-      if (ins.kind == Kind::kMatmul && strided_matmul()) {
+      if (ins.kind == Kind::kMatmul && fold_layouts()) {
         const Shape& out_shape = node->spec().shape;
         const auto batch_of = [&](const Shape& s) {
           return s.size() == out_shape.size() && std::equal(s.begin(), s.end() - 2, out_shape.begin());
@@ -1563,7 +1681,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
     // A permute of a matmul's product read by nothing else (attention's
     // heads merged back, [B, H, S, D] -> [B, S, H, D]): the GEMMs write
     // each batch's rows in place in the permute's layout.
-    if (node->op() == OpKind::kPermute && !is_last_two_transpose(*node) && !program.empty() && strided_matmul()) {
+    if (node->op() == OpKind::kPermute && !is_last_two_transpose(*node) && !program.empty() && fold_layouts()) {
       const auto source = static_cast<size_t>(ins.inputs[0]);
       const int at = instruction_of[source];
       if (at >= 0 && readers[source] == 1 && !is_output[source]) {
@@ -1677,6 +1795,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
+  if (fold_layouts()) program = concat_slice_gradients(std::move(program), graph, is_output);
   std::vector<char> is_parameter(n, 0);
   for (int p : graph.parameters) is_parameter[static_cast<size_t>(p)] = 1;
   program = attach_epilogues(std::move(program), is_parameter, settings::bf16_mode());

@@ -95,6 +95,8 @@ class FusedKernel {
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
+  const Step& step(size_t i) const { return steps_[i]; }
+  size_t input_count() const { return inputs_.size(); }
   OpKind step_op(size_t i) const { return steps_[i].op; }
 
  private:
