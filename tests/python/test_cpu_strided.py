@@ -173,9 +173,10 @@ def test_a_layer_norm_and_its_gradients_match_numpy(rows, n):
 
 
 
-# A chain over rows [R, C] reading a value per row (float and bool) and a
-# value per column, as a layer norm's kernels do: compiled at run time
-# (fusion_jit) with the broadcasts read per row, or on the interpreter.
+# A chain over rows [2, R, C] reading a value per row (float and bool), a
+# value per column (as a layer norm's kernels do) and a bool block [R, C]
+# repeated over the leading dim (as an attention's mask): compiled at run
+# time (fusion_jit) with the broadcasts read per row, or on the interpreter.
 ROWS = r"""
 import sys, numpy as np, lazyscope
 sys.path.insert(0, sys.argv[1])
@@ -187,11 +188,12 @@ x[0, 1, ::7] = np.nan
 mu = rng.standard_normal((2, r, 1)).astype(np.float32)
 keep = rng.random((2, r, 1)) < 0.5
 w = rng.standard_normal(c).astype(np.float32)
+mask = rng.random((r, c)) < 0.3
 
 def chain():
-    X, M, K, W = (lazyscope.tensor(a, device="lazy:0") for a in (x, mu, keep, w))
+    X, M, K, W, B = (lazyscope.tensor(a, device="lazy:0") for a in (x, mu, keep, w, mask))
     t = (X - M) * W + 0.5
-    return lazyscope.where(K, t, -t) * 2.0, (t > M)
+    return lazyscope.where(B, 0.25, lazyscope.where(K, t, -t) * 2.0), (t > M)
 
 (got, above), program = run_graph(chain, require_compile=True)
 np.save(out + "_got.npy", got)
@@ -221,8 +223,9 @@ def test_a_chain_reading_row_and_column_broadcasts_compiles_and_matches_numpy_an
     mu = rng.standard_normal((2, r, 1)).astype(np.float32)
     keep = rng.random((2, r, 1)) < 0.5
     w = rng.standard_normal(c).astype(np.float32)
+    mask = rng.random((r, c)) < 0.3
     t = (x - mu) * w + np.float32(0.5)
-    want = np.where(keep, t, -t) * np.float32(2.0)
+    want = np.where(mask, np.float32(0.25), np.where(keep, t, -t) * np.float32(2.0))
     for got, above, _ in runs.values():
         np.testing.assert_array_equal(got, want)  # float32 arithmetic: exact, NaNs included
         np.testing.assert_array_equal(above, t > mu)

@@ -253,23 +253,25 @@ std::string double_literal(double v) {
 
 // How a kernel compiled at run time reads an input: an element per element,
 // one value for all, a value per row (a layer norm's mean [..., 1] over
-// its rows [..., C]) or a value per column (its weight [C]), C the
-// kernel's last dim. Any other broadcast keeps the interpreter.
+// its rows [..., C]), or a block of trailing dims repeated over the leading
+// ones (a layer norm's weight [C], an attention's mask [S, S] over [B, H,
+// S, S]), C the kernel's last dim. Any other broadcast keeps the
+// interpreter.
 FusedKernel::Read FusedKernel::read_kind(const Input& in) const {
   if (numel(in.shape) == 1) return Read::kScalar;
   if (in.shape == shape_) return Read::kElement;
-  const size_t rank = shape_.size(), lead = rank - std::min(rank, in.shape.size());
+  const size_t rank = shape_.size();
   if (in.shape.size() > rank || rank == 0) return Read::kOther;
-  bool row = in.shape.back() == 1, column = in.shape.back() == shape_.back();
-  for (size_t d = 0; d < in.shape.size(); ++d) {
-    const int64_t want = shape_[lead + d];
-    if (d + 1 < in.shape.size()) {
-      row = row && in.shape[d] == want;
-      column = column && in.shape[d] == 1;
-    }
-  }
-  row = row && lead == 0;
-  return row ? Read::kRow : column ? Read::kColumn : Read::kOther;
+  const size_t lead = rank - in.shape.size();
+  bool row = lead == 0 && in.shape.back() == 1;
+  for (size_t d = 0; row && d + 1 < in.shape.size(); ++d) row = in.shape[d] == shape_[d];
+  if (row) return Read::kRow;
+  size_t first = 0;  // the input's first dim past its leading 1s
+  while (first < in.shape.size() && in.shape[first] == 1) ++first;
+  return std::equal(in.shape.begin() + static_cast<std::ptrdiff_t>(first), in.shape.end(),
+                    shape_.begin() + static_cast<std::ptrdiff_t>(lead + first))
+             ? Read::kTrailing
+             : Read::kOther;
 }
 
 std::string FusedKernel::compiled_source() const {
@@ -321,10 +323,16 @@ std::string FusedKernel::compiled_source() const {
     if (read == Read::kRow) {
       row_loads << "    const float v" << j << " = a" << j << "[r]" << as_float << ";\n";
       by_rows = true;
+    } else if (read == Read::kTrailing) {
+      // The block's row r % rows (its rows repeat over the leading dims).
+      const int64_t rows = numel(inputs_[j].shape) / shape_.back();
+      row_loads << "    const " << type << "* p" << j << " = a" << j;
+      if (rows > 1) row_loads << " + (r % " << rows << ") * " << shape_.back();
+      row_loads << ";\n";
+      loads << "      const float v" << j << " = p" << j << "[c0 + (e - b)]" << as_float << ";\n";
+      by_rows = true;
     } else {
-      loads << "      const float v" << j << " = a" << j << (read == Read::kColumn ? "[c0 + (e - b)]" : "[e]")
-            << as_float << ";\n";
-      by_rows = by_rows || read == Read::kColumn;
+      loads << "      const float v" << j << " = a" << j << "[e]" << as_float << ";\n";
     }
   }
   for (size_t o = 0; o < output_dtypes_.size(); ++o) {

@@ -123,7 +123,7 @@ class FusedKernel {
   CompiledKernelFn compiled_ = nullptr;  // set when the chain was compiled at run time
   bool writes_over_input_ = false;       // some can_write_over_input() pair holds
   std::string compiled_source() const;
-  enum class Read : uint8_t { kElement, kScalar, kRow, kColumn, kOther };
+  enum class Read : uint8_t { kElement, kScalar, kRow, kTrailing, kOther };
   Read read_kind(const Input& in) const;
 };
 
