@@ -255,3 +255,36 @@ def test_gradients_of_slices_of_a_packed_parameter_are_one_concatenation_and_mat
         want[a:b] = (i + 1) * x.astype(np.float64).sum(0)[:, None]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert ("slice_backward" not in program and "= cat(" in program) == covered, program
+
+
+@pytest.mark.parametrize("n", [1, 3, 17, 64, 100])
+@pytest.mark.parametrize("isa", ["x86-64", "avx2", "avx512f"])
+def test_softmax_rows_with_nan_and_infinite_values_match_numpy_on_every_instruction_set(n, isa, build_dir, tmp_path):
+    # The row max runs in vector lanes as wide as the instruction set, the
+    # rest of the row one at a time: lengths below, at and past a vector.
+    script = r"""
+import sys, numpy as np, lazyscope
+n = int(sys.argv[1])
+rng = np.random.default_rng(n)
+a = (rng.standard_normal((6, n)) * 30).astype(np.float32)
+a[1, -1] = np.nan                  # NaN in the tail (or the only element)
+a[2, 0] = -np.inf                  # a masked position
+a[3, :] = -np.inf                  # a fully masked row
+a[4, n // 2] = np.inf
+a[5, :] += np.float32(4000)
+np.save(sys.argv[2], lazyscope.tensor(a, device="lazy:0").softmax(-1).numpy())
+np.save(sys.argv[3], a)
+"""
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_CPU_ISA=isa)
+    got_path, a_path = str(tmp_path / "got.npy"), str(tmp_path / "a.npy")
+    proc = subprocess.run([sys.executable, "-c", script, str(n), got_path, a_path], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got, a = np.load(got_path), np.load(a_path).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        finite_max = np.where(np.isnan(a), -np.inf, a).max(axis=-1, keepdims=True)  # NaNs ignored by the max
+        shift = np.where(np.isinf(finite_max), 0.0, finite_max)
+        e = np.exp(a - shift)
+        want = e / e.sum(axis=-1, keepdims=True)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
