@@ -16,7 +16,8 @@ estimate) per microsecond: GB/s, to set against `engine_bench
 
 Prints, per set-up, the median per-step time of each group (and their
 count and GB/s), the GEMMs' and the other kernels' totals, and the median
-wall time of a step.
+wall time of a step, and the other kernels' time over the GEMMs' (the
+median of each process's ratio: steadier than either under load).
 """
 import argparse
 import json
@@ -105,6 +106,13 @@ def main():
         for what, keep in (("gemm", lambda n: n == "gemm"), ("other", lambda n: n != "gemm")):
             total = statistics.median(sum(g[1] for g in groups.values() if keep(g[3])) for groups, _ in runs[s])
             print(f"  {what} kernels {total / 1e3:.2f} ms/step")
+        # Load slows every kernel of a process alike, GEMMs included: the
+        # other kernels' time as a share of the GEMMs' in the same process
+        # compares set-ups across a loaded run's swings.
+        share = statistics.median(
+            sum(g[1] for g in groups.values() if g[3] != "gemm") / max(1e-9, sum(
+                g[1] for g in groups.values() if g[3] == "gemm")) for groups, _ in runs[s])
+        print(f"  other kernels / gemm kernels, per process: median {share:.4f}")
         print(f"  step {statistics.median(step for _, step in runs[s]):.1f} ms (median)")
 
 
