@@ -4,6 +4,7 @@ writing their products in place through permutes (attention's head split
 and merge, no copy), the variance over trailing dims in vector lanes, and
 fused chains reading broadcast rows."""
 import os
+import re
 import subprocess
 import sys
 
@@ -288,3 +289,29 @@ np.save(sys.argv[3], a)
         want = e / e.sum(axis=-1, keepdims=True)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_reduction_computed_again_from_the_same_operand_is_a_view_of_the_first():
+    # A layer norm's gradient recomputes the forward's mean: one pass over x.
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((6, 40)).astype(np.float32)
+
+    def run():
+        x = lazyscope.tensor(a, device=DEV) * 2.0
+        m1 = x.mean(dim=-1, keepdim=True)
+        m2 = x.mean(dim=-1, keepdim=True)  # the same again: a view
+        m3 = x.mean(dim=0, keepdim=True)   # other dims: its own pass
+        v1, v2 = x.var(dim=-1, correction=0), x.var(dim=-1, correction=1)  # other attributes: two passes
+        return (x - m1) * (x - m2).sum() + m3, v1 + v2
+
+    (got, v), program = run_graph(run, require_compile=True)
+    x = a.astype(np.float64) * 2
+    m = x.mean(-1, keepdims=True)
+    np.testing.assert_allclose(got, (x - m) * (x - m).sum() + x.mean(0, keepdims=True), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(v, x.var(-1) + x.var(-1, ddof=1), rtol=1e-5, atol=1e-5)
+    lines = program.splitlines()
+    notes = [lines[i + 1] for i, line in enumerate(lines[:-1]) if " = mean(" in line]
+    views = [note for note in notes if "a view of" in note]
+    assert len(notes) == 3 and len(views) == 1 and program.count("= var(") == 2, program
+    first = re.search(r"%(\d+) = mean\(", program).group(1)
+    assert f"a view of %{first} " in views[0], program

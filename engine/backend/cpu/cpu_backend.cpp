@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "backend/cpu/fusion.h"
@@ -764,6 +765,12 @@ bool fold_layouts() {
     return !env || std::string_view(env) != "0";
   }();
   return on;
+}
+
+bool same_attrs(const Attrs& a, const Attrs& b) {
+  return std::equal(
+      a.items().begin(), a.items().end(), b.items().begin(), b.items().end(),
+      [](const Attr& x, const Attr& y) { return std::strcmp(x.name, y.name) == 0 && x.value == y.value; });
 }
 
 // Where each element of permute(x, dims) lies in x's contiguous buffer:
@@ -1598,7 +1605,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
 
   std::vector<Instruction> program;
   program.reserve(n);
-  std::vector<int> instruction_of(n, -1);  // slot -> its instruction in `program`
+  std::vector<int> instruction_of(n, -1);                       // slot -> its instruction in `program`
+  std::map<std::tuple<OpKind, int, uint64_t>, int> reductions;  // (op, operand, attrs' hash) -> the first slot
   for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
@@ -1768,6 +1776,22 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
           --readers[source];
           for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
         }
+      }
+    }
+    // A reduction computed again from the same operand (a layer norm's
+    // mean, which its variance's gradient recomputes) is a view of the
+    // first: no second pass over the operand.
+    if (ins.kind == Kind::kKernel && ins.inputs.size() == 1 && !is_output[i] && settings::alias_values() &&
+        (node->op() == OpKind::kMean || node->op() == OpKind::kSum || node->op() == OpKind::kVar)) {
+      const auto key = std::make_tuple(node->op(), ins.inputs[0], node->attrs().hash());
+      const auto [seen, first] = reductions.try_emplace(key, static_cast<int>(i));
+      const Node* earlier = graph.nodes[static_cast<size_t>(seen->second)];
+      if (!first && earlier->spec().shape == node->spec().shape && earlier->dtype() == node->dtype() &&
+          same_attrs(earlier->attrs(), node->attrs())) {
+        --readers[static_cast<size_t>(ins.inputs[0])];
+        ++readers[static_cast<size_t>(seen->second)];
+        ins.kind = Kind::kView;
+        ins.inputs = {seen->second};
       }
     }
     if (ins.kind == Kind::kKernel) {
