@@ -6,6 +6,7 @@ benchmarks time and profile."""
 import ctypes
 import ctypes.util
 import json
+import re
 import time
 
 import numpy as np
@@ -151,12 +152,37 @@ class LazyTrainer:
         return loss.item()
 
 
+LISTED = re.compile(r"^\s*%\d+ = (\w+)\(.*\) : (\w+)(\[[\d, ]*\])")
+LISTED_NODES = re.compile(r"; nodes ([\d,]*)")
+LISTED_STEPS = re.compile(r"(?:tiles|compiled|row kernel): ([^)]*)\)")
+
+
+def kernel_labels(program_texts):
+    """{IR nodes tuple: label} of every kernel of the program listings: the
+    op, the fused ops in brackets, the output's dtype and shape, and
+    ' epilogue' for a GEMM's (profiled with its GEMM)."""
+    labels = {}
+    for text in program_texts:
+        lines = text.splitlines()
+        for i, line in enumerate(lines[:-1]):
+            hit, nodes = LISTED.match(line), LISTED_NODES.search(lines[i + 1])
+            if not hit or not nodes:
+                continue
+            steps = LISTED_STEPS.search(lines[i + 1])
+            label = hit.group(1) + (f"[{steps.group(1)}]" if steps else "") + f" {hit.group(2)}{hit.group(3)}"
+            if "epilogue of the matmul" in lines[i + 1]:
+                label += " epilogue"
+            labels[tuple(int(x) for x in nodes.group(1).split(",") if x)] = label
+    return labels
+
+
 def kernel_times(step, warmup, steps):
     """Runs step(i) `warmup` then `steps` times with the engine's events
     captured. Returns the kernels of the step's graph (the one with the most
     kernels) as (kernel, microseconds per sampled execution over the timed
-    steps) pairs, from the engine's own sampled profile, and each timed
-    step's seconds."""
+    steps) pairs, from the engine's own sampled profile (each kernel's
+    "label" from the program listing, kernel_labels), and each timed step's
+    seconds."""
     from lazyscope import _C
 
     capture = _C._EventCapture()
@@ -180,10 +206,14 @@ def kernel_times(step, warmup, steps):
             step(i)
             times.append(time.perf_counter() - t)
         end = profile()["kernels"]
+        labels = kernel_labels(v["program_text"] for text in capture.json() for v in json.loads(text).values()
+                               if isinstance(v, dict) and "program_text" in v)
     finally:
         capture.stop()
     rows = []
     for k in end:
+        # A multi-tensor group lists every member's nodes: its first member's label.
+        k["label"] = labels.get(tuple(k.get("nodes", [])), k["name"] + " (group)")
         k0 = start.get(k["index"], {"samples": 0, "total_ns": 0})
         samples = int(k["samples"]) - int(k0["samples"])
         rows.append((k, (int(k["total_ns"]) - int(k0["total_ns"])) / max(1, samples) / 1e3))

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "backend/cpu/fusion.h"
@@ -47,6 +52,12 @@ struct Instruction {
   // shape: the sum over a batch of per-batch products a_i^T b_i (a weight
   // gradient of a linear layer on a 3-d input) as the single GEMM it is.
   bool stacked = false;
+  // kMatmul reading an operand, or writing its product, in place through a
+  // permute of a contiguous value (attention's head split and merge,
+  // matmul_strided): the layouts of a, b (as stored: transposed where the
+  // flag says so) and the product; empty when every one is its slot's
+  // contiguous buffer.
+  std::vector<MatrixLayout> layouts;
   std::vector<int> nodes;                    // IR nodes it covers, post-order positions
   std::shared_ptr<const FusedKernel> fused;  // kFused
   std::vector<int> outputs;                  // kFused: every slot it writes (output is the first); kFusedGroup and a
@@ -285,6 +296,9 @@ class CpuExecutable final : public Executable {
           case Kind::kMatmul:
             if (ins.stacked) {
               matmul_stacked_rows(*inputs[0], *inputs[1], *out);
+            } else if (ins.members.empty() && !ins.layouts.empty()) {
+              matmul_strided(*inputs[0], ins.layouts[0], ins.transpose_a, *inputs[1], ins.layouts[1], ins.transpose_b,
+                             *out, ins.layouts[2]);
             } else if (ins.members.empty()) {
               matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out);
             } else {
@@ -296,7 +310,12 @@ class CpuExecutable final : public Executable {
               const auto& outs = st.member_outputs[0];
               auto apply = [&](int64_t begin, int64_t end) { epi.fused->run_range(in, outs, bf16_, begin, end); };
               const Epilogue epilogue(apply);
-              matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
+              if (ins.layouts.empty()) {
+                matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
+              } else {
+                matmul_strided(*inputs[0], ins.layouts[0], ins.transpose_a, *inputs[1], ins.layouts[1], ins.transpose_b,
+                               *out, ins.layouts[2], &epilogue);
+              }
             }
             break;
           case Kind::kFused:
@@ -432,6 +451,14 @@ class CpuExecutable final : public Executable {
       os << ", reads " << (ins.transpose_a ? "a" : "") << (ins.transpose_a && ins.transpose_b ? " and " : "")
          << (ins.transpose_b ? "b" : "") << " transposed (BLAS flag)";
     }
+    if (!ins.layouts.empty()) {
+      // Which of a, b and the product a permute's layout replaces.
+      const char* names[3] = {"a", "b", "its product"};
+      os << ", reads or writes in place through strides:";
+      for (size_t i = 0; i < 3; ++i) {
+        if (ins.layouts[i].strides != contiguous_strides(ins.layouts[i].shape)) os << " " << names[i];
+      }
+    }
     os << note << "\n";
   }
 
@@ -531,6 +558,15 @@ class CpuExecutable final : public Executable {
   KernelCost cost(const Instruction& ins) const {
     std::vector<const TensorSpec*> inputs;
     for (int slot : ins.inputs) inputs.push_back(&slot_specs_[static_cast<size_t>(slot)]);
+    // A strided matmul's operands and product as it sees them, not as the
+    // buffers it reads are shaped.
+    TensorSpec seen[3];
+    if (!ins.layouts.empty()) {
+      for (size_t i = 0; i < 3; ++i) seen[i] = {ins.layouts[i].shape, ins.spec.dtype};
+      inputs[0] = &seen[0];
+      inputs[1] = &seen[1];
+    }
+    const TensorSpec& product = ins.layouts.empty() ? ins.spec : seen[2];
     // A matmul reading its left operand through the transpose flag holds the
     // untransposed spec: the cost rule wants [..., m, k].
     TensorSpec transposed_a;
@@ -559,14 +595,14 @@ class CpuExecutable final : public Executable {
     }
     if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
       inputs.resize(2);  // the epilogue's operands are its own
-      KernelCost c = estimate(ins.op, inputs, ins.spec), epi = cost(ins.members[0]);
+      KernelCost c = estimate(ins.op, inputs, product), epi = cost(ins.members[0]);
       // The product is written once and read back from cache, not memory.
       c.flops += epi.flops;
       c.bytes += epi.bytes - spec_bytes(ins.spec);
       return c;
     }
     if (ins.kind == Kind::kView) return {};  // no kernel, no bytes
-    if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, ins.spec);
+    if (ins.kind != Kind::kFused) return estimate(ins.op, inputs, product);
     // Reads each input once, writes each materialized value once.
     KernelCost c;
     for (const TensorSpec* in : inputs) c.bytes += spec_bytes(*in);
@@ -719,6 +755,65 @@ bool is_last_two_transpose(const Node& node) {
   return true;
 }
 
+// Whether layout ops fold into their neighbours (LAZYSCOPE_FOLD_LAYOUTS,
+// default 1): matmuls read and write permutes in place, slice gradients
+// summed are one cat. 0 runs them as before: for benchmarks/xfmr_kernels.py's
+// A/B and as a way out.
+bool fold_layouts() {
+  static const bool on = [] {
+    const char* env = std::getenv("LAZYSCOPE_FOLD_LAYOUTS");
+    return !env || std::string_view(env) != "0";
+  }();
+  return on;
+}
+
+bool same_attrs(const Attrs& a, const Attrs& b) {
+  return std::equal(
+      a.items().begin(), a.items().end(), b.items().begin(), b.items().end(),
+      [](const Attr& x, const Attr& y) { return std::strcmp(x.name, y.name) == 0 && x.value == y.value; });
+}
+
+// Where each element of permute(x, dims) lies in x's contiguous buffer:
+// the permute's strides, per dim of its output.
+std::vector<int64_t> permuted_strides(const Node& permute, const Shape& input) {
+  const auto& dims = permute.attrs().get_ints("dims");
+  const auto own = contiguous_strides(input);
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(own[static_cast<size_t>(d < 0 ? d + static_cast<int64_t>(input.size()) : d)]);
+  return out;
+}
+
+// A matrix batch of `shape` with `strides` as matmul_strided reads it: rows
+// contiguous (the last stride 1), else columns (then stored transposed:
+// the last two dims swapped and `flip` set); nullopt when neither.
+std::optional<MatrixLayout> matrix_layout(Shape shape, std::vector<int64_t> strides, bool& flip) {
+  const size_t r = shape.size();
+  flip = false;
+  if (r < 3 || strides.size() != r) return std::nullopt;
+  if (strides[r - 1] != 1 || shape[r - 1] == 1) {
+    if (strides[r - 2] != 1) return std::nullopt;
+    std::swap(shape[r - 1], shape[r - 2]);
+    std::swap(strides[r - 1], strides[r - 2]);
+    flip = true;
+  }
+  return MatrixLayout{std::move(shape), std::move(strides)};
+}
+
+// The matmul's operands and product as contiguous layouts of their stored
+// shapes, before one of them is made strided.
+void contiguous_layouts(Instruction& mm, const GraphView& graph) {
+  if (!mm.layouts.empty()) return;
+  for (int side = 0; side < 2; ++side) {
+    const Shape& s = graph.nodes[static_cast<size_t>(mm.inputs[static_cast<size_t>(side)])]->spec().shape;
+    mm.layouts.push_back({s, contiguous_strides(s)});
+  }
+  mm.layouts.push_back({mm.spec.shape, contiguous_strides(mm.spec.shape)});
+}
+
+bool contiguous_product(const Instruction& mm) {
+  return mm.layouts.empty() || mm.layouts[2].strides == contiguous_strides(mm.layouts[2].shape);
+}
+
 bool sums_a_batch_of_products(const GraphView& graph, const Instruction& mm, const Node& sum) {
   if (mm.stacked || !mm.transpose_a || mm.transpose_b || mm.spec.shape.size() != 3) return false;
   if (mm.spec.dtype != DType::kFloat32 && mm.spec.dtype != DType::kFloat64) return false;
@@ -863,6 +958,121 @@ std::vector<Instruction> fuse_elementwise(std::vector<Instruction> program, cons
   return out;
 }
 
+// Whether a fused kernel only sums its inputs, each once, into its one
+// output: a tree of adds.
+bool sums_its_inputs(const FusedKernel& f, const std::vector<int>& outputs) {
+  const size_t ni = f.input_count(), steps = f.step_count();
+  if (ni < 2 || steps != ni - 1 || outputs.size() != 1 || f.step(steps - 1).output != 0) return false;
+  std::vector<int> uses(ni + steps, 0);
+  for (size_t i = 0; i < steps; ++i) {
+    const FusedKernel::Step& st = f.step(i);
+    if (st.op != OpKind::kAdd || (i + 1 < steps && st.output >= 0)) return false;
+    for (int a = 0; a < 2; ++a) {
+      if (st.args[a] < 0 || static_cast<size_t>(st.args[a]) >= ni + i) return false;
+      ++uses[static_cast<size_t>(st.args[a])];
+    }
+  }
+  return std::all_of(uses.begin(), uses.end() - 1, [](int u) { return u == 1; });
+}
+
+// The sum of slice gradients that tile their output along one dim without
+// overlap (the q, k and v projections' gradients of an attention's packed
+// in_proj weight and bias: three slice_backwards, each a zero fill and a
+// copy, then an add of the three) is the concatenation of the slices'
+// gradients: one cat kernel, each value copied once, no zeros written or
+// read. The slice_backwards then have no reader and are dropped.
+std::vector<Instruction> concat_slice_gradients(std::vector<Instruction> program, const GraphView& graph,
+                                                const std::vector<char>& is_output) {
+  std::map<int, int> writer, readers;
+  for (size_t i = 0; i < program.size(); ++i) {
+    writer[program[i].output] = static_cast<int>(i);
+    for (int s : program[i].inputs) ++readers[s];
+  }
+  std::vector<char> dropped(program.size(), 0);
+  for (Instruction& ins : program) {
+    if (ins.kind != Kind::kFused || !sums_its_inputs(*ins.fused, ins.outputs)) continue;
+    struct Part {
+      int64_t start, end;
+      size_t at;
+    };
+    // The terms summed: through sums read only by this one (gradients
+    // accumulated as they arrive can be split across fused kernels).
+    std::vector<int> terms;
+    std::vector<size_t> inner_sums;
+    const std::function<void(int)> gather = [&](int slot) {
+      const auto w = writer.find(slot);
+      if (w != writer.end() && readers[slot] == 1 && !is_output[static_cast<size_t>(slot)]) {
+        const Instruction& in = program[static_cast<size_t>(w->second)];
+        if (in.kind == Kind::kFused && in.spec.shape == ins.spec.shape && sums_its_inputs(*in.fused, in.outputs)) {
+          inner_sums.push_back(static_cast<size_t>(w->second));
+          for (int s : in.inputs) gather(s);
+          return;
+        }
+      }
+      terms.push_back(slot);
+    };
+    for (int s : ins.inputs) gather(s);
+    std::vector<Part> parts;
+    int64_t dim = -1;
+    bool ok = true;
+    for (int s : terms) {
+      const auto w = writer.find(s);
+      ok = w != writer.end() && readers[s] == 1 && !is_output[static_cast<size_t>(s)];
+      const Instruction* sb = ok ? &program[static_cast<size_t>(w->second)] : nullptr;
+      ok = ok && sb->kind == Kind::kKernel && sb->op == OpKind::kSliceBackward && sb->spec.shape == ins.spec.shape &&
+           sb->spec.dtype == ins.spec.dtype;
+      if (!ok) break;
+      const auto& starts = sb->attrs.get_ints("starts");
+      const auto& ends = sb->attrs.get_ints("ends");
+      const auto& steps = sb->attrs.get_ints("steps");
+      for (size_t d = 0; ok && d < starts.size(); ++d) {
+        if (steps[d] != 1) ok = false;
+        if (starts[d] == 0 && ends[d] == ins.spec.shape[d]) continue;
+        ok = ok && (dim < 0 || dim == static_cast<int64_t>(d));
+        dim = static_cast<int64_t>(d);
+      }
+      if (!ok || dim < 0) break;
+      parts.push_back(
+          {starts[static_cast<size_t>(dim)], ends[static_cast<size_t>(dim)], static_cast<size_t>(w->second)});
+    }
+    if (!ok || dim < 0 || parts.size() != terms.size()) continue;
+    std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.start < b.start; });
+    int64_t next = 0;  // where the next part must start: no gap, no overlap
+    for (const Part& p : parts) {
+      ok = ok && p.start == next && p.end > p.start;
+      next = p.end;
+    }
+    if (!ok || next != ins.spec.shape[static_cast<size_t>(dim)]) continue;
+    Instruction cat;
+    cat.kind = Kind::kKernel;
+    cat.op = OpKind::kCat;
+    cat.kernel = find_kernel(OpKind::kCat, ins.spec.dtype);
+    if (!cat.kernel) continue;
+    cat.output = ins.output;
+    cat.outputs = {};
+    cat.spec = ins.spec;
+    cat.attrs = Attrs{{"dim", dim}};
+    for (const Part& p : parts) {
+      const Instruction& sb = program[p.at];
+      cat.inputs.push_back(sb.inputs[0]);
+      cat.nodes.insert(cat.nodes.end(), sb.nodes.begin(), sb.nodes.end());
+      dropped[p.at] = 1;
+    }
+    for (size_t at : inner_sums) {
+      cat.nodes.insert(cat.nodes.end(), program[at].nodes.begin(), program[at].nodes.end());
+      dropped[at] = 1;
+    }
+    cat.nodes.insert(cat.nodes.end(), ins.nodes.begin(), ins.nodes.end());
+    ins = std::move(cat);
+  }
+  std::vector<Instruction> kept;
+  kept.reserve(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (!dropped[i]) kept.push_back(std::move(program[i]));
+  }
+  return kept;
+}
+
 // A fused elementwise kernel that alone reads a matmul's product (a linear
 // layer's bias + activation, the activation's backward mask, a parameter's
 // SGD update reading its weight gradient) becomes the matmul's epilogue:
@@ -924,7 +1134,7 @@ std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, cons
     Instruction& ins = program[i];
     bool moved_down = false;
     if (ins.kind == Kind::kMatmul && ins.members.empty() && !ins.stacked && ins.spec.dtype == DType::kFloat32 &&
-        readers[ins.output] == 1) {
+        readers[ins.output] == 1 && contiguous_product(ins)) {
       // The one reader of the product, and whether it can run right here.
       std::vector<int> written_between;
       for (size_t j = i + 1; j < program.size(); ++j) {
@@ -1395,7 +1605,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
 
   std::vector<Instruction> program;
   program.reserve(n);
-  std::vector<int> instruction_of(n, -1);  // slot -> its instruction in `program`
+  std::vector<int> instruction_of(n, -1);                       // slot -> its instruction in `program`
+  std::map<std::tuple<OpKind, int, uint64_t>, int> reductions;  // (op, operand, attrs' hash) -> the first slot
   for (size_t i = 0; i < n; ++i) {
     const Node* node = graph.nodes[i];
     if (node->is_leaf()) continue;
@@ -1431,6 +1642,83 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
           graph.nodes[static_cast<size_t>(ins.inputs[1])]->spec().shape.size() < 2) {
         ins.kind = Kind::kKernel;  // vector operands: the table kernel's path
       }
+      // An operand that is any other permute of a value, batch dims as the
+      // product's (an attention's [B, S, H, D] heads as [B, H, S, D]), is
+      // read in place through strides (matmul_strided) instead of copied.
+      if (ins.kind == Kind::kMatmul && fold_layouts()) {
+        const Shape& out_shape = node->spec().shape;
+        const auto batch_of = [&](const Shape& s) {
+          return s.size() == out_shape.size() && std::equal(s.begin(), s.end() - 2, out_shape.begin());
+        };
+        std::vector<MatrixLayout> layouts;
+        std::vector<int> inputs = ins.inputs;
+        bool flags[2] = {ins.transpose_a, ins.transpose_b};
+        bool any = false, ok = out_shape.size() >= 3;
+        for (int side = 0; ok && side < 2; ++side) {
+          const auto operand = static_cast<size_t>(ins.inputs[static_cast<size_t>(side)]);
+          const Node* producer = graph.nodes[operand];
+          const Shape& shape = producer->spec().shape;
+          ok = batch_of(shape);
+          std::optional<MatrixLayout> layout;
+          bool flip = false;
+          if (ok && producer->op() == OpKind::kPermute && producer->dtype() == node->dtype()) {
+            const auto source = static_cast<size_t>(graph.operands[operand][0]);
+            layout = matrix_layout(shape, permuted_strides(*producer, graph.nodes[source]->spec().shape), flip);
+            if (layout) {
+              inputs[static_cast<size_t>(side)] = static_cast<int>(source);
+              flags[side] = flags[side] != flip;
+              any = true;
+            }
+          }
+          if (!layout) layout = MatrixLayout{shape, contiguous_strides(shape)};
+          layouts.push_back(std::move(*layout));
+        }
+        if (ok && any) {
+          for (int side = 0; side < 2; ++side) {
+            --readers[static_cast<size_t>(ins.inputs[static_cast<size_t>(side)])];
+            ++readers[static_cast<size_t>(inputs[static_cast<size_t>(side)])];
+          }
+          layouts.push_back({out_shape, contiguous_strides(out_shape)});
+          ins.inputs = inputs;
+          ins.transpose_a = flags[0];
+          ins.transpose_b = flags[1];
+          ins.layouts = std::move(layouts);
+        }
+      }
+    }
+    // A permute of a matmul's product read by nothing else (attention's
+    // heads merged back, [B, H, S, D] -> [B, S, H, D]): the GEMMs write
+    // each batch's rows in place in the permute's layout.
+    if (node->op() == OpKind::kPermute && !is_last_two_transpose(*node) && !program.empty() && fold_layouts()) {
+      const auto source = static_cast<size_t>(ins.inputs[0]);
+      const int at = instruction_of[source];
+      if (at >= 0 && readers[source] == 1 && !is_output[source]) {
+        Instruction& mm = program[static_cast<size_t>(at)];
+        bool flip = false;
+        std::optional<MatrixLayout> layout;
+        if (mm.kind == Kind::kMatmul && mm.members.empty() && !mm.stacked && mm.spec.dtype == node->dtype() &&
+            mm.spec.shape.size() >= 3 && contiguous_product(mm)) {
+          // Element j of the product lies at sum_d j[dims[d]] * own[d] in the permute's buffer.
+          const auto& dims = node->attrs().get_ints("dims");
+          const auto own = contiguous_strides(node->spec().shape);
+          std::vector<int64_t> strides(own.size());
+          for (size_t d = 0; d < dims.size(); ++d) {
+            strides[static_cast<size_t>(dims[d] < 0 ? dims[d] + static_cast<int64_t>(dims.size()) : dims[d])] = own[d];
+          }
+          layout = matrix_layout(mm.spec.shape, std::move(strides), flip);
+        }
+        if (layout && !flip) {
+          Instruction folded = mm;
+          contiguous_layouts(folded, graph);
+          folded.layouts[2] = std::move(*layout);
+          folded.output = static_cast<int>(i);
+          folded.spec = node->spec();
+          folded.nodes.push_back(static_cast<int>(i));
+          --readers[source];  // the matmul has no reader left and is dropped below
+          for (int s : folded.inputs) ++readers[static_cast<size_t>(s)];
+          ins = std::move(folded);
+        }
+      }
     }
     // The transpose of a matmul read by nothing else (a weight gradient
     // (x.t() @ dy).t()) is that matmul with its operands swapped:
@@ -1439,14 +1727,18 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       const auto source = static_cast<size_t>(ins.inputs[0]);
       const int at = instruction_of[source];
       if (at >= 0 && program[static_cast<size_t>(at)].kind == Kind::kMatmul && readers[source] == 1 &&
-          !is_output[source] && program[static_cast<size_t>(at)].spec.dtype == node->dtype()) {
+          !is_output[source] && program[static_cast<size_t>(at)].spec.dtype == node->dtype() &&
+          contiguous_product(program[static_cast<size_t>(at)])) {
         const Instruction& mm = program[static_cast<size_t>(at)];
         ins.kind = Kind::kMatmul;
         ins.op = OpKind::kMatmul;
         ins.inputs = {mm.inputs[1], mm.inputs[0]};
         ins.transpose_a = !mm.transpose_b;
         ins.transpose_b = !mm.transpose_a;
-        ins.stacked = mm.stacked;  // (a^T b)^T = b^T a: stacked again
+        ins.stacked = mm.stacked;   // (a^T b)^T = b^T a: stacked again
+        if (!mm.layouts.empty()) {  // strided operands swap too; the product is the transpose's own
+          ins.layouts = {mm.layouts[1], mm.layouts[0], {node->spec().shape, contiguous_strides(node->spec().shape)}};
+        }
         ins.attrs = mm.attrs;
         ins.nodes = mm.nodes;
         ins.nodes.push_back(static_cast<int>(i));
@@ -1463,7 +1755,8 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
       const auto source = static_cast<size_t>(ins.inputs[0]);
       const int at = instruction_of[source];
       if (at >= 0 && readers[source] == 1 && !is_output[source] &&
-          program[static_cast<size_t>(at)].kind == Kind::kMatmul && program[static_cast<size_t>(at)].members.empty()) {
+          program[static_cast<size_t>(at)].kind == Kind::kMatmul && program[static_cast<size_t>(at)].members.empty() &&
+          program[static_cast<size_t>(at)].layouts.empty()) {
         const Instruction& mm = program[static_cast<size_t>(at)];
         const bool fold = node->op() == OpKind::kReshape ? mm.stacked : sums_a_batch_of_products(graph, mm, *node);
         if (fold) {
@@ -1483,6 +1776,22 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
           --readers[source];
           for (int s : ins.inputs) ++readers[static_cast<size_t>(s)];
         }
+      }
+    }
+    // A reduction computed again from the same operand (a layer norm's
+    // mean, which its variance's gradient recomputes) is a view of the
+    // first: no second pass over the operand.
+    if (ins.kind == Kind::kKernel && ins.inputs.size() == 1 && !is_output[i] && settings::alias_values() &&
+        (node->op() == OpKind::kMean || node->op() == OpKind::kSum || node->op() == OpKind::kVar)) {
+      const auto key = std::make_tuple(node->op(), ins.inputs[0], node->attrs().hash());
+      const auto [seen, first] = reductions.try_emplace(key, static_cast<int>(i));
+      const Node* earlier = graph.nodes[static_cast<size_t>(seen->second)];
+      if (!first && earlier->spec().shape == node->spec().shape && earlier->dtype() == node->dtype() &&
+          same_attrs(earlier->attrs(), node->attrs())) {
+        --readers[static_cast<size_t>(ins.inputs[0])];
+        ++readers[static_cast<size_t>(seen->second)];
+        ins.kind = Kind::kView;
+        ins.inputs = {seen->second};
       }
     }
     if (ins.kind == Kind::kKernel) {
@@ -1510,6 +1819,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   }
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
+  if (fold_layouts()) program = concat_slice_gradients(std::move(program), graph, is_output);
   std::vector<char> is_parameter(n, 0);
   for (int p : graph.parameters) is_parameter[static_cast<size_t>(p)] = 1;
   program = attach_epilogues(std::move(program), is_parameter, settings::bf16_mode());

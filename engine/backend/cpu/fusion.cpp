@@ -228,7 +228,7 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   // element is most of its time there; see ARCHITECTURE.md). Inputs read
   // in place or scalars only: broadcasts keep the interpreter's read plans.
   const bool simple_inputs = std::all_of(inputs_.begin(), inputs_.end(),
-                                         [&](const Input& in) { return numel(in.shape) == 1 || in.shape == shape_; });
+                                         [&](const Input& in) { return read_kind(in) != Read::kOther; });
   for (size_t j = 0; j < inputs_.size(); ++j) {
     for (size_t o = 0; o < output_dtypes_.size(); ++o) writes_over_input_ |= can_write_over_input(j, o);
   }
@@ -250,6 +250,29 @@ std::string double_literal(double v) {
 }
 
 }  // namespace
+
+// How a kernel compiled at run time reads an input: an element per element,
+// one value for all, a value per row (a layer norm's mean [..., 1] over
+// its rows [..., C]), or a block of trailing dims repeated over the leading
+// ones (a layer norm's weight [C], an attention's mask [S, S] over [B, H,
+// S, S]), C the kernel's last dim. Any other broadcast keeps the
+// interpreter.
+FusedKernel::Read FusedKernel::read_kind(const Input& in) const {
+  if (numel(in.shape) == 1) return Read::kScalar;
+  if (in.shape == shape_) return Read::kElement;
+  const size_t rank = shape_.size();
+  if (in.shape.size() > rank || rank == 0) return Read::kOther;
+  const size_t lead = rank - in.shape.size();
+  bool row = lead == 0 && in.shape.back() == 1;
+  for (size_t d = 0; row && d + 1 < in.shape.size(); ++d) row = in.shape[d] == shape_[d];
+  if (row) return Read::kRow;
+  size_t first = 0;  // the input's first dim past its leading 1s
+  while (first < in.shape.size() && in.shape[first] == 1) ++first;
+  return std::equal(in.shape.begin() + static_cast<std::ptrdiff_t>(first), in.shape.end(),
+                    shape_.begin() + static_cast<std::ptrdiff_t>(lead + first))
+             ? Read::kTrailing
+             : Read::kOther;
+}
 
 std::string FusedKernel::compiled_source() const {
   // The rows' own expressions, one inline function per row used, called
@@ -282,15 +305,33 @@ std::string FusedKernel::compiled_source() const {
   // block's reads, and promises the compiler nothing about aliasing.
   const char* restrict = writes_over_input_ ? "" : " __restrict";
   const size_t ni = inputs_.size();
+  // With inputs read per row or per column, each block is a run of one
+  // row: its row values are read once, its columns from c0.
+  std::ostringstream row_loads;
+  bool by_rows = false;
   for (size_t j = 0; j < ni; ++j) {
     const bool is_float = inputs_[j].dtype == DType::kFloat32;
     const char* type = is_float ? "float" : "bool";
     const char* as_float = is_float ? "" : " ? 1.0f : 0.0f";
-    if (numel(inputs_[j].shape) == 1) {
+    const Read read = read_kind(inputs_[j]);
+    if (read == Read::kScalar) {
       src << "  const float v" << j << " = static_cast<const " << type << "*>(in[" << j << "])[0]" << as_float << ";\n";
+      continue;
+    }
+    src << "  const " << type << "*" << restrict << " a" << j << " = static_cast<const " << type << "*>(in[" << j
+        << "]);\n";
+    if (read == Read::kRow) {
+      row_loads << "    const float v" << j << " = a" << j << "[r]" << as_float << ";\n";
+      by_rows = true;
+    } else if (read == Read::kTrailing) {
+      // The block's row r % rows (its rows repeat over the leading dims).
+      const int64_t rows = numel(inputs_[j].shape) / shape_.back();
+      row_loads << "    const " << type << "* p" << j << " = a" << j;
+      if (rows > 1) row_loads << " + (r % " << rows << ") * " << shape_.back();
+      row_loads << ";\n";
+      loads << "      const float v" << j << " = p" << j << "[c0 + (e - b)]" << as_float << ";\n";
+      by_rows = true;
     } else {
-      src << "  const " << type << "*" << restrict << " a" << j << " = static_cast<const " << type << "*>(in[" << j
-          << "]);\n";
       loads << "      const float v" << j << " = a" << j << "[e]" << as_float << ";\n";
     }
   }
@@ -322,11 +363,23 @@ std::string FusedKernel::compiled_source() const {
       body << "      o" << o << "[e] = v" << v << ";\n";
     }
   }
-  src << "  for (int64_t b = begin; b < end; b += " << kTile << ") {\n"
-      << "    const int64_t n = end - b < " << kTile << " ? end - b : " << kTile << ";\n"
+  if (!by_rows) {
+    src << "  for (int64_t b = begin; b < end; b += " << kTile << ") {\n"
+        << "    const int64_t n = end - b < " << kTile << " ? end - b : " << kTile << ";\n"
+        << "    for (int64_t e = b; e < b + n; ++e) {\n"
+        << loads.str() << body.str() << "    }\n"
+        << after.str() << "  }\n}\n";
+    return src.str();
+  }
+  const int64_t cols = shape_.back();
+  src << "  for (int64_t b = begin; b < end;) {\n"
+      << "    const int64_t r = b / " << cols << ", c0 = b - r * " << cols << ";\n"
+      << "    int64_t n = " << cols << " - c0 < " << kTile << " ? " << cols << " - c0 : " << kTile << ";\n"
+      << "    n = end - b < n ? end - b : n;\n"
+      << row_loads.str() << "    (void)r, (void)c0;\n"
       << "    for (int64_t e = b; e < b + n; ++e) {\n"
       << loads.str() << body.str() << "    }\n"
-      << after.str() << "  }\n}\n";
+      << after.str() << "    b += n;\n  }\n}\n";
   return src.str();
 }
 
@@ -426,6 +479,10 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
             const int64_t run = std::min(len - i, dims[r - 1] - index[r - 1]);
             if (inner_stride == 0) {
               std::fill(dst + i, dst + i + run, load(offset));
+            } else if (inner_stride == 1 && inputs_[j].dtype == DType::kFloat32) {
+              // A run of a float input (a layer norm's weight over its rows):
+              // one copy, not a load per element through the dtype check.
+              std::copy_n(in.as<float>() + offset, run, dst + i);
             } else {
               for (int64_t e = 0; e < run; ++e) dst[i + e] = load(offset + e * inner_stride);
             }

@@ -95,6 +95,8 @@ class FusedKernel {
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
+  const Step& step(size_t i) const { return steps_[i]; }
+  size_t input_count() const { return inputs_.size(); }
   OpKind step_op(size_t i) const { return steps_[i].op; }
 
  private:
@@ -121,6 +123,8 @@ class FusedKernel {
   CompiledKernelFn compiled_ = nullptr;  // set when the chain was compiled at run time
   bool writes_over_input_ = false;       // some can_write_over_input() pair holds
   std::string compiled_source() const;
+  enum class Read : uint8_t { kElement, kScalar, kRow, kTrailing, kOther };
+  Read read_kind(const Input& in) const;
 };
 
 }  // namespace lazyscope::cpu

@@ -43,6 +43,21 @@ struct Epilogue {
 void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transpose_b, Buffer& out,
                  const Epilogue* epilogue = nullptr);
 
+// A batch of matrices read or written in place through element strides: a
+// permute of a contiguous value (an attention's heads [B, S, H, D] read as
+// [B, H, S, D]), so no copy is made. `shape` is the batch as stored
+// ([..., rows, cols]: a transposed operand is stored [..., k, m]);
+// strides[d] steps dim d; the last is 1 (rows are contiguous runs, the
+// second last their leading dimension).
+struct MatrixLayout {
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+// out = op(a) x op(b) per batch, every operand at its layout; batch dims
+// equal (no broadcast). `epilogue` only with a contiguous out.
+void matmul_strided(const Buffer& a, const MatrixLayout& la, bool transpose_a, const Buffer& b, const MatrixLayout& lb,
+                    bool transpose_b, Buffer& out, const MatrixLayout& lo, const Epilogue* epilogue = nullptr);
+
 // out [K, N] (any shape of K*N elements) = a^T b with a [..., K] read as
 // [R, K] and b [..., N] as [R, N], R the rest of their elements (equal):
 // the sum over a batch of products a_i^T b_i as one GEMM.

@@ -415,6 +415,34 @@ void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& 
   if (epilogue) parallel_for(ob.numel(), 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
+// Each batch's product at its operands' strides (matmul_strided): whole
+// products per thread, as the batched path above, each GEMM reading its
+// rows through a leading dimension.
+template <typename T>
+void matmul_strided_typed(const T* a, const MatrixLayout& la, bool ta, const T* b, const MatrixLayout& lb, bool tb,
+                          T* out, const MatrixLayout& lo, const Epilogue* epilogue) {
+  const size_t rank = lo.shape.size();
+  const int64_t m = lo.shape[rank - 2], n = lo.shape[rank - 1];
+  const int64_t kk = ta ? la.shape[rank - 2] : la.shape[rank - 1];
+  const int64_t batches = numel(Shape(lo.shape.begin(), lo.shape.end() - 2));
+  const auto offset = [&](const MatrixLayout& l, int64_t batch) {
+    int64_t off = 0;
+    for (size_t d = rank - 2; d-- > 0;) {
+      off += batch % l.shape[d] * l.strides[d];
+      batch /= l.shape[d];
+    }
+    return off;
+  };
+  set_blas_threads(1);
+  parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      gemm_ld(a + offset(la, i), la.strides[rank - 2], ta, b + offset(lb, i), lb.strides[rank - 2], tb,
+              out + offset(lo, i), lo.strides[rank - 2], m, kk, n);
+      if (epilogue) (*epilogue)(i * m * n, (i + 1) * m * n);
+    }
+  });
+}
+
 // [..., m, k] x [..., k, n]: the batch dims broadcast, each batch is one gemm.
 template <typename T> void matmul_kernel(const KernelArgs& k) {
   matmul_typed<T>(*k.inputs[0], false, *k.inputs[1], false, k.out);
@@ -456,6 +484,41 @@ void matmul_into(const Buffer& a, bool transpose_a, const Buffer& b, bool transp
     case DType::kInt32: matmul_typed<int32_t>(a, transpose_a, b, transpose_b, out); return;
     case DType::kInt64: matmul_typed<int64_t>(a, transpose_a, b, transpose_b, out); return;
     default: throw EngineError("matmul: no kernel for " + std::string(dtype_name(out.dtype())));
+  }
+}
+
+void matmul_strided(const Buffer& a, const MatrixLayout& la, bool transpose_a, const Buffer& b, const MatrixLayout& lb,
+                    bool transpose_b, Buffer& out, const MatrixLayout& lo, const Epilogue* epilogue) {
+  const size_t rank = lo.shape.size();
+  const auto valid = [&](const MatrixLayout& l, const Buffer& buffer) {
+    if (l.shape.size() != rank || l.strides.size() != rank || l.strides.back() != 1) return false;
+    int64_t last = 0;  // the furthest element addressed must lie in the buffer
+    for (size_t d = 0; d < rank; ++d) {
+      if (l.shape[d] == 0) return true;
+      last += (l.shape[d] - 1) * l.strides[d];
+    }
+    return last < buffer.numel();
+  };
+  const int64_t m = lo.shape[rank - 2], n = lo.shape[rank - 1];
+  const int64_t kk = transpose_a ? la.shape[rank - 2] : la.shape[rank - 1];
+  bool ok = rank >= 3 && valid(la, a) && valid(lb, b) && valid(lo, out) && a.dtype() == out.dtype() &&
+            b.dtype() == out.dtype() && (out.dtype() == DType::kFloat32 || out.dtype() == DType::kFloat64);
+  ok = ok && (transpose_a ? la.shape[rank - 1] : la.shape[rank - 2]) == m &&
+       (transpose_b ? lb.shape[rank - 1] : lb.shape[rank - 2]) == kk &&
+       (transpose_b ? lb.shape[rank - 2] : lb.shape[rank - 1]) == n;
+  for (size_t d = 0; ok && d + 2 < rank; ++d) ok = la.shape[d] == lo.shape[d] && lb.shape[d] == lo.shape[d];
+  // The epilogue walks the product's elements in order: a contiguous out only.
+  ok = ok && (!epilogue || lo.strides == contiguous_strides(lo.shape));
+  if (!ok) {
+    throw EngineError("matmul: strided operands " + shape_str(la.shape) + " and " + shape_str(lb.shape) +
+                      " do not make " + shape_str(lo.shape) + " in buffers of " + std::to_string(a.numel()) + ", " +
+                      std::to_string(b.numel()) + " and " + std::to_string(out.numel()) + " elements");
+  }
+  if (out.dtype() == DType::kFloat32) {
+    matmul_strided_typed(a.as<float>(), la, transpose_a, b.as<float>(), lb, transpose_b, out.as<float>(), lo, epilogue);
+  } else {
+    matmul_strided_typed(a.as<double>(), la, transpose_a, b.as<double>(), lb, transpose_b, out.as<double>(), lo,
+                         epilogue);
   }
 }
 

@@ -1,0 +1,120 @@
+"""The transformer step's kernels on lazy:0 (bench_models' 4 layers, width
+256, sequence 64, batch 16), from the engine's sampled per-kernel profile,
+for set-ups side by side, processes alternated (A B A B ...).
+
+A set-up is a build directory, optionally with environment variables for its
+processes (a run-time switch): DIR[:VAR=VALUE[:VAR=VALUE...]]. Each process
+trains a few steps; the engine times every kernel of a graph's first three
+executions, so a process gives the second and third (warm) step's kernels.
+Kernels are grouped by what they run (op, fused ops, output shape: the
+program listing's label), with the bytes they move (the compiler's
+estimate) per microsecond: GB/s, to set against `engine_bench
+--benchmark_filter=triad`.
+
+    LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/xfmr_kernels.py --rounds 3
+    /usr/bin/python3 benchmarks/xfmr_kernels.py --setups build/release:LAZYSCOPE_ROW_KERNELS=0,build/release --rounds 5
+
+Prints, per set-up, the median per-step time of each group (and their
+count and GB/s), the GEMMs' and the other kernels' totals, and the median
+wall time of a step, and the other kernels' time over the GEMMs' (the
+median of each process's ratio: steadier than either under load).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
+
+
+def child():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_models import LazyTrainer, kernel_times
+
+    # Executions 1 and 2 of the step's graph: timed, warm.
+    rows, times = kernel_times(LazyTrainer("transformer").step, 1, 2)
+    groups = {}
+    for k, us in rows:
+        g = groups.setdefault(k["label"], [0, 0.0, 0, k["name"]])
+        g[0] += 1
+        g[1] += us
+        g[2] += int(k.get("bytes", 0))
+    print("GROUPS " + json.dumps(groups))
+    print("STEP " + json.dumps(statistics.median(times) * 1e3))
+
+
+def run_child(setup):
+    build, *assignments = setup.split(":")
+    build = Path(build).resolve()
+    env = dict(os.environ)
+    env.update(a.split("=", 1) for a in assignments)
+    env["LAZYSCOPE_BUILD_DIR"] = str(build)
+    env["LD_LIBRARY_PATH"] = str(build / "lib") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["PYTHONPATH"] = str(build / "python")
+    out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    groups, step = {}, None
+    for line in out.splitlines():
+        tag, _, body = line.partition(" ")
+        if tag == "GROUPS":
+            groups = json.loads(body)
+        elif tag == "STEP":
+            step = json.loads(body)
+    return groups, step
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setups", default=str(DEFAULT_BUILD),
+                        help="comma-separated set-ups: DIR[:VAR=VALUE[:VAR=VALUE...]]")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--top", type=int, default=30, help="groups listed per set-up")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child()
+        return
+    setups = args.setups.split(",")
+    runs = {s: [] for s in setups}
+    for r in range(args.rounds):
+        for s in setups:  # A B A B ...
+            groups, step = run_child(s)
+            runs[s].append((groups, step))
+            gemm = sum(g[1] for g in groups.values() if g[3] == "gemm")
+            other = sum(g[1] for g in groups.values() if g[3] != "gemm")
+            print(f"round {r} {s}: gemm {gemm / 1e3:.1f} ms, other kernels {other / 1e3:.1f} ms, "
+                  f"step {step:.1f} ms", flush=True)
+    print(f"(load average {os.getloadavg()[0]:.1f})")
+    for s in setups:
+        print(f"\n{s}: median over {args.rounds} processes of each group's us per step")
+        labels = {}
+        for groups, _ in runs[s]:
+            for label, (count, us, nbytes, name) in groups.items():
+                labels.setdefault(label, []).append((count, us, nbytes, name))
+        table = []
+        for label, v in labels.items():
+            us = statistics.median(x[1] for x in v)
+            table.append((us, v[0][0], v[0][2] / max(us, 1e-9) / 1e3, v[0][3], label))
+        table.sort(reverse=True)
+        print(f"  {'us/step':>9s} {'n':>4s} {'GB/s':>6s}  kernel")
+        for us, count, gbs, name, label in table[:args.top]:
+            print(f"  {us:9.1f} {count:4d} {gbs:6.1f}  {label}")
+        for what, keep in (("gemm", lambda n: n == "gemm"), ("other", lambda n: n != "gemm")):
+            total = statistics.median(sum(g[1] for g in groups.values() if keep(g[3])) for groups, _ in runs[s])
+            print(f"  {what} kernels {total / 1e3:.2f} ms/step")
+        # Load slows every kernel of a process alike, GEMMs included: the
+        # other kernels' time as a share of the GEMMs' in the same process
+        # compares set-ups across a loaded run's swings.
+        share = statistics.median(
+            sum(g[1] for g in groups.values() if g[3] != "gemm") / max(1e-9, sum(
+                g[1] for g in groups.values() if g[3] == "gemm")) for groups, _ in runs[s])
+        print(f"  other kernels / gemm kernels, per process: median {share:.4f}")
+        print(f"  step {statistics.median(step for _, step in runs[s]):.1f} ms (median)")
+
+
+if __name__ == "__main__":
+    main()
