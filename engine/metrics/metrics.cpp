@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "lazyscope/event_text.h"
 #include "lazyscope/percentile.h"
@@ -143,18 +145,36 @@ void reset() {
   reset_metrics();
 }
 
+// A reset also forgets what the snapshots last published for what it
+// reset: a counter published at 1, reset and counted to 1 again has changed
+// and must be in the next changed-only snapshot (it was not: the baseline
+// still said 1). The two locks are taken one after the other, never nested,
+// as snapshot() takes them.
 void reset_counters() {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  for (auto& [name, c] : r.counters) {
-    if (!is_gauge(name)) c->reset();
+  std::vector<std::string> reset;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mu);
+    for (auto& [name, c] : r.counters) {
+      if (is_gauge(name)) continue;
+      c->reset();
+      reset.push_back(name);
+    }
   }
+  Published& p = published();
+  std::lock_guard lock(p.mu);
+  for (const std::string& name : reset) p.counters.erase(name);
 }
 
 void reset_metrics() {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  for (auto& [name, m] : r.metrics) m->reset();
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mu);
+    for (auto& [name, m] : r.metrics) m->reset();
+  }
+  Published& p = published();
+  std::lock_guard lock(p.mu);
+  p.metric_counts.clear();
 }
 
 std::vector<SnapshotEntry> snapshot(bool only_changed) {

@@ -102,3 +102,20 @@ def test_each_step_end_publishes_a_snapshot_of_what_changed(snapshot_at_every_ba
     final = {m["name"]: m for m in snapshots[2]["metrics"]}
     assert int(final["TransferFromDeviceCount"]["value"]) == 1
     assert int(snapshots[1]["step"]) == int(snapshots[0]["step"]) + 1
+
+
+def test_a_counter_counted_again_after_clearing_is_in_the_next_snapshot(snapshot_at_every_barrier):
+    # Snapshots at barriers carry only what changed since the last one. A
+    # counter published at 1, cleared and counted to 1 again has changed: it
+    # must be published again (it was not while the baseline outlived the
+    # clear, so whether this module's first test saw its compile depended on
+    # which test ran before it).
+    with capture_events() as events:
+        run_two_steps()
+        _C.clear_compile_cache()
+        met.clear_all()
+        run_two_steps()
+    compiles = [int(m["value"]) for s in events.of("metrics") for m in s["metrics"] if m["name"] == "UncachedCompile"]
+    assert compiles == [1, 1]
+    timed = [m["count"] for s in events.of("metrics") for m in s["metrics"] if m["name"] == "ExecuteTime"]
+    assert timed[:2] == ["1", "2"] and "1" in timed[2:]
