@@ -4,12 +4,15 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "backend/collective.h"
 #include "backend/cpu/kernels.h"
@@ -875,6 +878,21 @@ void split_at_limit(const Device& device) {
   LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
   sync(device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
 }
+
+// Attrs::operator== compares doubles by value, and 0.0 == -0.0: the
+// previous step's clamp(min=0.0) would be handed to clamp(min=-0.0), whose
+// result differs in sign (and 1/x in infinity), and its graph hash too (the
+// hash reads the bytes). A reused node must carry the very constants the op
+// was given: equal values that differ in sign can only be signed zeros.
+bool same_attr_bits(const Attrs& a, const Attrs& b) {
+  if (!(a == b)) return false;
+  const std::vector<Attr>& x = a.items();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double* u = std::get_if<double>(&x[i].value);
+    if (u && std::signbit(*u) != std::signbit(std::get<double>(b.items()[i].value))) return false;
+  }
+  return true;
+}
 }  // namespace
 
 bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
@@ -900,7 +918,7 @@ bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> 
     for (size_t i = 0; i < was.size(); ++i) {
       if (was[i].get() != operands[i]) return false;
     }
-    if (!(p.attrs() == attrs)) return false;
+    if (!same_attr_bits(p.attrs(), attrs)) return false;
     // Asked again: a backend installed since, or a forced fallback, may move the op off the device.
     if (fallback_reason(op, p.dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
     // The result, made here (from the thread's pool) so that binding and

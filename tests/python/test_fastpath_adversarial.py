@@ -1,0 +1,531 @@
+"""Adversarial tests of session 5's fast paths, each against an independent
+oracle (NumPy float64, finite differences), never the engine against itself:
+- trace replay (LAZYSCOPE_REUSE_IR): a previous step's node handed back to an
+  op that looks like it, while the leaves, attributes, step shape, threads
+  and modes around it change;
+- layout folds (LAZYSCOPE_FOLD_LAYOUTS): matmul operands and products read
+  and written through permutes of every axis order, shared permutes and
+  products, sliced sources, float64 and integer products, gradients; slice
+  gradients of a packed parameter with overlaps and gaps; repeated
+  reductions whose attributes differ;
+- the GEMM parts: shapes at the split thresholds, NaN and infinity, K = 0
+  and empty products, in a fresh process per thread count."""
+import itertools
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import lazyscope
+from lazyscope import _C
+from lazyscope.core import lazy_model as lm
+from runtime_util import capture_events, run_graph
+
+DEV = "lazy:0"
+
+
+@pytest.fixture(autouse=True)
+def _reuse_on():
+    _C.set_reuse_ir_nodes(True)
+    lm.mark_step()
+    yield
+    _C.set_reuse_ir_nodes(True)
+    lm.mark_step()
+
+
+def lazy(a, **kw):
+    return lazyscope.tensor(a, device=DEV, **kw)
+
+
+# ---------------------------------------------------------------- trace replay
+
+def test_a_signed_zero_attribute_is_not_the_other_zero_of_the_step_before():
+    # 0.0 == -0.0 as doubles, but clamp(-1, min=-0.0) is -0.0 and
+    # leaky_relu(-1, slope=0.0) is +0.0: a node reused for the other zero
+    # would give the other sign (1/x: -inf instead of +inf).
+    a = np.array([-1.0, -3.0, 2.0], dtype=np.float32)
+    x = lazy(a)
+    for step, zero in enumerate([0.0, -0.0, 0.0, -0.0, -0.0, 0.0]):
+        c = x.clamp(min=zero)
+        r = lazyscope.nn.functional.leaky_relu(x, zero)
+        lm.mark_step()
+        want_c = np.maximum(a, np.float32(zero))
+        want_r = np.where(a > 0, a, a * np.float32(zero))
+        got_c, got_r = c.numpy(), r.numpy()
+        np.testing.assert_array_equal(got_c, want_c)
+        np.testing.assert_array_equal(np.signbit(got_c), np.signbit(want_c), err_msg=f"clamp step {step} min={zero}")
+        np.testing.assert_array_equal(np.signbit(got_r), np.signbit(want_r), err_msg=f"leaky step {step} {zero}")
+
+
+def test_a_leaf_updated_in_place_between_steps_is_read_with_its_new_value():
+    # copy_, +=, zero_ and mul_ each rebind x: the ops reading x must
+    # read the new value, never the previous step's node on the old one.
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((5, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    x, W = lazy(base.copy()), lazy(w)
+    cur = base.astype(np.float64)
+    for step in range(8):
+        out = ((x @ W) * x.sum()).tanh()
+        lm.mark_step()
+        np.testing.assert_allclose(out.numpy(), np.tanh((cur @ w) * cur.sum()), rtol=1e-5, atol=1e-6,
+                                   err_msg=f"step {step}")
+        kind = step % 4
+        new = rng.standard_normal((5, 4)).astype(np.float32)
+        with lazyscope.no_grad():
+            if kind == 0:
+                x.copy_(lazy(new))
+                cur = new.astype(np.float64)
+            elif kind == 1:
+                x += 1.0
+                cur = cur + 1
+            elif kind == 2:
+                x.zero_()
+                x.add_(lazy(new))
+                cur = new.astype(np.float64)
+            else:
+                x.mul_(lazy(new))
+                cur = cur * new
+        lm.mark_step()
+
+
+def test_an_sgd_loop_on_plain_tensors_matches_numpy_every_step():
+    # The optimizer update under no_grad is all direct-path ops on the
+    # parameters' leaves; each step's leaves are the last step's outputs.
+    rng = np.random.default_rng(2)
+    xs = rng.standard_normal((16, 6)).astype(np.float32)
+    ys = rng.standard_normal((16, 2)).astype(np.float32)
+    w0 = rng.standard_normal((6, 2)).astype(np.float32) * 0.1
+    W = lazy(w0.copy(), requires_grad=True)
+    X, Y = lazy(xs), lazy(ys)
+    w = w0.astype(np.float64)
+    for step in range(10):
+        loss = ((X @ W - Y) ** 2).mean()
+        loss.backward()
+        with lazyscope.no_grad():
+            W -= 0.1 * W.grad
+            W.grad = None
+        lm.mark_step()
+        grad = 2 * xs.T.astype(np.float64) @ (xs @ w - ys) / ys.size
+        want_loss = ((xs @ w - ys) ** 2).mean()
+        w = w - 0.1 * grad
+        np.testing.assert_allclose(loss.item(), want_loss, rtol=1e-5, err_msg=f"step {step}")
+        np.testing.assert_allclose(W.detach().numpy(), w, rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
+
+
+def test_steps_of_different_lengths_values_read_mid_step_and_kept_across_steps():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    x = lazy(a)
+    kept = []
+    A = a.astype(np.float64)
+    for step in range(9):
+        n = [3, 1, 5, 3, 0, 3, 2, 6, 3][step]
+        y = x
+        want = A
+        for i in range(n):
+            y = (y @ x).tanh()
+            want = np.tanh(want @ A)
+            if i == 1 and step % 2:
+                # a sync inside the step: the value so far, as NumPy has it
+                np.testing.assert_allclose(y.sum().item(), want.sum(), rtol=1e-4, atol=1e-5)
+        kept.append((y, want))
+        lm.mark_step()
+    # every step's result read after later steps ran
+    for i, (y, want) in enumerate(kept):
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"step {i}")
+
+
+def test_a_leaf_replaced_by_a_new_tensor_of_the_same_shape_is_read_anew():
+    # A new tensor each step, the old one freed first: its node may be made
+    # at the freed node's address; the previous step's nodes must not match.
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    W = lazy(w)
+    for step in range(12):
+        a = rng.standard_normal((2, 3)).astype(np.float32)
+        x = lazy(a)
+        out = (x @ W).relu() + x.sum()
+        lm.mark_step()
+        np.testing.assert_allclose(out.numpy(), np.maximum(a.astype(np.float64) @ w, 0) + a.sum(), rtol=1e-5,
+                                   atol=1e-5, err_msg=f"step {step}")
+        del x, out
+
+
+def test_the_same_ops_on_another_dtype_and_with_requires_grad_toggled():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 5))
+    x32, x64 = lazy(a.astype(np.float32)), lazy(a)
+    for step in range(6):
+        x = x64 if step % 2 else x32
+        if step == 3:
+            x32.requires_grad = True
+        y = (x * x).exp().sum(dim=1)
+        lm.mark_step()
+        got = y.detach().numpy()
+        assert got.dtype == (np.float64 if step % 2 else np.float32)
+        np.testing.assert_allclose(got, np.exp(a * a).sum(1), rtol=1e-5 if got.dtype == np.float32 else 1e-12)
+
+
+def test_threads_tracing_on_one_device_get_their_own_values():
+    # Two threads trace interleaved on one device: slots are taken in
+    # whatever order the threads come, so a slot may hold the other
+    # thread's op. Each thread's results must be its own.
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2)]
+    leaves = [lazy(a) for a in arrays]
+    errors = []
+    barrier = threading.Barrier(2)
+
+    def work(i):
+        try:
+            x = leaves[i]
+            a = arrays[i].astype(np.float64)
+            for step in range(30):
+                y = x
+                for _ in range(3):
+                    y = (y @ x).tanh() * (i + 1)
+                got = y.numpy()  # a sync: whatever the other thread traced too
+                want = a
+                for _ in range(3):
+                    want = np.tanh(want @ a) * (i + 1)
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"thread {i} step {step}")
+                if step % 5 == 0:
+                    barrier.wait(timeout=60)
+                    if i == 0:
+                        lm.mark_step()
+                    barrier.wait(timeout=60)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_graph_hashes_and_compiles_are_the_same_with_reuse_on_and_off():
+    rng = np.random.default_rng(7)
+    a, w = rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal((4, 4)).astype(np.float32)
+
+    def run(reuse):
+        _C.set_reuse_ir_nodes(reuse)
+        x, W = lazy(a), lazy(w)
+        lm.mark_step()
+        values = []
+        with capture_events() as events:
+            for step in range(6):
+                y = (x @ W).relu()
+                if step % 3 == 1:
+                    y = y.softmax(1)  # another graph every third step
+                values.append(y)
+                lm.mark_step()
+        return ([e["graph_hash"] for e in events.of("execute")], len(events.of("compile")),
+                [v.numpy() for v in values])
+
+    on_hashes, _, on_values = run(True)
+    off_hashes, off_compiles, off_values = run(False)
+    assert on_hashes == off_hashes
+    h = np.maximum(a.astype(np.float64) @ w, 0)
+    e = np.exp(h - h.max(1, keepdims=True))
+    for step, (got_on, got_off) in enumerate(zip(on_values, off_values)):
+        want = e / e.sum(1, keepdims=True) if step % 3 == 1 else h
+        np.testing.assert_allclose(got_on, want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_off, want, rtol=1e-5, atol=1e-6)
+    assert off_compiles == 0  # both graphs were compiled by the first run
+
+
+def test_a_thousand_steps_keep_the_live_buffers_flat():
+    # A weight kept, a new batch each step, a value read mid-step every 7th:
+    # the lists may keep one step's nodes on the weight, never the batches.
+    from lazyscope.debug import metrics as met
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((4, 4)).astype(np.float32)
+    W = lazy(w)
+    live = {}
+    for step in range(1000):
+        batch = np.full((3, 4), step % 5, dtype=np.float32)
+        y = ((lazy(batch) @ W).tanh() + (W @ W).sum()).sum(dim=0)
+        if step % 7 == 0:
+            np.testing.assert_allclose(y.sum().item(), (np.tanh(batch.astype(np.float64) @ w) + (w @ w).sum()).sum(),
+                                       rtol=1e-4)
+        lm.mark_step()
+        if step in (20, 999):
+            del y
+            live[step] = (met.counter_value("LiveDeviceBuffers"), met.counter_value("LiveDeviceBufferBytes"))
+    assert live[999] == live[20], live
+
+
+# ---------------------------------------------------------------- layout folds
+
+def _perm_matmul(a_shape, a_perm, b_shape, b_perm, out_perm, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        a = rng.integers(-4, 5, a_shape).astype(dtype)
+        b = rng.integers(-4, 5, b_shape).astype(dtype)
+    else:
+        a = rng.standard_normal(a_shape).astype(dtype)
+        b = rng.standard_normal(b_shape).astype(dtype)
+
+    def run():
+        p = lazy(a).permute(*a_perm) @ lazy(b).permute(*b_perm)
+        return p.permute(*out_perm) * 1 if out_perm else p * 1
+
+    got, _ = run_graph(run)
+    p = np.transpose(a, a_perm).astype(np.float64) @ np.transpose(b, b_perm).astype(np.float64)
+    want = np.transpose(p, out_perm) if out_perm else p
+    assert got.shape == want.shape
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(got, want.astype(dtype))
+    else:
+        tol = 1e-4 if dtype == np.float32 else 1e-11
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+PERMS4 = list(itertools.permutations(range(4)))
+
+
+@pytest.mark.parametrize("perm", PERMS4, ids=["".join(map(str, p)) for p in PERMS4])
+def test_every_axis_order_of_a_4d_left_operand_and_product(perm):
+    # a [2,3,4,5] permuted to any order, times a matching right operand, the
+    # product permuted by the same order again.
+    shape = (2, 3, 4, 5)
+    ps = [shape[i] for i in perm]
+    b_shape = (ps[0], ps[1], ps[3], 3)
+    out_perm = tuple(perm)  # any permutation of the product's 4 dims
+    _perm_matmul(shape, perm, b_shape, (0, 1, 2, 3), out_perm, np.float32, sum(perm))
+
+
+@pytest.mark.parametrize("perm", PERMS4, ids=["".join(map(str, p)) for p in PERMS4])
+def test_every_axis_order_of_a_4d_right_operand(perm):
+    shape = (2, 3, 4, 5)
+    ps = [shape[i] for i in perm]
+    a_shape = (ps[0], ps[1], 3, ps[2])
+    _perm_matmul(a_shape, (0, 1, 2, 3), shape, perm, None, np.float64, 7 + sum(perm))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.int32])
+def test_head_split_products_in_float64_and_integers(dtype):
+    split = (0, 2, 1, 3)
+    _perm_matmul((2, 5, 3, 4), split, (2, 6, 3, 4), (0, 2, 3, 1), split, dtype, 3)
+
+
+def test_broadcast_batches_with_permuted_operands():
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((2, 5, 3, 4)).astype(np.float32)   # [B, S, H, D]
+    w = rng.standard_normal((4, 6)).astype(np.float32)          # 2-d: broadcast over [B, H]
+    m = rng.standard_normal((1, 3, 6, 4)).astype(np.float32)    # batch broadcast on dim 0
+
+    def run():
+        A = lazy(a).permute(0, 2, 1, 3)  # [B, H, S, D]
+        p1 = (A @ lazy(w)).permute(0, 2, 1, 3) * 1.0
+        p2 = (lazy(m) @ A.transpose(-1, -2).transpose(-1, -2).permute(0, 1, 3, 2)) * 1.0  # [1,H,6,D]@[B,H,D,S]
+        p3 = (lazy(m) * 1.0 @ (A * 1.0).transpose(-1, -2)).permute(0, 2, 1, 3) * 1.0  # a broadcast batch, merged
+        p4 = (lazy(w).t() @ A.transpose(-1, -2)).permute(0, 2, 3, 1) * 1.0  # a 2-d left operand, merged
+        return p1, p2, p3, p4
+
+    (p1, p2, p3, p4), _ = run_graph(run)
+    A = np.transpose(a, (0, 2, 1, 3)).astype(np.float64)
+    m64 = m.astype(np.float64)
+    np.testing.assert_allclose(p1, np.transpose(A @ w, (0, 2, 1, 3)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(p2, m64 @ np.swapaxes(A, -1, -2), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(p3, np.transpose(m64 @ np.swapaxes(A, -1, -2), (0, 2, 1, 3)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(p4, np.transpose(w.T.astype(np.float64) @ np.swapaxes(A, -1, -2), (0, 2, 3, 1)),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_permute_and_a_product_each_read_by_two_consumers():
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+
+    def run():
+        q = lazy(a).permute(0, 2, 1, 3)           # read by the matmul and by exp
+        k = lazy(b).permute(0, 2, 3, 1)
+        s = q @ k                                  # read by the permute and by a sum
+        merged = s.permute(0, 2, 1, 3) * 1.0
+        return merged, q.exp() + 0.0, s.sum(dim=-1)
+
+    (merged, e, ssum), _ = run_graph(run)
+    q = np.transpose(a, (0, 2, 1, 3)).astype(np.float64)
+    s = q @ np.transpose(b, (0, 2, 3, 1)).astype(np.float64)
+    np.testing.assert_allclose(merged, np.transpose(s, (0, 2, 1, 3)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(e, np.exp(q), rtol=1e-5)
+    np.testing.assert_allclose(ssum, s.sum(-1), rtol=1e-4, atol=1e-4)
+
+
+def test_permutes_of_sliced_sources_feed_matmuls():
+    rng = np.random.default_rng(11)
+    big = rng.standard_normal((3, 8, 4, 10)).astype(np.float32)
+
+    def run():
+        src = lazy(big)[:, 1:7, :, 2:7]              # [3, 6, 4, 5], not contiguous
+        q = src.permute(0, 2, 1, 3)                   # [3, 4, 6, 5]
+        k = lazy(big)[:, ::2, :, :5].permute(0, 2, 3, 1)  # [3, 4, 5, 4]
+        return ((q @ k).permute(0, 2, 1, 3) * 1.0,)
+
+    (got,), _ = run_graph(run)
+    b = big.astype(np.float64)
+    q = np.transpose(b[:, 1:7, :, 2:7], (0, 2, 1, 3))
+    k = np.transpose(b[:, ::2, :, :5], (0, 2, 3, 1))
+    np.testing.assert_allclose(got, np.transpose(q @ k, (0, 2, 1, 3)), rtol=1e-4, atol=1e-4)
+
+
+def test_gradients_of_permuted_products_match_finite_differences():
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((2, 4, 3, 5))
+    b = rng.standard_normal((2, 3, 4, 5))
+    g = rng.standard_normal((2, 4, 3, 4))
+
+    def f(a_, b_):  # float64 NumPy: the oracle's loss
+        p = np.transpose(a_, (0, 2, 1, 3)) @ np.transpose(b_, (0, 1, 3, 2))
+        return (np.transpose(p, (0, 2, 1, 3)) * g).sum()
+
+    def run():
+        A, B = lazy(a, requires_grad=True), lazy(b, requires_grad=True)
+        p = A.permute(0, 2, 1, 3) @ B.permute(0, 1, 3, 2)
+        (p.permute(0, 2, 1, 3) * lazy(g)).sum().backward()
+        return A.grad, B.grad
+
+    (ga, gb), _ = run_graph(run)
+    eps = 1e-6
+    for arr, got, which in ((a, ga, 0), (b, gb, 1)):
+        num = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            plus, minus = arr.copy(), arr.copy()
+            plus[idx] += eps
+            minus[idx] -= eps
+            args_p = (plus, b) if which == 0 else (a, plus)
+            args_m = (minus, b) if which == 0 else (a, minus)
+            num[idx] = (f(*args_p) - f(*args_m)) / (2 * eps)
+        np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("cuts", [
+    [(0, 3), (2, 5), (5, 8)],        # overlap
+    [(0, 2), (3, 5), (5, 8)],        # a gap
+    [(0, 4), (0, 4), (4, 8)],        # the same slice twice
+    [(4, 8), (0, 4)],                # in reverse order
+    [(0, 8, 2), (1, 8, 2)],          # strided slices that interleave
+], ids=["overlap", "gap", "twice", "reversed", "strided"])
+def test_slice_gradients_that_do_not_tile_simply_sum_right(cuts):
+    rng = np.random.default_rng(len(cuts))
+    w = rng.standard_normal((8, 5)).astype(np.float32)
+    xs = [rng.standard_normal((3, len(range(*c)))).astype(np.float32) for c in cuts]
+
+    def run():
+        W = lazy(w, requires_grad=True)
+        loss = sum(((lazy(x) @ W[slice(*c)]) * (i + 1)).sum() for i, (x, c) in enumerate(zip(xs, cuts)))
+        loss.backward()
+        return W.grad
+
+    got, _ = run_graph(run)
+    want = np.zeros((8, 5))
+    for i, (x, c) in enumerate(zip(xs, cuts)):
+        want[slice(*c)] += (i + 1) * x.astype(np.float64).sum(0)[:, None]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_slice_gradients_along_the_second_dim_and_through_a_cast():
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((4, 9)).astype(np.float32)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+
+    def run():
+        W = lazy(w, requires_grad=True)
+        parts = [W[:, 0:3], W[:, 3:6].double(), W[:, 6:9]]
+        loss = sum((p * lazy(x).to(p.dtype) * (i + 1)).sum().float() for i, p in enumerate(parts))
+        loss.backward()
+        return W.grad
+
+    got, _ = run_graph(run)
+    want = np.concatenate([x * 1, x * 2, x * 3], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_repeated_reductions_with_other_attributes_are_not_merged():
+    # Reductions of one computed operand: some the same again (a view is
+    # fine), most differing only in keepdim, dims, the kind or correction
+    # (each must be its own). None is returned, so each may fold.
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal((5, 6, 7)).astype(np.float32)
+
+    def run():
+        x = lazy(a) * 2.0
+        over1 = [x.mean(dim=1), x.mean(dim=1, keepdim=True).squeeze(1), x.sum(dim=1), x.mean(dim=(1,)),
+                 x.var(dim=1, correction=1), x.var(dim=1, correction=0),
+                 x.var(dim=1, keepdim=True, correction=1).squeeze(1), x.sum(dim=1, keepdim=True).squeeze(1)]
+        over2 = [x.mean(dim=2), x.var(dim=2, correction=0), x.var(dim=2, correction=1), x.var(dim=2, correction=2),
+                 x.sum(dim=2), x.mean(dim=2)]
+        return (sum(v * (i + 1) for i, v in enumerate(over1)), sum(v * (i + 1) for i, v in enumerate(over2)),
+                x.sum(dim=(1, 2)) + x.mean(dim=(1, 2)) * 10)
+
+    (r1, r2, r3), _ = run_graph(run)
+    x = a.astype(np.float64) * 2
+    over1 = [x.mean(1), x.mean(1), x.sum(1), x.mean(1), x.var(1, ddof=1), x.var(1), x.var(1, ddof=1), x.sum(1)]
+    over2 = [x.mean(2), x.var(2), x.var(2, ddof=1), x.var(2, ddof=2), x.sum(2), x.mean(2)]
+    np.testing.assert_allclose(r1, sum(v * (i + 1) for i, v in enumerate(over1)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r2, sum(v * (i + 1) for i, v in enumerate(over2)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r3, x.sum((1, 2)) + x.mean((1, 2)) * 10, rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- GEMM parts
+
+GEMM_SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import lazyscope
+from lazyscope import _C
+from runtime_util import run_graph
+DEV = "lazy:0"
+rng = np.random.default_rng(0)
+fails = []
+sizes = [1, 63, 64, 65, 127, 128, 129, 255, 256, 257]
+shapes = [(m, 128, 128) for m in sizes] + [(128, k, 128) for k in sizes] + [(128, 128, n) for n in sizes]
+shapes += [(512, 129, 511), (129, 513, 127), (300, 0, 7), (0, 5, 7), (5, 7, 0), (0, 0, 0)]
+for mode in sys.argv[2].split(","):
+    _C.set_gemm_split(mode)
+    for m, k, n in shapes:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        if m > 3 and k > 3 and n > 3:
+            a[1, 2] = np.nan
+            a[3, :] = np.inf      # row 3 of the product: inf, or NaN where b's column sums mixed signs
+            b[:, 2] = -np.inf
+        got, _ = run_graph(lambda: (lazyscope.tensor(a, device=DEV) @ lazyscope.tensor(b, device=DEV)) + 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = a.astype(np.float64) @ b.astype(np.float64)
+        what = f"{mode} {m}x{k}x{n}"
+        if got.shape != want.shape:
+            fails.append(what + f" shape {got.shape}")
+            continue
+        if not np.array_equal(np.isnan(got), np.isnan(want)):
+            fails.append(what + " NaN where NumPy has " + str(np.argwhere(np.isnan(got) != np.isnan(want))[:3].tolist()))
+            continue
+        fin = ~np.isnan(want)
+        if not np.array_equal(np.isinf(got[fin]), np.isinf(want[fin])) or not np.array_equal(
+                np.sign(got[np.isinf(want)]), np.sign(want[np.isinf(want)])):
+            fails.append(what + " infinities differ")
+            continue
+        ok = np.isfinite(want)
+        if not np.allclose(got[ok], want[ok], rtol=3e-4, atol=3e-4):
+            fails.append(what + " values")
+print("\n".join(fails) if fails else "ok")
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_gemm_parts_at_the_thresholds_with_nan_inf_and_empty_shapes(threads, build_dir):
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_THREADS=threads)
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", GEMM_SCRIPT, here, "auto,rows,columns,dnnl,dnnl-rows,openblas"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok", proc.stdout
