@@ -529,3 +529,165 @@ def test_gemm_parts_at_the_thresholds_with_nan_inf_and_empty_shapes(threads, bui
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok", proc.stdout
+
+
+# ------------------------------------------- random layouts and other processes
+
+def _random_layout_case(seed):
+    """Operands [batch..., m, k] and [batch..., k, n] made as permutes of
+    sources stored in another order (size-1 dims, ranks 3 to 5, batches the
+    right operand may broadcast), the product permuted again."""
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(3, 6))
+    batch = [int(v) for v in rng.choice([1, 2, 3], rank - 2)]
+    m, k, n = (int(v) for v in rng.choice([1, 2, 5, 7], 3))
+    a_shape, b_shape = batch + [m, k], batch + [k, n]
+    if seed % 4 == 3:  # a broadcast batch on the right
+        b_shape = [1] * (rank - 2) + [k, n] if seed % 8 == 3 else [k, n]
+    pa, pb, po = (tuple(int(v) for v in rng.permutation(len(s))) for s in (a_shape, b_shape, batch + [m, n]))
+    inv = lambda p: tuple(int(v) for v in np.argsort(p))  # noqa: E731
+    # sources whose permute by p is the logical operand
+    a_src = rng.standard_normal([a_shape[i] for i in inv(pa)])
+    b_src = rng.standard_normal([b_shape[i] for i in inv(pb)])
+    return a_src, pa, b_src, pb, po
+
+
+@pytest.mark.parametrize("seed", range(32))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_permuted_operands_and_products_with_gradients_match_numpy(seed, dtype):
+    a_src, pa, b_src, pb, po = _random_layout_case(seed)
+    a_src, b_src = a_src.astype(dtype), b_src.astype(dtype)
+    rng = np.random.default_rng(1000 + seed)
+    a64, b64 = np.transpose(a_src.astype(np.float64), pa), np.transpose(b_src.astype(np.float64), pb)
+    p = a64 @ b64
+    out = np.transpose(p, po)
+    g = rng.standard_normal(out.shape)
+
+    def run():
+        A = lazy(a_src, requires_grad=True)
+        B = lazy(b_src, requires_grad=True)
+        o = (A.permute(*pa) @ B.permute(*pb)).permute(*po)
+        (o * lazy(g.astype(dtype))).sum().backward()
+        return o * 1.0, A.grad, B.grad
+
+    (got, ga, gb), _ = run_graph(run)
+    dp = np.transpose(g, np.argsort(po))
+    da, db = dp @ np.swapaxes(b64, -1, -2), np.swapaxes(a64, -1, -2) @ dp
+    # reduce broadcast batch dims of b's gradient, then undo the source permute
+    while db.ndim > b64.ndim:
+        db = db.sum(0)
+    db = db.sum(axis=tuple(i for i in range(b64.ndim - 2) if b64.shape[i] == 1 and db.shape[i] != 1), keepdims=True)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(got, out, rtol=tol, atol=tol)
+    np.testing.assert_allclose(ga, np.transpose(da, np.argsort(pa)), rtol=tol, atol=tol)
+    np.testing.assert_allclose(gb, np.transpose(db, np.argsort(pb)), rtol=tol, atol=tol)
+
+
+SPLIT_SCRIPT = r"""
+import sys
+import numpy as np
+import lazyscope
+from lazyscope.core import lazy_model as lm
+# Plain tensors updated in place each step (every op on the direct path,
+# the old values donatable), graphs cut by a node limit of a few nodes
+# mid-step, a value read mid-step: every step's values against NumPy.
+rng = np.random.default_rng(0)
+w0 = rng.standard_normal((6, 6)) * 0.3
+x0 = rng.standard_normal((4, 6))
+W = lazyscope.tensor(w0.astype(np.float32), device="lazy:0")
+X = lazyscope.tensor(x0.astype(np.float32), device="lazy:0")
+M = lazyscope.tensor(np.zeros((6, 6), np.float32), device="lazy:0")
+w, m = w0.copy(), np.zeros((6, 6))
+for step in range(40):
+    h = (X @ W).tanh()
+    g = X.t() @ (h * h)
+    M.mul_(0.9)
+    M.add_(g)
+    W.sub_(M * 0.01)
+    hw = np.tanh(x0 @ w)
+    m = 0.9 * m + x0.T @ (hw * hw)
+    w = w - 0.01 * m
+    if step % 3 == 0:
+        got = float(h.sum().item())
+        assert abs(got - hw.sum()) < 1e-3 * max(1, abs(hw.sum())), (step, got, hw.sum())
+    lm.mark_step()
+    np.testing.assert_allclose(W.numpy(), w, rtol=2e-4, atol=2e-5, err_msg=f"step {step}")
+    np.testing.assert_allclose(M.numpy(), m, rtol=2e-4, atol=2e-4, err_msg=f"step {step}")
+# a second device traces the same lines on its own leaves
+V = lazyscope.tensor(w0.astype(np.float32), device="lazy:1")
+for step in range(4):
+    a = (X.to("lazy:1") @ V).tanh()
+    b = (X @ W).tanh()
+    lm.mark_step()
+    np.testing.assert_allclose(a.numpy(), np.tanh(x0 @ w0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.numpy(), np.tanh(x0 @ w), rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("limit", ["100000", "7", "3"])
+@pytest.mark.parametrize("reuse", ["1", "0"])
+def test_in_place_updates_cut_by_the_graph_limit_match_numpy(limit, reuse, build_dir):
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_GRAPH_NODE_LIMIT=limit,
+               LAZYSCOPE_REUSE_IR=reuse, LAZYSCOPE_DEVICE_COUNT="2")
+    proc = subprocess.run([sys.executable, "-c", SPLIT_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok", proc.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_traces_the_parents_lines_on_its_own_values():
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((3, 3)).astype(np.float32)
+    x = lazy(a)
+    for _ in range(3):  # the parent's lists hold these nodes
+        y = (x @ x).relu()
+        lm.mark_step()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the same lines on the same leaf, then a new one
+        code = 1
+        try:
+            os.close(read)
+            ok = True
+            for step in range(3):
+                src = a if step < 2 else a * 2
+                leaf = x if step < 2 else lazy(src)
+                y = (leaf @ leaf).relu()
+                lm.mark_step()
+                ok = ok and np.allclose(y.numpy(), np.maximum(src.astype(np.float64) @ src, 0), rtol=1e-5, atol=1e-5)
+            os.write(write, b"ok" if ok else b"wrong")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0 and said == b"ok", (status, said)
+    np.testing.assert_allclose(y.numpy(), np.maximum(a.astype(np.float64) @ a, 0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_single_row_and_single_column_matrices_read_and_written_through_permutes(dtype):
+    # A size-1 dim of a permute may have stride 1: the GEMM's leading
+    # dimension of a one-row matrix must still be at least its row.
+    rng = np.random.default_rng(16)
+    a = rng.standard_normal((3, 1, 2, 1)).astype(dtype)   # permuted to [2, 3, 1, 1]: one-row, one-column
+    b = rng.standard_normal((2, 3, 1, 5)).astype(dtype)
+    c = rng.standard_normal((7, 1, 1)).astype(dtype)       # [1, 1, 7] through a permute
+
+    def run():
+        p = (lazy(a).permute(2, 0, 3, 1) @ lazy(b)).permute(0, 1, 3, 2) * 1.0  # [2, 3, 5, 1]
+        q = (lazy(c).permute(1, 2, 0) @ lazy(c).permute(1, 0, 2)).permute(2, 0, 1) * 1.0  # [1, 1, 1]
+        r = (lazy(c).permute(2, 1, 0).transpose(-1, -2) @ lazy(c).permute(1, 2, 0)).permute(0, 2, 1) * 1.0
+        return p, q, r
+
+    (p, q, r), _ = run_graph(run)
+    a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(p, np.transpose(np.transpose(a64, (2, 0, 3, 1)) @ b64, (0, 1, 3, 2)), rtol=tol, atol=tol)
+    np.testing.assert_allclose(q, np.transpose(np.transpose(c64, (1, 2, 0)) @ np.transpose(c64, (1, 0, 2)), (2, 0, 1)),
+                               rtol=tol, atol=tol)
+    want_r = np.swapaxes(np.transpose(c64, (2, 1, 0)), -1, -2) @ np.transpose(c64, (1, 2, 0))
+    np.testing.assert_allclose(r, np.transpose(want_r, (0, 2, 1)), rtol=tol, atol=tol)

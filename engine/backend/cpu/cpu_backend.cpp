@@ -796,6 +796,11 @@ std::optional<MatrixLayout> matrix_layout(Shape shape, std::vector<int64_t> stri
     std::swap(strides[r - 1], strides[r - 2]);
     flip = true;
   }
+  // A single row's stride steps nowhere, and a size-1 dim of a permute can
+  // have any stride (1, say), but BLAS refuses a leading dimension below the
+  // row's length ("DGEMM parameter number 10 had an illegal value" for a
+  // [.., 1, 7] product written through a permute): give it the row's length.
+  if (shape[r - 2] == 1) strides[r - 2] = std::max({strides[r - 2], shape[r - 1], int64_t{1}});
   return MatrixLayout{std::move(shape), std::move(strides)};
 }
 
