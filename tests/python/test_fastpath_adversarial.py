@@ -413,11 +413,13 @@ def test_gradients_of_permuted_products_match_finite_differences():
     [(0, 4), (0, 4), (4, 8)],        # the same slice twice
     [(4, 8), (0, 4)],                # in reverse order
     [(0, 8, 2), (1, 8, 2)],          # strided slices that interleave
-], ids=["overlap", "gap", "twice", "reversed", "strided"])
+    [(1, 4), (4, 8)],                # tiling all but the first row
+    [(-8, -5), (-5, None)],          # negative bounds that tile
+], ids=["overlap", "gap", "twice", "reversed", "strided", "offset", "negative"])
 def test_slice_gradients_that_do_not_tile_simply_sum_right(cuts):
     rng = np.random.default_rng(len(cuts))
     w = rng.standard_normal((8, 5)).astype(np.float32)
-    xs = [rng.standard_normal((3, len(range(*c)))).astype(np.float32) for c in cuts]
+    xs = [rng.standard_normal((3, np.arange(8)[slice(*c)].size)).astype(np.float32) for c in cuts]
 
     def run():
         W = lazy(w, requires_grad=True)
@@ -489,7 +491,8 @@ rng = np.random.default_rng(0)
 fails = []
 sizes = [1, 63, 64, 65, 127, 128, 129, 255, 256, 257]
 shapes = [(m, 128, 128) for m in sizes] + [(128, k, 128) for k in sizes] + [(128, 128, n) for n in sizes]
-shapes += [(512, 129, 511), (129, 513, 127), (300, 0, 7), (0, 5, 7), (5, 7, 0), (0, 0, 0)]
+shapes += [(512, 129, 511), (129, 513, 127), (64, 128, 512), (62, 128, 512), (66, 128, 511), (66, 128, 513),
+           (256, 128, 127), (300, 0, 7), (0, 5, 7), (5, 7, 0), (0, 0, 0)]  # 256x128x128: 2^22, one call
 for mode in sys.argv[2].split(","):
     _C.set_gemm_split(mode)
     for m, k, n in shapes:
@@ -499,10 +502,18 @@ for mode in sys.argv[2].split(","):
             a[1, 2] = np.nan
             a[3, :] = np.inf      # row 3 of the product: inf, or NaN where b's column sums mixed signs
             b[:, 2] = -np.inf
-        got, _ = run_graph(lambda: (lazyscope.tensor(a, device=DEV) @ lazyscope.tensor(b, device=DEV)) + 0.0)
+        bias = rng.standard_normal(n).astype(np.float32)
+        transposed = (m + k + n) % 2 == 1  # b read through the BLAS flag, from [n, k]
+        bt = np.ascontiguousarray(b.T)
+
+        def product():
+            B = lazyscope.tensor(bt, device=DEV).t() if transposed else lazyscope.tensor(b, device=DEV)
+            return ((lazyscope.tensor(a, device=DEV) @ B) + lazyscope.tensor(bias, device=DEV)) * 1.0  # an epilogue
+
+        got, _ = run_graph(product)
         with np.errstate(invalid="ignore", over="ignore"):
-            want = a.astype(np.float64) @ b.astype(np.float64)
-        what = f"{mode} {m}x{k}x{n}"
+            want = a.astype(np.float64) @ b.astype(np.float64) + bias
+        what = f"{mode} {m}x{k}x{n}" + (" b^T" if transposed else "")
         if got.shape != want.shape:
             fails.append(what + f" shape {got.shape}")
             continue
@@ -523,9 +534,11 @@ print("\n".join(fails) if fails else "ok")
 
 @pytest.mark.parametrize("threads", ["1", "2"])
 def test_gemm_parts_at_the_thresholds_with_nan_inf_and_empty_shapes(threads, build_dir):
-    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_THREADS=threads)
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_NUM_THREADS=threads)
+    env.pop("LAZYSCOPE_GEMM_SPLIT", None)
     here = os.path.dirname(os.path.abspath(__file__))
-    proc = subprocess.run([sys.executable, "-c", GEMM_SCRIPT, here, "auto,rows,columns,dnnl,dnnl-rows,openblas"],
+    proc = subprocess.run([sys.executable, "-c", GEMM_SCRIPT, here,
+                           "auto,rows,columns,blas,legacy,dnnl,dnnl-rows,openblas"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok", proc.stdout
