@@ -704,3 +704,38 @@ def test_single_row_and_single_column_matrices_read_and_written_through_permutes
                                rtol=tol, atol=tol)
     want_r = np.swapaxes(np.transpose(c64, (2, 1, 0)), -1, -2) @ np.transpose(c64, (1, 2, 0))
     np.testing.assert_allclose(r, np.transpose(want_r, (0, 2, 1)), rtol=tol, atol=tol)
+
+
+def test_reuse_switched_every_step_and_barriers_from_another_thread_keep_values_right():
+    # The switch flips between steps and mid-step; another thread ends
+    # steps (mark_step) while this one traces and reads: values as NumPy's.
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((6, 6)).astype(np.float32) * 0.5
+    x = lazy(a)
+    a64 = a.astype(np.float64)
+    stop = threading.Event()
+    errors = []
+
+    def barriers():
+        try:
+            while not stop.is_set():
+                lm.mark_step()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    other = threading.Thread(target=barriers)
+    other.start()
+    try:
+        for step in range(300):
+            _C.set_reuse_ir_nodes(step % 3 != 1)
+            y, want = x, a64
+            for i in range(4):
+                y = (y @ x).tanh()
+                want = np.tanh(want @ a64)
+                if i == 2 and step % 5 == 0:
+                    _C.set_reuse_ir_nodes(step % 2 == 0)
+            np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"step {step}")
+    finally:
+        stop.set()
+        other.join()
+    assert not errors, errors
