@@ -739,3 +739,88 @@ def test_reuse_switched_every_step_and_barriers_from_another_thread_keep_values_
         stop.set()
         other.join()
     assert not errors, errors
+
+
+BROADCASTS = r"""
+import sys
+import numpy as np
+import lazyscope
+from lazyscope.core import lazy_model as lm
+sys.path.insert(0, sys.argv[5])
+from runtime_util import capture_events
+# Inputs of one fused chain over [B, H, S, T] broadcast every way: per
+# element, scalar, per row ([..., 1]), a trailing block ([S, T], [T]), and
+# ones that are neither: a middle dim ([H, 1, 1]), [B, 1, S, 1], [1, H, 1, T],
+# [S, 1]. Each chain compiled (JIT forced) or interpreted, against NumPy.
+B, H, S, T = (int(v) for v in sys.argv[1:5])
+rng = np.random.default_rng(B * 1000 + H * 100 + S * 10 + T)
+shapes = [(B, H, S, T), (), (B, H, S, 1), (S, T), (T,), (H, 1, 1), (B, 1, S, 1), (1, H, 1, T), (S, 1)]
+arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+arrays[0][0, 0, 0, ::3] = np.nan
+lz = [lazyscope.tensor(a, device="lazy:0") for a in arrays]
+lm.mark_step()
+fails, compiled = [], 0
+x = arrays[0]
+
+
+def run(y):
+    # each chain a graph of its own: one fused kernel, compiled when it can be
+    global compiled
+    with capture_events() as events:
+        lm.mark_step()
+    compiled += sum(c["program_text"].count(" compiled:") for c in events.of("compile"))
+    return y.numpy()
+
+
+for i in range(1, len(shapes)):
+    a = arrays[i]
+    got = run(lazyscope.where(lz[0] > lz[i], lz[0] * lz[i] + 1.0, lz[i] - lz[0]))
+    if not np.array_equal(got, np.where(x > a, x * a + np.float32(1.0), a - x), equal_nan=True):
+        fails.append(f"input {i} {shapes[i]}")
+got = run((lz[0] - lz[5]) * lz[6] + lz[7] * lz[3] - lz[2] / (lz[8] * lz[8] + 1.0))
+want = (x - arrays[5]) * arrays[6] + arrays[7] * arrays[3] - arrays[2] / (arrays[8] * arrays[8] + np.float32(1.0))
+if not np.allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True):
+    fails.append("mixed")
+print("compiled", compiled)
+print("\n".join(fails) if fails else "ok")
+"""
+
+
+@pytest.mark.parametrize("dims", [(2, 3, 5, 7), (1, 4, 16, 16), (3, 1, 1, 33), (2, 2, 9, 1)],
+                         ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_fused_chains_reading_broadcasts_of_every_kind_match_numpy(dims, jit, build_dir, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_NUM_THREADS="2", LAZYSCOPE_FUSION_JIT=jit,
+               LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="1", LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"))
+    proc = subprocess.run([sys.executable, "-c", BROADCASTS, *map(str, dims), os.path.dirname(__file__)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compiled, *rest = proc.stdout.strip().splitlines()
+    assert rest == ["ok"], proc.stdout
+    # per element, scalar, row and block reads compile; the JIT off, none
+    assert (int(compiled.split()[1]) >= 4) == (jit == "1"), proc.stdout
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_slice_gradients_that_tile_plus_a_gradient_of_the_whole_parameter(dtype):
+    # The packed weight read whole too: its gradient is the slices' cat
+    # plus the direct term, which the cat must not drop.
+    rng = np.random.default_rng(18)
+    w = rng.standard_normal((6, 4)).astype(dtype)
+    xs = [rng.standard_normal((3, 2)).astype(dtype) for _ in range(3)]
+    z = rng.standard_normal((5, 6)).astype(dtype)
+
+    def run():
+        W = lazy(w, requires_grad=True)
+        loss = sum(((lazy(x) @ W[2 * i:2 * i + 2]) * (i + 1)).sum() for i, x in enumerate(xs))
+        loss = loss + (lazy(z) @ W).tanh().sum()
+        loss.backward()
+        return W.grad
+
+    got, _ = run_graph(run)
+    z64, w64 = z.astype(np.float64), w.astype(np.float64)
+    want = z64.T @ (1 - np.tanh(z64 @ w64) ** 2)
+    for i, x in enumerate(xs):
+        want[2 * i:2 * i + 2] += (i + 1) * x.astype(np.float64).sum(0)[:, None]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
