@@ -528,6 +528,21 @@ for mode in sys.argv[2].split(","):
         ok = np.isfinite(want)
         if not np.allclose(got[ok], want[ok], rtol=3e-4, atol=3e-4):
             fails.append(what + " values")
+    # Strided products (head split and merge, leading dims != k) at the same
+    # thresholds: 128-wide heads, 129 rows, a 512-wide head, 2^22 per batch.
+    for b_, s_, h_, d_ in [(1, 256, 2, 128), (2, 129, 3, 128), (1, 64, 2, 512), (1, 300, 1, 129)]:
+        y, z, v = (rng.standard_normal((b_, s_, h_, d_)).astype(np.float32) for _ in range(3))
+
+        def attention():
+            Y, Z, V = (lazyscope.tensor(t, device=DEV) for t in (y, z, v))
+            scores = Y.permute(0, 2, 1, 3) @ Z.permute(0, 2, 3, 1)
+            return ((scores * 0.01) @ V.permute(0, 2, 1, 3)).permute(0, 2, 1, 3) * 1.0
+
+        got, _ = run_graph(attention)
+        q, k_, w_ = (np.transpose(t.astype(np.float64), (0, 2, 1, 3)) for t in (y, z, v))
+        want = np.transpose(((q @ np.swapaxes(k_, -1, -2)) * 0.01) @ w_, (0, 2, 1, 3))
+        if not np.allclose(got, want, rtol=2e-3, atol=2e-3):
+            fails.append(f"{mode} strided {b_}x{s_}x{h_}x{d_}")
 print("\n".join(fails) if fails else "ok")
 """
 
