@@ -839,3 +839,23 @@ def test_slice_gradients_that_tile_plus_a_gradient_of_the_whole_parameter(dtype)
         want[2 * i:2 * i + 2] += (i + 1) * x.astype(np.float64).sum(0)[:, None]
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_self_products_and_permutes_of_permuted_products_match_numpy(dtype):
+    rng = np.random.default_rng(19)
+    y, c = rng.standard_normal((2, 5, 3, 4)), rng.standard_normal((2, 3, 5, 6))
+
+    def run():
+        Y, C = lazy(y.astype(dtype)), lazy(c.astype(dtype))
+        s = Y.permute(0, 2, 1, 3) @ Y.permute(0, 2, 3, 1)  # both operands strided reads of one buffer
+        m = s.permute(0, 2, 1, 3).permute(0, 2, 1, 3) @ C  # a product written strided, read strided
+        t = (Y.permute(0, 2, 1, 3) @ Y.permute(0, 2, 1, 3).transpose(-1, -2)).transpose(-1, -2).permute(0, 2, 1, 3)
+        return m * 1.0, t * 1.0
+
+    (m, t), _ = run_graph(run)
+    q = np.transpose(y, (0, 2, 1, 3))
+    s = q @ np.swapaxes(q, -1, -2)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(m, s @ c, rtol=tol, atol=tol)
+    np.testing.assert_allclose(t, np.transpose(np.swapaxes(s, -1, -2), (0, 2, 1, 3)), rtol=tol, atol=tol)
