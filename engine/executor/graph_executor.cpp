@@ -763,8 +763,14 @@ void settle_reuse(DeviceState& st, bool step_end) {
     {
       std::lock_guard lock(st.pending.lock);
       r.settled_in_step = true;
+      // The previous step's nodes at those places go too: they could only be
+      // matched at their own place, now passed. A script that ends its steps
+      // with reads and no barrier (an evaluation loop after training) kept
+      // them, and every buffer they read, until a mark_step that never came.
+      const size_t passed = std::min(r.current.size(), r.previous.size());
       for (size_t i = r.settled_upto; i < r.current.size(); ++i) {
         if (r.current[i]) r.dropping.push_back(std::move(r.current[i]));
+        if (i < passed && r.previous[i]) r.dropping.push_back(std::move(r.previous[i]));
       }
       r.settled_upto = r.current.size();
       if (!on) {

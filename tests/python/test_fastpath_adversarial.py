@@ -262,6 +262,24 @@ def test_a_thousand_steps_keep_the_live_buffers_flat():
     assert live[999] == live[20], live
 
 
+def test_a_tensor_dropped_after_the_last_barrier_is_freed_by_reads_without_one():
+    # Training, then an evaluation loop that reads values and never calls
+    # mark_step: the previous step's nodes on a tensor the script dropped
+    # must not keep its buffer alive until a barrier that never comes.
+    from lazyscope.debug import metrics as met
+    big = lazy(np.ones(1 << 20, np.float32))  # 4 MiB
+    small = lazy(np.eye(4, dtype=np.float32) * 0.5)
+    total = big.relu().sum()
+    lm.mark_step()
+    assert total.item() == 1 << 20
+    before = met.counter_value("LiveDeviceBufferBytes")
+    del big
+    for _ in range(3):
+        np.testing.assert_allclose((small @ small).tanh().numpy(), np.tanh(np.eye(4) * 0.25), rtol=1e-6)
+    freed = before - met.counter_value("LiveDeviceBufferBytes")
+    assert freed >= (4 << 20) - 4096, freed  # the loop's own few small values live meanwhile
+
+
 # ---------------------------------------------------------------- layout folds
 
 def _perm_matmul(a_shape, a_perm, b_shape, b_perm, out_perm, dtype, seed):
