@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -877,3 +878,24 @@ def test_self_products_and_permutes_of_permuted_products_match_numpy(dtype):
     tol = 1e-4 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(m, s @ c, rtol=tol, atol=tol)
     np.testing.assert_allclose(t, np.transpose(np.swapaxes(s, -1, -2), (0, 2, 1, 3)), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape,dims", [((5, 1), (-1,)), ((5, 2), (-1,)), ((3, 4, 2), (1,)), ((3, 1, 2), (1,)),
+                                        ((4, 3), (0, 1)), ((2, 3, 5), (0, 2)), ((6, 64), (-1,)), ((2, 3, 17), (-1,))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_variance_rows_with_corrections_up_to_and_past_their_length_match_numpy(shape, dims, dtype):
+    # Rows of one element, corrections that leave no degree of freedom (inf
+    # or NaN as NumPy's), a NaN in the first row.
+    rng = np.random.default_rng(sum(shape))
+    for correction in (0, 1, 2, 3, 64):
+        a = rng.standard_normal(shape).astype(dtype)
+        if correction == 2:
+            a.flat[0] = np.nan
+        got, _ = run_graph(lambda: lazy(a).var(dim=dims, correction=correction) * 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # NumPy warns of the degrees of freedom it has not
+            want = np.var(a.astype(np.float64), axis=dims, ddof=correction)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"correction {correction}")
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want), err_msg=f"correction {correction}")
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"correction {correction}")
+
