@@ -899,3 +899,27 @@ def test_variance_rows_with_corrections_up_to_and_past_their_length_match_numpy(
         np.testing.assert_array_equal(np.isinf(got), np.isinf(want), err_msg=f"correction {correction}")
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"correction {correction}")
 
+
+
+def test_a_repeated_reduction_viewed_after_its_first_readers_ran_keeps_its_value():
+    # The first mean's only reader so far could write over it in place; the
+    # second mean, a view of the first, is read after: it must still be the mean.
+    rng = np.random.default_rng(20)
+    a = rng.standard_normal((6, 40)).astype(np.float32)
+
+    def run():
+        x = lazy(a) * 2.0
+        m1 = x.mean(dim=-1, keepdim=True)
+        big = (x * (m1 * 3.0).exp()).tanh()
+        m2 = x.mean(dim=-1, keepdim=True)
+        v1 = x.var(dim=0)
+        f = (v1 * 2.0).sqrt()
+        v2 = x.var(dim=0)
+        return big + m2, f + v2 * 1.0
+
+    (r1, r2), program = run_graph(run, require_compile=True)
+    x = a.astype(np.float64) * 2
+    m, v = x.mean(-1, keepdims=True), x.var(0, ddof=1)
+    np.testing.assert_allclose(r1, np.tanh(x * np.exp(3 * m)) + m, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r2, np.sqrt(2 * v) + v, rtol=1e-5, atol=1e-5)
+    assert program.count("a view of %") >= 2, program  # both repeats folded: the case under test
