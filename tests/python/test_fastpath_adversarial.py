@@ -923,3 +923,33 @@ def test_a_repeated_reduction_viewed_after_its_first_readers_ran_keeps_its_value
     np.testing.assert_allclose(r1, np.tanh(x * np.exp(3 * m)) + m, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(r2, np.sqrt(2 * v) + v, rtol=1e-5, atol=1e-5)
     assert program.count("a view of %") >= 2, program  # both repeats folded: the case under test
+
+
+SLICE_SETS = {
+    "dim0_and_dim1_tiles": [(slice(0, 2), slice(None)), (slice(2, 4), slice(None)), (slice(None), slice(0, 3)),
+                            (slice(None), slice(3, 6))],
+    "dims_mixed": [(slice(0, 2), slice(None)), (slice(None), slice(0, 6)), (slice(2, 4), slice(None))],
+    "blocks": [(slice(0, 2), slice(0, 3)), (slice(0, 2), slice(3, 6)), (slice(2, 4), slice(0, 3)),
+               (slice(2, 4), slice(3, 6))],
+}
+
+
+@pytest.mark.parametrize("name", list(SLICE_SETS))
+def test_slice_gradients_along_two_dims_of_one_parameter_sum_right(name):
+    # Two sets of slices tiling the parameter along different dims (two
+    # cats at most), or 2-d blocks: the gradient is every slice's, summed.
+    cuts = SLICE_SETS[name]
+    rng = np.random.default_rng(len(name))
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    gs = [rng.standard_normal(np.empty((4, 6))[c].shape).astype(np.float32) for c in cuts]
+
+    def run():
+        W = lazy(w, requires_grad=True)
+        sum((W[c] * lazy(g)).sum() for c, g in zip(cuts, gs)).backward()
+        return W.grad
+
+    got, _ = run_graph(run)
+    want = np.zeros((4, 6))
+    for c, g in zip(cuts, gs):
+        want[c] += g
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
