@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cctype>
-#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -889,13 +890,21 @@ void split_at_limit(const Device& device) {
 // previous step's clamp(min=0.0) would be handed to clamp(min=-0.0), whose
 // result differs in sign (and 1/x in infinity), and its graph hash too (the
 // hash reads the bytes). A reused node must carry the very constants the op
-// was given: equal values that differ in sign can only be signed zeros.
+// was given: doubles are compared as their bits, as the hash reads them.
 bool same_attr_bits(const Attrs& a, const Attrs& b) {
-  if (!(a == b)) return false;
-  const std::vector<Attr>& x = a.items();
+  const std::vector<Attr>&x = a.items(), &y = b.items();
+  if (x.empty()) return y.empty();  // most ops: no attribute, no loop
+  if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i) {
+    if ((x[i].name != y[i].name && std::strcmp(x[i].name, y[i].name) != 0) ||
+        x[i].value.index() != y[i].value.index()) {
+      return false;
+    }
     const double* u = std::get_if<double>(&x[i].value);
-    if (u && std::signbit(*u) != std::signbit(std::get<double>(b.items()[i].value))) return false;
+    if (u ? std::bit_cast<uint64_t>(*u) != std::bit_cast<uint64_t>(std::get<double>(y[i].value))
+          : x[i].value != y[i].value) {
+      return false;
+    }
   }
   return true;
 }
