@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "backend/collective.h"
 #include "backend/cpu/kernels.h"
@@ -760,8 +764,14 @@ void settle_reuse(DeviceState& st, bool step_end) {
     {
       std::lock_guard lock(st.pending.lock);
       r.settled_in_step = true;
+      // The previous step's nodes at those places go too: they could only be
+      // matched at their own place, now passed. A script that ends its steps
+      // with reads and no barrier (an evaluation loop after training) kept
+      // them, and every buffer they read, until a mark_step that never came.
+      const size_t passed = std::min(r.current.size(), r.previous.size());
       for (size_t i = r.settled_upto; i < r.current.size(); ++i) {
         if (r.current[i]) r.dropping.push_back(std::move(r.current[i]));
+        if (i < passed && r.previous[i]) r.dropping.push_back(std::move(r.previous[i]));
       }
       r.settled_upto = r.current.size();
       if (!on) {
@@ -875,6 +885,29 @@ void split_at_limit(const Device& device) {
   LAZYSCOPE_COUNTER("GraphNodeLimitSplits")->add(1);
   sync(device, {}, pb::SYNC_CAUSE_GRAPH_LIMIT);
 }
+
+// Attrs::operator== compares doubles by value, and 0.0 == -0.0: the
+// previous step's clamp(min=0.0) would be handed to clamp(min=-0.0), whose
+// result differs in sign (and 1/x in infinity), and its graph hash too (the
+// hash reads the bytes). A reused node must carry the very constants the op
+// was given: doubles are compared as their bits, as the hash reads them.
+bool same_attr_bits(const Attrs& a, const Attrs& b) {
+  const std::vector<Attr>&x = a.items(), &y = b.items();
+  if (x.empty()) return y.empty();  // most ops: no attribute, no loop
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if ((x[i].name != y[i].name && std::strcmp(x[i].name, y[i].name) != 0) ||
+        x[i].value.index() != y[i].value.index()) {
+      return false;
+    }
+    const double* u = std::get_if<double>(&x[i].value);
+    if (u ? std::bit_cast<uint64_t>(*u) != std::bit_cast<uint64_t>(std::get<double>(y[i].value))
+          : x[i].value != y[i].value) {
+      return false;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> operands, const Attrs& attrs,
@@ -900,7 +933,7 @@ bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> 
     for (size_t i = 0; i < was.size(); ++i) {
       if (was[i].get() != operands[i]) return false;
     }
-    if (!(p.attrs() == attrs)) return false;
+    if (!same_attr_bits(p.attrs(), attrs)) return false;
     // Asked again: a backend installed since, or a forced fallback, may move the op off the device.
     if (fallback_reason(op, p.dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
     // The result, made here (from the thread's pool) so that binding and

@@ -796,6 +796,11 @@ std::optional<MatrixLayout> matrix_layout(Shape shape, std::vector<int64_t> stri
     std::swap(strides[r - 1], strides[r - 2]);
     flip = true;
   }
+  // A single row's stride steps nowhere, and a size-1 dim of a permute can
+  // have any stride (1, say), but BLAS refuses a leading dimension below the
+  // row's length ("DGEMM parameter number 10 had an illegal value" for a
+  // [.., 1, 7] product written through a permute): give it the row's length.
+  if (shape[r - 2] == 1) strides[r - 2] = std::max({strides[r - 2], shape[r - 1], int64_t{1}});
   return MatrixLayout{std::move(shape), std::move(strides)};
 }
 
@@ -808,6 +813,21 @@ void contiguous_layouts(Instruction& mm, const GraphView& graph) {
     mm.layouts.push_back({s, contiguous_strides(s)});
   }
   mm.layouts.push_back({mm.spec.shape, contiguous_strides(mm.spec.shape)});
+}
+
+// Whether each operand, as the matmul stores it, has the product's batch
+// dims: matmul_strided broadcasts none, so a [B, H, S, D] @ [D, E] (a 2-d
+// weight) or a [1, H, S, D] @ [B, H, D, T] cannot have its product written
+// through a permute's strides (it threw "strided operands ... do not
+// make"). Strided operands were checked when they were made strided.
+bool batches_as_product(const Instruction& mm, const GraphView& graph) {
+  if (!mm.layouts.empty()) return true;
+  const Shape& out = mm.spec.shape;
+  for (int side = 0; side < 2; ++side) {
+    const Shape& s = graph.nodes[static_cast<size_t>(mm.inputs[static_cast<size_t>(side)])]->spec().shape;
+    if (s.size() != out.size() || !std::equal(s.begin(), s.end() - 2, out.begin())) return false;
+  }
+  return true;
 }
 
 bool contiguous_product(const Instruction& mm) {
@@ -1697,7 +1717,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
         bool flip = false;
         std::optional<MatrixLayout> layout;
         if (mm.kind == Kind::kMatmul && mm.members.empty() && !mm.stacked && mm.spec.dtype == node->dtype() &&
-            mm.spec.shape.size() >= 3 && contiguous_product(mm)) {
+            mm.spec.shape.size() >= 3 && contiguous_product(mm) && batches_as_product(mm, graph)) {
           // Element j of the product lies at sum_d j[dims[d]] * own[d] in the permute's buffer.
           const auto& dims = node->attrs().get_ints("dims");
           const auto own = contiguous_strides(node->spec().shape);

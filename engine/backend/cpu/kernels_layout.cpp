@@ -229,6 +229,17 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
     for (int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, T(0));
     return;
   }
+  // BLAS reports a leading dimension shorter than its row through xerbla,
+  // which prints (or, with NumPy's in the process, sets a Python error from
+  // inside the engine: "SystemError ... returned a result with an exception
+  // set") and leaves `out` unwritten. A layout that makes one is the
+  // engine's bug: refuse it here, by name, before any part is written.
+  if (lda < std::max<int64_t>(1, ta ? m : kk) || ldb < std::max<int64_t>(1, tb ? kk : n) ||
+      ldc < std::max<int64_t>(1, n)) {
+    throw EngineError("matmul: leading dimensions " + std::to_string(lda) + ", " + std::to_string(ldb) + ", " +
+                      std::to_string(ldc) + " shorter than the rows of a " + std::to_string(m) + "x" +
+                      std::to_string(kk) + "x" + std::to_string(n) + " product");
+  }
   const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   if constexpr (std::is_same_v<T, float>) {
