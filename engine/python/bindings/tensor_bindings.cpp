@@ -79,6 +79,8 @@ py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
   return out;
 }
 
+}  // namespace
+
 // The other operand of a Python operator: a tensor, or a Python number that
 // becomes a wrapped number on `like`'s device (it promotes like a scalar).
 // nullopt for anything else.
@@ -100,6 +102,8 @@ Tensor operand(const Tensor& like, const py::handle& v) {
   if (auto t = try_operand(like, v)) return *t;
   throw py::type_error("expected a Tensor or a number, got " + py::str(py::type::of(v)).cast<std::string>());
 }
+
+namespace {
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
@@ -970,6 +974,7 @@ void bind_tensor(py::module_& m) {
   m.def("matmul", &ops::matmul);
   // Convolution, pooling, normalization, dropout
   bind_nn(m);
+  bind_optim(m);
   m.def("reshape", &views::reshape, py::arg("input"), py::arg("shape"));
   m.def("permute", &views::permute, py::arg("input"), py::arg("dims"));
   m.def(
