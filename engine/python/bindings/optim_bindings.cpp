@@ -23,11 +23,24 @@ namespace py = pybind11;
 namespace lazyscope::python {
 namespace {
 
+// `operand(like, v)` as promotion leaves it in an op with `like`: a Python
+// float beside a floating tensor is made in that tensor's dtype at once, the
+// value promote_operands would give the float64 number (the same cast
+// kernel), so the op needs no conversion and takes trace_directly's path.
+Tensor scalar_like(const Tensor& like, const py::handle& v) {
+  if (PyFloat_Check(v.ptr()) && is_floating(like.dtype())) {
+    Tensor s = ops::scalar(PyFloat_AS_DOUBLE(v.ptr()), like.dtype(), like.device());
+    s.impl()->wrapped_number = true;
+    return s;
+  }
+  return operand(like, v);
+}
+
 // t.add_(other, alpha=alpha) as the Tensor method traces it.
 void add_scaled_(const Tensor& t, const Tensor& other, const py::handle& alpha) {
   views::inplace(t, "add_", [&](const Tensor& before) {
     const Tensor& rhs = other.impl() == t.impl() ? before : other;
-    return ops::add(before, ops::mul(rhs, operand(rhs, alpha)));
+    return ops::add(before, ops::mul(rhs, scalar_like(rhs, alpha)));
   });
 }
 
@@ -48,15 +61,15 @@ void sgd_step(const std::vector<Tensor>& params, const std::optional<std::vector
     const Tensor& p = params[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (maximize) g = ops::neg(g);                                                        // g = -g
-    if (!weight_decay.is_none()) g = ops::add(g, ops::mul(p, operand(p, weight_decay)));  // g + p * wd
+    if (maximize) g = ops::neg(g);                                                            // g = -g
+    if (!weight_decay.is_none()) g = ops::add(g, ops::mul(p, scalar_like(p, weight_decay)));  // g + p * wd
     if (with_momentum) {
       const Tensor& buf = (*bufs)[i];
       views::inplace(buf, "mul_", [&](const Tensor& before) {  // buf.mul_(momentum)
-        return ops::mul(before, operand(buf, momentum));
+        return ops::mul(before, scalar_like(buf, momentum));
       });
       add_scaled_(buf, g, (*weights)[i]);  // .add_(g, alpha=weight)
-      g = nesterov ? ops::add(g, ops::mul(buf, operand(buf, momentum))) : buf;
+      g = nesterov ? ops::add(g, ops::mul(buf, scalar_like(buf, momentum))) : buf;
     }
     add_scaled_(p, g, neg_lr);  // p.add_(g, alpha=-lr)
   }
