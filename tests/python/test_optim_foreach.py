@@ -25,15 +25,16 @@ def make_params(device):
     return values, scales, params
 
 
-def train(params, scales, device, opt, steps, skip=()):
+def train(params, scales, device, opt, steps, skip=(), start=None):
     """loss = sum_i sum((p_i * a_i)^2) / 2 + sum(p_i), except the parameters
-    in `skip` (by index), which get no gradient; a barrier per step."""
+    in `skip` (by index), which get no gradient, and parameter i before step
+    start[i]; a barrier per step."""
     ta = [lazyscope.tensor(a, device=device) for a in scales]
-    for _ in range(steps):
+    for step in range(steps):
         opt.zero_grad()
         loss = None
         for i, (p, a) in enumerate(zip(params, ta)):
-            if i in skip:
+            if i in skip or step < (start or {}).get(i, 0):
                 continue
             term = ((p * a) ** 2).sum() * 0.5 + p.sum()
             loss = term if loss is None else loss + term
@@ -155,3 +156,28 @@ def test_the_default_traces_each_group_in_one_call(monkeypatch):
     calls.clear()
     train(params, scales, "lazy:0", optim.SGD(params, lr=0.1, foreach=False), 1)
     assert calls == []
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_buffer_starting_later_than_the_others_matches_numpy(device):
+    # Parameter 1 gets its first gradient at step 2: that step updates a new
+    # buffer (weight 1) beside old ones (weight 1 - dampening).
+    values, scales, params = make_params(device)
+    opt = optim.SGD(params, lr=0.05, momentum=0.9, dampening=0.3)
+    got = train(params, scales, device, opt, 5, start={1: 2})
+    for i, (v, a, g) in enumerate(zip(values, scales, got)):
+        steps = 3 if i == 1 else 5
+        np.testing.assert_allclose(g, sgd_ref(v, a, steps, 0.05, momentum=0.9, dampening=0.3), rtol=1e-5, atol=1e-5)
+
+
+def test_each_hyperparameter_is_one_graph_input_shared_by_every_parameter():
+    _, _, params = make_params("lazy:0")
+    opt = optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=0.01)
+    sum(((p * 2.0) ** 2).sum() for p in params).backward()
+    lm.mark_step()  # the gradients become device data: the next graph is the update alone
+    opt.step()
+    text = _C.dump_graph(params, "text")
+    scalars = re.findall(r"= device_data\(\) parameter \d+ : float32\[\]", text)
+    # lr, momentum, weight decay and the buffers' weight: 4, where the loop made 4 per parameter
+    assert len(scalars) == 4, text
+    lm.mark_step()

@@ -36,11 +36,41 @@ Tensor scalar_like(const Tensor& like, const py::handle& v) {
   return operand(like, v);
 }
 
+// One hyper-parameter's scalar, made once per (dtype, device) of the
+// tensors it meets and shared by every parameter's update: the Python loop
+// made a graph input per parameter and use (18 for the MLP's 6 parameters
+// with momentum, each two buffer allocations and a leaf), this path 3. The
+// values are the same, so the numerics are; the graph has fewer inputs.
+// Keyed by role, not by value: two hyper-parameters that happen to be
+// equal (a scheduler's lr meeting the weight decay) stay two inputs, so the
+// graph's structure never depends on the values (no recompile).
+class Shared {
+ public:
+  explicit Shared(py::handle value) : value_(value) {}
+  Tensor like(const Tensor& t) {
+    if (!PyFloat_Check(value_.ptr())) return operand(t, value_);  // as the Python expression: not shared
+    for (const Made& m : made_) {
+      if (m.dtype == t.dtype() && m.device == t.device()) return m.scalar;
+    }
+    made_.push_back({t.dtype(), t.device(), scalar_like(t, value_)});
+    return made_.back().scalar;
+  }
+
+ private:
+  struct Made {
+    DType dtype;
+    Device device;
+    Tensor scalar;
+  };
+  py::handle value_;
+  std::vector<Made> made_;
+};
+
 // t.add_(other, alpha=alpha) as the Tensor method traces it.
-void add_scaled_(const Tensor& t, const Tensor& other, const py::handle& alpha) {
+void add_scaled_(const Tensor& t, const Tensor& other, Shared& alpha) {
   views::inplace(t, "add_", [&](const Tensor& before) {
     const Tensor& rhs = other.impl() == t.impl() ? before : other;
-    return ops::add(before, ops::mul(rhs, scalar_like(rhs, alpha)));
+    return ops::add(before, ops::mul(rhs, alpha.like(rhs)));
   });
 }
 
@@ -57,21 +87,39 @@ void sgd_step(const std::vector<Tensor>& params, const std::optional<std::vector
     throw EngineError("SGD: " + std::to_string(params.size()) + " parameters but " + std::to_string(bufs->size()) +
                       " momentum buffers and " + std::to_string(weights ? weights->size() : 0) + " weights");
   }
+  Shared lr(neg_lr), mom(momentum), wd(weight_decay);
+  // The weights: 1 - dampening, or 1 for a buffer's first step; one scalar
+  // per distinct value (a step where some buffers are new has two).
+  struct Weight {
+    bool number;  // a Python float (others are converted per use: Shared::like)
+    double value;
+    Shared scalar;
+  };
+  std::vector<Weight> weight_scalars;
+  const auto weight_of = [&](const py::object& w) -> Shared& {
+    const bool number = PyFloat_Check(w.ptr());
+    const double value = number ? PyFloat_AS_DOUBLE(w.ptr()) : 0.0;
+    for (Weight& known : weight_scalars) {
+      if (number && known.number && known.value == value) return known.scalar;
+    }
+    weight_scalars.push_back({number, value, Shared(w)});
+    return weight_scalars.back().scalar;
+  };
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (maximize) g = ops::neg(g);                                                            // g = -g
-    if (!weight_decay.is_none()) g = ops::add(g, ops::mul(p, scalar_like(p, weight_decay)));  // g + p * wd
+    if (maximize) g = ops::neg(g);                                          // g = -g
+    if (!weight_decay.is_none()) g = ops::add(g, ops::mul(p, wd.like(p)));  // g + p * wd
     if (with_momentum) {
       const Tensor& buf = (*bufs)[i];
       views::inplace(buf, "mul_", [&](const Tensor& before) {  // buf.mul_(momentum)
-        return ops::mul(before, scalar_like(buf, momentum));
+        return ops::mul(before, mom.like(buf));
       });
-      add_scaled_(buf, g, (*weights)[i]);  // .add_(g, alpha=weight)
-      g = nesterov ? ops::add(g, ops::mul(buf, scalar_like(buf, momentum))) : buf;
+      add_scaled_(buf, g, weight_of((*weights)[i]));  // .add_(g, alpha=weight)
+      g = nesterov ? ops::add(g, ops::mul(buf, mom.like(buf))) : buf;
     }
-    add_scaled_(p, g, neg_lr);  // p.add_(g, alpha=-lr)
+    add_scaled_(p, g, lr);  // p.add_(g, alpha=-lr)
   }
 }
 
