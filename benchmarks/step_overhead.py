@@ -70,16 +70,17 @@ class Step:
         self.last_profile = None
         self.with_kernels = False
         self.device = lm.lazy_device() if self.lazy else "cpu"
+        sgd = {} if foreach is None else {"foreach": foreach}  # builds before foreach existed take no such argument
         rng = np.random.default_rng(0)
         lazyscope.manual_seed(0)
         if program == "mlp":
             self.net = make_mlp(nn, F).to(self.device)
-            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, foreach=foreach)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, **sgd)
             self.x = rng.standard_normal((128, 784), dtype=np.float32)
             self.y = rng.integers(0, 10, 128)
         elif program == "cnn":
             self.net = make_cnn(nn, F).to(self.device)
-            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, foreach=foreach)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, **sgd)
             self.x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
             self.y = rng.integers(0, 10, 64)
         elif program == "upload":
