@@ -181,3 +181,14 @@ def test_each_hyperparameter_is_one_graph_input_shared_by_every_parameter():
     # lr, momentum, weight decay and the buffers' weight: 4, where the loop made 4 per parameter
     assert len(scalars) == 4, text
     lm.mark_step()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_hyperparameters_promote_as_python_numbers_do(device):
+    # An int lr and weight decay become wrapped integers (converted per use, not shared): the update stays float32.
+    values, scales, params = make_params(device)
+    opt = optim.SGD(params, lr=1, momentum=0.25, weight_decay=1)
+    got = train(params, scales, device, opt, 3)
+    for v, a, g, p in zip(values, scales, got, params):
+        assert p.dtype == lazyscope.float32
+        np.testing.assert_allclose(g, sgd_ref(v, a, 3, 1.0, momentum=0.25, weight_decay=1.0), rtol=1e-5, atol=1e-4)
