@@ -32,6 +32,10 @@ round by round, A B A B ...), is the same step on the eager `cpu` device:
 the ratio is lazy / eager (below 1: the lazy step is faster).
 
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/step_overhead.py [--rounds 7 --steps 20]
+
+With --foreach-ab (mlp, cnn), the lazy step against itself: SGD's update
+traced by one C++ call per parameter group (the default) or by the
+per-parameter Python loop (foreach=False), alternated round by round.
 """
 import argparse
 import os
@@ -61,21 +65,22 @@ SYNC_PHASES = ("collect", "lower", "lookup", "bind_inputs", "execute", "bind_out
 class Step:
     """One program on one device; run() does a step and returns its phase times (s)."""
 
-    def __init__(self, program, device):
+    def __init__(self, program, device, foreach=None):
         self.program, self.lazy = program, device != "cpu"
         self.last_profile = None
         self.with_kernels = False
         self.device = lm.lazy_device() if self.lazy else "cpu"
+        sgd = {} if foreach is None else {"foreach": foreach}  # builds before foreach existed take no such argument
         rng = np.random.default_rng(0)
         lazyscope.manual_seed(0)
         if program == "mlp":
             self.net = make_mlp(nn, F).to(self.device)
-            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, **sgd)
             self.x = rng.standard_normal((128, 784), dtype=np.float32)
             self.y = rng.integers(0, 10, 128)
         elif program == "cnn":
             self.net = make_cnn(nn, F).to(self.device)
-            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
+            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, **sgd)
             self.x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
             self.y = rng.integers(0, 10, 64)
         elif program == "upload":
@@ -153,7 +158,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=20, help="steps per set-up and round")
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--foreach-ab", action="store_true",
+                        help="instead: the lazy step with SGD's foreach update (one C++ call per parameter group) "
+                             "against its per-parameter Python loop (foreach=False), alternated round by round")
     args = parser.parse_args()
+    if args.foreach_ab:
+        return foreach_ab(args)
     for program in args.programs.split(","):
         lazy, eager = Step(program, "lazy:0"), Step(program, "cpu")
         for _ in range(args.warmup):
@@ -205,6 +215,35 @@ def main():
         print(f"  page faults        {statistics.median(faults):9.1f}  (minor, per lazy step: fresh pages touched)")
         print(f"  cpu (eager) step   {us(eager_step):9.1f}")
         print(f"  lazy / eager       {lazy_step / eager_step:9.2f}x  (below 1: lazy is faster)")
+
+
+def foreach_ab(args):
+    """The same lazy step, optimizer update traced by _C._sgd_step (A) or by
+    SGD._update per parameter (B), A B A B ...: medians of the step, of its
+    optimizer phase and of the step outside the executable's run."""
+    for program in args.programs.split(","):
+        if program not in ("mlp", "cnn"):
+            continue
+        setups = {"foreach": Step(program, "lazy:0"), "loop": Step(program, "lazy:0", foreach=False)}
+        for _ in range(args.warmup):
+            for s in setups.values():
+                s.run()
+        step = {k: [] for k in setups}
+        opt = {k: [] for k in setups}
+        outside = {k: [] for k in setups}
+        for _ in range(args.rounds):
+            for name, s in setups.items():
+                for _ in range(args.steps):
+                    times = s.run()
+                    step[name].append(sum(times))
+                    opt[name].append(times[PHASES.index("optimizer")])
+                    prof = s.last_profile
+                    outside[name].append(sum(times) - (prof["execute_ns"] / 1e9 if prof else float("nan")))
+        print(f"\n{program}: median us per step, {args.rounds} rounds x {args.steps} steps, alternated")
+        print(f"  {'':22s} {'foreach':>9s} {'loop':>9s} {'ratio':>7s}")
+        for label, values in (("step", step), ("optimizer (trace)", opt), ("outside the program", outside)):
+            a, b = statistics.median(values["foreach"]), statistics.median(values["loop"])
+            print(f"  {label:22s} {us(a):9.1f} {us(b):9.1f} {a / b:7.2f}x")
 
 
 if __name__ == "__main__":

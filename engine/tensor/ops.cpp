@@ -167,14 +167,21 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
   const Device& device = in[0]->device();
   if (!device.is_lazy()) return false;
   std::array<const TensorSpec*, 3> specs{};
-  bool uniform = true, floating = true;
+  bool uniform = true, floating = true, any_tensor = false;
   for (size_t i = 0; i < n; ++i) {
     const TensorImpl* t = in[i]->impl().get();
     if (!t || t->view || t->device != device || t->grad_fn || t->requires_grad || !t->ir) return false;
     specs[i] = &t->spec;
-    uniform = uniform && t->spec.dtype == specs[0]->dtype && !t->wrapped_number;
+    uniform = uniform && t->spec.dtype == specs[0]->dtype;
+    any_tensor = any_tensor || !t->wrapped_number;
     floating = floating && is_floating(t->spec.dtype);
   }
+  // A wrapped number of the other operands' dtype promotes to nothing when
+  // some operand is not one (result_type: a number's category never exceeds
+  // a tensor's of the same dtype), e.g. the optimizers' `buf * momentum`
+  // with the number already in the parameter's dtype. Numbers alone (their
+  // floats count as float32) take the general path.
+  uniform = uniform && any_tensor;
   // promotion_is_identity's rule, on the specs at hand.
   switch (op_info(op).promote) {
     case Promote::kNone: break;

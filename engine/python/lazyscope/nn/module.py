@@ -374,6 +374,8 @@ class Module:
         stack.append((self, path))
         _C.set_scope(path)
         try:
+            if not (self._forward_pre_hooks or self._forward_hooks):
+                return self.forward(*args, **kwargs)  # most calls: no hook lists copied
             for hook in list(self._forward_pre_hooks.values()):
                 result = hook(self, args)
                 if result is not None:

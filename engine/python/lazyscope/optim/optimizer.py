@@ -12,6 +12,7 @@ from collections import defaultdict
 from copy import deepcopy
 
 import lazyscope
+from lazyscope import _C
 from lazyscope.nn.parameter import Tensor
 
 
@@ -58,14 +59,15 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none=True):
+        if set_to_none:
+            for group in self.param_groups:
+                _C._clear_grads(group["params"])  # one call per group, not a Python loop over parameters
+            return
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        with lazyscope.no_grad():
-                            p.grad.zero_()
+                    with lazyscope.no_grad():
+                        p.grad.zero_()
 
     def step(self, closure=None):
         loss = None
@@ -74,10 +76,16 @@ class Optimizer:
                 loss = closure()
         with lazyscope.no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, p.grad, self.state[p], group)
+                self._step_group(group)
         return loss
+
+    def _step_group(self, group):
+        """Updates the parameters of ``group`` that have a gradient (runs
+        under no_grad). This default calls ``_update`` per parameter; an
+        optimizer with a foreach path traces the whole group in one call."""
+        for p in group["params"]:
+            if p.grad is not None:
+                self._update(p, p.grad, self.state[p], group)
 
     def _update(self, param, grad, state, group):
         """Updates ``param`` in place (runs under no_grad); may set or update
