@@ -6,10 +6,26 @@ benchmarks time and profile."""
 import ctypes
 import ctypes.util
 import json
+import os
 import re
 import time
+from pathlib import Path
 
 import numpy as np
+
+
+def setup_env(setup):
+    """The environment of a child process for a set-up written
+    BUILD[:VAR=VALUE...]: that build's engine library and Python package,
+    and the variables given (cnn_kernels.py, xfmr_kernels.py)."""
+    build, *assignments = setup.split(":")
+    build = Path(build).resolve()
+    env = dict(os.environ)
+    env.update(a.split("=", 1) for a in assignments)
+    env["LAZYSCOPE_BUILD_DIR"] = str(build)
+    env["LD_LIBRARY_PATH"] = str(build / "lib") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["PYTHONPATH"] = str(build / "python")
+    return env
 
 
 def openblas():

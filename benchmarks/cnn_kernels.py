@@ -21,6 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import setup_env  # noqa: E402
+
 # As vs_pytorch.py and the package: OpenMP threads (oneDNN's) sleep when idle.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -41,13 +44,7 @@ def child(steps):
 
 
 def run_child(setup, steps):
-    build, *assignments = setup.split(":")
-    build = Path(build).resolve()
-    env = dict(os.environ)
-    env.update(a.split("=", 1) for a in assignments)
-    env["LAZYSCOPE_BUILD_DIR"] = str(build)
-    env["LD_LIBRARY_PATH"] = str(build / "lib") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["PYTHONPATH"] = str(build / "python")
+    env = setup_env(setup)
     out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(steps)], env=env,
                          capture_output=True, text=True, check=True).stdout
     kernels, step_ms = [], None

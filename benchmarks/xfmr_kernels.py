@@ -27,6 +27,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import setup_env  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
 
@@ -48,13 +51,7 @@ def child():
 
 
 def run_child(setup):
-    build, *assignments = setup.split(":")
-    build = Path(build).resolve()
-    env = dict(os.environ)
-    env.update(a.split("=", 1) for a in assignments)
-    env["LAZYSCOPE_BUILD_DIR"] = str(build)
-    env["LD_LIBRARY_PATH"] = str(build / "lib") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["PYTHONPATH"] = str(build / "python")
+    env = setup_env(setup)
     out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
                          check=True).stdout
     groups, step = {}, None
