@@ -104,7 +104,11 @@ QVariant KernelModel::kernelData(const pb::KernelRow& k, int column, int role) c
                        .arg(k.gbps(), 0, 'f', 2)
                        .arg(report_.peaks().stream_gbps(), 0, 'f', 1);
     }
-    if (column == MeanTime) return tr("mean of %1 timed calls").arg(k.samples());
+    if (column == MeanTime) {
+      return k.first_call_only() ? tr("timed on the graph's first and only call, which includes one-time set-up "
+                                      "(first touch of its memory, code generated per matrix shape)")
+                                 : tr("mean of %1 timed calls").arg(k.samples());
+    }
     return {};
   }
   if (role != Qt::DisplayRole) return {};
@@ -113,7 +117,8 @@ QVariant KernelModel::kernelData(const pb::KernelRow& k, int column, int role) c
     case TotalTime: return formatStepTime(k.total_ms());
     case Share: return QStringLiteral("%1%").arg(100.0 * k.share(), 0, 'f', 1);
     case Calls: return QVariant::fromValue<qint64>(k.calls());
-    case MeanTime: return formatStepTime(k.mean_us() / 1000.0);
+    case MeanTime:
+      return formatStepTime(k.mean_us() / 1000.0) + (k.first_call_only() ? QStringLiteral("*") : QString());
     case GFlops: return k.flops() > 0 ? QString::number(k.gflops(), 'f', 2) : QStringLiteral("–");
     case GBps: return QString::number(k.gbps(), 'f', 2);
     case Roofline:

@@ -39,6 +39,8 @@ void rate(pb::KernelRow& k, const std::optional<pb::MachinePeakEvent>& peaks) {
   k.set_gflops(mean_ns > 0 ? static_cast<double>(k.flops()) / mean_ns : 0.0);
   k.set_gbps(mean_ns > 0 ? static_cast<double>(k.bytes()) / mean_ns : 0.0);
   k.set_intensity(k.bytes() > 0 ? static_cast<double>(k.flops()) / static_cast<double>(k.bytes()) : 0.0);
+  // The engine drops the first call's timings once a later call is timed.
+  k.set_first_call_only(k.samples() == 1 && k.calls() <= 1);
   if (!peaks || mean_ns <= 0) return;
   if (k.flops() > 0) {
     const double attainable = roofline_gflops(*peaks, k.intensity() > 0 ? k.intensity() : 1e300);
@@ -141,12 +143,18 @@ pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id) {
   }
   // One row per (kernel, IR node); a kernel without nodes still gives one
   // row, with a NULL node.
+  // Calls are the graph's recorded executions: a profile is published only
+  // when sampled (executions 1-4, then every 64th), so the count it carries
+  // lags the run's by up to 63.
   Statement rows(file, R"sql(
+    WITH runs_of AS (
+      SELECT replica, graph_hash, COUNT(*) AS n FROM executions WHERE run_id = ?1 GROUP BY replica, graph_hash)
     SELECT k.replica, k.graph_hash, k.kernel_index, k.name, k.flops, k.bytes, k.samples, k.total_ns,
-           COALESCE(p.executions, 0), n.value
+           MAX(COALESCE(p.executions, 0), COALESCE(r.n, 0)), n.value
     FROM kernel_profile_kernels AS k
     LEFT JOIN kernel_profiles AS p
       ON p.run_id = k.run_id AND p.replica = k.replica AND p.graph_hash = k.graph_hash
+    LEFT JOIN runs_of AS r ON r.replica = k.replica AND r.graph_hash = k.graph_hash
     LEFT JOIN json_each(k.nodes_json) AS n
     WHERE k.run_id = ?1
     ORDER BY k.replica, k.graph_hash, k.kernel_index, n.key)sql");

@@ -91,3 +91,21 @@ def test_a_run_without_a_profile_says_why(build_dir, profiled):
     assert text.startswith("no kernel profile: This run executed no compiled graph")
     report = json.loads(ok(lazyscope(build_dir, history, "show", "eager", "--kernels", "--json")))
     assert report["kernels"] == [] and "ran eagerly" in report["missing_reason"]
+
+
+def test_a_graph_timed_only_on_its_first_call_is_marked(build_dir, repo_root, tmp_path):
+    # A real recording: one step, so every graph ran once and its kernels were
+    # timed on that first call, one-time set-up included.
+    history = tmp_path / "history.sqlite"
+    example = repo_root / "scripts/examples/linear_regression.py"
+    ok(lazyscope(build_dir, history, "run", "--name", "once", example, "--", "--steps", 1))
+    report = json.loads(ok(lazyscope(build_dir, history, "show", "once", "--kernels", "--json")))
+    once = [k for k in report["kernels"] if int(k["calls"]) == 1]
+    assert once and all(k.get("firstCallOnly", k.get("first_call_only")) for k in once), report["kernels"]
+    text = ok(lazyscope(build_dir, history, "show", "once", "--kernels"))
+    assert "* timed on the graph's first and only call, which includes one-time set-up" in text
+    # A graph that ran again was timed on its later calls: no mark.
+    ok(lazyscope(build_dir, history, "run", "--name", "six", example, "--", "--steps", 6))
+    report = json.loads(ok(lazyscope(build_dir, history, "show", "six", "--kernels", "--json")))
+    repeated = [k for k in report["kernels"] if int(k["calls"]) > 1]
+    assert repeated and not any(k.get("firstCallOnly", k.get("first_call_only")) for k in repeated), repeated

@@ -67,6 +67,28 @@ class TestKernelsView : public QObject {
     QCOMPARE(model.rowCount(), 0);
   }
 
+  void aKernelTimedOnlyOnItsFirstCallIsMarked() {
+    pb::KernelReport report;
+    for (const bool first : {true, false}) {
+      pb::KernelRow& k = *report.add_kernels();
+      k.set_name(first ? "gemm" : "sum");
+      k.set_calls(first ? 1 : 9);
+      k.set_samples(first ? 1 : 3);
+      k.set_mean_us(first ? 127.0 : 3.0);
+      k.set_first_call_only(first);
+    }
+    KernelModel model;
+    model.setReport(report);
+    QCOMPARE(model.index(0, KernelModel::MeanTime).data().toString().right(1), QStringLiteral("*"));
+    QVERIFY(model.index(0, KernelModel::MeanTime)
+                .data(Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("first and only call, which includes one-time set-up")));
+    QVERIFY(!model.index(1, KernelModel::MeanTime).data().toString().endsWith(QLatin1Char('*')));
+    QCOMPARE(model.index(1, KernelModel::MeanTime).data(Qt::ToolTipRole).toString(),
+             QStringLiteral("mean of 3 timed calls"));
+  }
+
   void viewPlotsTheRooflineAndHighlightsTheSelection() {
     gui::KernelsView view;
     view.resize(1000, 600);

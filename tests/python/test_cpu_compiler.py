@@ -364,8 +364,11 @@ def test_sampled_kernel_profiles_and_the_machine_peaks_are_published():
         peaks = events.of("machine_peak")
     assert len(compiles) == 1
     graph = compiles[0]["graph"]
-    # Sampled: the first 3 executions, then every 64th — not all 5.
-    assert [int(p["executions"]) for p in profiles] == [1, 2, 3], profiles
+    # Sampled: the first 4 executions, then every 64th — not all 5.
+    assert [int(p["executions"]) for p in profiles] == [1, 2, 3, 4], profiles
+    # The first execution's timings (one-time set-up included) stand alone
+    # until the second's replace them; then the later ones add up.
+    assert [int(p["kernels"][0]["samples"]) for p in profiles] == [1, 1, 2, 3], profiles
     last = profiles[-1]
     assert int(last["peak_bytes"]) > 0
     kernels = last["kernels"]

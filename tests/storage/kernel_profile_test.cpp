@@ -130,6 +130,59 @@ TEST(KernelProfiles, LatestTotalsJoinedWithTheIrAndRatedAgainstThePeaks) {
   EXPECT_EQ(report.missing_reason(), "");
 }
 
+// A profile is published only when an execution is sampled (1-4, then every
+// 64th), so the executions it carries lag the run's: the calls, and with them
+// each kernel's total time, come from the executions the run recorded.
+TEST(KernelProfiles, CallsCountTheGraphsRecordedExecutionsNotTheLastSampledOne) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t run_id = 0;
+  {
+    Recorder recorder(path, test_support::sample_run_info("profiled"));
+    recorder.record(compile_with_ir(0xabc));
+    recorder.record(compile_with_ir(0xdef));
+    for (int step = 0; step < 70; ++step) recorder.record(test_support::execute_event(step, 0xabc, 1000, step > 0));
+    recorder.record(test_support::execute_event(70, 0xdef, 1000, false));
+    recorder.record(profile(3, 0xabc, 4, 4096, {kernel(0, "gemm", {1}, 2'000'000, 40'000, 3, 300'000)}));
+    // A graph whose profile outruns its recorded executions keeps the profile's count.
+    recorder.record(profile(70, 0xdef, 2, 4096, {kernel(0, "gemm", {1}, 2'000'000, 40'000, 1, 100'000)}));
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+    run_id = recorder.run_id();
+    EXPECT_EQ(recorder.first_write_error(), "");
+  }
+  const pb::KernelReport report = HistoryReader(path).kernel_report(run_id);
+  ASSERT_EQ(report.kernels_size(), 2);
+  const pb::KernelRow& busy = report.kernels(0);
+  EXPECT_EQ(busy.graph_hash(), 0xabcu);
+  EXPECT_EQ(busy.calls(), 70);
+  EXPECT_DOUBLE_EQ(busy.mean_us(), 100.0);
+  EXPECT_DOUBLE_EQ(busy.total_ms(), 7.0);
+  EXPECT_FALSE(busy.first_call_only());
+  EXPECT_EQ(report.kernels(1).calls(), 2);
+  EXPECT_DOUBLE_EQ(report.kernels(1).total_ms(), 0.2);
+  EXPECT_FALSE(report.kernels(1).first_call_only());  // one sample, but of the second call
+}
+
+// A graph that ran once was timed on its first call, one-time set-up and
+// all: the report says so, for the GUI and the command line to show.
+TEST(KernelProfiles, AKernelTimedOnlyOnItsGraphsFirstCallIsMarked) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t run_id = 0;
+  {
+    Recorder recorder(path, test_support::sample_run_info("once"));
+    recorder.record(compile_with_ir(0xabc));
+    recorder.record(test_support::execute_event(0, 0xabc, 1000, false));
+    recorder.record(profile(0, 0xabc, 1, 4096, {kernel(0, "gemm", {1}, 2'000'000, 40'000, 1, 100'000)}));
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+    run_id = recorder.run_id();
+  }
+  const pb::KernelReport report = HistoryReader(path).kernel_report(run_id);
+  ASSERT_EQ(report.kernels_size(), 1);
+  EXPECT_TRUE(report.kernels(0).first_call_only());
+  EXPECT_EQ(report.kernels(0).calls(), 1);
+}
+
 TEST(KernelProfiles, ARunWithoutProfilesSaysWhy) {
   ScratchFolder scratch;
   const std::string path = scratch.file("h.sqlite");
