@@ -186,8 +186,13 @@ std::string format_kernel_report(const pb::KernelReport& report) {
   out += "\n";
   if (report.has_peaks()) {
     const pb::MachinePeakEvent& p = report.peaks();
-    out += printf_str("machine peaks: %.1f GFLOP/s (SGEMM), %.1f GB/s (STREAM triad), %d thread(s)%s%s\n",
-                      p.gemm_gflops(), p.stream_gbps(), p.threads(), p.isa().empty() ? "" : ", ", p.isa().c_str());
+    out += printf_str("machine peaks: %.1f GFLOP/s (SGEMM), %.1f GB/s (STREAM triad)", p.gemm_gflops(),
+                      p.stream_gbps());
+    if (p.cache_gbps() > 0) {
+      out += printf_str(", %.1f GB/s in cache (triad over %.1f MB; the roof of kernels that fit)", p.cache_gbps(),
+                        static_cast<double>(p.cache_bytes()) / 1e6);
+    }
+    out += printf_str(", %d thread(s)%s%s\n", p.threads(), p.isa().empty() ? "" : ", ", p.isa().c_str());
   } else {
     out += "machine peaks: not recorded (no roofline fractions)\n";
   }

@@ -40,6 +40,10 @@ struct KernelTiming {
 // The machine's peaks a roofline compares kernels with.
 struct MachinePeaks {
   double gemm_gflops = 0, stream_gbps = 0;
+  // A triad whose arrays stay in the last-level cache, and its working set:
+  // kernels whose bytes fit are rated against this roof instead (0: unknown).
+  double cache_gbps = 0;
+  int64_t cache_bytes = 0;
   int threads = 0;
   std::string isa;
 };

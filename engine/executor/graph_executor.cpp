@@ -467,6 +467,8 @@ void publish_machine_peaks(const Device& device) {
   auto* m = e.mutable_machine_peak();
   m->set_gemm_gflops(peaks.gemm_gflops);
   m->set_stream_gbps(peaks.stream_gbps);
+  m->set_cache_gbps(peaks.cache_gbps);
+  m->set_cache_bytes(peaks.cache_bytes);
   m->set_threads(peaks.threads);
   m->set_isa(peaks.isa);
   events::publish(e);

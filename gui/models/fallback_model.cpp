@@ -1,7 +1,5 @@
 #include "models/fallback_model.h"
 
-#include <QLocale>
-
 #include "models/recompilation_model.h"
 #include "util/format.h"
 
@@ -12,8 +10,6 @@ namespace {
 bool isNumeric(int column) { return column >= FallbackModel::Count; }
 
 }  // namespace
-
-QString formatBytes(int64_t bytes) { return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat); }
 
 FallbackModel::FallbackModel(QObject* parent) : QAbstractTableModel(parent) {}
 

@@ -38,7 +38,4 @@ class FallbackModel : public QAbstractTableModel {
   std::vector<pb::FallbackGroup> groups_;
 };
 
-// "4.0 KiB", "1.5 MiB": byte counts as a person reads them.
-QString formatBytes(int64_t bytes);
-
 }  // namespace lazyscope::gui

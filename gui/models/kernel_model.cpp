@@ -94,15 +94,18 @@ QVariant KernelModel::kernelData(const pb::KernelRow& k, int column, int role) c
   if (role == Qt::ToolTipRole) {
     if (column == Roofline) {
       if (!report_.has_peaks()) return tr("The run recorded no machine peaks: no roofline.");
-      return k.flops() > 0
-                 ? tr("%1 GFLOP/s of the %2 GFLOP/s attainable at %3 FLOP/byte")
-                       .arg(k.gflops(), 0, 'f', 2)
-                       .arg(std::min(report_.peaks().gemm_gflops(), k.intensity() * report_.peaks().stream_gbps()), 0,
-                            'f', 1)
-                       .arg(k.intensity(), 0, 'g', 3)
-                 : tr("%1 GB/s of the %2 GB/s the machine streams (no FLOPs)")
-                       .arg(k.gbps(), 0, 'f', 2)
-                       .arg(report_.peaks().stream_gbps(), 0, 'f', 1);
+      const QString from = k.in_cache() ? tr("from cache: its %1 per call fit the cache triad's %2")
+                                              .arg(formatBytes(k.bytes()), formatBytes(report_.peaks().cache_bytes()))
+                                        : tr("from memory");
+      return k.flops() > 0 ? tr("%1 GFLOP/s of the %2 GFLOP/s attainable at %3 FLOP/byte, %4")
+                                 .arg(k.gflops(), 0, 'f', 2)
+                                 .arg(k.attainable(), 0, 'f', 1)
+                                 .arg(k.intensity(), 0, 'g', 3)
+                                 .arg(from)
+                           : tr("%1 GB/s of the %2 GB/s the machine streams %3 (no FLOPs)")
+                                 .arg(k.gbps(), 0, 'f', 2)
+                                 .arg(k.attainable(), 0, 'f', 1)
+                                 .arg(from);
     }
     if (column == MeanTime) {
       return k.first_call_only() ? tr("timed on the graph's first and only call, which includes one-time set-up "

@@ -1,7 +1,6 @@
 #include "models/metrics_model.h"
 
 #include "lazyscope/event_text.h"
-#include "models/fallback_model.h"
 #include "util/format.h"
 
 namespace lazyscope::gui {

@@ -1,6 +1,7 @@
 #include "util/format.h"
 
 #include <QDateTime>
+#include <QLocale>
 #include <algorithm>
 #include <cmath>
 
@@ -17,6 +18,8 @@ QString formatDuration(double ms) {
   const long long minutes = whole / 60;
   return QStringLiteral("%1 h %2 min").arg(minutes / 60).arg(minutes % 60, 2, 10, QLatin1Char('0'));
 }
+
+QString formatBytes(int64_t bytes) { return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat); }
 
 QString formatStepTime(double ms) {
   if (ms >= 1000.0) return QStringLiteral("%1 s").arg(ms / 1000.0, 0, 'f', ms < 10000.0 ? 2 : 1);

@@ -21,6 +21,9 @@ QString formatTimestamp(int64_t unix_ms);
 // every delta the Compare view shows is written as sign + magnitude.
 QString signOf(double value);
 
+// "4.0 KiB", "1.5 MiB": byte counts as a person reads them.
+QString formatBytes(int64_t bytes);
+
 // A round tick interval (1, 2 or 5 times a power of ten) that gives about
 // `targetTicks` ticks over `span`.
 double niceInterval(double span, int targetTicks);

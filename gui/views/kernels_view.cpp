@@ -18,10 +18,10 @@
 #include <limits>
 
 #include "loaders/background_job.h"
-#include "models/fallback_model.h"
 #include "models/kernel_model.h"
 #include "query/history_reader.h"
 #include "util/chart_theme.h"
+#include "util/format.h"
 #include "util/run_status.h"
 
 namespace lazyscope::gui {
@@ -149,9 +149,15 @@ void KernelsView::setReport(const pb::KernelReport& report) {
   if (report.peak_bytes() > 0) text += tr("; memory-plan peak %1").arg(formatBytes(report.peak_bytes()));
   if (report.has_peaks()) {
     const pb::MachinePeakEvent& p = report.peaks();
-    text += tr(". Machine: %1 GFLOP/s (SGEMM), %2 GB/s (STREAM triad), %3 thread(s)%4.")
+    text += tr(". Machine: %1 GFLOP/s (SGEMM), %2 GB/s (STREAM triad)")
                 .arg(p.gemm_gflops(), 0, 'f', 1)
-                .arg(p.stream_gbps(), 0, 'f', 1)
+                .arg(p.stream_gbps(), 0, 'f', 1);
+    if (p.cache_gbps() > 0) {
+      text += tr(", %1 GB/s in cache (up to %2 per kernel)")
+                  .arg(p.cache_gbps(), 0, 'f', 1)
+                  .arg(formatBytes(p.cache_bytes()));
+    }
+    text += tr(", %1 thread(s)%2.")
                 .arg(p.threads())
                 .arg(p.isa().empty() ? QString() : QStringLiteral(", ") + QString::fromStdString(p.isa()));
   } else {
@@ -230,6 +236,15 @@ void KernelsView::plot() {
     roof->append(ridge, peak);
     roof->append(xmax * 2, peak);
     chart->addSeries(roof);
+    // The cache's slope, up to where it meets the GEMM peak: the roof of
+    // kernels whose bytes fit the cache.
+    if (const double cache = report.peaks().cache_gbps(); cache > bw) {
+      auto* cacheRoof = new QLineSeries(chart);
+      cacheRoof->setName(tr("cache"));
+      cacheRoof->append(xmin / 2, xmin / 2 * cache);
+      cacheRoof->append(peak / cache, peak);
+      chart->addSeries(cacheRoof);
+    }
   }
   if (plotted_ == 0 && roof == nullptr) {
     chart->setTitle(tr("No kernel with FLOPs was timed: nothing to place on a roofline."));
@@ -281,6 +296,8 @@ void KernelsView::applyTheme() {
     if (auto* line = qobject_cast<QLineSeries*>(s); line && !qobject_cast<QScatterSeries*>(s)) {
       QPen pen(roofColor);
       pen.setWidthF(2.0);
+      // The cache's roof dashed: a bound only for kernels that fit the cache.
+      if (line->name() == tr("cache")) pen.setStyle(Qt::DashLine);
       line->setPen(pen);
     } else if (auto* scatter = qobject_cast<QScatterSeries*>(s)) {
       const QColor c = scatter == selected_ ? selectedColor : pointColor;

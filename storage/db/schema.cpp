@@ -219,11 +219,17 @@ ALTER TABLE steps ADD COLUMN collective_ns    INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE steps ADD COLUMN collective_bytes INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 5: the machine's bandwidth with a triad's arrays in the last-level
+// cache, and that working set's bytes (a second roof for kernels whose bytes
+// fit it). Older rows: 0, unknown: their kernels are rated against memory.
+constexpr const char* kVersion5 = R"sql(
+ALTER TABLE machine_peaks ADD COLUMN cache_gbps  REAL    NOT NULL DEFAULT 0;
+ALTER TABLE machine_peaks ADD COLUMN cache_bytes INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array kMigrations = {
-    Migration{1, kVersion1},
-    Migration{2, kVersion2},
-    Migration{3, kVersion3},
-    Migration{4, kVersion4},
+    Migration{1, kVersion1}, Migration{2, kVersion2}, Migration{3, kVersion3},
+    Migration{4, kVersion4}, Migration{5, kVersion5},
 };
 
 constexpr bool versions_are_contiguous_up_to_current() {

@@ -13,18 +13,27 @@
 namespace lazyscope::storage {
 namespace {
 
+// The columns a MachinePeakEvent is stored in, and a row of them read back.
+constexpr const char* kPeakColumns = "gemm_gflops, stream_gbps, threads, isa, cache_gbps, cache_bytes";
+
+pb::MachinePeakEvent peak_at(const Statement& row, int first) {
+  pb::MachinePeakEvent peaks;
+  peaks.set_gemm_gflops(row.double_at(first));
+  peaks.set_stream_gbps(row.double_at(first + 1));
+  peaks.set_threads(static_cast<int32_t>(row.int64_at(first + 2)));
+  peaks.set_isa(row.text_at(first + 3));
+  peaks.set_cache_gbps(row.double_at(first + 4));
+  peaks.set_cache_bytes(row.int64_at(first + 5));
+  return peaks;
+}
+
 std::optional<pb::MachinePeakEvent> read_peaks(const HistoryFile& file, int64_t run_id) {
   // Replica 0's peaks (replicas of a process share the machine), else the first.
-  Statement row(file, R"sql(
-    SELECT gemm_gflops, stream_gbps, threads, isa FROM machine_peaks
-    WHERE run_id = ?1 ORDER BY replica LIMIT 1)sql");
+  Statement row(
+      file, std::string("SELECT ") + kPeakColumns + " FROM machine_peaks WHERE run_id = ?1 ORDER BY replica LIMIT 1");
   row.bind_int64(1, run_id);
   if (!row.next_row()) return std::nullopt;
-  pb::MachinePeakEvent peaks;
-  peaks.set_gemm_gflops(row.double_at(0));
-  peaks.set_stream_gbps(row.double_at(1));
-  peaks.set_threads(static_cast<int32_t>(row.int64_at(2)));
-  peaks.set_isa(row.text_at(3));
+  pb::MachinePeakEvent peaks = peak_at(row, 0);
   row.reset();
   return peaks;
 }
@@ -41,13 +50,18 @@ void rate(pb::KernelRow& k, const std::optional<pb::MachinePeakEvent>& peaks) {
   k.set_intensity(k.bytes() > 0 ? static_cast<double>(k.flops()) / static_cast<double>(k.bytes()) : 0.0);
   // The engine drops the first call's timings once a later call is timed.
   k.set_first_call_only(k.samples() == 1 && k.calls() <= 1);
-  if (!peaks || mean_ns <= 0) return;
-  if (k.flops() > 0) {
-    const double attainable = roofline_gflops(*peaks, k.intensity() > 0 ? k.intensity() : 1e300);
-    if (attainable > 0) k.set_roofline_fraction(k.gflops() / attainable);
-  } else if (peaks->stream_gbps() > 0) {
-    k.set_roofline_fraction(k.gbps() / peaks->stream_gbps());
-  }
+  if (!peaks) return;
+  // A kernel whose bytes fit the cache triad's working set can find its
+  // operands in cache (a step's small kernels do: they read what the one
+  // before wrote), so its roof is the cache's bandwidth; the rest stream
+  // from memory.
+  k.set_in_cache(peaks->cache_gbps() > 0 && k.bytes() > 0 && k.bytes() <= peaks->cache_bytes());
+  const double bandwidth = k.in_cache() ? peaks->cache_gbps() : peaks->stream_gbps();
+  k.set_attainable(k.flops() > 0
+                       ? std::min(peaks->gemm_gflops(), (k.intensity() > 0 ? k.intensity() : 1e300) * bandwidth)
+                       : bandwidth);
+  if (mean_ns <= 0 || k.attainable() <= 0) return;
+  k.set_roofline_fraction((k.flops() > 0 ? k.gflops() : k.gbps()) / k.attainable());
 }
 
 // Why a run has no kernels to show: nothing compiled ran, or the engine that
@@ -71,17 +85,13 @@ std::string missing_reason(const HistoryFile& file, int64_t run_id) {
 
 std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_id) {
   std::vector<pb::Event> events;
-  Statement peaks(file, R"sql(
-    SELECT replica, gemm_gflops, stream_gbps, threads, isa FROM machine_peaks WHERE run_id = ?1 ORDER BY replica)sql");
+  Statement peaks(
+      file, std::string("SELECT replica, ") + kPeakColumns + " FROM machine_peaks WHERE run_id = ?1 ORDER BY replica");
   peaks.bind_int64(1, run_id);
   while (peaks.next_row()) {
     pb::Event& e = events.emplace_back();
     e.set_replica(static_cast<int32_t>(peaks.int64_at(0)));
-    pb::MachinePeakEvent& m = *e.mutable_machine_peak();
-    m.set_gemm_gflops(peaks.double_at(1));
-    m.set_stream_gbps(peaks.double_at(2));
-    m.set_threads(static_cast<int32_t>(peaks.int64_at(3)));
-    m.set_isa(peaks.text_at(4));
+    *e.mutable_machine_peak() = peak_at(peaks, 1);
   }
   Statement rows(file, R"sql(
     SELECT p.replica, p.graph_hash, p.step, p.executions, p.peak_bytes,
@@ -122,10 +132,6 @@ std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_i
     if (!rows.is_null_at(11)) kernel->add_nodes(static_cast<int32_t>(rows.int64_at(11)));
   }
   return events;
-}
-
-double roofline_gflops(const pb::MachinePeakEvent& peaks, double intensity) {
-  return std::min(peaks.gemm_gflops(), intensity * peaks.stream_gbps());
 }
 
 pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id) {

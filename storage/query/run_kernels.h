@@ -21,8 +21,4 @@ pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id);
 // replica): what a run bundle carries.
 std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_id);
 
-// Attainable GFLOP/s at `intensity` flops per byte on a machine with these
-// peaks: min(peak GFLOP/s, intensity x peak GB/s).
-double roofline_gflops(const pb::MachinePeakEvent& peaks, double intensity);
-
 }  // namespace lazyscope::storage

@@ -58,11 +58,12 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
           SET name = excluded.name, nodes_json = excluded.nodes_json, flops = excluded.flops,
               bytes = excluded.bytes, samples = excluded.samples, total_ns = excluded.total_ns)sql"),
       upsert_machine_peak_(file, R"sql(
-        INSERT INTO machine_peaks (run_id, replica, gemm_gflops, stream_gbps, threads, isa)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        INSERT INTO machine_peaks (run_id, replica, gemm_gflops, stream_gbps, threads, isa, cache_gbps, cache_bytes)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
         ON CONFLICT (run_id, replica) DO UPDATE
           SET gemm_gflops = excluded.gemm_gflops, stream_gbps = excluded.stream_gbps,
-              threads = excluded.threads, isa = excluded.isa)sql"),
+              threads = excluded.threads, isa = excluded.isa, cache_gbps = excluded.cache_gbps,
+              cache_bytes = excluded.cache_bytes)sql"),
       update_heartbeat_(file, "UPDATE runs SET heartbeat_unix_ms = ?2 WHERE id = ?1"),
       update_end_(file, R"sql(
         UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, traceback = ?5,
@@ -247,6 +248,8 @@ void BatchWriter::write_machine_peak(int replica, const pb::MachinePeakEvent& pe
       .bind_double(4, finite(peak.stream_gbps()))
       .bind_int64(5, peak.threads())
       .bind_text(6, peak.isa())
+      .bind_double(7, finite(peak.cache_gbps()))
+      .bind_int64(8, std::max<int64_t>(peak.cache_bytes(), 0))
       .execute();
 }
 

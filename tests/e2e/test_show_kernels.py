@@ -44,7 +44,8 @@ def profiled(build_dir, repo_root, tmp_path):
         db.execute("DELETE FROM kernel_profile_kernels WHERE run_id = 1")
         db.execute("DELETE FROM kernel_profiles WHERE run_id = 1")
         db.execute("DELETE FROM machine_peaks WHERE run_id = 1")
-        db.execute("INSERT INTO machine_peaks VALUES (1, 0, 100.0, 20.0, 2, 'avx2')")
+        db.execute("INSERT INTO machine_peaks (run_id, replica, gemm_gflops, stream_gbps, threads, isa) "
+                   "VALUES (1, 0, 100.0, 20.0, 2, 'avx2')")
         db.execute("INSERT INTO kernel_profiles VALUES (1, 0, ?, 5, 6, 4096)", (h,))
         # gemm: 3 timed calls of 100 us; 2e6 FLOP and 40 kB each -> 20 GFLOP/s, 1/5 of its roof.
         db.execute("INSERT INTO kernel_profile_kernels VALUES (1, 0, ?, 0, 'gemm', ?, 2000000, 40000, 3, 300000)",

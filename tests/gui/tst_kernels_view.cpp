@@ -50,6 +50,13 @@ class TestKernelsView : public QObject {
     // gemm: 2 MFLOP in 100 us = 20 GFLOP/s at 50 FLOP/byte, under a roof of 100.
     QCOMPARE(model.index(1, KernelModel::GFlops).data().toString(), QStringLiteral("20.00"));
     QCOMPARE(model.index(1, KernelModel::Roofline).data().toString(), QStringLiteral("20%"));
+    // Its 40 kB fit the cache triad's 512 KiB: rated from cache; the fused
+    // kernel's 1 MB stream from memory.
+    QVERIFY2(
+        model.index(1, KernelModel::Roofline).data(Qt::ToolTipRole).toString().contains(QStringLiteral("from cache")),
+        qPrintable(model.index(1, KernelModel::Roofline).data(Qt::ToolTipRole).toString()));
+    QVERIFY(
+        model.index(0, KernelModel::Roofline).data(Qt::ToolTipRole).toString().contains(QStringLiteral("from memory")));
     QCOMPARE(model.index(1, KernelModel::Source).data().toString(), QStringLiteral("train_profiled.py:12"));
     QCOMPARE(model.index(0, KernelModel::Source).data().toString(), QStringLiteral("train_profiled.py:13"));
 
@@ -100,19 +107,26 @@ class TestKernelsView : public QObject {
     QVERIFY(view.caption().contains(QStringLiteral("3 kernels in 1 profiled graph(s)")));
     QCOMPARE(view.plottedKernels(), 2);  // gemm and sum: the fused kernel has no FLOPs
     QChart* chart = view.roofline()->chart();
-    QLineSeries* roof = nullptr;
+    QLineSeries *roof = nullptr, *cacheRoof = nullptr;
     QScatterSeries* selected = nullptr;
     for (QAbstractSeries* s : chart->series()) {
       if (auto* scatter = qobject_cast<QScatterSeries*>(s)) {
         if (scatter->name() == QStringLiteral("selected")) selected = scatter;
       } else if (auto* line = qobject_cast<QLineSeries*>(s)) {
-        roof = line;
+        (line->name() == QStringLiteral("cache") ? cacheRoof : roof) = line;
       }
     }
-    QVERIFY(roof != nullptr && selected != nullptr);
+    QVERIFY(roof != nullptr && cacheRoof != nullptr && selected != nullptr);
     // The roofs meet at the ridge: 100 GFLOP/s / 20 GB/s = 5 FLOP/byte.
     QCOMPARE(roof->count(), 3);
     QCOMPARE(roof->at(1), QPointF(5.0, 100.0));
+    // The cache's slope meets the same peak at 100 / 80 = 1.25 FLOP/byte, dashed.
+    QCOMPARE(cacheRoof->count(), 2);
+    QCOMPARE(cacheRoof->at(1), QPointF(1.25, 100.0));
+    QCOMPARE(cacheRoof->pen().style(), Qt::DashLine);
+    QCOMPARE(roof->pen().style(), Qt::SolidLine);
+    QVERIFY2(view.caption().contains(QStringLiteral("80.0 GB/s in cache (up to 512.0 KiB per kernel)")),
+             qPrintable(view.caption()));
     // The first row (fused, no FLOPs) is selected: nothing to highlight.
     QCOMPARE(selected->count(), 0);
     QVERIFY(view.selectKernel(1));  // gemm

@@ -381,6 +381,31 @@ def test_sampled_kernel_profiles_and_the_machine_peaks_are_published():
     assert all(int(k["samples"]) == 3 and int(k["total_ns"]) > 0 for k in kernels), kernels
     [peak] = peaks
     assert float(peak["gemm_gflops"]) > 0.1 and float(peak["stream_gbps"]) > 0.1 and peak["isa"], peak
+    # The cache roof: a triad over half the largest cache cpu0 has, as sysfs lists it.
+    llc = last_level_cache_bytes()
+    assert int(peak.get("cache_bytes", 0)) == llc // 2, (peak, llc)
+    assert (float(peak.get("cache_gbps", 0)) > 0.1) == (llc > 0), peak
+
+
+def last_level_cache_bytes():
+    """The size of cpu0's highest data or unified cache level, read here
+    independently of the engine; 0 where sysfs does not list it."""
+    best = (0, 0)
+    for index in range(8):
+        d = f"/sys/devices/system/cpu/cpu0/cache/index{index}/"
+        try:
+            level = int(open(d + "level").read())
+            kind = open(d + "type").read().strip()
+            size = open(d + "size").read().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+        value = int(size.rstrip("KM")) * scale
+        if level >= best[0]:
+            best = (level, value)
+    return best[1]
 
 
 def test_a_forked_child_runs_parallel_kernels_without_the_parents_threads(build_dir):

@@ -183,6 +183,64 @@ TEST(KernelProfiles, AKernelTimedOnlyOnItsGraphsFirstCallIsMarked) {
   EXPECT_EQ(report.kernels(0).calls(), 1);
 }
 
+// A kernel whose bytes per call fit the cache triad's working set is rated
+// against the cache's bandwidth; a bigger one, and every kernel of a run
+// recorded without a cache roof, against memory's.
+TEST(KernelProfiles, KernelsThatFitTheCacheAreRatedAgainstItsRoof) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("h.sqlite");
+  int64_t cached_run = 0, plain_run = 0;
+  for (const bool with_cache : {true, false}) {
+    Recorder recorder(path, test_support::sample_run_info(with_cache ? "cache" : "plain"));
+    recorder.record(compile_with_ir(0xabc));
+    pb::Event p = peaks(100.0, 20.0);
+    if (with_cache) {
+      p.mutable_machine_peak()->set_cache_gbps(80.0);
+      p.mutable_machine_peak()->set_cache_bytes(1'000'000);
+    }
+    recorder.record(p);
+    // small: 2e5 FLOP, 1e5 bytes (2 FLOP/byte) in 10 us -> 20 GFLOP/s, 10 GB/s.
+    // big: no FLOPs, 4e6 bytes in 400 us -> 10 GB/s.
+    recorder.record(profile(1, 0xabc, 2, 4096,
+                            {kernel(0, "gemm", {1}, 200'000, 100'000, 2, 20'000),
+                             kernel(1, "fused_elementwise", {2, 3}, 0, 4'000'000, 2, 800'000)}));
+    recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+    (with_cache ? cached_run : plain_run) = recorder.run_id();
+  }
+  HistoryReader reader(path);
+  const pb::KernelReport cached = reader.kernel_report(cached_run);
+  ASSERT_EQ(cached.kernels_size(), 2);
+  EXPECT_DOUBLE_EQ(cached.peaks().cache_gbps(), 80.0);
+  EXPECT_EQ(cached.peaks().cache_bytes(), 1'000'000);
+  const pb::KernelRow& big = cached.kernels(0);  // 800 us before 20 us
+  const pb::KernelRow& small = cached.kernels(1);
+  // small fits: roof min(100, 2 x 80) = 100 GFLOP/s; a fifth of it.
+  EXPECT_TRUE(small.in_cache());
+  EXPECT_DOUBLE_EQ(small.attainable(), 100.0);
+  EXPECT_DOUBLE_EQ(small.roofline_fraction(), 0.2);
+  // big does not: 10 of memory's 20 GB/s.
+  EXPECT_FALSE(big.in_cache());
+  EXPECT_DOUBLE_EQ(big.attainable(), 20.0);
+  EXPECT_DOUBLE_EQ(big.roofline_fraction(), 0.5);
+
+  const pb::KernelReport plain = reader.kernel_report(plain_run);
+  ASSERT_EQ(plain.kernels_size(), 2);
+  // Without a cache roof: min(100, 2 x 20) = 40 GFLOP/s; half of it.
+  EXPECT_FALSE(plain.kernels(1).in_cache());
+  EXPECT_DOUBLE_EQ(plain.kernels(1).attainable(), 40.0);
+  EXPECT_DOUBLE_EQ(plain.kernels(1).roofline_fraction(), 0.5);
+
+  // A run bundle carries the cache roof too.
+  bool carried = false;
+  const auto bundle = reader.run_bundle(cached_run);
+  ASSERT_TRUE(bundle.has_value());
+  for (const pb::Event& e : bundle->events()) {
+    if (e.has_machine_peak())
+      carried = e.machine_peak().cache_gbps() == 80.0 && e.machine_peak().cache_bytes() == 1'000'000;
+  }
+  EXPECT_TRUE(carried);
+}
+
 TEST(KernelProfiles, ARunWithoutProfilesSaysWhy) {
   ScratchFolder scratch;
   const std::string path = scratch.file("h.sqlite");
