@@ -33,7 +33,8 @@ the ratio is lazy / eager (below 1: the lazy step is faster).
 
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/step_overhead.py [--rounds 7 --steps 20]
 
-With --foreach-ab (mlp, cnn), the lazy step against itself: SGD's update
+With --foreach-ab (mlp, cnn), the lazy step against itself: the
+optimizer's update (SGD with momentum, or Adam with --optimizer adam)
 traced by one C++ call per parameter group (the default) or by the
 per-parameter Python loop (foreach=False), alternated round by round.
 """
@@ -62,10 +63,17 @@ PHASES = ("upload", "forward", "backward", "optimizer", "sync", "read")
 SYNC_PHASES = ("collect", "lower", "lookup", "bind_inputs", "execute", "bind_outputs", "publish")
 
 
+def make_optimizer(name, params, options):
+    """SGD with momentum (the benchmarks' default) or Adam, with `options` (foreach)."""
+    if name == "adam":
+        return lazyscope.optim.Adam(params, lr=1e-3, **options)
+    return lazyscope.optim.SGD(params, lr=0.01, momentum=0.9, **options)
+
+
 class Step:
     """One program on one device; run() does a step and returns its phase times (s)."""
 
-    def __init__(self, program, device, foreach=None):
+    def __init__(self, program, device, foreach=None, optimizer="sgd"):
         self.program, self.lazy = program, device != "cpu"
         self.last_profile = None
         self.with_kernels = False
@@ -75,12 +83,12 @@ class Step:
         lazyscope.manual_seed(0)
         if program == "mlp":
             self.net = make_mlp(nn, F).to(self.device)
-            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, **sgd)
+            self.opt = make_optimizer(optimizer, self.net.parameters(), sgd)
             self.x = rng.standard_normal((128, 784), dtype=np.float32)
             self.y = rng.integers(0, 10, 128)
         elif program == "cnn":
             self.net = make_cnn(nn, F).to(self.device)
-            self.opt = lazyscope.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9, **sgd)
+            self.opt = make_optimizer(optimizer, self.net.parameters(), sgd)
             self.x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
             self.y = rng.integers(0, 10, 64)
         elif program == "upload":
@@ -161,6 +169,8 @@ def main():
     parser.add_argument("--foreach-ab", action="store_true",
                         help="instead: the lazy step with SGD's foreach update (one C++ call per parameter group) "
                              "against its per-parameter Python loop (foreach=False), alternated round by round")
+    parser.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
+                        help="the optimizer of --foreach-ab (default: SGD with momentum)")
     args = parser.parse_args()
     if args.foreach_ab:
         return foreach_ab(args)
@@ -218,13 +228,14 @@ def main():
 
 
 def foreach_ab(args):
-    """The same lazy step, optimizer update traced by _C._sgd_step (A) or by
-    SGD._update per parameter (B), A B A B ...: medians of the step, of its
+    """The same lazy step, optimizer update traced by one C++ call per group
+    (_C._sgd_step or _C._adam_step: A) or by _update per parameter (B), A B A B ...: medians of the step, of its
     optimizer phase and of the step outside the executable's run."""
     for program in args.programs.split(","):
         if program not in ("mlp", "cnn"):
             continue
-        setups = {"foreach": Step(program, "lazy:0"), "loop": Step(program, "lazy:0", foreach=False)}
+        setups = {"foreach": Step(program, "lazy:0", optimizer=args.optimizer),
+                  "loop": Step(program, "lazy:0", foreach=False, optimizer=args.optimizer)}
         for _ in range(args.warmup):
             for s in setups.values():
                 s.run()
@@ -239,7 +250,8 @@ def foreach_ab(args):
                     opt[name].append(times[PHASES.index("optimizer")])
                     prof = s.last_profile
                     outside[name].append(sum(times) - (prof["execute_ns"] / 1e9 if prof else float("nan")))
-        print(f"\n{program}: median us per step, {args.rounds} rounds x {args.steps} steps, alternated")
+        print(f"\n{program} ({args.optimizer}): median us per step, {args.rounds} rounds x {args.steps} steps, "
+              "alternated")
         print(f"  {'':22s} {'foreach':>9s} {'loop':>9s} {'ratio':>7s}")
         for label, values in (("step", step), ("optimizer (trace)", opt), ("outside the program", outside)):
             a, b = statistics.median(values["foreach"]), statistics.median(values["loop"])

@@ -192,3 +192,120 @@ def test_integer_hyperparameters_promote_as_python_numbers_do(device):
     for v, a, g, p in zip(values, scales, got, params):
         assert p.dtype == lazyscope.float32
         np.testing.assert_allclose(g, sgd_ref(v, a, 3, 1.0, momentum=0.25, weight_decay=1.0), rtol=1e-5, atol=1e-4)
+
+
+# ---- Adam and AdamW: _C._adam_step -------------------------------------------------------------
+
+
+def adam_ref(w, a, steps, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False,
+             decoupled=False):
+    """torch.optim.Adam's (decoupled: AdamW's) rule on the loss of `train`, in float64."""
+    w = w.astype(np.float64)
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    v_max = np.zeros_like(w)
+    b1, b2 = betas
+    for t in range(1, steps + 1):
+        g = w * a * a + 1.0
+        if maximize:
+            g = -g
+        if weight_decay and decoupled:
+            w = w * (1 - lr * weight_decay)
+        elif weight_decay:
+            g = g + weight_decay * w
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        second = v
+        if amsgrad:
+            v_max = np.maximum(v_max, v)
+            second = v_max
+        denom = np.sqrt(second) / np.sqrt(1 - b2 ** t) + eps
+        w = w - lr / (1 - b1 ** t) * m / denom
+    return w
+
+
+ADAM_CASES = [dict(), dict(weight_decay=0.1), dict(amsgrad=True), dict(maximize=True),
+              dict(betas=(0.8, 0.99), eps=1e-6), dict(weight_decay=0.05, amsgrad=True, maximize=True)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("foreach", [None, False])
+@pytest.mark.parametrize("cls", ["Adam", "AdamW"])
+@pytest.mark.parametrize("kwargs", ADAM_CASES, ids=lambda k: ",".join(k) or "plain")
+def test_adam_over_several_parameters_matches_numpy(device, foreach, cls, kwargs):
+    values, scales, params = make_params(device)
+    opt = getattr(optim, cls)(params, lr=0.05, foreach=foreach, **kwargs)
+    got = train(params, scales, device, opt, 5)
+    if cls == "AdamW":
+        kwargs = dict(kwargs, decoupled=True, weight_decay=kwargs.get("weight_decay", 1e-2))
+    for v, a, g in zip(values, scales, got):
+        np.testing.assert_allclose(g, adam_ref(v, a, 5, 0.05, **kwargs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cls", ["Adam", "AdamW"])
+def test_the_adam_foreach_update_is_the_per_parameter_loops_bit_for_bit(device, cls):
+    results = []
+    for foreach in (None, False):
+        values, scales, params = make_params(device)
+        opt = getattr(optim, cls)(params, lr=0.03, weight_decay=0.02, amsgrad=True, foreach=foreach)
+        results.append(train(params, scales, device, opt, 4, start={2: 1})
+                       + [opt.state[p][k].numpy() for p in params
+                          for k in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_adam_parameters_starting_at_different_steps_get_their_own_bias_corrections(device):
+    # Parameter 1 gets its first gradient at step 2 and parameter 2 none at
+    # all: one call updates parameters at steps 3 and 5 with their own numbers.
+    values, scales, params = make_params(device)
+    opt = optim.Adam(params, lr=0.05)
+    got = train(params, scales, device, opt, 5, start={1: 2}, skip={2})
+    np.testing.assert_allclose(got[0], adam_ref(values[0], scales[0], 5, 0.05), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], adam_ref(values[1], scales[1], 3, 0.05), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[2], values[2])
+    assert opt.state[params[0]]["step"] == 5 and opt.state[params[1]]["step"] == 3 and not opt.state[params[2]]
+
+
+def test_adam_traces_each_group_in_one_call_and_a_subclass_keeps_its_rule(monkeypatch):
+    calls = []
+    real = _C._adam_step
+    monkeypatch.setattr(_C, "_adam_step", lambda params, *rest: calls.append(len(params)) or real(params, *rest))
+    values, scales, params = make_params("lazy:0")
+    opt = optim.AdamW([{"params": params[:1]}, {"params": params[1:], "lr": 0.01}], lr=0.05)
+    train(params, scales, "lazy:0", opt, 2)
+    assert calls == [1, 2, 1, 2]
+    calls.clear()
+
+    class Plain(optim.Adam):  # plain SGD through Adam's interface
+        def _update(self, p, g, state, group):
+            p.add_(g, alpha=-group["lr"])
+
+    values, scales, params = make_params("lazy:0")
+    got = train(params, scales, "lazy:0", Plain(params, lr=0.05), 3)
+    assert calls == []
+    for v, a, g in zip(values, scales, got):
+        np.testing.assert_allclose(g, sgd_ref(v, a, 3, 0.05), rtol=1e-5, atol=1e-5)
+
+
+def test_mismatched_adam_state_is_refused_with_a_clear_error():
+    _, _, params = make_params("cpu")
+    with pytest.raises(Exception, match="Adam: 3 parameters but 2 exp_avg"):
+        _C._adam_step(params, params[:2], params, None, [1.0] * 3, [-0.1] * 3, 0.9, 0.1, 0.999, 0.001, 1e-8, None,
+                      None, False)
+
+
+def test_the_adam_update_records_the_users_line():
+    _, _, params = make_params("lazy:0")
+    opt = optim.Adam(params, lr=0.1)
+    sum(((p * 2.0) ** 2).sum() for p in params).backward()
+    line = inspect.currentframe().f_lineno + 1
+    opt.step()
+    rows = _C.dump_graph(params, "text").splitlines()[1:]
+    updates = [r for r in rows if re.match(r"\s+%\d+ = (add|mul|div|sqrt)\(", r)
+               and f"test_optim_foreach.py:{line}" in r]
+    # per parameter: the moments' 2 mul + 2 add + 1 mul (g*g), sqrt, mul, add, div, mul, add
+    assert len(updates) >= 11 * len(params), "\n".join(rows)
+    lm.mark_step()
