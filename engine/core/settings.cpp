@@ -187,6 +187,11 @@ bool fusion_jit() {
   return env == nullptr || std::string_view(env) != "0";
 }
 
+bool fusion_jit_sync() {
+  const char* env = std::getenv("LAZYSCOPE_FUSION_JIT_SYNC");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
 int64_t fusion_jit_min_elements() { return from_env("LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS", int64_t{1} << 20); }
 
 std::string kernel_compiler() {

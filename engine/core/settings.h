@@ -89,6 +89,11 @@ std::string cpu_isa_limit();
 // 0 keeps every chain on the tiled interpreter (as where no compiler runs).
 bool fusion_jit();
 int64_t fusion_jit_min_elements();
+// LAZYSCOPE_FUSION_JIT_SYNC=1: a chain that must be compiled is compiled
+// before its step runs (the compile of old: tests, reproducible timings).
+// Default: on a background thread, the chain running on the interpreter
+// until its compiled code is ready; the cache's hits are used at once.
+bool fusion_jit_sync();
 std::string kernel_compiler();
 std::string kernel_cache_dir();
 
