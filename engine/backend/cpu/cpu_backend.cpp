@@ -450,8 +450,9 @@ class CpuExecutable final : public Executable {
       for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
       // The listing is of the compile; such a kernel switches to its
       // compiled loop at the start of an execution after this one.
-      if (ins.fused->compiling()) os << "; compiling in the background";
-      os << "), writes";
+      os << ")";
+      if (ins.fused->compiling()) os << ", compiling in the background";
+      os << ", writes";
       for (int slot : ins.outputs) os << " %" << slot << placement(slot);
     } else if (ins.kind == Kind::kView) {
       os << ", a view of %" << ins.inputs[0];
