@@ -136,7 +136,7 @@ class FusedKernel {
   // cache hit, a synchronous compile) or by adopt() between executions.
   mutable std::atomic<CompiledKernelFn> compiled_{nullptr};
   std::shared_ptr<const PendingKernel> pending_;  // the background compile adopt() waits for
-  bool writes_over_input_ = false;       // some can_write_over_input() pair holds
+  bool writes_over_input_ = false;                // some can_write_over_input() pair holds
   std::string compiled_source() const;
   enum class Read : uint8_t { kElement, kScalar, kRow, kTrailing, kOther };
   Read read_kind(const Input& in) const;

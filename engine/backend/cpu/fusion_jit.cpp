@@ -367,19 +367,6 @@ std::shared_ptr<const PendingKernel> request_kernel(const std::string& source) {
   return made;
 }
 
-void wait_for_kernel_compiles() {
-  Jit& j = jit();
-  std::unique_lock lock(j.mu);
-  if (restart_after_fork.load(std::memory_order_relaxed)) start_worker(j);
-  j.cv.wait(lock, [&] { return (j.queue.empty() && j.running.empty()) || j.exiting; });
-}
-
-int kernel_compiles_pending() {
-  Jit& j = jit();
-  std::lock_guard lock(j.mu);
-  return static_cast<int>(j.queue.size() + j.running.size());
-}
-
 void resume_kernel_compiles() {
   if (!restart_after_fork.load(std::memory_order_relaxed)) return;
   Jit& j = jit();

@@ -36,16 +36,6 @@ struct PendingKernel {
 // once per process.
 std::shared_ptr<const PendingKernel> request_kernel(const std::string& source);
 
-// The same, waited for: null where the kernel cannot be had.
-CompiledKernelFn compile_kernel(const std::string& source);
-
-// Blocks until no compile is queued or running (tests, benchmarks that
-// want the compiled code from the first timed step).
-void wait_for_kernel_compiles();
-
-// Compiles queued or running now: 0 once the background thread is idle.
-int kernel_compiles_pending();
-
 // In a forked child that inherited compiles in flight: starts its own
 // background thread (the parent's did not come along). Cheap otherwise.
 void resume_kernel_compiles();
