@@ -93,9 +93,10 @@ def oracle(n):
 
 
 def compiler(tmp_path, body):
-    """A compiler wrapper: writes its pid, then runs `body` (a shell line)."""
+    """A compiler wrapper: writes its pid and nice value, then runs `body` (a shell line)."""
     path = tmp_path / "cxx"
-    path.write_text(f'#!/bin/sh\necho $$ > "{tmp_path}/out_compiler_pid"\n{body}\n')
+    path.write_text(f'#!/bin/sh\necho $$ > "{tmp_path}/out_compiler_pid"\n'
+                    f'ps -o ni= -p $$ > "{tmp_path}/out_compiler_nice"\n{body}\n')
     path.chmod(0o755)
     return str(path)
 
@@ -108,6 +109,9 @@ def run_steps(build_dir, tmp_path, mode, cxx, limit=120, timeout=300, **env):
         LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="1000",
         LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"),
         LAZYSCOPE_CXX=cxx,
+        # Not the default 19: on a loaded machine a compile at 19 can take
+        # minutes; the wrapper's nice value is checked instead.
+        LAZYSCOPE_FUSION_JIT_NICE="7",
     )
     child_env.pop("LAZYSCOPE_FUSION_JIT_SYNC", None)
     child_env.update(env)
@@ -153,6 +157,8 @@ def test_a_chain_runs_on_the_interpreter_until_its_background_compile_is_done_th
     assert counters["FusionJitRuns"] >= 1 and counters["FusionJitFailures"] == 0, counters
     assert_matches_numpy(load(tmp_path, "out"))
     assert [p.suffix for p in (tmp_path / "kernels").iterdir()] == [".so"]  # no temporary file left
+    # The background thread's nice value, inherited by the compiler it ran.
+    assert int((tmp_path / "out_compiler_nice").read_text()) == max(7, os.nice(0))
 
 
 def test_with_jit_sync_the_first_step_waits_for_the_compile_and_runs_compiled(build_dir, tmp_path):
@@ -165,6 +171,8 @@ def test_with_jit_sync_the_first_step_waits_for_the_compile_and_runs_compiled(bu
     assert counters["interpreted"] == 0 and counters["FusionJitRuns"] >= 1, counters
     assert counters["FusionJitCompiles"] == 1 and counters["FusionJitSwitches"] == 0, counters
     assert_matches_numpy(load(tmp_path, "out"))
+    # Compiled on the step's own thread, not niced.
+    assert int((tmp_path / "out_compiler_nice").read_text()) == os.nice(0)
 
 
 def test_a_failing_background_compile_leaves_the_chain_on_the_interpreter_and_says_so_once(build_dir, tmp_path):
