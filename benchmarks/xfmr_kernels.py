@@ -14,6 +14,15 @@ estimate) per microsecond: GB/s, to set against `engine_bench
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/xfmr_kernels.py --rounds 3
     /usr/bin/python3 benchmarks/xfmr_kernels.py --setups build/release:LAZYSCOPE_ROW_KERNELS=0,build/release --rounds 5
 
+With --first-steps N each process instead starts on an empty kernel cache
+(LAZYSCOPE_KERNEL_CACHE_DIR, a new temporary directory) and times its first
+N steps, the first with the trace and compile: what a fresh machine pays
+for the fused kernels compiled at run time (in the background by default,
+before the step with LAZYSCOPE_FUSION_JIT_SYNC=1):
+
+    /usr/bin/python3 benchmarks/xfmr_kernels.py --first-steps 12 --rounds 4 --setups \
+        build/release:LAZYSCOPE_FUSION_JIT_SYNC=1:LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS=1048576,build/release
+
 Prints, per set-up, the median per-step time of each group (and their
 count and GB/s), the GEMMs' and the other kernels' totals, and the median
 wall time of a step, and the other kernels' time over the GEMMs' (the
@@ -25,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,6 +60,50 @@ def child():
     print("STEP " + json.dumps(statistics.median(times) * 1e3))
 
 
+def first_steps_child(n):
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_models import LazyTrainer
+    from lazyscope.debug import metrics as met
+
+    trainer = LazyTrainer("transformer")
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        trainer.step(i)
+        times.append((time.perf_counter() - t) * 1e3)
+    print("FIRST " + json.dumps(times))
+    print("COUNTERS " + json.dumps({k: met.counter_value(k) or 0 for k in (
+        "FusionJitCompiles", "FusionJitCacheHits", "FusionJitSwitches", "FusionJitRuns")}))
+
+
+def run_first_steps(setup, n):
+    with tempfile.TemporaryDirectory() as cache:
+        env = setup_env(setup)
+        env["LAZYSCOPE_KERNEL_CACHE_DIR"] = cache
+        out = subprocess.run([sys.executable, __file__, "--first-steps-child", str(n)], env=env,
+                             capture_output=True, text=True, check=True).stdout
+    found = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("FIRST ", "COUNTERS ")))
+    return json.loads(found["FIRST"]), json.loads(found["COUNTERS"])
+
+
+def first_steps(setups, rounds, n):
+    runs = {s: [] for s in setups}
+    for r in range(rounds):
+        for s in setups:  # A B A B ...
+            times, counters = run_first_steps(s, n)
+            runs[s].append(times)
+            print(f"round {r} {s}: first step {times[0]:.0f} ms, steps 1-{n - 1} "
+                  f"{sum(times[1:]):.0f} ms ({' '.join(f'{t:.0f}' for t in times[1:])}); {counters}", flush=True)
+    print(f"(load average {os.getloadavg()[0]:.1f})")
+    for s in setups:
+        med = [statistics.median(t[i] for t in runs[s]) for i in range(n)]
+        total = statistics.median(sum(t) for t in runs[s])
+        print(f"\n{s}: median over {rounds} processes, ms per step from the first: "
+              f"{' '.join(f'{t:.0f}' for t in med)}; first {n} steps in all {total:.0f} ms")
+
+
 def run_child(setup):
     env = setup_env(setup)
     out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
@@ -70,12 +124,21 @@ def main():
                         help="comma-separated set-ups: DIR[:VAR=VALUE[:VAR=VALUE...]]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top", type=int, default=30, help="groups listed per set-up")
+    parser.add_argument("--first-steps", type=int, default=0, metavar="N",
+                        help="time each process's first N steps on an empty kernel cache instead")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--first-steps-child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child()
         return
+    if args.first_steps_child:
+        first_steps_child(args.first_steps_child)
+        return
     setups = args.setups.split(",")
+    if args.first_steps:
+        first_steps(setups, args.rounds, args.first_steps)
+        return
     runs = {s: [] for s in setups}
     for r in range(args.rounds):
         for s in setups:  # A B A B ...

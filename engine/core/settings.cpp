@@ -187,7 +187,14 @@ bool fusion_jit() {
   return env == nullptr || std::string_view(env) != "0";
 }
 
-int64_t fusion_jit_min_elements() { return from_env("LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS", int64_t{1} << 20); }
+bool fusion_jit_sync() {
+  const char* env = std::getenv("LAZYSCOPE_FUSION_JIT_SYNC");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
+int64_t fusion_jit_nice() { return std::clamp<int64_t>(from_env("LAZYSCOPE_FUSION_JIT_NICE", int64_t{19}), 0, 19); }
+
+int64_t fusion_jit_min_elements() { return from_env("LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS", int64_t{1} << 16); }
 
 std::string kernel_compiler() {
   const char* env = std::getenv("LAZYSCOPE_CXX");

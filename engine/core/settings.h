@@ -82,13 +82,21 @@ std::string cpu_isa_limit();
 
 // LAZYSCOPE_FUSION_JIT (default 1): fused elementwise chains of two ops or
 // more over at least LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS elements (default
-// 2^20: 4 MiB of float32, where a chain is bound by memory, not by a
-// compiler run amortised over few executions) are compiled at run time by
+// 2^16: 256 KiB of float32; the compile runs in the background, so the
+// first step does not wait for it, see fusion_jit_sync) are compiled at run time by
 // LAZYSCOPE_CXX (default "c++") into LAZYSCOPE_KERNEL_CACHE_DIR (default
 // $XDG_CACHE_HOME/lazyscope/kernels, else ~/.cache/lazyscope/kernels).
 // 0 keeps every chain on the tiled interpreter (as where no compiler runs).
 bool fusion_jit();
 int64_t fusion_jit_min_elements();
+// LAZYSCOPE_FUSION_JIT_SYNC=1: a chain that must be compiled is compiled
+// before its step runs (the compile of old: tests, reproducible timings).
+// Default: on a background thread, the chain running on the interpreter
+// until its compiled code is ready; the cache's hits are used at once.
+bool fusion_jit_sync();
+// LAZYSCOPE_FUSION_JIT_NICE (0-19, default 19): the nice value of the
+// background compile thread and of the compilers it runs.
+int64_t fusion_jit_nice();
 std::string kernel_compiler();
 std::string kernel_cache_dir();
 

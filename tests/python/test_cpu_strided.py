@@ -211,7 +211,7 @@ def test_a_chain_reading_row_and_column_broadcasts_compiles_and_matches_numpy_an
     for jit in ("1", "0"):
         env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_NUM_THREADS="2",
                    LAZYSCOPE_CPU_ISA=isa, LAZYSCOPE_FUSION_JIT=jit, LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="16",
-                   LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"))
+                   LAZYSCOPE_FUSION_JIT_SYNC="1", LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"))
         out = str(tmp_path / jit)
         proc = subprocess.run([sys.executable, "-c", ROWS, os.path.dirname(__file__), str(r), str(c), out],
                               env=env, capture_output=True, text=True, timeout=300)

@@ -825,7 +825,7 @@ print("\n".join(fails) if fails else "ok")
 @pytest.mark.parametrize("jit", ["1", "0"])
 def test_fused_chains_reading_broadcasts_of_every_kind_match_numpy(dims, jit, build_dir, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(build_dir / "python"), LAZYSCOPE_NUM_THREADS="2", LAZYSCOPE_FUSION_JIT=jit,
-               LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="1", LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"))
+               LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="1", LAZYSCOPE_FUSION_JIT_SYNC="1", LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"))
     proc = subprocess.run([sys.executable, "-c", BROADCASTS, *map(str, dims), os.path.dirname(__file__)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

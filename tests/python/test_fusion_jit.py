@@ -71,6 +71,9 @@ def run_chain(build_dir, tmp_path, n, tag, held=False, **env):
         LAZYSCOPE_NUM_THREADS="2",
         LAZYSCOPE_FUSION_JIT_MIN_ELEMENTS="1000",
         LAZYSCOPE_KERNEL_CACHE_DIR=str(tmp_path / "kernels"),
+        # Compiled before the step runs: these check the compiled code from
+        # the first execution (test_fusion_jit_background.py: the default).
+        LAZYSCOPE_FUSION_JIT_SYNC="1",
     )
     child_env.update(env)
     out = str(tmp_path / tag)

@@ -223,7 +223,17 @@ class CpuExecutable final : public Executable {
         bf16_(bf16),
         slot_specs_(std::move(slot_specs)),
         plan_(std::move(plan)),
-        donations_(std::move(donations)) {}
+        donations_(std::move(donations)) {
+    // Fused kernels whose compile runs in the background, for execute() to
+    // switch between executions.
+    for (const Instruction& ins : program_) {
+      if (ins.kind == Kind::kFused && ins.fused->adopt()) compiling_.push_back(ins.fused.get());
+      if (ins.kind != Kind::kFusedGroup && ins.kind != Kind::kMatmul) continue;
+      for (const Instruction& member : ins.members) {
+        if (member.kind == Kind::kFused && member.fused->adopt()) compiling_.push_back(member.fused.get());
+      }
+    }
+  }
 
   bool accepts_donations() const override { return !donations_.empty(); }
 
@@ -236,6 +246,7 @@ class CpuExecutable final : public Executable {
     // holds the arena, the others run on buffers of their own.
     std::unique_lock lock(mu_, std::try_to_lock);
     const bool own = lock.owns_lock();
+    adopt_compiled(own);
     State local;
     State& st = own ? state_ : local;
     // The arena is allocated on first use, inside the instruction that
@@ -446,7 +457,11 @@ class CpuExecutable final : public Executable {
     if (ins.kind == Kind::kFused) {
       os << " (" << ins.fused->step_count() << " ops, " << ins.fused->code() << ":";
       for (size_t i = 0; i < ins.fused->step_count(); ++i) os << " " << op_name(ins.fused->step_op(i));
-      os << "), writes";
+      // The listing is of the compile; such a kernel switches to its
+      // compiled loop at the start of an execution after this one.
+      os << ")";
+      if (ins.fused->compiling()) os << ", compiling in the background";
+      os << ", writes";
       for (int slot : ins.outputs) os << " %" << slot << placement(slot);
     } else if (ins.kind == Kind::kView) {
       os << ", a view of %" << ins.inputs[0];
@@ -739,8 +754,21 @@ class CpuExecutable final : public Executable {
   std::vector<TensorSpec> slot_specs_;  // per slot: what its value holds, for the cost estimates
   MemoryPlan plan_;
   std::vector<Donation> donations_;
-  mutable std::mutex mu_;  // guards state_
+  mutable std::mutex mu_;  // guards state_ and compiling_
   State state_;
+  // Fused kernels still compiling in the background (FusedKernel::adopt).
+  std::vector<const FusedKernel*> compiling_;
+
+  // Switches the fused kernels whose background compile is done to their
+  // compiled code, before this execution runs any: only by the execution
+  // holding the lock. Replicas on threads running the program at that
+  // moment on buffers of their own may see the switch within a kernel:
+  // both codes compute the same values (bit for bit but for transcendental
+  // rows, within libmvec's ulps).
+  void adopt_compiled(bool own) {
+    if (!own || compiling_.empty()) return;
+    std::erase_if(compiling_, [](const FusedKernel* k) { return !k->adopt(); });
+  }
   std::atomic<int64_t> executions_{0}, sampled_{0};
   // Under mu_: the timings are the first execution's alone, and how many
   // sampled executions their reset dropped.

@@ -119,7 +119,29 @@ int fused_row(OpKind op, DType out, std::span<const DType> operands) {
 
 const char* fused_isa() { return isa().name; }
 
-std::string FusedKernel::code() const { return std::string(isa().name) + (compiled_ ? " compiled" : " tiles"); }
+std::string FusedKernel::code() const {
+  return std::string(isa().name) + (compiled_.load(std::memory_order_acquire) ? " compiled" : " tiles");
+}
+
+bool FusedKernel::compiling() const {
+  // Done and compiled but not adopted yet counts: it switches next execution.
+  return pending_ && !compiled_.load(std::memory_order_acquire) &&
+         (!pending_->done.load(std::memory_order_acquire) || pending_->fn.load(std::memory_order_acquire));
+}
+
+bool FusedKernel::adopt() const {
+  if (!pending_ || compiled_.load(std::memory_order_relaxed)) return false;
+  if (!pending_->done.load(std::memory_order_acquire)) {
+    resume_kernel_compiles();  // in a forked child
+    return true;
+  }
+  if (CompiledKernelFn fn = pending_->fn.load(std::memory_order_acquire)) {
+    compiled_.store(fn, std::memory_order_release);
+    static metrics::Counter* switches = metrics::counter("FusionJitSwitches");
+    switches->add(1);
+  }
+  return false;
+}
 
 SoftmaxRowsFn softmax_rows() { return isa().softmax; }
 
@@ -234,7 +256,14 @@ FusedKernel::FusedKernel(Shape shape, std::vector<Input> inputs, std::vector<Ste
   }
   if (settings::fusion_jit() && !settings::bf16_mode() && steps_.size() >= 2 &&
       numel_ >= settings::fusion_jit_min_elements() && simple_inputs) {
-    compiled_ = compile_kernel(compiled_source());
+    // A cache hit (or a synchronous compile) is used from the first
+    // execution; otherwise the owner adopt()s the code when it is ready.
+    std::shared_ptr<const PendingKernel> p = request_kernel(compiled_source());
+    if (p->done.load(std::memory_order_acquire)) {
+      compiled_.store(p->fn.load(std::memory_order_acquire), std::memory_order_release);
+    } else {
+      pending_ = std::move(p);
+    }
   }
 }
 
@@ -410,7 +439,8 @@ void FusedKernel::run(std::span<const Buffer* const> inputs, std::span<Buffer* c
 void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs, bool bf16,
                             int64_t begin, int64_t end) const {
   const TileFn* functions = isa().functions;
-  if (compiled_ && !bf16) {
+  const CompiledKernelFn compiled = compiled_.load(std::memory_order_acquire);
+  if (compiled && !bf16) {
     thread_local std::vector<const void*> in_data;
     thread_local std::vector<void*> out_data;
     in_data.clear();
@@ -428,7 +458,7 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
     if (planned) {
       static metrics::Counter* runs = metrics::counter("FusionJitRuns");
       runs->add(1);
-      compiled_(in_data.data(), out_data.data(), begin, end, stream_copy);
+      compiled(in_data.data(), out_data.data(), begin, end, stream_copy);
       if (stream_) _mm_sfence();
       return;
     }

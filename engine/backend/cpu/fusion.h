@@ -7,10 +7,13 @@
 // compiled for AVX-512, AVX2 and baseline x86-64 and chosen at run time.
 // A chain of two ops or more over settings::fusion_jit_min_elements() and
 // up is compiled at run time instead (fusion_jit.h): one loop with every
-// step in registers, the interpreter's tiles where no compiler runs.
+// step in registers, the interpreter's tiles where no compiler runs and
+// until a compile on the background thread is done (adopt()).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +55,8 @@ using StreamStoreFn = void (*)(float* dst, const float* src, int64_t n);
 using CompiledKernelFn = void (*)(const void* const* in, void* const* out, int64_t begin, int64_t end,
                                   StreamStoreFn stream);
 
+struct PendingKernel;  // fusion_jit.h
+
 class FusedKernel {
  public:
   static constexpr int64_t kTile = 512;
@@ -92,6 +97,13 @@ class FusedKernel {
   // How it runs: "<isa> tiles" (the interpreter) or "<isa> compiled" (a
   // loop compiled at run time, fusion_jit.h).
   std::string code() const;
+  // Whether its compile runs in the background (it runs on tiles until then).
+  bool compiling() const;
+  // Switches to the compiled code once its background compile is done. The
+  // owner calls it between executions, never while the kernel runs, so one
+  // execution runs one code throughout. Returns whether the kernel still
+  // waits for its compile (false: switched, failed or never compiling).
+  bool adopt() const;
 
   const Shape& shape() const { return shape_; }
   size_t step_count() const { return steps_.size(); }
@@ -120,8 +132,11 @@ class FusedKernel {
   // written with non-temporal stores: no read of the destination lines
   // before they are written (a third of the traffic of a = b op c).
   bool stream_ = false;
-  CompiledKernelFn compiled_ = nullptr;  // set when the chain was compiled at run time
-  bool writes_over_input_ = false;       // some can_write_over_input() pair holds
+  // Set when the chain was compiled at run time: by the constructor (a
+  // cache hit, a synchronous compile) or by adopt() between executions.
+  mutable std::atomic<CompiledKernelFn> compiled_{nullptr};
+  std::shared_ptr<const PendingKernel> pending_;  // the background compile adopt() waits for
+  bool writes_over_input_ = false;                // some can_write_over_input() pair holds
   std::string compiled_source() const;
   enum class Read : uint8_t { kElement, kScalar, kRow, kTrailing, kOther };
   Read read_kind(const Input& in) const;
