@@ -978,8 +978,7 @@ bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> 
     // registering it take no second lock.
     auto tensor = pool::make_pooled<TensorImpl>();
     tensor->device = device;
-    pool::unstash_vector(tensor->spec.shape);  // no allocation per traced op
-    tensor->spec.shape.assign(p.shape().begin(), p.shape().end());
+    pool::assign_stashed(tensor->spec.shape, p.shape());  // no allocation per traced op
     tensor->spec.dtype = p.dtype();
     // The previous step's place gives the node up (never read again this step).
     r.current.back() = std::move(r.previous[place]);
