@@ -153,7 +153,7 @@ inline void unstash_vector(std::vector<int64_t>& out) noexcept {
 // `out` (empty) takes `in`'s dimensions in a stashed vector's storage: no
 // allocation, and for the few dimensions of a shape no memmove call
 // (assign() makes one: ~25 instructions of a replayed op's result).
-inline void assign_stashed(std::vector<int64_t>& out, const std::vector<int64_t>& in) {
+[[gnu::always_inline]] inline void assign_stashed(std::vector<int64_t>& out, const std::vector<int64_t>& in) {
   unstash_vector(out);
   if (out.capacity() < in.size()) {
     out.assign(in.begin(), in.end());

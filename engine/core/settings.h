@@ -50,7 +50,7 @@ void set_metric_snapshot_ms(int64_t ms);
 bool forced_fallback(std::string_view op);
 // Whether any op is forced: lets a traced op skip naming itself (op_name,
 // strlen) and the search when none is, the usual case.
-inline bool any_forced_fallback() {
+[[gnu::always_inline]] inline bool any_forced_fallback() {
   const int v = detail::g_any_forced_fallback.load(std::memory_order_relaxed);
   return v >= 0 ? v != 0 : detail::load_any_forced_fallback();
 }
