@@ -35,7 +35,13 @@ const DTypeInfo& info(DType t) { return kTable[static_cast<size_t>(t)]; }
 
 std::string_view dtype_name(DType t) { return info(t).name; }
 size_t dtype_size(DType t) { return info(t).size; }
-bool is_floating(DType t) { return info(t).category == Category::kFloating; }
+// is_floating (dtype.h) reads the enum's order; the table must agree.
+static_assert([] {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if ((kTable[i].category == Category::kFloating) != (static_cast<DType>(i) >= DType::kFloat16)) return false;
+  }
+  return true;
+}());
 
 DType parse_dtype(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);

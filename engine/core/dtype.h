@@ -14,7 +14,10 @@ inline constexpr int kNumDTypes = 8;
 
 std::string_view dtype_name(DType t);  // "float32", "int64", ...
 size_t dtype_size(DType t);
-bool is_floating(DType t);
+// Inline (every traced op asks, a call through the PLT otherwise): the
+// floating types are the enum's last four, which dtype.cpp checks against
+// its table at compile time.
+inline bool is_floating(DType t) { return t >= DType::kFloat16; }
 // Parses a name as dtype_name() prints it (also "float", "double", "long",
 // "int", "half", "bfloat16"); throws EngineError on an unknown name.
 DType parse_dtype(std::string_view name);

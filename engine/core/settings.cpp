@@ -122,10 +122,27 @@ void set_compile_cache_size(int64_t n) {
   cache_size().store(n);
 }
 
-int64_t graph_node_limit() { return node_limit().load(std::memory_order_relaxed); }
+std::atomic<int64_t> detail::g_graph_node_limit{0};
+std::atomic<int> detail::g_any_forced_fallback{-1};
+std::atomic<int> detail::g_reuse_ir_nodes{-1};
+
+// The inline copies (settings.h) are set from the settings below on first
+// use; a setter that ran first already set them (the exchange keeps that).
+int64_t detail::load_graph_node_limit() {
+  int64_t unset = 0;
+  g_graph_node_limit.compare_exchange_strong(unset, node_limit().load());
+  return g_graph_node_limit.load(std::memory_order_relaxed);
+}
+bool detail::load_any_forced_fallback() {
+  int unset = -1;
+  g_any_forced_fallback.compare_exchange_strong(unset, forced().any.load() ? 1 : 0);
+  return g_any_forced_fallback.load(std::memory_order_relaxed) != 0;
+}
+
 void set_graph_node_limit(int64_t n) {
   check_positive("graph_node_limit", n);
   node_limit().store(n);
+  detail::g_graph_node_limit.store(n);
 }
 
 int64_t metric_snapshot_ms() { return snapshot_ms().load(std::memory_order_relaxed); }
@@ -151,8 +168,6 @@ bool forced_fallback(std::string_view op) {
   return std::find(ops->begin(), ops->end(), op) != ops->end();
 }
 
-bool any_forced_fallback() { return forced().any.load(std::memory_order_relaxed); }
-
 std::vector<std::string> forced_fallbacks() {
   Forced& f = forced();
   std::lock_guard lock(f.mu);
@@ -164,6 +179,7 @@ void set_forced_fallbacks(const std::vector<std::string>& ops) {
   std::lock_guard lock(f.mu);
   f.ops = std::make_shared<const std::vector<std::string>>(ops);
   f.any.store(!ops.empty());
+  detail::g_any_forced_fallback.store(ops.empty() ? 0 : 1);
 }
 
 int64_t num_threads() {
@@ -230,8 +246,16 @@ std::atomic<bool>& reuse_ir() {
   return v;
 }
 
-bool reuse_ir_nodes() { return reuse_ir().load(std::memory_order_relaxed); }
-void set_reuse_ir_nodes(bool on) { reuse_ir().store(on); }
+bool detail::load_reuse_ir_nodes() {
+  int unset = -1;
+  g_reuse_ir_nodes.compare_exchange_strong(unset, reuse_ir().load() ? 1 : 0);
+  return g_reuse_ir_nodes.load(std::memory_order_relaxed) != 0;
+}
+
+void set_reuse_ir_nodes(bool on) {
+  reuse_ir().store(on);
+  detail::g_reuse_ir_nodes.store(on ? 1 : 0);
+}
 
 bool alias_values() {
   static const bool on = [] {

@@ -2,12 +2,26 @@
 // of why, and an environment variable that overrides it at start-up.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace lazyscope::settings {
+
+// The settings every traced op reads are inline: a relaxed load of a value
+// that a sentinel marks as not yet read from the environment (the first
+// call reads it, out of line). Calls into settings.cpp, each with its
+// function-local static's guard, were ~30 instructions of a replayed op.
+namespace detail {
+extern std::atomic<int64_t> g_graph_node_limit;  // 0: not read yet
+extern std::atomic<int> g_any_forced_fallback;   // -1: not read yet
+extern std::atomic<int> g_reuse_ir_nodes;        // -1: not read yet
+int64_t load_graph_node_limit();
+bool load_any_forced_fallback();
+bool load_reuse_ir_nodes();
+}  // namespace detail
 
 // LAZYSCOPE_COMPILE_CACHE_SIZE: compiled graphs kept (LRU). A training loop
 // needs a handful; a bound keeps pathological shape churn from eating memory.
@@ -16,7 +30,10 @@ void set_compile_cache_size(int64_t n);
 
 // LAZYSCOPE_GRAPH_NODE_LIMIT: a pending graph that grows past this many
 // nodes without a barrier is executed and reported (a missing mark_step).
-int64_t graph_node_limit();
+inline int64_t graph_node_limit() {
+  const int64_t v = detail::g_graph_node_limit.load(std::memory_order_relaxed);
+  return v > 0 ? v : detail::load_graph_node_limit();
+}
 void set_graph_node_limit(int64_t n);
 
 // LAZYSCOPE_METRIC_SNAPSHOT_MS: while someone records events, a barrier
@@ -33,7 +50,10 @@ void set_metric_snapshot_ms(int64_t ms);
 bool forced_fallback(std::string_view op);
 // Whether any op is forced: lets a traced op skip naming itself (op_name,
 // strlen) and the search when none is, the usual case.
-bool any_forced_fallback();
+[[gnu::always_inline]] inline bool any_forced_fallback() {
+  const int v = detail::g_any_forced_fallback.load(std::memory_order_relaxed);
+  return v >= 0 ? v != 0 : detail::load_any_forced_fallback();
+}
 std::vector<std::string> forced_fallbacks();
 // Replaces the set; unknown names are rejected by the caller (it knows the ops).
 void set_forced_fallbacks(const std::vector<std::string>& ops);
@@ -58,7 +78,10 @@ void set_buffer_donation(bool on);
 // instead of a new one (no allocation, shape inference or hashing; the
 // graph and its hash are the same). 0 builds every node afresh, as a way
 // out and for side-by-side benchmarks.
-bool reuse_ir_nodes();
+inline bool reuse_ir_nodes() {
+  const int v = detail::g_reuse_ir_nodes.load(std::memory_order_relaxed);
+  return v >= 0 ? v != 0 : detail::load_reuse_ir_nodes();
+}
 void set_reuse_ir_nodes(bool on);
 
 // LAZYSCOPE_ALIAS_VALUES (default 1): the CPU backend's memory plan makes

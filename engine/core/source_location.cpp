@@ -8,7 +8,6 @@
 namespace lazyscope {
 namespace {
 
-std::atomic<SourceLocationProvider> g_provider{nullptr};
 // Initial-exec, as pool::t_cache (core/pool.h): read by every traced op, and
 // the shared library's default model calls __tls_get_addr on each access.
 [[gnu::tls_model("initial-exec")]] thread_local const std::string* t_scope = nullptr;
@@ -32,11 +31,10 @@ const std::string* intern(const std::string& s) {
   return slot.get();
 }
 
-void set_source_location_provider(SourceLocationProvider provider) { g_provider.store(provider); }
+std::atomic<SourceLocationProvider> detail::g_source_location_provider{nullptr};
 
-SourceLocation current_source_location() {
-  auto provider = g_provider.load(std::memory_order_relaxed);
-  return provider ? provider() : SourceLocation{};
+void set_source_location_provider(SourceLocationProvider provider) {
+  detail::g_source_location_provider.store(provider);
 }
 
 const std::string* current_scope() { return t_scope; }

@@ -3,6 +3,7 @@
 // function names are interned so that a node carries three words, not strings.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace lazyscope {
@@ -22,7 +23,15 @@ const std::string* intern(const std::string& s);
 using SourceLocationProvider = SourceLocation (*)();
 // Installed by the Python bindings; with none, locations are unknown.
 void set_source_location_provider(SourceLocationProvider provider);
-SourceLocation current_source_location();
+namespace detail {
+extern std::atomic<SourceLocationProvider> g_source_location_provider;
+}
+// Inline: every traced op asks (a call of its own was ~10 instructions of a
+// replayed op when no provider is installed).
+inline SourceLocation current_source_location() {
+  const SourceLocationProvider provider = detail::g_source_location_provider.load(std::memory_order_relaxed);
+  return provider ? provider() : SourceLocation{};
+}
 
 // The nn.Module scope path ops are traced in ("model.fc1"), per thread so
 // that data-parallel replicas on threads keep their own.

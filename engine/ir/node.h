@@ -76,6 +76,11 @@ class Node {
   // is kept for the next step).
   mutable uint64_t reuse_epoch = 0;
   mutable long reuse_refs = 0;
+  // Scratch of trace_reused, under the same lock: the backend generation at
+  // which the device was last found to run this node's op (1 + generation;
+  // 0: never asked). A replayed op asks again only when a backend was
+  // installed since (or some op is forced off the device).
+  mutable uint64_t lowered_generation = 0;
 
  private:
   OpKind op_;

@@ -75,8 +75,7 @@ Tensor Tensor::wrap(BufferPtr buffer, const Device& device) {
 Tensor Tensor::lazy(NodePtr ir, const Device& device, size_t trace_slot) {
   auto impl = pool::make_pooled<TensorImpl>();
   impl->device = device;
-  pool::unstash_vector(impl->spec.shape);  // no allocation per traced op
-  impl->spec.shape.assign(ir->shape().begin(), ir->shape().end());
+  pool::assign_stashed(impl->spec.shape, ir->shape());  // no allocation per traced op
   impl->spec.dtype = ir->dtype();
   impl->ir = std::move(ir);
   executor::register_pending(impl, trace_slot);

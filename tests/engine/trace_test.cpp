@@ -8,11 +8,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <utility>
 
+#include "backend/backend.h"
 #include "core/pool.h"
 #include "core/settings.h"
 #include "core/source_location.h"
@@ -507,6 +509,76 @@ TEST(TraceReuse, AnOpForcedOffTheDeviceSinceIsNotReused) {
   executor::mark_step(lazy0());
   EXPECT_EQ(values(second), (std::vector<float>{0, 6}));
   EXPECT_EQ(values(first), (std::vector<float>{0, 6}));
+}
+
+TEST(TraceReuse, AReplayedOpIsAskedAgainOnceABackendIsInstalledOrAnOpForced) {
+  // relu(x + x) replayed for three steps, so the device's answer for relu is
+  // kept with its node; then a backend that refuses relu is installed, and
+  // later relu is forced off the device: each time the replayed relu falls
+  // back (an event, the host's result), never the kept answer.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  Tensor x = make({-2, 3}, {2}, lazy0());
+  const auto replay = [&x](int steps) {
+    const Node* relu_node = nullptr;
+    for (int step = 0; step < steps; ++step) {
+      Tensor y = ops::relu(ops::add(x, x));
+      if (step > 0) {
+        EXPECT_EQ(y.impl()->ir.get(), relu_node) << "step " << step;  // replayed
+      }
+      relu_node = y.impl()->ir.get();
+      executor::mark_step(lazy0());
+      EXPECT_EQ(values(y), (std::vector<float>{0, 6}));
+    }
+  };
+  replay(3);
+  testing::EventCapture capture;
+  RestrictedBackend no_relu(default_backend(), {{OpKind::kRelu, std::nullopt}});
+  set_default_backend(&no_relu);
+  Tensor on_host = ops::relu(ops::add(x, x));
+  set_default_backend(nullptr);
+  ASSERT_EQ(capture.fallbacks().size(), 1u);
+  EXPECT_EQ(capture.fallbacks()[0].op(), "relu");
+  EXPECT_EQ(capture.fallbacks()[0].reason(), pb::FALLBACK_REASON_NOT_LOWERED);
+  executor::mark_step(lazy0());
+  EXPECT_EQ(values(on_host), (std::vector<float>{0, 6}));
+
+  replay(3);  // the CPU backend again: replayed, its answer kept anew
+  EXPECT_EQ(capture.fallbacks().size(), 1u);
+  settings::set_forced_fallbacks({"relu"});
+  Tensor forced = ops::relu(ops::add(x, x));
+  settings::set_forced_fallbacks({});
+  ASSERT_EQ(capture.fallbacks().size(), 2u);
+  EXPECT_EQ(capture.fallbacks()[1].reason(), pb::FALLBACK_REASON_FORCED);
+  executor::mark_step(lazy0());
+  EXPECT_EQ(values(forced), (std::vector<float>{0, 6}));
+}
+
+TEST(TraceReuse, ASyncOfTheSameGraphDonatesOnceItsInputIsLetGo) {
+  // y = x * x replayed each step: the same nodes, so the same walk, and the
+  // barrier counts only x's references against the graph's (kept from the
+  // last full count). While x is held its buffer is never given (x keeps
+  // its values); the step in which it is let go gives it to y.
+  ReuseSetting setting(true);
+  executor::mark_step(lazy0());
+  Tensor x = make({1, 2, 3}, {3}, lazy0());
+  const auto donated = [] { return metrics::counters()["CpuDonatedBuffers"]; };
+  for (int step = 0; step < 3; ++step) {
+    const int64_t before = donated();
+    Tensor y = ops::mul(x, x);
+    executor::mark_step(lazy0());
+    EXPECT_EQ(donated() - before, 0) << "step " << step;
+    EXPECT_EQ(values(y), (std::vector<float>{1, 4, 9})) << "step " << step;
+    EXPECT_EQ(values(x), (std::vector<float>{1, 2, 3})) << "step " << step;
+  }
+  const int64_t before = donated();
+  Tensor y = ops::mul(x, x);
+  const void* x_bytes = x.impl()->buffer->data();
+  x = Tensor();
+  executor::mark_step(lazy0());
+  EXPECT_EQ(donated() - before, 1);
+  EXPECT_EQ(y.impl()->buffer->data(), x_bytes);
+  EXPECT_EQ(values(y), (std::vector<float>{1, 4, 9}));
 }
 
 }  // namespace
