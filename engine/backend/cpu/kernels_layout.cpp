@@ -345,6 +345,15 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
       // epilogue then runs row by row over each column part: the MLP's
       // epilogues (relu backward, SGD update) cost more than the packing saved.
       by_rows = m >= n || m >= 16 * nth;
+      // Except a float product of few rows times a wide transposed B
+      // (x @ W^T of a linear layer's forward, W the larger operand): row
+      // parts each pack all of W^T, column parts each their half of it and
+      // all of the smaller x. On the MLP's first layer (128x784 @ 784x512^T)
+      // two 64-row parts took 1.10x the CPU of two 256-column parts
+      // (oneDNN, one thread each; 1.05x on the second layer), and when W
+      // comes from memory each thread reads half of it instead of all.
+      // The epilogue (bias, activation) then runs row by row over a part.
+      if (by_rows && std::is_same_v<T, float> && tb && m < n && kk >= 128 && n >= 128 * nth) by_rows = false;
       break;
   }
   if (nth > 1) {
