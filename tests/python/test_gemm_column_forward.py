@@ -1,6 +1,6 @@
 """auto's column split of a float product of few rows times a wide
 transposed B (x @ W^T of a linear layer's forward: m < n, k >= 128,
-n >= 128 per thread), and the shapes on each side of those thresholds,
+n >= 128 per thread; A transposed or not), and the shapes on each side of those thresholds,
 against NumPy in float64: with and without an epilogue (bias + relu, run
 row by row over a column part), NaN and inf in either operand, on one and
 two threads, under auto and under `rows` (the split it replaces)."""
@@ -44,6 +44,13 @@ for mode in sys.argv[2].split(","):
 
         got, _ = run_graph(lambda: lazyscope.tensor(x, device=DEV) @ lazyscope.tensor(w, device=DEV).t())
         check(got, X @ W.T, k, what + " x @ w.t()")
+        # Both operands transposed (x stored [k, m]): the same split.
+        xt = x.T.copy()
+        got, _ = run_graph(lambda: lazyscope.tensor(xt, device=DEV).t() @ lazyscope.tensor(w, device=DEV).t())
+        check(got, X @ W.T, k, what + " xt.t() @ w.t()")
+        got, _ = run_graph(lambda: ((lazyscope.tensor(xt, device=DEV).t() @ lazyscope.tensor(w, device=DEV).t())
+                                    + lazyscope.tensor(bias, device=DEV)).tanh())
+        check(got, np.tanh(X @ W.T + B), k, what + " xt.t() @ w.t() + b, tanh (epilogue)")
 
         def linear():
             Xl, Wl, Bl = (lazyscope.tensor(v, device=DEV) for v in (x, w, bias))
