@@ -280,8 +280,9 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 //    with oneDNN in every part.
 // Each part is a single-threaded GEMM on its own block of the output.
 // `epilogue` (or nullptr) runs on each part as soon as it is written (a
-// column part: row by row over its columns), on the thread that wrote it;
-// after a one-call product, split over the pool.
+// column part of fewer than 16 rows: row by row over its columns), on the
+// thread that wrote it; after a one-call product or a column split of 16
+// rows or more, split over the pool.
 // Parts per thread of a split product (LAZYSCOPE_GEMM_PARTS_PER_THREAD;
 // default 1; set_gemm_parts_per_thread). More parts than threads are claimed
 // dynamically, so a descheduled worker holds up a smaller part; each part is
@@ -352,7 +353,7 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
       // two 64-row parts took 1.10x the CPU of two 256-column parts
       // (oneDNN, one thread each; 1.05x on the second layer), and when W
       // comes from memory each thread reads half of it instead of all.
-      // The epilogue (bias, activation) then runs row by row over a part.
+      // The epilogue (bias, activation) then runs after the region (below).
       if (by_rows && std::is_same_v<T, float> && tb && m < n && kk >= 128 && n >= 128 * nth) by_rows = false;
       break;
   }
