@@ -279,10 +279,9 @@ void gemm_ld(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
 //    is the same with OpenBLAS in every part (auto before), `dnnl-rows`
 //    with oneDNN in every part.
 // Each part is a single-threaded GEMM on its own block of the output.
-// `epilogue` (or nullptr) runs on each part as soon as it is written (a
-// column part of fewer than 16 rows: row by row over its columns), on the
-// thread that wrote it; after a one-call product or a column split of 16
-// rows or more, split over the pool.
+// `epilogue` (or nullptr) runs on each row part as soon as it is written,
+// on the thread that wrote it; after a one-call product or a column split,
+// split over the pool.
 // Parts per thread of a split product (LAZYSCOPE_GEMM_PARTS_PER_THREAD;
 // default 1; set_gemm_parts_per_thread). More parts than threads are claimed
 // dynamically, so a descheduled worker holds up a smaller part; each part is
@@ -363,15 +362,14 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
     const int64_t most = by_rows ? m / 16 : n / 64;
     nth = static_cast<int>(std::max<int64_t>(nth, std::min<int64_t>(most, int64_t{nth} * gemm_parts_per_thread())));
   }
-  const bool legacy = mode == GemmSplit::kLegacy;
-  // Column parts of 16 rows or more (a linear layer's forward, above): the
-  // epilogue runs after the region over flat element ranges, a few calls,
-  // instead of once per row of each part: a call of a fused epilogue costs
-  // ~470 instructions before its first element (callgrind, the MLP step:
-  // 512 calls of 128-256 elements on its two forward products, 0.24 M
-  // instructions per step), and the product, 128-256 KiB, is still in the
-  // two cores' caches. Fewer rows (a 10-row weight gradient) stay row by row.
-  const bool epilogue_after = epilogue && !by_rows && (legacy || m >= 16);
+  // Column parts: the epilogue runs after the region over flat element
+  // ranges, a few calls, instead of once per row of each part: a call of a
+  // fused epilogue costs ~470 instructions before its first element, more
+  // with scalars (each filled into a tile per call: an SGD update has
+  // three). Callgrind, the MLP step: 512 calls of 128-256 elements on its
+  // two forward products, 0.24 M instructions per step; the product,
+  // 128-256 KiB, is still in the two cores' caches.
+  const bool epilogue_after = epilogue && !by_rows;
   auto body = [&](int ith, int parts) {
     if (by_rows) {
       const auto [r0, r1] = split(m, ith, parts, 4);
