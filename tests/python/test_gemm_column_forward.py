@@ -2,7 +2,7 @@
 transposed B (x @ W^T of a linear layer's forward: m < n, k >= 128,
 n >= 128 per thread; A transposed or not), and the shapes on each side of those thresholds,
 against NumPy in float64: with and without an epilogue (bias + relu, run
-row by row over a column part), NaN and inf in either operand, on one and
+after the column parts over flat ranges), NaN and inf in either operand, on one and
 two threads, under auto and under `rows` (the split it replaces)."""
 import os
 import subprocess
