@@ -14,7 +14,9 @@
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
 // set-ups: comma-separated names (auto,rows,columns,blas,dnnl,dnnl-rows,
-// openblas,cblas1,cblasN,dnnl1,dnnlN; default all). OpenBLAS's threads spin in
+// openblas,auto+sgd,sgd,cblas1,cblasN,dnnl1,dnnlN; default all; auto+sgd:
+// auto with an SGD-momentum update as the product's epilogue, sgd: that
+// update alone). OpenBLAS's threads spin in
 // sched_yield for a while after each threaded call, beside the pool's next
 // product: leave out blas and cblasN to see the pool's splits without them.
 // libgomp reads OMP_WAIT_POLICY before main: the binary re-executes itself
@@ -82,6 +84,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The 10th percentile: on a machine shared with other work, about what a
+// call takes when both cores are its own (with per-call alternation,
+// rounds x 1 call, each set-up sees the same moments of quiet).
+double p10(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 10];
+}
+
 void direct_one(const GemmShape& s, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
               static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.ta ? s.m : s.k), b,
@@ -100,10 +110,36 @@ void direct(const GemmShape& s, const float* a, const float* b, float* c, bool d
   }
 }
 
+// LAZYSCOPE_GEMM_SHAPES_COLD=1: each call starts with its operands, output
+// and the update's weight and momentum out of the caches (64 MiB written
+// before it, not timed), as a training step finds a layer's weight and
+// momentum after the rest of the step and the other processes' work.
+const bool cold = [] {
+  const char* env = std::getenv("LAZYSCOPE_GEMM_SHAPES_COLD");
+  return env && *env && *env != '0';
+}();
+
+// LAZYSCOPE_GEMM_SHAPES_IDLE_US=N: N microseconds asleep before each call
+// (not timed), as a step's first product finds the pool after the Python
+// tracing between steps: its workers asleep.
+const int idle_us = [] {
+  const char* env = std::getenv("LAZYSCOPE_GEMM_SHAPES_IDLE_US");
+  return env && *env ? std::atoi(env) : 0;
+}();
+
+void evict() {
+  static std::vector<char> junk(size_t{64} << 20);
+  static char value = 0;
+  ++value;
+  std::fill(junk.begin(), junk.end(), value);
+}
+
 int run(int rounds, int calls, const std::string& filter, const std::string& wanted) {
   const int threads = cpu::num_threads();
+  if (cold) std::printf("operands out of the caches before each call (LAZYSCOPE_GEMM_SHAPES_COLD)\n");
   std::printf("%d threads; median us per call over %d rounds x %d calls, set-ups alternated\n", threads, rounds, calls);
-  std::printf("%-30s %-8s %9s %8s %8s %9s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best direct", "cpu us");
+  std::printf("%-30s %-8s %9s %8s %8s %9s %9s\n", "product (m k n)", "set-up", "us", "GFLOP/s", "/best direct",
+              "cpu us", "p10 us");
   std::mt19937 rng(0);
   std::normal_distribution<float> dist;
   for (const GemmShape& s : kShapes) {
@@ -131,6 +167,31 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
                         },
                         {}});
     }
+    // The weight-gradient products' usual epilogue: SGD with momentum on a
+    // weight of the product's shape (buf = 0.9 buf + g; w -= 0.01 buf), as
+    // the engine fuses it into the GEMM (matmul_into's Epilogue, per part);
+    // `sgd` is that update alone over an already computed product.
+    auto w = Buffer::allocate(DType::kFloat32, shape(s.m, s.n));
+    auto mom = Buffer::allocate(DType::kFloat32, shape(s.m, s.n));
+    std::fill(w->as<float>(), w->as<float>() + w->numel(), 0.5f);
+    std::fill(mom->as<float>(), mom->as<float>() + mom->numel(), 0.0f);
+    auto sgd = [&](int64_t begin, int64_t end) {
+      const float* g = c->as<float>();
+      float* wp = w->as<float>();
+      float* bp = mom->as<float>();
+      for (int64_t i = begin; i < end; ++i) {
+        bp[i] = 0.9f * bp[i] + g[i];
+        wp[i] -= 0.01f * bp[i];
+      }
+    };
+    const cpu::Epilogue sgd_epilogue(sgd);
+    setups.push_back({"auto+sgd",
+                      [&] {
+                        cpu::set_gemm_split(cpu::GemmSplit::kAuto);
+                        cpu::matmul_into(*a, s.ta, *b, s.tb, *c, &sgd_epilogue);
+                      },
+                      {}});
+    setups.push_back({"sgd", [&] { cpu::parallel_for(c->numel(), 2048, sgd); }, {}});
     setups.push_back({"cblas 1",
                       [&] {
                         openblas_set_num_threads(1);
@@ -160,9 +221,9 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto",     "rows",   "columns", "blas",  "dnnl", "dnnl-rows",
-                                "openblas", "cblas1", "cblasN",  "dnnl1", "dnnlN"};
-    constexpr size_t kFirstDirect = 7;
+    const std::string keys[] = {"auto",     "rows", "columns", "blas",   "dnnl",  "dnnl-rows", "openblas",
+                                "auto+sgd", "sgd",  "cblas1",  "cblasN", "dnnl1", "dnnlN"};
+    constexpr size_t kFirstDirect = 9;
     for (size_t i = 0; i < setups.size(); ++i) {
       if (!keep(keys[i])) setups[i].call = nullptr;
     }
@@ -172,6 +233,8 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     for (int r = 0; r < rounds; ++r) {
       for (auto& setup : setups) {
         for (int i = 0; setup.call && i < calls; ++i) {
+          if (cold) evict();
+          if (idle_us > 0) ::usleep(static_cast<useconds_t>(idle_us));
           const double c0 = cpu_now_us();
           const auto t0 = std::chrono::steady_clock::now();
           setup.call();
@@ -195,8 +258,9 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     for (const auto& setup : setups) {
       if (setup.us.empty()) continue;
       const double us = median(setup.us);
-      std::printf("  %-28s %-8s %9.1f %8.1f %8.2f %9.1f\n", "", setup.name.c_str(), us, flop / us / 1e3,
-                  best_direct > 0 ? us / best_direct : 0.0, setup.cpu_us / static_cast<double>(setup.us.size()));
+      std::printf("  %-28s %-8s %9.1f %8.1f %8.2f %9.1f %9.1f\n", "", setup.name.c_str(), us, flop / us / 1e3,
+                  best_direct > 0 ? us / best_direct : 0.0, setup.cpu_us / static_cast<double>(setup.us.size()),
+                  p10(setup.us));
     }
   }
   return 0;

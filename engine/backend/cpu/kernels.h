@@ -31,7 +31,8 @@ KernelFn find_kernel(OpKind op, DType dtype);
 // `epilogue`, when given, is called on element ranges [begin, end) of `out`
 // once they are final, on the thread that computed them while they are
 // still in its cache (a fused bias + activation applied to the rows a GEMM
-// part just wrote); every element is covered exactly once.
+// part just wrote; a product split by columns: after all its parts, over
+// flat ranges on the pool); every element is covered exactly once.
 struct Epilogue {
   template <typename F>
   explicit Epilogue(F& f)
