@@ -21,11 +21,27 @@ const std::vector<int64_t>& Attrs::get_ints(const char* name) const {
   return std::get<std::vector<int64_t>>(find(name));
 }
 
+namespace {
+
+// Values compared as the hash reads them: a double by its bits, so that
+// -0.0 and 0.0 (clamp's bound, leaky_relu's slope: 1/x tells them apart)
+// are different attributes, and a NaN equals itself.
+bool same_bits(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a)) {
+    const double y = std::get<double>(b);
+    return std::memcmp(x, &y, sizeof y) == 0;
+  }
+  return a == b;
+}
+
+}  // namespace
+
 bool Attrs::same_items(const Attrs& other) const {
   if (attrs_.size() != other.attrs_.size()) return false;
   for (size_t i = 0; i < attrs_.size(); ++i) {
     const Attr &a = attrs_[i], &b = other.attrs_[i];
-    if ((a.name != b.name && std::strcmp(a.name, b.name) != 0) || a.value != b.value) return false;
+    if ((a.name != b.name && std::strcmp(a.name, b.name) != 0) || !same_bits(a.value, b.value)) return false;
   }
   return true;
 }

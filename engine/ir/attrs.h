@@ -32,7 +32,8 @@ class Attrs {
   const std::vector<int64_t>& get_ints(const char* name) const;
 
   uint64_t hash() const;
-  // The same names (compared as strings) with equal values, in the same order.
+  // The same names (compared as strings) with the same values, in the same
+  // order: doubles by their bits, as hash() reads them.
   bool operator==(const Attrs& other) const { return attrs_.empty() ? other.attrs_.empty() : same_items(other); }
   static std::string value_str(const AttrValue& v);
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/buffer.h"
@@ -9,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "ir/attrs.h"
 #include "ir/op_table.h"
 
 namespace lazyscope {
@@ -103,6 +105,20 @@ TEST(Device, ParsesNamesAndRefusesUnknownOnes) {
   EXPECT_THROW(parse_device("cuda:0"), EngineError);
   EXPECT_THROW(parse_device("lazy:99"), EngineError);
   EXPECT_THROW(parse_device("lazy:x"), EngineError);
+}
+
+// Equality agrees with the hash: a double attribute by its bits.
+TEST(Attrs, EqualityAgreesWithTheHashOnSignedZerosAndNaN) {
+  const Attrs pos{{"min", 0.0}}, neg{{"min", -0.0}};
+  EXPECT_FALSE(pos == neg);
+  EXPECT_NE(pos.hash(), neg.hash());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Attrs a{{"slope", nan}}, b{{"slope", nan}};
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.hash(), b.hash());
+  EXPECT_TRUE((Attrs{{"dims", std::vector<int64_t>{0, 2}}, {"keepdim", true}} ==
+               Attrs{{"dims", std::vector<int64_t>{0, 2}}, {"keepdim", true}}));
+  EXPECT_FALSE((Attrs{{"dim", int64_t{1}}} == Attrs{{"dim", 1.0}}));  // another type, same number
 }
 
 }  // namespace
