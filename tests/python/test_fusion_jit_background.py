@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+from test_fusion_jit import oracle  # the chain's NumPy result, shared with the synchronous tests
 
 # Runs the chain of test_fusion_jit.py as one graph per step until the
 # compiled loop ran (FusionJitRuns) or the step limit; saves the first and the
@@ -77,19 +78,6 @@ os._exit(0)  # a forked child skips its parent's exit handlers
 """
 
 N = 5 * 1024 + 37
-
-
-def oracle(n):
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal(n).astype(np.float32)
-    b = rng.standard_normal(n).astype(np.float32)
-    a[::97] = np.nan
-    keep = rng.random(n) < 0.5
-    t = (a * b + a) - b
-    t = np.where(t > 0, t, np.float32(0))
-    m = np.maximum(a, t * np.float32(0.75))
-    u = np.where(a > b, (t + a) * m, -m) / np.float32(1.5) + keep.astype(np.float32)
-    return -(u - b), u < b
 
 
 def compiler(tmp_path, body):
