@@ -1,7 +1,7 @@
 """Fused chains compiled on the background thread (engine/backend/cpu/fusion_jit.h):
 the step runs on the interpreter until the compiled loop is ready, then switches
 between executions with the same results (against NumPy, bit for bit); a failing
-compiler, a process exiting or forking while a compile runs, and
+compiler, a process exiting, killed or forking while a compile runs, and
 LAZYSCOPE_FUSION_JIT_SYNC=1. The compiler is a wrapper script that waits before
 it compiles, so the compile is still running when the test looks.
 
@@ -48,11 +48,14 @@ def runs():
 (first, first_below), program = run_graph(chain, require_compile=True)
 interpreted = 1 if runs() == 0 else 0
 print(program)
-if mode == "exit":
-    # Waits for the compiler to start, then leaves with it running.
+if mode in ("exit", "kill"):
+    # Waits for the compiler to start, then leaves with it running: "exit"
+    # through the exit handlers, "kill" killed outright (none run).
     while not os.path.exists(out + "_compiler_pid") and limit > 0:
         time.sleep(0.05)
         limit -= 0.05
+    if mode == "kill":
+        os.kill(os.getpid(), 9)
     sys.exit(0)
 if mode == "fork":
     child = os.fork()
@@ -203,3 +206,35 @@ def test_a_forked_child_compiles_what_its_parent_was_compiling_and_switches(buil
     assert counters["FusionJitRuns"] >= 1 and counters["FusionJitSwitches"] == 1, counters
     assert counters["interpreted"] >= 1, counters
     assert_matches_numpy(load(tmp_path, "out_forked"))
+
+
+def test_a_compile_cut_short_by_sigkill_leaves_files_that_the_next_process_removes_keeping_live_ones(
+    build_dir, tmp_path
+):
+    proc, _, _ = run_steps(build_dir, tmp_path, "kill", compiler(tmp_path, 'sleep 60\nexec c++ "$@"'), limit=60)
+    assert proc.returncode == -9, (proc.returncode, proc.stderr)
+    compiler_pid = int((tmp_path / "out_compiler_pid").read_text())
+    os.killpg(compiler_pid, 9)  # the orphaned compiler, in its own process group
+    kernels = tmp_path / "kernels"
+    left = sorted(p.name for p in kernels.iterdir())
+    # No exit handler ran: the killed process's source and log stay behind.
+    assert [n.rsplit(".", 1)[1] for n in left] == ["cpp", "log"], left
+    # Files of a process that still runs (this test's) and finished objects
+    # are not the sweep's to remove.
+    live = kernels / f"{'b' * 16}.{os.getpid()}.1.cpp"
+    live.write_text("// another process compiling now")
+    other_object = kernels / f"{'c' * 16}.so"
+    other_object.write_bytes(b"")
+    unrelated = kernels / "notes.txt"
+    unrelated.write_text("kept")
+
+    proc, counters, _ = run_steps(
+        build_dir, tmp_path, "sync", compiler(tmp_path, 'exec c++ "$@"'), LAZYSCOPE_FUSION_JIT_SYNC="1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert counters["FusionJitCompiles"] == 1, counters
+    now = sorted(p.name for p in kernels.iterdir())
+    assert not set(left) & set(now), now
+    assert live.name in now and other_object.name in now and unrelated.name in now, now
+    assert len([n for n in now if re.fullmatch(r"[0-9a-f]{16}\.so", n)]) == 2, now  # the new kernel's object too
+    assert_matches_numpy(load(tmp_path, "out"))

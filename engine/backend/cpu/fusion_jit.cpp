@@ -213,6 +213,40 @@ std::string private_directory_error(const std::string& dir) {
   return "";
 }
 
+// Removes what compiles of dead processes left in `dir`: a process killed
+// outright (SIGKILL, the OOM killer) runs no exit handler, so its
+// temporary source, log and object (named <key>.<pid>.<thread>.<ext> by
+// compile()) stay. Done once per directory per process, before its first
+// compile; a file whose process still runs (another training process
+// compiling now) is kept, and so is every finished object (<key>.so).
+void sweep_orphans(const std::string& dir) {
+  static std::mutex mu;
+  static std::set<std::string> swept;
+  {
+    std::lock_guard lock(mu);
+    if (!swept.insert(dir).second) return;
+  }
+  std::error_code ec;
+  std::vector<std::filesystem::path> orphans;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // <16 hex digits>.<pid>.<thread id>.<cpp|so|log>
+    const size_t first = name.find('.');
+    if (first != 16) continue;
+    const size_t second = name.find('.', first + 1);
+    if (second == std::string::npos || second == first + 1) continue;
+    const std::string pid_text = name.substr(first + 1, second - first - 1);
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".cpp" && ext != ".so" && ext != ".log") continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == getpid() || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to tell (EPERM): kept
+    orphans.push_back(entry.path());
+  }
+  for (const auto& path : orphans) std::filesystem::remove(path, ec);
+}
+
 std::string object_name(uint64_t key) {
   char name[32];
   std::snprintf(name, sizeof(name), "%016llx", static_cast<unsigned long long>(key));
@@ -232,6 +266,7 @@ CompiledKernelFn compile(const Job& job, std::string& error) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   error = private_directory_error(dir);
+  if (error.empty()) sweep_orphans(dir);
   std::ostringstream tmp;
   tmp << dir << "/" << name << "." << getpid() << "." << std::this_thread::get_id();
   const std::string src_path = tmp.str() + ".cpp", tmp_so = tmp.str() + ".so", log_path = tmp.str() + ".log";
