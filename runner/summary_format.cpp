@@ -5,6 +5,7 @@
 
 #include "analysis/run_metrics.h"
 #include "cli_args.h"
+#include "query/run_kernels.h"
 
 namespace lazyscope::runner {
 namespace {
@@ -196,7 +197,7 @@ std::string format_kernel_report(const pb::KernelReport& report) {
   } else {
     out += "machine peaks: not recorded (no roofline fractions)\n";
   }
-  out += printf_str("\n%10s %6s %7s %10s %8s %8s %5s  %-20s %-8s %s\n", "total", "share", "calls", "mean", "GFLOP/s",
+  out += printf_str("\n%10s %6s %7s %10s %8s %8s %5s  %-31s %-8s %s\n", "total", "share", "calls", "mean", "GFLOP/s",
                     "GB/s", "roof", "kernel", "graph", "IR nodes");
   bool first_calls_only = false;
   for (const pb::KernelRow& k : report.kernels()) {
@@ -205,10 +206,11 @@ std::string format_kernel_report(const pb::KernelReport& report) {
                                  : std::string("-");
     const bool first_only = k.first_call_only();
     first_calls_only |= first_only;
-    out += printf_str("%10s %5.1f%% %7lld %10s %8.2f %8.2f %5s  %-20s %-8.8s %s\n",
+    out += printf_str("%10s %5.1f%% %7lld %10s %8.2f %8.2f %5s  %-31s %-8.8s %s\n",
                       format_duration_ms(k.total_ms()).c_str(), 100 * k.share(), static_cast<long long>(k.calls()),
                       (format_duration_ms(k.mean_us() / 1e3) + (first_only ? "*" : "")).c_str(), k.gflops(), k.gbps(),
-                      roof.c_str(), k.name().c_str(), hash_hex(k.graph_hash()).c_str(), format_kernel_nodes(k).c_str());
+                      roof.c_str(), storage::kernel_display_name(k).c_str(), hash_hex(k.graph_hash()).c_str(),
+                      format_kernel_nodes(k).c_str());
   }
   if (first_calls_only) {
     out +=

@@ -35,6 +35,9 @@ struct KernelTiming {
   std::vector<int> nodes;        // post-order positions of the IR nodes it covers
   int64_t flops = 0, bytes = 0;  // estimated, per run
   int64_t samples = 0, total_ns = 0;
+  // How a generated kernel ran in the timed calls, e.g. "avx512 tiles" (the
+  // interpreter) or "avx512 compiled"; empty for a library kernel.
+  std::string code;
 };
 
 // The machine's peaks a roofline compares kernels with.

@@ -505,6 +505,7 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
     kp->set_bytes(k.bytes);
     kp->set_samples(k.samples);
     kp->set_total_ns(k.total_ns);
+    kp->set_code(k.code);
   }
   events::publish(e);
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "models/recompilation_model.h"
+#include "query/run_kernels.h"
 #include "util/format.h"
 
 namespace lazyscope::gui {
@@ -107,6 +108,21 @@ QVariant KernelModel::kernelData(const pb::KernelRow& k, int column, int role) c
                                  .arg(k.attainable(), 0, 'f', 1)
                                  .arg(from);
     }
+    if (column == Kernel && !k.code().empty()) {
+      const QString code = QString::fromStdString(k.code());
+      if (code.endsWith(QStringLiteral("+tiles"))) {
+        return tr("independent kernels in one region (%1): some ran compiled, some on the interpreter's vector "
+                  "tiles, their compiled loops not ready yet")
+            .arg(code);
+      }
+      if (code.endsWith(QStringLiteral(" tiles"))) {
+        return tr("ran on the interpreter's vector tiles (%1) in its timed calls: its compiled loop was not ready "
+                  "yet, or compiling failed")
+            .arg(code);
+      }
+      return tr("ran as %1 code in its timed calls (timings from before its switch to compiled code are dropped)")
+          .arg(code);
+    }
     if (column == MeanTime) {
       return k.first_call_only() ? tr("timed on the graph's first and only call, which includes one-time set-up "
                                       "(first touch of its memory, code generated per matrix shape)")
@@ -116,7 +132,7 @@ QVariant KernelModel::kernelData(const pb::KernelRow& k, int column, int role) c
   }
   if (role != Qt::DisplayRole) return {};
   switch (column) {
-    case Kernel: return QString::fromStdString(k.name());
+    case Kernel: return QString::fromStdString(storage::kernel_display_name(k));
     case TotalTime: return formatStepTime(k.total_ms());
     case Share: return QStringLiteral("%1%").arg(100.0 * k.share(), 0, 'f', 1);
     case Calls: return QVariant::fromValue<qint64>(k.calls());

@@ -21,7 +21,7 @@ class HistoryError : public std::runtime_error {
 std::string default_history_path();
 
 // The newest schema version this build reads and writes.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // A read-only open of a file at an older schema: it must be migrated first,
 // which takes a read-write open (HistoryReader does that for its callers).

@@ -227,9 +227,16 @@ ALTER TABLE machine_peaks ADD COLUMN cache_gbps  REAL    NOT NULL DEFAULT 0;
 ALTER TABLE machine_peaks ADD COLUMN cache_bytes INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 6: how a generated kernel ran in its timed calls ("avx512 tiles",
+// "avx512 compiled"): a kernel compiled in the background switches from the
+// interpreter between executions. Older rows: '', not recorded.
+constexpr const char* kVersion6 = R"sql(
+ALTER TABLE kernel_profile_kernels ADD COLUMN code TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, kVersion1}, Migration{2, kVersion2}, Migration{3, kVersion3},
-    Migration{4, kVersion4}, Migration{5, kVersion5},
+    Migration{4, kVersion4}, Migration{5, kVersion5}, Migration{6, kVersion6},
 };
 
 constexpr bool versions_are_contiguous_up_to_current() {

@@ -95,7 +95,7 @@ std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_i
   }
   Statement rows(file, R"sql(
     SELECT p.replica, p.graph_hash, p.step, p.executions, p.peak_bytes,
-           k.kernel_index, k.name, k.flops, k.bytes, k.samples, k.total_ns, n.value
+           k.kernel_index, k.name, k.flops, k.bytes, k.samples, k.total_ns, n.value, k.code
     FROM kernel_profiles AS p
     LEFT JOIN kernel_profile_kernels AS k
       ON k.run_id = p.run_id AND k.replica = p.replica AND k.graph_hash = p.graph_hash
@@ -128,10 +128,25 @@ std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_i
       kernel->set_bytes(rows.int64_at(8));
       kernel->set_samples(rows.int64_at(9));
       kernel->set_total_ns(rows.int64_at(10));
+      kernel->set_code(rows.text_at(12));
     }
     if (!rows.is_null_at(11)) kernel->add_nodes(static_cast<int32_t>(rows.int64_at(11)));
   }
   return events;
+}
+
+std::string kernel_display_name(const pb::KernelRow& kernel) {
+  const std::string& code = kernel.code();
+  const auto ends_with = [&](std::string_view tail) {
+    return code.size() >= tail.size() && code.compare(code.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  // "<isa> compiled", "<isa> tiles" (the interpreter's vector tiles), or a
+  // group of kernels, some of each.
+  const char* how = ends_with(" compiled+tiles") ? "compiled+interpreted"
+                    : ends_with(" compiled")     ? "compiled"
+                    : ends_with(" tiles")        ? "interpreted"
+                                                 : nullptr;
+  return how ? kernel.name() + " (" + how + ")" : kernel.name();
 }
 
 pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id) {
@@ -156,7 +171,7 @@ pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id) {
     WITH runs_of AS (
       SELECT replica, graph_hash, COUNT(*) AS n FROM executions WHERE run_id = ?1 GROUP BY replica, graph_hash)
     SELECT k.replica, k.graph_hash, k.kernel_index, k.name, k.flops, k.bytes, k.samples, k.total_ns,
-           MAX(COALESCE(p.executions, 0), COALESCE(r.n, 0)), n.value
+           MAX(COALESCE(p.executions, 0), COALESCE(r.n, 0)), n.value, k.code
     FROM kernel_profile_kernels AS k
     LEFT JOIN kernel_profiles AS p
       ON p.run_id = k.run_id AND p.replica = k.replica AND p.graph_hash = k.graph_hash
@@ -183,6 +198,7 @@ pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id) {
       current->set_samples(rows.int64_at(6));
       current->set_timed_ms(static_cast<double>(rows.int64_at(7)) / 1e6);
       current->set_calls(rows.int64_at(8));
+      current->set_code(rows.text_at(10));
     }
     if (rows.is_null_at(9)) continue;
     pb::KernelNode* node = current->add_nodes();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lazyscope/events.pb.h"
@@ -20,5 +21,10 @@ pb::KernelReport read_kernel_report(const HistoryFile& file, int64_t run_id);
 // (one KernelProfileEvent per replica and graph, one MachinePeakEvent per
 // replica): what a run bundle carries.
 std::vector<pb::Event> read_kernel_events(const HistoryFile& file, int64_t run_id);
+
+// A kernel's name as the command line and the GUI show it: a generated
+// kernel says how it ran in its timed calls, "fused_elementwise (compiled)"
+// or "(interpreted)" (KernelRow.code); a library kernel's name as it is.
+std::string kernel_display_name(const pb::KernelRow& kernel);
 
 }  // namespace lazyscope::storage

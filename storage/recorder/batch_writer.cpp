@@ -52,11 +52,12 @@ BatchWriter::BatchWriter(const HistoryFile& file, int64_t run_id)
           SET step = excluded.step, executions = excluded.executions, peak_bytes = excluded.peak_bytes)sql"),
       upsert_kernel_(file, R"sql(
         INSERT INTO kernel_profile_kernels (run_id, replica, graph_hash, kernel_index, name, nodes_json,
-                                            flops, bytes, samples, total_ns)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                                            flops, bytes, samples, total_ns, code)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
         ON CONFLICT (run_id, replica, graph_hash, kernel_index) DO UPDATE
           SET name = excluded.name, nodes_json = excluded.nodes_json, flops = excluded.flops,
-              bytes = excluded.bytes, samples = excluded.samples, total_ns = excluded.total_ns)sql"),
+              bytes = excluded.bytes, samples = excluded.samples, total_ns = excluded.total_ns,
+              code = excluded.code)sql"),
       upsert_machine_peak_(file, R"sql(
         INSERT INTO machine_peaks (run_id, replica, gemm_gflops, stream_gbps, threads, isa, cache_gbps, cache_bytes)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -235,6 +236,7 @@ void BatchWriter::write_kernel_profile(int replica, const pb::KernelProfileEvent
         .bind_int64(8, kernel.bytes())
         .bind_int64(9, kernel.samples())
         .bind_int64(10, kernel.total_ns())
+        .bind_text(11, kernel.code())
         .execute();
   }
 }

@@ -48,10 +48,12 @@ def profiled(build_dir, repo_root, tmp_path):
                    "VALUES (1, 0, 100.0, 20.0, 2, 'avx2')")
         db.execute("INSERT INTO kernel_profiles VALUES (1, 0, ?, 5, 6, 4096)", (h,))
         # gemm: 3 timed calls of 100 us; 2e6 FLOP and 40 kB each -> 20 GFLOP/s, 1/5 of its roof.
-        db.execute("INSERT INTO kernel_profile_kernels VALUES (1, 0, ?, 0, 'gemm', ?, 2000000, 40000, 3, 300000)",
+        db.execute("INSERT INTO kernel_profile_kernels VALUES (1, 0, ?, 0, 'gemm', ?, 2000000, 40000, 3, 300000, '')",
                    (h, json.dumps([matmul.get("id", 0)])))
-        # fused: 2 timed calls of 400 us; no FLOPs, 1 MB each -> 2.5 GB/s, 1/8 of the bandwidth.
-        db.execute("INSERT INTO kernel_profile_kernels VALUES (1, 0, ?, 1, 'fused_elementwise', ?, 0, 1000000, 2, 800000)",
+        # fused: 2 timed calls of 400 us; no FLOPs, 1 MB each -> 2.5 GB/s, 1/8 of the bandwidth;
+        # run on the interpreter's tiles.
+        db.execute("INSERT INTO kernel_profile_kernels "
+                   "VALUES (1, 0, ?, 1, 'fused_elementwise', ?, 0, 1000000, 2, 800000, 'avx2 tiles')",
                    (h, json.dumps([mul.get("id", 0)])))
     return history, matmul, mul
 
@@ -74,6 +76,7 @@ def test_show_kernels_json_joins_the_ir_and_rates_each_kernel(build_dir, profile
     assert node["op"] == "matmul"
     assert node["source"] == matmul["source"] and node["source"]["file"].endswith("linear_regression.py")
     assert fused["nodes"][0]["op"] == "mul"
+    assert fused["code"] == "avx2 tiles" and gemm.get("code", "") == ""  # a library kernel
 
 
 def test_show_kernels_table(build_dir, profiled):
@@ -82,7 +85,7 @@ def test_show_kernels_table(build_dir, profiled):
     assert "kernels: 2 in 1 profiled graph(s), 3.0 ms of kernel time, memory-plan peak 4.1 kB" in text
     assert "machine peaks: 100.0 GFLOP/s (SGEMM), 20.0 GB/s (STREAM triad), 2 thread(s), avx2" in text
     rows = [line for line in text.splitlines() if "fused_elementwise" in line or " gemm " in line]
-    assert "fused_elementwise" in rows[0] and "gemm" in rows[1]  # sorted by total time
+    assert "fused_elementwise (interpreted)" in rows[0] and "gemm" in rows[1]  # sorted by total time
     assert "20%" in rows[1] and f"matmul (linear_regression.py:{matmul['source']['line']})" in rows[1]
 
 

@@ -242,10 +242,12 @@ int64_t recordProfiledRun(const QString& path) {
   p->set_graph_hash(kProfiledGraph);
   p->set_executions(10);
   p->set_peak_bytes(3 << 20);
-  auto add = [p](const char* name, std::vector<int> nodes, int64_t flops, int64_t bytes, int64_t ns) {
+  auto add = [p](const char* name, std::vector<int> nodes, int64_t flops, int64_t bytes, int64_t ns,
+                 const char* code = "") {
     pb::KernelProfile* k = p->add_kernels();
     k->set_index(p->kernels_size() - 1);
     k->set_name(name);
+    k->set_code(code);
     for (int n : nodes) k->add_nodes(n);
     k->set_flops(flops);
     k->set_bytes(bytes);
@@ -253,7 +255,7 @@ int64_t recordProfiledRun(const QString& path) {
     k->set_total_ns(4 * ns);
   };
   add("gemm", {1}, 2'000'000, 40'000, 100'000);
-  add("fused_elementwise", {2, 3}, 0, 1'000'000, 200'000);
+  add("fused_elementwise", {2, 3}, 0, 1'000'000, 200'000, "avx2 compiled");
   add("sum", {}, 1'000, 4'000, 1'000);
   recorder.record(profile);
   recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");

@@ -25,8 +25,10 @@ from test_fusion_jit import oracle  # the chain's NumPy result, shared with the 
 STEPS = r"""
 import os, sys, time, numpy as np, lazyscope
 sys.path.insert(0, sys.argv[1])
-from runtime_util import run_graph
+from runtime_util import capture_events, run_graph
 from lazyscope.debug import metrics as met
+everything = capture_events()  # the kernel profiles of all steps, printed at the end
+events = everything.__enter__()
 n, out, mode, limit = int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
 rng = np.random.default_rng(7)
 a = rng.standard_normal(n).astype(np.float32)
@@ -74,6 +76,10 @@ np.save(out + "_first_below.npy", first_below)
 np.save(out + "_last.npy", last)
 np.save(out + "_last_below.npy", last_below)
 print("interpreted", interpreted)
+for p in events.of("kernel_profile"):
+    for k in p["kernels"]:
+        if k["name"] == "fused_elementwise":
+            print("profile", p["executions"], k["samples"], k.get("code", ""))
 for name in ("FusionJitCompiles", "FusionJitFailures", "FusionJitRuns", "FusionJitSwitches"):
     print(name, met.counter_value(name) or 0)
 sys.stdout.flush()
@@ -148,6 +154,16 @@ def test_a_chain_runs_on_the_interpreter_until_its_background_compile_is_done_th
     assert counters["FusionJitRuns"] >= 1 and counters["FusionJitFailures"] == 0, counters
     assert_matches_numpy(load(tmp_path, "out"))
     assert [p.suffix for p in (tmp_path / "kernels").iterdir()] == [".so"]  # no temporary file left
+    # The kernel profile names the code that ran: the interpreter's tiles
+    # until the switch; the execution that switched is sampled (off the
+    # 1-4, 64th schedule) and its timings replace the interpreter's.
+    profiles = [(int(e), int(s), code) for e, s, code in re.findall(r"^profile (\d+) (\d+) (.*)$", proc.stdout, re.M)]
+    codes = [code.split(" ")[-1] for _, _, code in profiles]
+    assert codes and codes[0] == "tiles" and codes[-1] == "compiled", profiles
+    switch = codes.index("compiled")
+    assert set(codes[:switch]) == {"tiles"} and set(codes[switch:]) == {"compiled"}, profiles
+    assert profiles[switch][1] == 1, profiles  # the interpreter's samples dropped
+    assert profiles[switch][0] == counters["interpreted"] + 1, (profiles, counters)
     # The background thread's nice value, inherited by the compiler it ran.
     assert int((tmp_path / "out_compiler_nice").read_text()) == max(7, os.nice(0))
 

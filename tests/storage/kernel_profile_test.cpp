@@ -6,11 +6,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "db/history_file.h"
 #include "db/schema.h"
 #include "query/history_reader.h"
+#include "query/run_kernels.h"
 #include "recorder/recorder.h"
 #include "test_support.h"
 
@@ -307,6 +311,55 @@ TEST(KernelProfiles, AVersion2FileMigratesToVersion3KeepingItsRuns) {
   ASSERT_EQ(fresh.kernels_size(), 1);
   EXPECT_EQ(fresh.kernels(0).nodes_size(), 0);
   EXPECT_TRUE(fresh.has_peaks());
+}
+
+// Version 6: how a generated kernel ran (KernelProfile.code). A version-5
+// file's kernels migrate with no code (unknown: shown by name alone); a new
+// profile's code comes back in the report, in the events a run bundle
+// carries, and in the name the command line and the GUI show.
+TEST(KernelProfiles, AVersion5FileMigratesAndKernelsKeepHowTheyRan) {
+  ScratchFolder scratch;
+  const std::string path = scratch.file("v5.sqlite");
+  std::string v5;
+  for (int i = 0; i < 5; ++i) v5 += schema_migrations()[static_cast<size_t>(i)].sql;
+  test_support::raw_execute(path, v5 + "PRAGMA user_version = 5;");
+  test_support::raw_execute(path, R"sql(
+    INSERT INTO runs (id, name, started_unix_ms, heartbeat_unix_ms, status, ended_unix_ms)
+      VALUES (4, 'before codes', 1000, 2000, 2, 2000);
+    INSERT INTO kernel_profiles VALUES (4, 0, 7, 0, 3, 64);
+    INSERT INTO kernel_profile_kernels (run_id, replica, graph_hash, kernel_index, name, nodes_json, flops, bytes,
+                                        samples, total_ns)
+      VALUES (4, 0, 7, 0, 'fused_elementwise', '[]', 10, 10, 3, 300);
+  )sql");
+  HistoryReader reader(path);
+  EXPECT_EQ(test_support::raw_int64(path, "PRAGMA user_version"), kSchemaVersion);
+  const pb::KernelReport old = reader.kernel_report(4);
+  ASSERT_EQ(old.kernels_size(), 1);
+  EXPECT_EQ(old.kernels(0).code(), "");
+  EXPECT_EQ(kernel_display_name(old.kernels(0)), "fused_elementwise");
+
+  Recorder recorder(path, test_support::sample_run_info("after"));
+  pb::KernelProfile compiled = kernel(0, "fused_elementwise", {}, 100, 800, 2, 2000);
+  compiled.set_code("avx2 compiled");
+  pb::KernelProfile interpreted = kernel(1, "fused_elementwise", {}, 100, 800, 2, 4000);
+  interpreted.set_code("avx2 tiles");
+  pb::KernelProfile group = kernel(2, "fused_elementwise", {}, 100, 800, 2, 6000);
+  group.set_code("avx2 compiled+tiles");
+  recorder.record(profile(0, 0x9, 2, 64, {compiled, interpreted, group, kernel(3, "gemm", {}, 10, 10, 2, 8000)}));
+  recorder.finish(pb::RUN_STATUS_SUCCEEDED, 0, "", "");
+  const pb::KernelReport fresh = reader.kernel_report(recorder.run_id());
+  ASSERT_EQ(fresh.kernels_size(), 4);
+  std::map<int, std::pair<std::string, std::string>> by_index;
+  for (const pb::KernelRow& k : fresh.kernels()) by_index[k.index()] = {k.code(), kernel_display_name(k)};
+  EXPECT_EQ(by_index[0], std::make_pair(std::string("avx2 compiled"), std::string("fused_elementwise (compiled)")));
+  EXPECT_EQ(by_index[1], std::make_pair(std::string("avx2 tiles"), std::string("fused_elementwise (interpreted)")));
+  EXPECT_EQ(by_index[2], std::make_pair(std::string("avx2 compiled+tiles"),
+                                        std::string("fused_elementwise (compiled+interpreted)")));
+  EXPECT_EQ(by_index[3], std::make_pair(std::string(""), std::string("gemm")));
+  const std::vector<pb::Event> events = read_kernel_events(HistoryFile(path, OpenMode::kReadOnly), recorder.run_id());
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events[0].kernel_profile().kernels_size(), 4);
+  EXPECT_EQ(events[0].kernel_profile().kernels(1).code(), "avx2 tiles");
 }
 
 }  // namespace

@@ -246,7 +246,7 @@ class CpuExecutable final : public Executable {
     // holds the arena, the others run on buffers of their own.
     std::unique_lock lock(mu_, std::try_to_lock);
     const bool own = lock.owns_lock();
-    adopt_compiled(own);
+    const bool switched = adopt_compiled(own);
     State local;
     State& st = own ? state_ : local;
     // The arena is allocated on first use, inside the instruction that
@@ -268,11 +268,13 @@ class CpuExecutable final : public Executable {
     // what no later one does (the arena's first touch, oneDNN generating
     // code for each new GEMM shape, the pool's first wake-up: a GEMM at 2%
     // of its roof), so its timings stand only until a later sample comes,
-    // which drops them.
+    // which drops them. An execution that switched a fused kernel to its
+    // compiled code is sampled and drops the earlier timings too: they
+    // were of the interpreter, and the profile names the code that ran.
     const int64_t execution = executions_.fetch_add(1, std::memory_order_relaxed);
-    const bool sampled = own && (execution <= 3 || execution % 64 == 0);
-    if (sampled && (st.timings.size() != program_.size() || first_only_)) {
-      if (first_only_) dropped_samples_ = sampled_.load(std::memory_order_relaxed);
+    const bool sampled = own && (execution <= 3 || execution % 64 == 0 || switched);
+    if (sampled && (st.timings.size() != program_.size() || first_only_ || switched)) {
+      if (first_only_ || switched) dropped_samples_ = sampled_.load(std::memory_order_relaxed);
       st.timings.assign(program_.size(), 0);
     }
     if (sampled) first_only_ = execution == 0;
@@ -532,6 +534,7 @@ class CpuExecutable final : public Executable {
       k.bytes = c.bytes;
       k.samples = samples;
       k.total_ns = pc < state_.timings.size() ? state_.timings[pc] : 0;
+      k.code = fused_code(ins);
       out.push_back(std::move(k));
     }
     return out;
@@ -765,9 +768,28 @@ class CpuExecutable final : public Executable {
   // moment on buffers of their own may see the switch within a kernel:
   // both codes compute the same values (bit for bit but for transcendental
   // rows, within libmvec's ulps).
-  void adopt_compiled(bool own) {
-    if (!own || compiling_.empty()) return;
-    std::erase_if(compiling_, [](const FusedKernel* k) { return !k->adopt(); });
+  // Returns whether one switched.
+  bool adopt_compiled(bool own) {
+    if (!own || compiling_.empty()) return false;
+    bool switched = false;
+    std::erase_if(compiling_, [&](const FusedKernel* k) {
+      if (k->adopt()) return false;
+      switched |= k->is_compiled();
+      return true;
+    });
+    return switched;
+  }
+
+  // How a fused kernel (or a group of them) runs now, for the profile:
+  // "<isa> tiles" or "<isa> compiled", "<isa> compiled+tiles" for a group
+  // whose members differ; empty for a library kernel.
+  static std::string fused_code(const Instruction& ins) {
+    if (ins.kind == Kind::kFused) return ins.fused->code();
+    if (ins.kind != Kind::kFusedGroup || ins.members.empty()) return {};
+    bool compiled = false, tiles = false;
+    for (const Instruction& m : ins.members) (m.fused->is_compiled() ? compiled : tiles) = true;
+    const std::string isa = fused_isa();
+    return isa + (compiled && tiles ? " compiled+tiles" : compiled ? " compiled" : " tiles");
   }
   std::atomic<int64_t> executions_{0}, sampled_{0};
   // Under mu_: the timings are the first execution's alone, and how many

@@ -97,6 +97,7 @@ class FusedKernel {
   // How it runs: "<isa> tiles" (the interpreter) or "<isa> compiled" (a
   // loop compiled at run time, fusion_jit.h).
   std::string code() const;
+  bool is_compiled() const { return compiled_.load(std::memory_order_acquire) != nullptr; }
   // Whether its compile runs in the background (it runs on tiles until then).
   bool compiling() const;
   // Switches to the compiled code once its background compile is done. The
