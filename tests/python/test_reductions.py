@@ -136,3 +136,38 @@ def test_lazy_reductions_equal_eager():
         results.append([o.numpy() for o in outs])
     for eager, lazy in zip(*results):
         np.testing.assert_array_equal(eager, lazy)
+
+
+# Summing every element: chunks of 16,384 summed on the pool, then their sums
+# in order (kernels_reduce.cpp). Sizes around the chunk edges, a leading
+# reduced dim with unit dims beside it, float32 and float64, sum and mean,
+# against NumPy in float64; with values of one sign the float64 oracle bounds
+# the float32 result to a rounding or two.
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(16383,), (16384,), (16385,), (3 * 16384 + 5,), (1 << 20,), (4097, 1, 64)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whole_tensor_sums_and_means_match_numpy_across_chunk_edges(device, shape, dtype):
+    x = (rng.random(shape) + 0.5).astype(dtype)
+    t = lazyscope.tensor(x, device=device)
+    exact_sum = np.sum(x.astype(np.float64))
+    rtol = 3e-7 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(t.sum().numpy(), exact_sum, rtol=rtol)
+    np.testing.assert_allclose(t.mean().numpy(), exact_sum / x.size, rtol=rtol)
+    np.testing.assert_allclose(t.sum(dim=tuple(range(len(shape)))).numpy(), exact_sum, rtol=rtol)
+
+
+def test_a_whole_tensor_sum_is_the_same_at_any_thread_count(build_dir):
+    import subprocess
+    import sys
+    script = (
+        "import numpy as np, lazyscope\n"
+        "x = np.random.default_rng(3).standard_normal(5 * 16384 + 77).astype(np.float32)\n"
+        "print(lazyscope.tensor(x, device='lazy:0').sum().numpy().view(np.uint32))\n"
+    )
+    outs = set()
+    for threads in ("1", "2", "3"):
+        env = dict(__import__("os").environ, LAZYSCOPE_NUM_THREADS=threads, PYTHONPATH=str(build_dir / "python"))
+        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outs.add(proc.stdout.strip())
+    assert len(outs) == 1, outs
