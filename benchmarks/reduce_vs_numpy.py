@@ -5,6 +5,9 @@ clip_grad_norm_ computes it: (g.abs() ** 2).sum() per parameter) has a
 single output: kernels_reduce.cpp sums fixed 16,384-element chunks in
 8 double lanes on the pool, then the chunks' sums in order. Before,
 every element went down one chain of dependent adds on one thread.
+max/min and argmax/argmin run on vector lanes (the argmax: the extreme,
+then the first index holding it), and every reduction walks reduced dims
+around the kept ones in place instead of through per-call offset tables.
 
 Each case is one graph per step: the elementwise producer (fused) and the
 reduction, read back to the host (`.numpy()`), against NumPy computing the
@@ -32,11 +35,19 @@ def cases(n):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
     x, y = (lazyscope.tensor(v, device="lazy:0") for v in (a, b))
+    ar = a[: n // 1000 * 1000].reshape(-1, 1000)
+    xr = lazyscope.tensor(ar, device="lazy:0")
     lm.mark_step()
     return {
         "sum(a + b)": (lambda: (x + y).sum().numpy(), lambda: (a + b).sum()),
         "mean(a)": (lambda: x.mean().numpy(), lambda: a.mean()),
         "sum(|a| ** 2)": (lambda: (x.abs() ** 2.0).sum().numpy(), lambda: (np.abs(a) ** 2.0).sum()),
+        "amax(a)": (lambda: x.amax().numpy(), lambda: a.max()),
+        "argmax(a)": (lambda: x.argmax().numpy(), lambda: a.argmax()),
+        "var(a)": (lambda: x.var().numpy(), lambda: a.var(ddof=1)),
+        # [rows, 1000]: each row's class (accuracy), and the max down the columns.
+        "argmax(r, 1)": (lambda: xr.argmax(1).numpy(), lambda: ar.argmax(1)),
+        "amax(r, 0)": (lambda: xr.amax(0).numpy(), lambda: ar.max(0)),
     }
 
 

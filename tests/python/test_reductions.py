@@ -171,3 +171,55 @@ def test_a_whole_tensor_sum_is_the_same_at_any_thread_count(build_dir):
         assert proc.returncode == 0, proc.stderr
         outs.add(proc.stdout.strip())
     assert len(outs) == 1, outs
+
+
+# max/min and argmax/argmin on vector lanes (kernels_reduce.cpp): a whole
+# tensor past one chunk, rows ([B, V], the index of each row's class), and
+# columns ([R, C] over dim 0, C neither a multiple of the lanes nor of the
+# 256-column block), float32 and float64, against NumPy. Ties keep the first
+# index; a NaN wins, the first NaN's index; all -inf is -inf.
+EXTREME_SHAPES = [((3 * 16384 + 11,), None), ((37, 1000), 1), ((37, 1000), -1), ((1000, 301), 0), ((5, 64, 7), 1)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,dim", EXTREME_SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["random", "ties", "nan", "neg_inf"])
+def test_extremes_and_their_indices_match_numpy(device, shape, dim, dtype, case):
+    if case == "ties":
+        x = rng.integers(-3, 3, shape).astype(dtype)  # many equal extremes: the first index wins
+    else:
+        x = rng.standard_normal(shape).astype(dtype)
+    if case == "nan":
+        flat = x.reshape(-1)
+        flat[rng.choice(flat.size, size=max(1, flat.size // 500), replace=False)] = np.nan
+    if case == "neg_inf":
+        x[...] = -np.inf
+        x.reshape(-1)[::7] = np.inf
+        x.reshape(-1)[::3] = -np.inf
+    t = lazyscope.tensor(x, device=device)
+    np.testing.assert_array_equal(t.amax(dim).numpy() if dim is not None else t.amax().numpy(), np.max(x, axis=dim))
+    np.testing.assert_array_equal(lazyscope.amin(t, dim).numpy() if dim is not None else lazyscope.amin(t).numpy(),
+                                  np.min(x, axis=dim))
+    # NumPy's argmax/argmin also return the first NaN's index, and the first of ties.
+    np.testing.assert_array_equal(t.argmax(dim).numpy() if dim is not None else t.argmax().numpy(),
+                                  np.argmax(x, axis=dim))
+    np.testing.assert_array_equal(lazyscope.argmin(t, dim=dim).numpy() if dim is not None else
+                                  lazyscope.argmin(t).numpy(), np.argmin(x, axis=dim))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_whole_tensor_of_negative_infinities_has_max_negative_infinity(device):
+    x = np.full(3 * 16384 + 1, -np.inf, dtype=np.float32)
+    t = lazyscope.tensor(x, device=device)
+    assert t.amax().item() == -np.inf and lazyscope.amin(-t).item() == np.inf
+    assert t.argmax().item() == 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [17, 16384 * 2 + 3])
+def test_a_whole_tensor_variance_matches_numpy(device, n):
+    x = (rng.standard_normal(n) * 3 + 100).astype(np.float32)  # a large mean: the two-pass form matters
+    t = lazyscope.tensor(x, device=device)
+    np.testing.assert_allclose(t.var().numpy(), np.var(x.astype(np.float64), ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(t.std(correction=0).numpy(), np.std(x.astype(np.float64)), rtol=1e-6)

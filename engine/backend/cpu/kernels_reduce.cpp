@@ -52,29 +52,6 @@ Reduction plan_dims(const Shape& s, const std::vector<int64_t>& dims) {
 
 Reduction plan(const Buffer& in, const Attrs& attrs) { return plan_dims(in.shape(), attrs.get_ints("dims")); }
 
-template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-
-// out[o] = finish(fold of step over the reduced elements, starting at init).
-template <typename T, typename Out, typename A, typename Step, typename Finish>
-void reduce(const KernelArgs& k, A init, Step step, Finish finish) {
-  const Reduction r = plan(*k.inputs[0], k.attrs);
-  const T* src = k.inputs[0]->as<T>();
-  Out* out = k.out.as<Out>();
-  // Output elements are independent and each is folded by one thread in
-  // the same order: threading does not change a result.
-  const auto per_output = static_cast<int64_t>(std::max<size_t>(1, r.inner.size()));
-  parallel_for(static_cast<int64_t>(r.bases.size()), std::max<int64_t>(1, 16384 / per_output),
-               [&](int64_t begin, int64_t end) {
-                 for (auto o = static_cast<size_t>(begin); o < static_cast<size_t>(end); ++o) {
-                   const T* base = src + r.bases[o];
-                   A acc = init;
-                   for (size_t j = 0; j < r.inner.size(); ++j)
-                     acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
-                   out[o] = finish(acc, static_cast<int64_t>(r.inner.size()));
-                 }
-               });
-}
-
 // A sum over leading and/or trailing dims, the kept dims contiguous in
 // between: [R1, C, R2] once merged. A linear layer's bias gradient is
 // [R, C] (summed over the batch), a layer norm's row sums [C, R], a
@@ -108,6 +85,95 @@ SumPlan plan_sum(const Shape& s, const Attrs& attrs) {
   }
   if (p.outer * p.inner == 1) return {};  // nothing reduced, or only unit dims
   return p;
+}
+
+template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// Elements folded into one output at most this many at a time by one
+// thread when every element goes into one output (cols 1): fixed, so
+// that a fold whose chunks combine in order gives the same result at any
+// thread count.
+constexpr int64_t kChunk = 16384;
+
+// out[o] = finish(fold of step over the reduced elements, starting at init).
+// Reduced dims around the kept ones ([R1, C, R2], plan_sum) are walked
+// in place, in the general path's order (row-major over the reduced dims:
+// the same result to the bit) without its offset tables, which cost an
+// allocation and an indirect load per element (a 1M-element amax: 30x
+// NumPy's time). `combine(a, b)`, where given, joins the folds of two
+// consecutive stretches (a before b): a whole-tensor fold then runs in
+// chunks on the pool.
+template <typename T, typename Out, typename A, typename Step, typename Finish, typename Combine = std::nullptr_t>
+void reduce(const KernelArgs& k, A init, Step step, Finish finish, Combine combine = nullptr) {
+  const T* src = k.inputs[0]->as<T>();
+  Out* out = k.out.as<Out>();
+  if (const SumPlan p = plan_sum(k.inputs[0]->shape(), k.attrs); p.outer != 0) {
+    const int64_t per_output = p.outer * p.inner;
+    if constexpr (!std::is_same_v<Combine, std::nullptr_t>) {
+      // One output: its j-th reduced element is src[j].
+      if (p.cols == 1 && per_output > kChunk) {
+        const int64_t chunks = (per_output + kChunk - 1) / kChunk;
+        struct Part {
+          A value;  // wrapped: a std::vector<bool> has no data()
+        };
+        static thread_local std::vector<Part> partial;  // grows once: a warm step allocates nothing
+        if (partial.size() < static_cast<size_t>(chunks)) partial.resize(static_cast<size_t>(chunks), Part{init});
+        Part* parts = partial.data();
+        parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c) {
+            A acc = init;
+            for (int64_t j = c * kChunk, j1 = std::min(per_output, j + kChunk); j < j1; ++j) acc = step(acc, src[j], j);
+            parts[c].value = acc;
+          }
+        });
+        A acc = parts[0].value;
+        for (int64_t c = 1; c < chunks; ++c) acc = combine(acc, parts[c].value);
+        out[0] = finish(acc, per_output);
+        return;
+      }
+    }
+    parallel_for(p.cols, std::max<int64_t>(1, 16384 / per_output), [&](int64_t c0, int64_t c1) {
+      if (p.inner == 1) {
+        // Down the rows a block of columns at a time: each row read once,
+        // in order, rather than a strided walk down each column.
+        constexpr int64_t kBlock = 128;
+        A acc[kBlock];
+        for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
+          const int64_t w = std::min(kBlock, c1 - b0);
+          std::fill(acc, acc + w, init);
+          for (int64_t a = 0; a < p.outer; ++a) {
+            const T* row = src + a * p.cols + b0;
+            for (int64_t j = 0; j < w; ++j) acc[j] = step(acc[j], row[j], a);
+          }
+          for (int64_t j = 0; j < w; ++j) out[b0 + j] = finish(acc[j], per_output);
+        }
+        return;
+      }
+      for (int64_t c = c0; c < c1; ++c) {
+        A acc = init;
+        for (int64_t a = 0; a < p.outer; ++a) {
+          const T* run = src + (a * p.cols + c) * p.inner;
+          for (int64_t b = 0; b < p.inner; ++b) acc = step(acc, run[b], a * p.inner + b);
+        }
+        out[c] = finish(acc, per_output);
+      }
+    });
+    return;
+  }
+  const Reduction r = plan(*k.inputs[0], k.attrs);
+  // Output elements are independent and each is folded by one thread in
+  // the same order: threading does not change a result.
+  const auto per_output = static_cast<int64_t>(std::max<size_t>(1, r.inner.size()));
+  parallel_for(static_cast<int64_t>(r.bases.size()), std::max<int64_t>(1, 16384 / per_output),
+               [&](int64_t begin, int64_t end) {
+                 for (auto o = static_cast<size_t>(begin); o < static_cast<size_t>(end); ++o) {
+                   const T* base = src + r.bases[o];
+                   A acc = init;
+                   for (size_t j = 0; j < r.inner.size(); ++j)
+                     acc = step(acc, base[r.inner[j]], static_cast<int64_t>(j));
+                   out[o] = finish(acc, static_cast<int64_t>(r.inner.size()));
+                 }
+               });
 }
 
 // Column sums of src [rows, cols] for columns [c0, c1), divided by `divide`.
@@ -190,7 +256,6 @@ template <typename T> bool planned_sum(const KernelArgs& k, bool mean) {
       // dependent adds, on one thread (a 1M-element sum ran 4x NumPy's
       // time). Chunks of a fixed size are summed in 8 lanes on the pool,
       // then their sums in order: the same value at any thread count.
-      constexpr int64_t kChunk = 16384;
       const int64_t chunks = (per_output + kChunk - 1) / kChunk;
       double total = 0;
       if (chunks <= 1) {
@@ -239,35 +304,240 @@ template <typename T> void mean_kernel(const KernelArgs& k) {
       [](double a, int64_t n) { return static_cast<T>(a / static_cast<double>(n)); });
 }
 
+// float and double extremes over [R1, C, R2] (plan_sum) in lanes the
+// compiler vectorises: each lane keeps its best with a compare and a
+// select, and a NaN, once seen, sticks (nothing compares greater than it,
+// and it is taken as it comes); the lanes then join the same way. The
+// value is the sequential fold's (an extreme is exact; NaN wins), but for
+// which of +0 and -0 a tie between them keeps. 64 lanes in a loop: GCC's
+// loop vectoriser takes the select where a fully unrolled 16 (SLP) stayed
+// scalar.
+template <typename T, bool kMax> struct Extreme {
+  static constexpr int64_t kLanes = 64;
+  static constexpr T kInit = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  [[gnu::always_inline]] static T take(T best, T v) { return ((kMax ? v > best : v < best) || v != v) ? v : best; }
+};
+
+template <typename T, bool kMax>
+[[gnu::always_inline]] inline void extreme_runs_body(const T* src, int64_t outer, int64_t cols, int64_t inner,
+                                                     int64_t c0, int64_t c1, T* out) {
+  using E = Extreme<T, kMax>;
+  for (int64_t c = c0; c < c1; ++c) {
+    T best[E::kLanes];
+    std::fill(best, best + E::kLanes, E::kInit);
+    T tail = E::kInit;
+    for (int64_t a = 0; a < outer; ++a) {
+      const T* x = src + (a * cols + c) * inner;
+      int64_t i = 0;
+      for (; i + E::kLanes <= inner; i += E::kLanes) {
+        for (int64_t l = 0; l < E::kLanes; ++l) best[l] = E::take(best[l], x[i + l]);
+      }
+      for (; i < inner; ++i) tail = E::take(tail, x[i]);
+    }
+    for (int64_t l = 0; l < E::kLanes; ++l) tail = E::take(tail, best[l]);
+    out[c] = tail;
+  }
+}
+
+template <typename T, bool kMax>
+[[gnu::always_inline]] inline void extreme_columns_body(const T* src, int64_t rows, int64_t cols, int64_t c0,
+                                                        int64_t c1, T* out) {
+  using E = Extreme<T, kMax>;
+  constexpr int64_t kBlock = 256;
+  T best[kBlock];
+  for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
+    const int64_t w = std::min(kBlock, c1 - b0);
+    std::fill(best, best + w, E::kInit);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = src + r * cols + b0;
+      for (int64_t j = 0; j < w; ++j) best[j] = E::take(best[j], row[j]);
+    }
+    std::copy(best, best + w, out + b0);
+  }
+}
+
+#define LAZYSCOPE_EXTREME_CLONES(T, kMax, suffix)                                                 \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void extreme_runs_##suffix(        \
+      const T* src, int64_t outer, int64_t cols, int64_t inner, int64_t c0, int64_t c1, T* out) { \
+    extreme_runs_body<T, kMax>(src, outer, cols, inner, c0, c1, out);                             \
+  }                                                                                               \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void extreme_columns_##suffix(     \
+      const T* src, int64_t rows, int64_t cols, int64_t c0, int64_t c1, T* out) {                 \
+    extreme_columns_body<T, kMax>(src, rows, cols, c0, c1, out);                                  \
+  }
+LAZYSCOPE_EXTREME_CLONES(float, true, max_f32)
+LAZYSCOPE_EXTREME_CLONES(float, false, min_f32)
+LAZYSCOPE_EXTREME_CLONES(double, true, max_f64)
+LAZYSCOPE_EXTREME_CLONES(double, false, min_f64)
+#undef LAZYSCOPE_EXTREME_CLONES
+
+// The first i in [0, n) with x[i] equal to `value` (a NaN: the first NaN),
+// -1 if none: blocks tested with a vectorised or of compares, the block
+// that has it then scanned.
+template <typename T> [[gnu::always_inline]] inline int64_t first_index_body(const T* x, int64_t n, T value) {
+  constexpr int64_t kBlock = 256;
+  const bool nan = value != value;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    int hits = 0;  // counted in an int: GCC leaves an or of bools scalar
+    if (nan) {
+      for (int64_t i = b; i < e; ++i) hits += x[i] != x[i];
+    } else {
+      for (int64_t i = b; i < e; ++i) hits += x[i] == value;
+    }
+    if (hits == 0) continue;
+    for (int64_t i = b; i < e; ++i) {
+      if (nan ? x[i] != x[i] : x[i] == value) return i;
+    }
+  }
+  return -1;
+}
+#define LAZYSCOPE_FIRST_INDEX_CLONES(T)                                                                              \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) int64_t first_index(const T* x, int64_t n, T value) { \
+    return first_index_body(x, n, value);                                                                            \
+  }
+LAZYSCOPE_FIRST_INDEX_CLONES(float)
+LAZYSCOPE_FIRST_INDEX_CLONES(double)
+#undef LAZYSCOPE_FIRST_INDEX_CLONES
+
+template <typename T, bool kMax> struct ExtremeFns;
+template <> struct ExtremeFns<float, true> {
+  static constexpr auto runs = extreme_runs_max_f32;
+  static constexpr auto columns = extreme_columns_max_f32;
+};
+template <> struct ExtremeFns<float, false> {
+  static constexpr auto runs = extreme_runs_min_f32;
+  static constexpr auto columns = extreme_columns_min_f32;
+};
+template <> struct ExtremeFns<double, true> {
+  static constexpr auto runs = extreme_runs_max_f64;
+  static constexpr auto columns = extreme_columns_max_f64;
+};
+template <> struct ExtremeFns<double, false> {
+  static constexpr auto runs = extreme_runs_min_f64;
+  static constexpr auto columns = extreme_columns_min_f64;
+};
+
+// The extreme of src[0, n): chunks on the pool, then their extremes
+// (exact: in any order).
+template <typename T, bool kMax> T whole_extreme(const T* src, int64_t n) {
+  using Fns = ExtremeFns<T, kMax>;
+  T value;
+  if (n <= kChunk) {
+    Fns::runs(src, 1, 1, n, 0, 1, &value);
+    return value;
+  }
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  static thread_local std::vector<T> partial;  // grows once: a warm step allocates nothing
+  if (partial.size() < static_cast<size_t>(chunks)) partial.resize(static_cast<size_t>(chunks));
+  T* parts = partial.data();
+  parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      Fns::runs(src + c * kChunk, 1, 1, std::min(kChunk, n - c * kChunk), 0, 1, parts + c);
+  });
+  Fns::runs(parts, 1, 1, chunks, 0, 1, &value);
+  return value;
+}
+
+// Whether the float extreme ran on the lanes (reduced dims around the kept ones).
+template <typename T, bool kMax> bool planned_extreme(const KernelArgs& k) {
+  if constexpr (!std::is_floating_point_v<T>) {
+    return false;
+  } else {
+    const SumPlan p = plan_sum(k.inputs[0]->shape(), k.attrs);
+    if (p.outer == 0) return false;
+    const T* src = k.inputs[0]->as<T>();
+    T* out = k.out.as<T>();
+    const int64_t per_output = p.outer * p.inner;
+    using Fns = ExtremeFns<T, kMax>;
+    if (p.cols == 1) {
+      out[0] = whole_extreme<T, kMax>(src, per_output);
+    } else if (p.inner == 1) {
+      parallel_for(p.cols, std::max<int64_t>(16, 16384 / per_output),
+                   [&](int64_t c0, int64_t c1) { Fns::columns(src, p.outer, p.cols, c0, c1, out); });
+    } else {
+      parallel_for(p.cols, std::max<int64_t>(1, 16384 / per_output),
+                   [&](int64_t c0, int64_t c1) { Fns::runs(src, p.outer, p.cols, p.inner, c0, c1, out); });
+    }
+    return true;
+  }
+}
+
 // NaN wins, as in PyTorch.
 template <typename T, bool kMax> void extreme_kernel(const KernelArgs& k) {
-  const T init = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  if (planned_extreme<T, kMax>(k)) return;
+  // Floats start at -inf/+inf: from lowest() a max of all -inf was -FLT_MAX.
+  T init = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    init = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  const auto pick = [](T a, T v) {
+    if (v != v || a != a) return a != a ? a : v;  // the first NaN
+    return kMax ? std::max(a, v) : std::min(a, v);
+  };
   reduce<T, T>(
-      k, init,
-      [](T a, T v, int64_t) {
-        if (v != v || a != a) return v != v ? v : a;
-        return kMax ? std::max(a, v) : std::min(a, v);
-      },
-      [](T a, int64_t) { return a; });
+      k, init, [&](T a, T v, int64_t) { return pick(a, v); }, [](T a, int64_t) { return a; }, pick);
 }
 template <typename T> void amax_kernel(const KernelArgs& k) { extreme_kernel<T, true>(k); }
 template <typename T> void amin_kernel(const KernelArgs& k) { extreme_kernel<T, false>(k); }
 
 // The first index of the extreme value (a NaN counts as the extreme), as in
 // PyTorch; with no dims the index is into the flattened tensor.
+// argmax/argmin of floats over runs ([R1, C, R2] with R2 > 1: a row's
+// classes) or of every element: the extreme on the lanes, then the first
+// index holding it, both vectorised; the same index as the sequential fold
+// (an element equal to the extreme is one, +0 and -0 equal included, and
+// the first NaN where there is one).
+template <typename T, bool kMax> bool planned_arg_extreme(const KernelArgs& k) {
+  if constexpr (!std::is_floating_point_v<T>) {
+    return false;
+  } else {
+    const SumPlan p = plan_sum(k.inputs[0]->shape(), k.attrs);
+    if (p.outer == 0 || (p.inner == 1 && p.cols > 1)) return false;
+    const T* src = k.inputs[0]->as<T>();
+    int64_t* out = k.out.as<int64_t>();
+    using Fns = ExtremeFns<T, kMax>;
+    const auto index_of = [&](int64_t c, T value) {
+      for (int64_t a = 0; a < p.outer; ++a) {
+        const int64_t i = first_index(src + (a * p.cols + c) * p.inner, p.inner, value);
+        if (i >= 0) return a * p.inner + i;
+      }
+      return int64_t{0};  // not reached: the extreme is one of the elements
+    };
+    if (p.cols == 1) {
+      const int64_t n = p.outer * p.inner;
+      out[0] = first_index(src, n, whole_extreme<T, kMax>(src, n));
+      return true;
+    }
+    parallel_for(p.cols, std::max<int64_t>(1, 16384 / (p.outer * p.inner)), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        T value;
+        Fns::runs(src + c * p.inner, p.outer, p.cols, p.inner, 0, 1, &value);  // column c as column 0
+        out[c] = index_of(c, value);
+      }
+    });
+    return true;
+  }
+}
+
 template <typename T, bool kMax> void arg_extreme_kernel(const KernelArgs& k) {
+  if (planned_arg_extreme<T, kMax>(k)) return;
   struct Best {
     T value;
     int64_t index;
   };
+  // Stretches join in order: the later one's best wins only where it is
+  // strictly better (or the first NaN), so the first index is kept.
+  const auto better = [](Best b, Best c) {
+    if (b.index < 0 || b.value != b.value) return b.index < 0 ? c : b;
+    if (c.index >= 0 && (c.value != c.value || (kMax ? c.value > b.value : c.value < b.value))) return c;
+    return b;
+  };
   reduce<T, int64_t>(
       k, Best{T(0), -1},
-      [](Best b, T v, int64_t j) {
-        if (b.index < 0 || b.value != b.value) return b.index < 0 ? Best{v, j} : b;
-        if (v != v || (kMax ? v > b.value : v < b.value)) return Best{v, j};
-        return b;
+      [&](Best b, T v, int64_t j) {
+        return better(b, Best{v, j});
       },
-      [](Best b, int64_t) { return b.index; });
+      [](Best b, int64_t) { return b.index; }, better);
 }
 template <typename T> void argmax_kernel(const KernelArgs& k) { arg_extreme_kernel<T, true>(k); }
 template <typename T> void argmin_kernel(const KernelArgs& k) { arg_extreme_kernel<T, false>(k); }
@@ -320,9 +590,14 @@ template <typename T> void var_kernel(const KernelArgs& k) {
   const double correction = k.attrs.get_double("correction");
   // Reduced dims as contiguous runs after the kept ones ([R1, C, R2] with
   // R2 > 1: a layer norm's rows, a batch norm's planes): runs in lanes.
-  if (const SumPlan p = plan_sum(k.inputs[0]->shape(), k.attrs); p.outer != 0 && p.inner > 1) {
+  if (const SumPlan p = plan_sum(k.inputs[0]->shape(), k.attrs); p.outer != 0 && (p.inner > 1 || p.cols == 1)) {
     const T* src = k.inputs[0]->as<T>();
     T* out = k.out.as<T>();
+    if (p.cols == 1) {
+      // Every element into one: a single run, in lanes (one thread).
+      run_vars(src, 1, 1, p.outer * p.inner, 0, 1, correction, out);
+      return;
+    }
     parallel_for(p.cols, std::max<int64_t>(1, 8192 / (p.outer * p.inner)),
                  [&](int64_t c0, int64_t c1) { run_vars(src, p.outer, p.cols, p.inner, c0, c1, correction, out); });
     return;
