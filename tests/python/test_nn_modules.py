@@ -379,7 +379,7 @@ def _grad_norm_setup(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
 def test_clip_grad_norm_matches_numpy(device, norm_type):
     grads, params = _grad_norm_setup(device)
     flat = np.concatenate([g.ravel() for g in grads])

@@ -35,7 +35,10 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         per = [g.abs().amax().to(device) for g in grads]
         total = lazyscope.stack(per).amax() if len(per) > 1 else per[0]
     else:
-        per = [(g.abs() ** norm_type).sum().to(device) for g in grads]
+        # The 2-norm squares by a product: pow runs a vector powf per
+        # element (6x NumPy's time on a 1M-element gradient), and g * g is
+        # the correctly rounded square that |g| ** 2 approximates.
+        per = [((g * g) if norm_type == 2.0 else (g.abs() ** norm_type)).sum().to(device) for g in grads]
         total = (lazyscope.stack(per).sum() if len(per) > 1 else per[0]) ** (1.0 / norm_type)
     coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
     with lazyscope.no_grad():
