@@ -31,6 +31,11 @@ import lazyscope  # noqa: E402
 from lazyscope.core import lazy_model as lm  # noqa: E402
 
 
+def softmax0(a):
+    e = np.exp(a - a.max(0, keepdims=True))
+    return e / e.sum(0, keepdims=True)
+
+
 def cases(n):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
@@ -48,6 +53,9 @@ def cases(n):
         # [rows, 1000]: each row's class (accuracy), and the max down the columns.
         "argmax(r, 1)": (lambda: xr.argmax(1).numpy(), lambda: ar.argmax(1)),
         "amax(r, 0)": (lambda: xr.amax(0).numpy(), lambda: ar.max(0)),
+        # A softmax down the columns (a dim that is not the last), summed so
+        # that only a scalar comes back.
+        "softmax(r, 0)": (lambda: xr.softmax(0).sum().numpy(), lambda: softmax0(ar).sum()),
     }
 
 

@@ -28,6 +28,9 @@ const TileFn* tile_functions_avx512();
 SoftmaxRowsFn softmax_rows_scalar();
 SoftmaxRowsFn softmax_rows_avx2();
 SoftmaxRowsFn softmax_rows_avx512();
+SoftmaxColumnsFn softmax_columns_scalar();
+SoftmaxColumnsFn softmax_columns_avx2();
+SoftmaxColumnsFn softmax_columns_avx512();
 
 namespace {
 
@@ -83,6 +86,7 @@ bool signature_holds(Signature sig, DType out, std::span<const DType> in) {
 struct Isa {
   const TileFn* functions;
   SoftmaxRowsFn softmax;
+  SoftmaxColumnsFn softmax_columns;
   const char* name;
 };
 
@@ -97,9 +101,11 @@ const Isa& isa() {
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
     if (allow512 && __builtin_cpu_supports("avx512f"))
-      return Isa{tile_functions_avx512(), softmax_rows_avx512(), "avx512f"};
-    if (allow2 && __builtin_cpu_supports("avx2")) return Isa{tile_functions_avx2(), softmax_rows_avx2(), "avx2"};
-    return Isa{tile_functions_scalar(), softmax_rows_scalar(), "x86-64"};
+      return Isa{tile_functions_avx512(), softmax_rows_avx512(), softmax_columns_avx512(), "avx512f"};
+    if (allow2 && __builtin_cpu_supports("avx2")) {
+      return Isa{tile_functions_avx2(), softmax_rows_avx2(), softmax_columns_avx2(), "avx2"};
+    }
+    return Isa{tile_functions_scalar(), softmax_rows_scalar(), softmax_columns_scalar(), "x86-64"};
   }();
   return chosen;
 }
@@ -144,6 +150,7 @@ bool FusedKernel::adopt() const {
 }
 
 SoftmaxRowsFn softmax_rows() { return isa().softmax; }
+SoftmaxColumnsFn softmax_columns() { return isa().softmax_columns; }
 
 bool run_as_row(OpKind op, const KernelArgs& k) {
   if (k.out.dtype() != DType::kFloat32 || k.inputs.empty() || k.inputs.size() > 3) return false;

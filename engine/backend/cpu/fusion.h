@@ -45,6 +45,10 @@ bool run_as_row(OpKind op, const KernelArgs& k);
 // elements, compiled for that instruction set too.
 using SoftmaxRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n, bool log);
 SoftmaxRowsFn softmax_rows();
+// softmax (log: log_softmax) down w <= 256 columns of a [rows, ld] float32
+// block: a softmax over a dim that is not the last.
+using SoftmaxColumnsFn = void (*)(float* out, const float* in, int64_t rows, int64_t ld, int64_t w, bool log);
+SoftmaxColumnsFn softmax_columns();
 
 // dst[0, n) = src[0, n) with non-temporal stores (the caller fences).
 using StreamStoreFn = void (*)(float* dst, const float* src, int64_t n);
