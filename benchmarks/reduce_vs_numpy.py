@@ -36,6 +36,11 @@ def softmax0(a):
     return e / e.sum(0, keepdims=True)
 
 
+def logsumexp1(a):
+    m = a.max(1, keepdims=True)
+    return (m + np.log(np.exp(a - m).sum(1, keepdims=True)))[:, 0]
+
+
 def cases(n):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
@@ -56,6 +61,7 @@ def cases(n):
         # A softmax down the columns (a dim that is not the last), summed so
         # that only a scalar comes back.
         "softmax(r, 0)": (lambda: xr.softmax(0).sum().numpy(), lambda: softmax0(ar).sum()),
+        "logsumexp(r, 1)": (lambda: xr.logsumexp(1).numpy(), lambda: logsumexp1(ar)),
     }
 
 

@@ -223,3 +223,26 @@ def test_a_whole_tensor_variance_matches_numpy(device, n):
     t = lazyscope.tensor(x, device=device)
     np.testing.assert_allclose(t.var().numpy(), np.var(x.astype(np.float64), ddof=1), rtol=1e-6)
     np.testing.assert_allclose(t.std(correction=0).numpy(), np.std(x.astype(np.float64)), rtol=1e-6)
+
+
+# logsumexp over contiguous rows (float32): the row function, rows on the
+# pool. Rows longer than its 256-element block and not a multiple of the
+# lanes, large values (the shift by the max matters), a row of -inf (the
+# answer -inf), one with +inf (+inf), one with a NaN (NaN), and several
+# trailing dims reduced at once.
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,dim", [((40, 1001), 1), ((6, 7, 300), -1), ((5, 3, 111), (1, 2))])
+def test_logsumexp_over_rows_matches_numpy(device, shape, dim):
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    rows = x.reshape(shape[0], -1) if isinstance(dim, tuple) else x.reshape(-1, shape[-1])
+    rows[0] += 500.0
+    rows[1] = -np.inf
+    rows[2, 3] = np.inf
+    rows[3, 4] = np.nan
+    t = lazyscope.tensor(x, device=device)
+    with np.errstate(invalid="ignore"):
+        want = logsumexp_ref(x.astype(np.float64), axis=dim)
+    # logsumexp_ref shifts by a max of +-inf to NaN: the answer there is the max itself.
+    m = np.max(x, axis=dim)  # NaN where the row has one
+    want = np.where(np.isinf(m), m, want)
+    np.testing.assert_allclose(t.logsumexp(dim).numpy(), want, rtol=1e-6)

@@ -31,6 +31,9 @@ SoftmaxRowsFn softmax_rows_avx512();
 SoftmaxColumnsFn softmax_columns_scalar();
 SoftmaxColumnsFn softmax_columns_avx2();
 SoftmaxColumnsFn softmax_columns_avx512();
+LogsumexpRowsFn logsumexp_rows_scalar();
+LogsumexpRowsFn logsumexp_rows_avx2();
+LogsumexpRowsFn logsumexp_rows_avx512();
 
 namespace {
 
@@ -87,6 +90,7 @@ struct Isa {
   const TileFn* functions;
   SoftmaxRowsFn softmax;
   SoftmaxColumnsFn softmax_columns;
+  LogsumexpRowsFn logsumexp;
   const char* name;
 };
 
@@ -101,11 +105,13 @@ const Isa& isa() {
     const bool allow512 = limit.empty() || limit == "avx512f";
     const bool allow2 = allow512 || limit == "avx2";
     if (allow512 && __builtin_cpu_supports("avx512f"))
-      return Isa{tile_functions_avx512(), softmax_rows_avx512(), softmax_columns_avx512(), "avx512f"};
+      return Isa{tile_functions_avx512(), softmax_rows_avx512(), softmax_columns_avx512(), logsumexp_rows_avx512(),
+                 "avx512f"};
     if (allow2 && __builtin_cpu_supports("avx2")) {
-      return Isa{tile_functions_avx2(), softmax_rows_avx2(), softmax_columns_avx2(), "avx2"};
+      return Isa{tile_functions_avx2(), softmax_rows_avx2(), softmax_columns_avx2(), logsumexp_rows_avx2(), "avx2"};
     }
-    return Isa{tile_functions_scalar(), softmax_rows_scalar(), softmax_columns_scalar(), "x86-64"};
+    return Isa{tile_functions_scalar(), softmax_rows_scalar(), softmax_columns_scalar(), logsumexp_rows_scalar(),
+               "x86-64"};
   }();
   return chosen;
 }
@@ -151,6 +157,7 @@ bool FusedKernel::adopt() const {
 
 SoftmaxRowsFn softmax_rows() { return isa().softmax; }
 SoftmaxColumnsFn softmax_columns() { return isa().softmax_columns; }
+LogsumexpRowsFn logsumexp_rows() { return isa().logsumexp; }
 
 bool run_as_row(OpKind op, const KernelArgs& k) {
   if (k.out.dtype() != DType::kFloat32 || k.inputs.empty() || k.inputs.size() > 3) return false;

@@ -49,6 +49,9 @@ SoftmaxRowsFn softmax_rows();
 // block: a softmax over a dim that is not the last.
 using SoftmaxColumnsFn = void (*)(float* out, const float* in, int64_t rows, int64_t ld, int64_t w, bool log);
 SoftmaxColumnsFn softmax_columns();
+// logsumexp of `rows` contiguous float32 rows of n into out[r].
+using LogsumexpRowsFn = void (*)(float* out, const float* in, int64_t rows, int64_t n);
+LogsumexpRowsFn logsumexp_rows();
 
 // dst[0, n) = src[0, n) with non-temporal stores (the caller fences).
 using StreamStoreFn = void (*)(float* dst, const float* src, int64_t n);

@@ -15,4 +15,5 @@ namespace lazyscope::cpu {
 const TileFn* tile_functions_avx2() { return tiles_avx2::kTileFunctions; }
 SoftmaxRowsFn softmax_rows_avx2() { return tiles_avx2::softmax_rows; }
 SoftmaxColumnsFn softmax_columns_avx2() { return tiles_avx2::softmax_columns; }
+LogsumexpRowsFn logsumexp_rows_avx2() { return tiles_avx2::logsumexp_rows; }
 }  // namespace lazyscope::cpu

@@ -15,4 +15,5 @@ namespace lazyscope::cpu {
 const TileFn* tile_functions_avx512() { return tiles_avx512::kTileFunctions; }
 SoftmaxRowsFn softmax_rows_avx512() { return tiles_avx512::softmax_rows; }
 SoftmaxColumnsFn softmax_columns_avx512() { return tiles_avx512::softmax_columns; }
+LogsumexpRowsFn logsumexp_rows_avx512() { return tiles_avx512::logsumexp_rows; }
 }  // namespace lazyscope::cpu

@@ -14,4 +14,5 @@ namespace lazyscope::cpu {
 const TileFn* tile_functions_scalar() { return tiles_scalar::kTileFunctions; }
 SoftmaxRowsFn softmax_rows_scalar() { return tiles_scalar::softmax_rows; }
 SoftmaxColumnsFn softmax_columns_scalar() { return tiles_scalar::softmax_columns; }
+LogsumexpRowsFn logsumexp_rows_scalar() { return tiles_scalar::logsumexp_rows; }
 }  // namespace lazyscope::cpu
