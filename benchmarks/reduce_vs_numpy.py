@@ -1,4 +1,4 @@
-"""Whole-tensor reductions on `lazy:0` against NumPy, side by side in one run.
+"""Reductions (and row sorts) on `lazy:0` against NumPy, side by side in one run.
 
 A sum or mean of every element (a loss, a gradient norm as
 clip_grad_norm_ computes it: (g.abs() ** 2).sum() per parameter) has a
@@ -62,6 +62,9 @@ def cases(n):
         # that only a scalar comes back.
         "softmax(r, 0)": (lambda: xr.softmax(0).sum().numpy(), lambda: softmax0(ar).sum()),
         "logsumexp(r, 1)": (lambda: xr.logsumexp(1).numpy(), lambda: logsumexp1(ar)),
+        # Sorting each row (and top 5, which sorts): argsort on the pool.
+        "sort(r, 1)": (lambda: xr.sort(1)[0].sum().numpy(), lambda: np.sort(ar, 1).sum()),
+        "topk(r, 5)": (lambda: xr.topk(5, 1)[0].sum().numpy(), lambda: np.sort(ar, 1)[:, -5:].sum()),
     }
 
 

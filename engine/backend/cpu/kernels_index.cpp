@@ -5,11 +5,15 @@
 // lazy device it surfaces at the sync that runs the graph.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <type_traits>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/thread_scratch.h"
 #include "core/error.h"
 
 namespace lazyscope::cpu {
@@ -183,20 +187,37 @@ Lines lines_of(const Shape& s, int64_t dim_attr) {
 
 // Integers compare as themselves (no rounding through double); floats as
 // doubles with NaN above everything, as PyTorch sorts.
-template <typename T> auto sort_key(T v) {
+// The sort order as an unsigned key: values by <, every NaN after every
+// number (NaNs equal), -0 equal to +0; descending the reverse, NaNs first
+// (PyTorch's order). A float's bits with the sign folded (-0 made +0
+// first), NaN the largest key; an integer offset by 2^63; descending
+// inverts it. Equal keys are told apart by their index, so one std::sort of
+// (key, index) pairs is a stable sort both ways, without a stable merge's
+// buffer and an indirect key load per comparison (a [1024, 1024] sort
+// with std::stable_sort over indices: 4.4x NumPy's time).
+template <typename T> uint64_t order_key(T v, bool descending) {
+  uint64_t key;
   if constexpr (std::is_integral_v<T>) {
-    return static_cast<int64_t>(v);
+    key = static_cast<uint64_t>(static_cast<int64_t>(v)) ^ (uint64_t{1} << 63);
   } else {
-    return to_double(v);
+    double d = to_double(v);
+    if (std::isnan(d)) {
+      key = ~uint64_t{0};
+    } else {
+      if (d == 0.0) d = 0.0;
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      key = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);
+    }
   }
+  return descending ? ~key : key;
 }
-template <typename K> bool key_less(K a, K b) {
-  if constexpr (std::is_floating_point_v<K>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
-  }
-  return a < b;
-}
+
+struct SortPair {
+  uint64_t key;
+  int64_t index;
+  bool operator<(const SortPair& other) const { return key != other.key ? key < other.key : index < other.index; }
+};
 
 template <typename T> void argsort_kernel(const KernelArgs& k) {
   const Buffer& in = *k.inputs[0];
@@ -204,22 +225,18 @@ template <typename T> void argsort_kernel(const KernelArgs& k) {
   const bool descending = k.attrs.get_bool("descending");
   const T* src = in.as<T>();
   int64_t* out = k.out.as<int64_t>();
-  using Key = decltype(sort_key(T{}));
-  std::vector<int64_t> order(static_cast<size_t>(l.size));
-  std::vector<Key> keys(static_cast<size_t>(l.size));
-  for (int64_t o = 0; o < l.outer; ++o) {
-    for (int64_t i = 0; i < l.inner; ++i) {
-      const int64_t base = o * l.size * l.inner + i;
-      for (int64_t j = 0; j < l.size; ++j) keys[static_cast<size_t>(j)] = sort_key(src[base + j * l.inner]);
-      std::iota(order.begin(), order.end(), int64_t{0});
-      // Stable both ways: equal keys keep their order (descending is not a reversed ascending sort).
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        const Key ka = keys[static_cast<size_t>(a)], kb = keys[static_cast<size_t>(b)];
-        return descending ? key_less(kb, ka) : key_less(ka, kb);
-      });
-      for (int64_t j = 0; j < l.size; ++j) out[base + j * l.inner] = order[static_cast<size_t>(j)];
-    }
-  }
+  // Lines are independent: split across the pool, each sorted by one thread.
+  parallel_for(l.outer * l.inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, l.size)),
+               [&](int64_t n0, int64_t n1) {
+                 SortPair* pairs = thread_scratch<SortPair>(kScratchSortPairs, static_cast<size_t>(l.size));
+                 for (int64_t n = n0; n < n1; ++n) {
+                   const int64_t o = n / l.inner, i = n % l.inner;
+                   const int64_t base = o * l.size * l.inner + i;
+                   for (int64_t j = 0; j < l.size; ++j) pairs[j] = {order_key(src[base + j * l.inner], descending), j};
+                   std::sort(pairs, pairs + l.size);
+                   for (int64_t j = 0; j < l.size; ++j) out[base + j * l.inner] = pairs[j].index;
+                 }
+               });
 }
 
 // Accumulates in double for floats and in the type itself for integers (int64 here).

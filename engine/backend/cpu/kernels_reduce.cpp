@@ -10,6 +10,7 @@
 #include "backend/cpu/fusion.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/thread_scratch.h"
 #include "core/error.h"
 
 namespace lazyscope::cpu {
@@ -113,21 +114,17 @@ void reduce(const KernelArgs& k, A init, Step step, Finish finish, Combine combi
       // One output: its j-th reduced element is src[j].
       if (p.cols == 1 && per_output > kChunk) {
         const int64_t chunks = (per_output + kChunk - 1) / kChunk;
-        struct Part {
-          A value;  // wrapped: a std::vector<bool> has no data()
-        };
-        static thread_local std::vector<Part> partial;  // grows once: a warm step allocates nothing
-        if (partial.size() < static_cast<size_t>(chunks)) partial.resize(static_cast<size_t>(chunks), Part{init});
-        Part* parts = partial.data();
+        static_assert(std::is_trivially_copyable_v<A>);
+        A* parts = thread_scratch<A>(kScratchReduceParts, static_cast<size_t>(chunks));
         parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
           for (int64_t c = c0; c < c1; ++c) {
             A acc = init;
             for (int64_t j = c * kChunk, j1 = std::min(per_output, j + kChunk); j < j1; ++j) acc = step(acc, src[j], j);
-            parts[c].value = acc;
+            parts[c] = acc;
           }
         });
-        A acc = parts[0].value;
-        for (int64_t c = 1; c < chunks; ++c) acc = combine(acc, parts[c].value);
+        A acc = parts[0];
+        for (int64_t c = 1; c < chunks; ++c) acc = combine(acc, parts[c]);
         out[0] = finish(acc, per_output);
         return;
       }
@@ -261,9 +258,7 @@ template <typename T> bool planned_sum(const KernelArgs& k, bool mean) {
       if (chunks <= 1) {
         total = run_total(src, per_output);
       } else {
-        static thread_local std::vector<double> partial;  // grows once: a warm step allocates nothing
-        if (partial.size() < static_cast<size_t>(chunks)) partial.resize(static_cast<size_t>(chunks));
-        double* sums = partial.data();
+        double* sums = thread_scratch<double>(kScratchReduceParts, static_cast<size_t>(chunks));
         parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
           for (int64_t c = c0; c < c1; ++c)
             sums[c] = run_total(src + c * kChunk, std::min(kChunk, per_output - c * kChunk));
@@ -428,9 +423,7 @@ template <typename T, bool kMax> T whole_extreme(const T* src, int64_t n) {
     return value;
   }
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  static thread_local std::vector<T> partial;  // grows once: a warm step allocates nothing
-  if (partial.size() < static_cast<size_t>(chunks)) partial.resize(static_cast<size_t>(chunks));
-  T* parts = partial.data();
+  T* parts = thread_scratch<T>(kScratchReduceParts, static_cast<size_t>(chunks));
   parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c)
       Fns::runs(src + c * kChunk, 1, 1, std::min(kChunk, n - c * kChunk), 0, 1, parts + c);
