@@ -37,6 +37,45 @@ def test_sort_nan_is_largest_and_integers_are_exact(device):
     assert lazyscope.tensor(big, device=device).argsort().tolist() == [2, 1, 0]
 
 
+def stable_order(line, descending):
+    """The order PyTorch's stable sort gives, from Python's stable sorted():
+    values by <, -0 equal to +0, NaNs equal and after every number (before
+    them, descending); ties keep their positions both ways."""
+    values = line.tolist()  # Python numbers: an int64's negation does not overflow
+
+    def key(j):
+        v = values[j]
+        nan = v != v
+        if descending:
+            return (not nan, 0 if nan else -v)
+        return (nan, 0 if nan else v)
+
+    return sorted(range(len(values)), key=key)
+
+
+# Lines long enough to split over the pool, a dim that is not the last, ties,
+# NaNs, +-inf and signed zeros, float32, float64 and int64 extremes.
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dim", [1, -1])
+def test_long_lines_sort_stably_with_nans_infinities_and_signed_zeros(device, dtype, descending, dim):
+    shape = (3, 9, 700)
+    if dtype == np.int64:
+        x = rng.integers(-3, 3, shape).astype(np.int64)
+        x[0, 0, :4] = [np.iinfo(np.int64).max, np.iinfo(np.int64).min, -1, 0]
+    else:
+        x = rng.integers(-3, 3, shape).astype(dtype)
+        x[..., ::37] = np.nan
+        x[..., 5::41] = -0.0
+        x[..., 7::53] = np.inf
+        x[..., 11::59] = -np.inf
+    got = lazyscope.argsort(lazyscope.tensor(x, device=device), dim, descending).numpy()
+    lines = np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
+    want = np.array([stable_order(line, descending) for line in lines])
+    np.testing.assert_array_equal(np.moveaxis(got, dim, -1).reshape(want.shape), want)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_matches_numpy(device, largest):
