@@ -267,3 +267,27 @@ def test_lazy_indexing_equals_eager():
         results.append((t.numpy(), y.numpy()))
     for a, b in zip(results[0], results[1]):
         np.testing.assert_array_equal(a, b)
+
+
+# Slices large enough to split their rows over the pool (kernel_util.h's
+# for_each_sliced): steps in several dims, a start offset, a last dim of
+# one, read (slice), written (setitem: slice_scatter) and the gradient
+# (slice_backward), against NumPy.
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key", [np.s_[:, ::2], np.s_[3:, 1::3, ::5], np.s_[1::2, :, 7:8], np.s_[1, 5:]])
+def test_large_strided_slices_read_write_and_differentiate_like_numpy(device, key):
+    x = rng.standard_normal((64, 48, 40)).astype(np.float32)
+    t = lazyscope.tensor(x, device=device)
+    np.testing.assert_array_equal(t[key].numpy(), x[key])
+    patch = rng.standard_normal(x[key].shape).astype(np.float32)
+    want = x.copy()
+    want[key] = patch
+    u = lazyscope.tensor(x, device=device)
+    u[key] = lazyscope.tensor(patch, device=device)
+    np.testing.assert_array_equal(u.numpy(), want)
+    leaf = lazyscope.tensor(x, device=device, requires_grad=True)
+    weight = rng.standard_normal(x[key].shape).astype(np.float32)
+    (leaf[key] * lazyscope.tensor(weight, device=device)).sum().backward()
+    grad = np.zeros_like(x)
+    grad[key] = weight
+    np.testing.assert_array_equal(leaf.grad.numpy(), grad)

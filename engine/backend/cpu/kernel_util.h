@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
 #include "ir/attrs.h"
 
 namespace lazyscope::cpu {
@@ -107,27 +108,50 @@ void for_each_broadcast(const Shape& out, const std::array<const Shape*, N>& in,
   }
 }
 
-// Visits the slice's elements row-major: f(i, offset) with i the flat index
-// into the slice and offset the flat index into the full tensor of `full`.
+// Visits the slice's elements: f(i, offset) with i the flat index into the
+// slice and offset the flat index into the full tensor of `full`. Rows of
+// the last dim run as a strided loop, and rows split across the pool
+// (parallel_for), so `f` is called from several threads at once: each i
+// (and each offset) once, so writes to out[i] or out[offset] never meet. A
+// per-element odometer on one thread made `x[:, ::2]` 6-8x NumPy's time.
 template <typename F> void for_each_sliced(const Shape& full, const Shape& sliced, const Attrs& attrs, F&& f) {
   const auto& starts = attrs.get_ints("starts");
   const auto& steps = attrs.get_ints("steps");
   const auto strides = contiguous_strides(full);
   const size_t rank = full.size();
-  int64_t o = 0;
-  for (size_t d = 0; d < rank; ++d) o += starts[d] * strides[d];
-  std::vector<int64_t> index(rank, 0);
-  const int64_t n = numel(sliced);
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, o);
-    for (size_t d = rank; d-- > 0;) {
-      ++index[d];
-      o += steps[d] * strides[d];
-      if (index[d] < sliced[d]) break;
-      o -= steps[d] * strides[d] * sliced[d];
-      index[d] = 0;
-    }
+  int64_t first = 0;
+  for (size_t d = 0; d < rank; ++d) first += starts[d] * strides[d];
+  if (rank == 0) {
+    f(int64_t{0}, first);
+    return;
   }
+  const int64_t run = sliced[rank - 1], run_step = steps[rank - 1] * strides[rank - 1];
+  const int64_t n = numel(sliced);
+  if (run == 0 || n == 0) return;
+  const int64_t rows = n / run;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / run), [&](int64_t r0, int64_t r1) {
+    // The offset of row r0: its index over the leading dims, innermost last.
+    std::vector<int64_t> index(rank, 0);
+    int64_t o = first;
+    for (int64_t rest = r0, d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      const auto du = static_cast<size_t>(d);
+      index[du] = rest % sliced[du];
+      rest /= sliced[du];
+      o += index[du] * steps[du] * strides[du];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t i = r * run;
+      for (int64_t j = 0; j < run; ++j) f(i + j, o + j * run_step);
+      for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {  // the next row: odometer, innermost first
+        const auto du = static_cast<size_t>(d);
+        ++index[du];
+        o += steps[du] * strides[du];
+        if (index[du] < sliced[du]) break;
+        o -= steps[du] * strides[du] * sliced[du];
+        index[du] = 0;
+      }
+    }
+  });
 }
 
 using Key = std::pair<OpKind, DType>;
