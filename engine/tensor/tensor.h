@@ -93,6 +93,11 @@ class Tensor {
   // A tensor whose value is the pending node `ir` on lazy `device`;
   // `trace_slot`: executor::trace_reused's slot of the op that made it.
   static Tensor lazy(NodePtr ir, const Device& device, size_t trace_slot = kNoTraceSlot);
+  // A tensor on `device` holding a copy of the host data at `data` (`shape`
+  // of `dtype`, row-major, contiguous). On a lazy device the bytes are copied
+  // once, straight into the device's buffer (a transfer, counted and timed as
+  // to()'s), not into a host buffer first and then again by to().
+  static Tensor from_host(const void* data, DType dtype, Shape shape, const Device& device);
 
   bool defined() const { return impl_ != nullptr; }
   const Device& device() const { return impl_->device; }
