@@ -981,7 +981,9 @@ void settle_reuse(DeviceState& st, bool step_end) {
 namespace {
 // Appends a tensor with a pending node to the list and counts its node
 // toward the graph limit; under st.pending.lock. True: over the limit.
-bool register_locked(DeviceState& st, TensorImpl& tensor) {
+// Inline: a replayed op's registration (trace_reused) is most of its work
+// under the lock, and the call saved registers around it.
+[[gnu::always_inline]] inline bool register_locked(DeviceState& st, TensorImpl& tensor) {
   if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
     st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
   }
@@ -1071,7 +1073,7 @@ bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> 
     // The previous step's place gives the node up (never read again this step).
     r.current.back() = std::move(r.previous[place]);
     ++r.reused;
-    tensor->ir = r.current.back();
+    tensor->ir = NodePtr(r.current.back());  // a copy moved in: GCC called out for a copy assignment
     over_limit = register_locked(st, *tensor);
     out = Tensor(std::move(tensor));
   }
