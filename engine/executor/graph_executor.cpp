@@ -997,8 +997,10 @@ namespace {
   };
   const Node* node = tensor.ir.get();
   count(node);
-  for (const NodePtr& operand : node->operands()) {
-    if (operand->is_leaf()) count(operand.get());
+  if (node->reads_leaf()) {
+    for (const NodePtr& operand : node->operands()) {
+      if (operand->is_leaf()) count(operand.get());
+    }
   }
   return st.pending_nodes > settings::graph_node_limit();
 }
