@@ -123,14 +123,16 @@ class SpinLock {
   std::atomic<bool> locked_{false};
 };
 
-// The pending tensors of a device in the order of their latest registration,
-// linked through the tensors (TensorImpl::pending_link). A tensor registered
-// again (rebound in place) moves to the end: the graph lists it once among
-// its outputs, at the place its latest value was traced, so a training loop
-// that updates in place lists its outputs in the same order every step (the
-// same hash, no recompile). A tensor that dies unlinks itself.
-struct PendingList {
-  SpinLock lock;  // guards the links, and the graph-limit count below
+// A chain of tensors linked through the tensors themselves
+// (TensorImpl::pending_link), under its device's list lock: the device's
+// pending tensors (PendingList::chain), or those a sync is running (a chain
+// of that sync's own, on its stack). A tensor is in one chain at most; its
+// link names the chain, and a tensor that dies unlinks itself, on whichever
+// thread, under the lock (unregister_pending). So a chain holds bare
+// pointers and no reference: a linked tensor's destructor waits for the
+// lock before its members go, so under the lock a linked tensor's members
+// are there to read and write.
+struct Chain {
   TensorImpl* head = nullptr;
   TensorImpl* tail = nullptr;
 
@@ -141,13 +143,35 @@ struct PendingList {
     l.prev = l.next = nullptr;
     l.list.store(nullptr, std::memory_order_release);
   }
-  void append(TensorImpl& t) {
-    if (t.pending_link.list.load(std::memory_order_relaxed) == this) unlink(t);
+  // `t` is in no chain.
+  void push_back(TensorImpl& t) {
     PendingLink& l = t.pending_link;
     l.prev = tail;
     (tail ? tail->pending_link.next : head) = &t;
     tail = &t;
     l.list.store(this, std::memory_order_release);
+  }
+};
+
+// The chain a tensor is linked in, or null.
+Chain* chain_of(const TensorImpl& t, std::memory_order order) {
+  return static_cast<Chain*>(const_cast<void*>(t.pending_link.list.load(order)));
+}
+
+// The pending tensors of a device in the order of their latest registration.
+// A tensor registered again (rebound in place) moves to the end: the graph
+// lists it once among its outputs, at the place its latest value was traced,
+// so a training loop that updates in place lists its outputs in the same
+// order every step (the same hash, no recompile).
+struct PendingList {
+  SpinLock lock;  // guards the device's chains, and the graph-limit count below
+  Chain chain;
+
+  // Appends `t`, taken out of whichever chain of this device holds it (a
+  // tensor never changes device: each of its chains is under this lock).
+  void append(TensorImpl& t) {
+    if (Chain* c = chain_of(t, std::memory_order_relaxed)) c->unlink(t);
+    chain.push_back(t);
   }
 };
 
@@ -375,40 +399,71 @@ pb::IrGraph to_proto(const GraphView& view, uint64_t hash) {
   return graph;
 }
 
-// Pending tensors of the device, in registration order, each once. With
-// `take`, the list is emptied, since every one of them is about to be bound
-// to a buffer (or, if the graph fails, forgotten); without, it is a look.
-// Also hands back (and with `take` resets) the graph-limit count.
-std::vector<std::shared_ptr<TensorImpl>> collect_pending(DeviceState& st, bool take, int64_t* counted_nodes) {
-  std::vector<std::shared_ptr<TensorImpl>> pending, gone;
-  {
+// The roots of a sync of every pending tensor, held by the sync: the
+// tensors' nodes (a tensor may die on another thread while its graph runs;
+// its node, and the graph, stay) and the dtypes they report.
+struct Roots {
+  std::vector<NodePtr> nodes;
+  std::vector<DType> dtypes;
+};
+
+// A sync's own chain of the tensors it binds (bare pointers: no reference
+// count per tensor, no weak self-reference per tensor made). A tensor
+// dropped meanwhile leaves it (its destructor, under the lock); one rebound
+// in place meanwhile moves back to the device's chain; whatever is left when
+// the sync ends without binding (its graph failed) leaves it too, so later
+// steps run without them.
+struct SyncingChain {
+  DeviceState& st;
+  Chain chain;
+  explicit SyncingChain(DeviceState& s) : st(s) {}
+  ~SyncingChain() {
     std::lock_guard lock(st.pending.lock);
-    for (TensorImpl* t = st.pending.head; t;) {
-      TensorImpl* next = t->pending_link.next;
-      // Null when the tensor's last reference is being dropped (its
-      // destructor waits for the lock, then finds itself unlinked).
-      std::shared_ptr<TensorImpl> held = t->weak_from_this().lock();
-      if (take) st.pending.unlink(*t);
-      if (held && held->pending()) {
-        pending.push_back(std::move(held));
-      } else if (held) {
-        gone.push_back(std::move(held));  // dropped after the lock: its destructor may need it
-      }
-      t = next;
-    }
-    if (counted_nodes) *counted_nodes = st.pending_nodes;
-    if (take) {
-      st.pending_nodes = 0;
-      st.count_epoch = new_epoch();
-    }
+    while (TensorImpl* t = chain.head) chain.unlink(*t);
   }
-  return pending;
+  SyncingChain(const SyncingChain&) = delete;
+  SyncingChain& operator=(const SyncingChain&) = delete;
+};
+
+// Moves the device's pending tensors, in registration order, to `syncing`,
+// each with its place among the outputs (PendingLink::output), and holds
+// their nodes in `roots`; those of the list no longer pending (bound by a
+// sync of their own since) leave it. Hands back and resets the graph-limit
+// count.
+void take_pending(DeviceState& st, SyncingChain& syncing, Roots& roots, int64_t* counted_nodes) {
+  std::lock_guard lock(st.pending.lock);
+  for (TensorImpl* t = st.pending.chain.head; t;) {
+    TensorImpl* next = t->pending_link.next;
+    st.pending.chain.unlink(*t);
+    if (t->pending()) {
+      t->pending_link.output = roots.nodes.size();
+      roots.nodes.push_back(t->ir);
+      roots.dtypes.push_back(t->spec.dtype);
+      syncing.chain.push_back(*t);
+    }
+    t = next;
+  }
+  *counted_nodes = st.pending_nodes;
+  st.pending_nodes = 0;
+  st.count_epoch = new_epoch();
+}
+
+// The nodes of the device's pending tensors, in registration order (a look:
+// the list stays), and the graph-limit count.
+std::vector<NodePtr> pending_roots(DeviceState& st, int64_t* counted_nodes) {
+  std::vector<NodePtr> roots;
+  std::lock_guard lock(st.pending.lock);
+  for (TensorImpl* t = st.pending.chain.head; t; t = t->pending_link.next) {
+    if (t->pending()) roots.push_back(t->ir);
+  }
+  *counted_nodes = st.pending_nodes;
+  return roots;
 }
 
 void forget_pending(DeviceState& st, const std::vector<std::shared_ptr<TensorImpl>>& failed) {
   std::lock_guard lock(st.pending.lock);
   for (const auto& t : failed) {
-    if (t->pending_link.list.load(std::memory_order_relaxed) == &st.pending) st.pending.unlink(*t);
+    if (chain_of(*t, std::memory_order_relaxed) == &st.pending.chain) st.pending.chain.unlink(*t);
   }
 }
 
@@ -522,8 +577,7 @@ void publish_kernel_profile(const Device& device, int64_t step, CompiledGraph& c
 // held from outside (a detached tensor still showing the old value) is not
 // donated. Reference counts are read through the operand pointers (the
 // graph lists bare pointers): O(edges), a few microseconds per 1,000 nodes.
-std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared_ptr<TensorImpl>>& targets,
-                            DeviceState& st) {
+std::vector<int> donor_refs(LoweredGraph& lowered, const Roots& roots, const SyncingChain& syncing, DeviceState& st) {
   const GraphView& g = lowered.view;
   const size_t n = g.nodes.size();
   std::vector<long>& inside = lowered.inside;
@@ -567,9 +621,6 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
       }
     }
   }
-  for (const auto& t : targets) {
-    if (t->ir->is_leaf()) note(t->ir);
-  }
   known.resize(g.parameters.size());
   for (size_t i = 0; i < g.parameters.size(); ++i) {
     const auto p = static_cast<size_t>(g.parameters[i]);
@@ -599,8 +650,14 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
       if (!operand->is_leaf()) note(operand);
     }
   }
-  for (const auto& t : targets) {
-    if (!t->ir->is_leaf()) note(t->ir);
+  for (const NodePtr& root : roots.nodes) note(root);  // the sync's own (roots are pending: never leaves)
+  {
+    std::lock_guard lock(st.pending.lock);
+    // The targets' references: each is about to be rebound. (One rebound
+    // in place since holds a node of no graph, if any, and left the chain.)
+    for (const TensorImpl* t = syncing.chain.head; t; t = t->pending_link.next) {
+      if (t->ir->visit_epoch == lowered.epoch) note(t->ir);
+    }
   }
   {
     // The reuse lists' references are the graph's own: a node they keep is
@@ -625,27 +682,36 @@ std::vector<int> donor_refs(LoweredGraph& lowered, const std::vector<std::shared
 int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shared_ptr<TensorImpl>> targets,
                     pb::SyncCause cause) {
   const int64_t collect_start = events::now_ns();
+  // Every pending tensor (no targets given): bound through the sync's own
+  // chain, by bare pointer. Else the caller's targets, held.
   const bool every_pending = targets.empty();
+  SyncingChain syncing(st);
+  Roots roots_held;
   int64_t traced_nodes = 0;
-  if (targets.empty()) {
-    targets = collect_pending(st, /*take=*/true, &traced_nodes);
+  if (every_pending) {
+    take_pending(st, syncing, roots_held, &traced_nodes);
   } else {
     std::erase_if(targets, [](const auto& t) { return !t->pending(); });
+    for (const auto& t : targets) {
+      roots_held.nodes.push_back(t->ir);
+      roots_held.dtypes.push_back(t->spec.dtype);
+    }
     std::lock_guard lock(st.pending.lock);
     traced_nodes = std::exchange(st.pending_nodes, 0);
     st.count_epoch = new_epoch();
   }
   // Nodes traced since the last sync: the size to expect (parameters add a few).
-  const auto expected_nodes = static_cast<size_t>(traced_nodes) + targets.size();
-  if (targets.empty()) return 0;
+  const size_t outputs_count = roots_held.nodes.size();
+  const auto expected_nodes = static_cast<size_t>(traced_nodes) + outputs_count;
+  if (outputs_count == 0) return 0;
   const int64_t start = events::now_ns();
   SyncProfile profile;
   profile.collect_ns = start - collect_start;
   const SourceLocation sync_site = current_source_location();
 
   std::vector<const Node*> roots;
-  roots.reserve(targets.size());
-  for (const auto& t : targets) roots.push_back(t->ir.get());
+  roots.reserve(outputs_count);
+  for (const NodePtr& root : roots_held.nodes) roots.push_back(root.get());
   LoweredGraph graph = std::move(st.spare.graph);
   if (!same_walk(graph, roots)) lower(roots, expected_nodes, graph);
   const int64_t lowered = events::now_ns();
@@ -701,7 +767,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   for (int p : graph.view.parameters) parameters.push_back(graph.view.nodes[p]->data());
   const std::vector<int> donors = every_pending && settings::buffer_donation() &&
                                           compiled->executable->accepts_donations()
-                                      ? donor_refs(graph, targets, st)
+                                      ? donor_refs(graph, roots_held, syncing, st)
                                       : std::vector<int>{};
   const int64_t execute_start = events::now_ns();
   profile.bind_inputs_ns = execute_start - bind_start;
@@ -714,6 +780,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
     // A kernel refused a value only known at run time (an out-of-range
     // target, say). The failed tensors leave the barrier's set, so later
     // steps run; reading one of them runs its graph, and raises, again.
+    // (Those of `syncing` leave it as it goes.)
     forget_pending(st, targets);
     LAZYSCOPE_COUNTER("FailedExecutions")->add(1);
     try {
@@ -732,11 +799,28 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   LAZYSCOPE_METRIC("ExecuteTime")->add(static_cast<double>(execute_ns) / 1e6);
 
   // Bind: each target now holds its buffer behind a device-data leaf, which
-  // releases the traced graph it no longer needs.
-  for (size_t i = 0; i < targets.size(); ++i) {
-    targets[i]->buffer = outputs[i];
-    targets[i]->ir = make_leaf(outputs[i], targets[i]->ir->source(), targets[i]->spec.dtype);
+  // releases the traced graph it no longer needs. The leaves are made
+  // first: under the lock only pointers are swapped, and the old nodes go
+  // after it (with `roots_held`, below).
+  std::vector<NodePtr> leaves(outputs_count);
+  for (size_t i = 0; i < outputs_count; ++i) {
+    leaves[i] = make_leaf(outputs[i], roots_held.nodes[i]->source(), roots_held.dtypes[i]);
   }
+  if (every_pending) {
+    std::lock_guard lock(st.pending.lock);
+    while (TensorImpl* t = syncing.chain.head) {
+      const size_t i = t->pending_link.output;
+      t->buffer = outputs[i];
+      t->ir.swap(leaves[i]);
+      syncing.chain.unlink(*t);
+    }
+  } else {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      targets[i]->buffer = outputs[i];
+      targets[i]->ir = std::move(leaves[i]);
+    }
+  }
+  leaves.clear();
   const int64_t bound = events::now_ns();
 
   st.compile_ns += compile_ns;
@@ -768,10 +852,12 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   profile.nodes = static_cast<int64_t>(graph.view.nodes.size());
   profile.cache_hit = cache_hit;
   st.last_compiled = compiled;
-  // The roots' graph is released here at the latest (`graph.view` holds
-  // bare pointers; `targets` may hold the last references to the roots'
-  // old nodes until this function returns): counted with the output bind.
+  // The roots' graph is released here (`graph.view` holds bare pointers;
+  // `roots_held` holds the last references to the roots' old nodes, and
+  // `targets` may hold the last ones to tensors): counted with the output
+  // bind.
   st.spare.give_back(graph);
+  roots_held.nodes.clear();
   targets.clear();
   const int64_t released = events::now_ns();
   profile.bind_outputs_ns = bound - (execute_start + execute_ns) + (released - end);
@@ -896,7 +982,9 @@ void settle_reuse(DeviceState& st, bool step_end) {
 namespace {
 // Appends a tensor with a pending node to the list and counts its node
 // toward the graph limit; under st.pending.lock. True: over the limit.
-bool register_locked(DeviceState& st, TensorImpl& tensor) {
+// Inline: a replayed op's registration (trace_reused) is most of its work
+// under the lock, and the call saved registers around it.
+[[gnu::always_inline]] inline bool register_locked(DeviceState& st, TensorImpl& tensor) {
   if (st.step_start_ns.load(std::memory_order_relaxed) < 0) {
     st.step_start_ns.store(events::now_ns(), std::memory_order_relaxed);
   }
@@ -910,8 +998,10 @@ bool register_locked(DeviceState& st, TensorImpl& tensor) {
   };
   const Node* node = tensor.ir.get();
   count(node);
-  for (const NodePtr& operand : node->operands()) {
-    if (operand->is_leaf()) count(operand.get());
+  if (node->reads_leaf()) {
+    for (const NodePtr& operand : node->operands()) {
+      if (operand->is_leaf()) count(operand.get());
+    }
   }
   return st.pending_nodes > settings::graph_node_limit();
 }
@@ -977,16 +1067,21 @@ bool trace_reused(const Device& device, OpKind op, std::span<const Node* const> 
       if (fallback_reason(op, p.dtype()) != pb::FALLBACK_REASON_UNSPECIFIED) return false;
       p.lowered_generation = settings::any_forced_fallback() ? 0 : generation;
     }
+    // The previous step's place gives the node up (never read again this
+    // step). The result's reference is taken first: an atomic increment
+    // waits for every store before it to drain, and the lock's exchange
+    // just drained them (after the result's ~30 stores it was 12% of a
+    // replayed op's time).
+    r.current.back() = std::move(r.previous[place]);
+    NodePtr node(r.current.back());
+    ++r.reused;
     // The result, made here (from the thread's pool) so that binding and
     // registering it take no second lock.
     auto tensor = pool::make_pooled<TensorImpl>();
     tensor->device = device;
     pool::assign_stashed(tensor->spec.shape, p.shape());  // no allocation per traced op
     tensor->spec.dtype = p.dtype();
-    // The previous step's place gives the node up (never read again this step).
-    r.current.back() = std::move(r.previous[place]);
-    ++r.reused;
-    tensor->ir = r.current.back();
+    tensor->ir = std::move(node);
     over_limit = register_locked(st, *tensor);
     out = Tensor(std::move(tensor));
   }
@@ -1006,12 +1101,15 @@ void register_pending(const std::shared_ptr<TensorImpl>& tensor, size_t trace_sl
 }
 
 void unregister_pending(TensorImpl& tensor) noexcept {
-  // The list is a device's, and device states live as long as the process;
-  // a sync that took the list meanwhile left the link null.
-  auto* list = static_cast<PendingList*>(const_cast<void*>(tensor.pending_link.list.load(std::memory_order_acquire)));
-  if (!list) return;
-  std::lock_guard lock(list->lock);
-  if (tensor.pending_link.list.load(std::memory_order_relaxed) == list) list->unlink(tensor);
+  // The chain is its device's or a running sync's, both under the device's
+  // lock (device states live as long as the process; a sync's chain, on its
+  // stack, is read only under the lock: it empties it before it ends). The
+  // tensor may have moved between them, or been bound (its link null),
+  // before the lock was had.
+  if (!chain_of(tensor, std::memory_order_acquire)) return;
+  DeviceState& st = state(tensor.device);
+  std::lock_guard lock(st.pending.lock);
+  if (Chain* now = chain_of(tensor, std::memory_order_relaxed)) now->unlink(tensor);
 }
 
 int64_t sync(const Device& device, const std::vector<std::shared_ptr<TensorImpl>>& targets, pb::SyncCause cause) {
@@ -1141,13 +1239,16 @@ pb::IrGraph pending_graph(const Device& device, const std::vector<std::shared_pt
   DeviceState& st = state(device);
   std::lock_guard lock(st.mu);
   int64_t traced_nodes = 0;
-  std::vector<std::shared_ptr<TensorImpl>> pending = targets.empty()
-                                                         ? collect_pending(st, /*take=*/false, &traced_nodes)
-                                                         : targets;
-  std::vector<const Node*> roots;
-  for (const auto& t : pending) {
-    if (t->ir) roots.push_back(t->ir.get());
+  std::vector<NodePtr> held;
+  if (targets.empty()) {
+    held = pending_roots(st, &traced_nodes);
+  } else {
+    for (const auto& t : targets) {
+      if (t->ir) held.push_back(t->ir);
+    }
   }
+  std::vector<const Node*> roots;
+  for (const NodePtr& node : held) roots.push_back(node.get());
   LoweredGraph graph = lower(roots, static_cast<size_t>(traced_nodes) + roots.size());
   fill_operands(graph.view);
   return to_proto(graph.view, graph.hash);

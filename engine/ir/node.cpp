@@ -69,7 +69,10 @@ void Node::finish(std::span<const NodePtr> operands, bool shape_of_first) {
   }
   local_hash_ = node_local_hash(op_, attrs_, spec_.dtype, shape_hash_);
   hash_ = local_hash_;
-  for (const NodePtr& operand : operands) hash_ = hash_combine(hash_, operand->hash());
+  for (const NodePtr& operand : operands) {
+    hash_ = hash_combine(hash_, operand->hash());
+    reads_leaf_ = reads_leaf_ || operand->is_leaf();
+  }
   LAZYSCOPE_COUNTER("CreatedIrNodes")->add(1);
 }
 

@@ -62,6 +62,10 @@ class Node {
   uint64_t local_hash() const { return local_hash_; }
   // Device data leaves only.
   const BufferPtr& data() const { return data_; }
+  // Whether some operand is a device-data leaf (the registry counts those
+  // toward the graph limit with the node: a replayed op with none skips
+  // reading its operands).
+  bool reads_leaf() const { return reads_leaf_; }
 
   // Scratch of the executor, which walks graphs under its device's lock:
   // the sync epoch in which the node was last counted toward the graph
@@ -95,6 +99,7 @@ class Node {
   uint64_t shape_hash_ = 0;  // hash_bytes of the shape: reused by a user of the same shape
   uint64_t local_hash_ = 0;
   uint64_t hash_ = 0;
+  bool reads_leaf_ = false;
   BufferPtr data_;
 };
 

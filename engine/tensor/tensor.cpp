@@ -27,20 +27,10 @@ void convert_into(const Buffer& src, Buffer& dst) {
   cpu::find_kernel(OpKind::kCast, dst.dtype())(cpu::KernelArgs{std::span<const Buffer* const>(&in, 1), dst, Attrs{}});
 }
 
-// Counts and times a transfer between host and a lazy device, and reports
-// it. `dtype` is the format at the destination: a bf16-stored float is
-// narrowed on the way up and widened on the way down, inside the transfer.
-BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device, DType dtype) {
-  const int64_t start = events::now_ns();
-  BufferPtr dst = to_device ? Buffer::allocate_on_device(dtype, src.shape()) : Buffer::allocate(dtype, src.shape());
-  if (dtype != src.dtype()) {
-    convert_into(src, *dst);
-  } else if (src.bytes()) {
-    std::memcpy(dst->data(), src.data(), src.bytes());
-  }
+// Counts and reports a transfer between host and a lazy device of `bytes`
+// (the device-side format's) that began at `start`.
+void account_transfer(const Device& lazy_device, bool to_device, int64_t start, int64_t bytes) {
   const int64_t duration = events::now_ns() - start;
-  // What crossed the link: the device-side format.
-  const auto bytes = static_cast<int64_t>(to_device ? dst->bytes() : src.bytes());
   if (to_device) {
     LAZYSCOPE_COUNTER("TransferToDeviceCount")->add(1);
     LAZYSCOPE_COUNTER("TransferToDeviceBytes")->add(bytes);
@@ -51,6 +41,21 @@ BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device,
     LAZYSCOPE_METRIC("TransferFromDeviceTime")->add(static_cast<double>(duration) / 1e6);
   }
   executor::note_transfer(lazy_device, to_device, start, duration, bytes);
+}
+
+// Copies `src` between host and a lazy device, counted and timed. `dtype` is
+// the format at the destination: a bf16-stored float is narrowed on the way
+// up and widened on the way down, inside the transfer.
+BufferPtr transfer(const Buffer& src, const Device& lazy_device, bool to_device, DType dtype) {
+  const int64_t start = events::now_ns();
+  BufferPtr dst = to_device ? Buffer::allocate_on_device(dtype, src.shape()) : Buffer::allocate(dtype, src.shape());
+  if (dtype != src.dtype()) {
+    convert_into(src, *dst);
+  } else if (src.bytes()) {
+    std::memcpy(dst->data(), src.data(), src.bytes());
+  }
+  // What crossed the link: the device-side format.
+  account_transfer(lazy_device, to_device, start, static_cast<int64_t>(to_device ? dst->bytes() : src.bytes()));
   return dst;
 }
 
@@ -80,6 +85,20 @@ Tensor Tensor::lazy(NodePtr ir, const Device& device, size_t trace_slot) {
   impl->ir = std::move(ir);
   executor::register_pending(impl, trace_slot);
   return Tensor(std::move(impl));
+}
+
+Tensor Tensor::from_host(const void* data, DType dtype, Shape shape, const Device& device) {
+  if (!device.is_lazy() || stored_as_bf16(dtype)) {
+    BufferPtr host = Buffer::allocate(dtype, std::move(shape));
+    if (host->bytes()) std::memcpy(host->data(), data, host->bytes());
+    // A bf16-stored float is narrowed by to()'s transfer, from this copy.
+    return device.is_lazy() ? wrap(std::move(host), Device{}).to(device) : wrap(std::move(host), device);
+  }
+  const int64_t start = events::now_ns();
+  BufferPtr on_device = Buffer::allocate_on_device(dtype, std::move(shape));
+  if (on_device->bytes()) std::memcpy(on_device->data(), data, on_device->bytes());
+  account_transfer(device, /*to_device=*/true, start, static_cast<int64_t>(on_device->bytes()));
+  return wrap(std::move(on_device), device);
 }
 
 BufferPtr Tensor::host_buffer(pb::SyncCause cause) const {

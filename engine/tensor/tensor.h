@@ -25,22 +25,27 @@ inline constexpr size_t kNoTraceSlot = SIZE_MAX;
 struct TensorImpl;
 
 // A tensor's place in its lazy device's list of pending tensors (the
-// executor's registry, graph_executor.cpp). The list links the tensors
-// themselves: registering allocates nothing, a tensor that dies unlinks
-// itself (so a sync walks only live tensors, not one dead entry per op
-// traced), and its memory goes back to the pool at once. Never copied.
+// executor's registry, graph_executor.cpp), or in the list of a sync that is
+// running its value. The lists link the tensors themselves: registering
+// allocates nothing, a tensor that dies unlinks itself (so a sync walks only
+// live tensors, not one dead entry per op traced), and its memory goes back
+// to the pool at once. Never copied.
 struct PendingLink {
-  std::atomic<const void*> list{nullptr};  // the registry that holds the tensor; null: none
-  TensorImpl* prev = nullptr;              // guarded by that registry's lock
+  std::atomic<const void*> list{nullptr};  // the list that holds the tensor; null: none
+  TensorImpl* prev = nullptr;              // guarded by the device's list lock
   TensorImpl* next = nullptr;
+  size_t output = 0;  // in a sync's list: the tensor's place among the graph's outputs
   PendingLink() = default;
   PendingLink(const PendingLink&) {}
   PendingLink& operator=(const PendingLink&) { return *this; }
 };
 
-// enable_shared_from_this: the registry links bare pointers and hands a sync
-// shared ones (none for a tensor whose last reference is going away).
-struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
+// No enable_shared_from_this: the registry links bare pointers and a sync
+// binds its results through them under the registry's lock (a tensor's
+// destructor waits for it), never taking a reference. The weak
+// self-reference cost every tensor made three atomic operations (set,
+// dropped, and its last release kept off the both-counts-one fast path).
+struct TensorImpl {
   // User-provided, not `= default`: make_shared value-initializes, which for
   // a defaulted constructor zeroes the whole ~200-byte object first (a `rep
   // stos`, 11% of a replayed 1,000-op step's time) and then stores every
@@ -88,6 +93,11 @@ class Tensor {
   // A tensor whose value is the pending node `ir` on lazy `device`;
   // `trace_slot`: executor::trace_reused's slot of the op that made it.
   static Tensor lazy(NodePtr ir, const Device& device, size_t trace_slot = kNoTraceSlot);
+  // A tensor on `device` holding a copy of the host data at `data` (`shape`
+  // of `dtype`, row-major, contiguous). On a lazy device the bytes are copied
+  // once, straight into the device's buffer (a transfer, counted and timed as
+  // to()'s), not into a host buffer first and then again by to().
+  static Tensor from_host(const void* data, DType dtype, Shape shape, const Device& device);
 
   bool defined() const { return impl_ != nullptr; }
   const Device& device() const { return impl_->device; }

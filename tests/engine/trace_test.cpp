@@ -4,10 +4,12 @@
 // operands that need no gradient, and the stash of shape vectors.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 #include <utility>
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "core/pool.h"
 #include "core/settings.h"
 #include "core/source_location.h"
@@ -169,6 +172,100 @@ TEST(Trace, ATensorRegisteredAgainIsAnOutputOnceAtItsLastPlace) {
   EXPECT_EQ(graph.nodes(graph.outputs(1)).op(), "add");  // p, once, at its last registration
   EXPECT_EQ(values(p), (std::vector<float>{12, 24}));
   EXPECT_EQ(values(u), (std::vector<float>{1, 4}));
+}
+
+TEST(Trace, ATensorDroppedWhileItsBarrierRunsIsNotBound) {
+  // A barrier binds its results through bare pointers (no reference per
+  // tensor). One whose last reference goes while the graph runs (here from
+  // a subscriber of the compile event, inside the sync) leaves the sync's
+  // list as it dies: the pool block it frees, taken at once by a new
+  // tensor, must not be bound to the dropped tensor's result.
+  executor::compile_cache().clear();
+  executor::mark_step(lazy0());
+  Tensor x = make({1, 2}, {2}, lazy0());
+  const Tensor kept = ops::relu(ops::add(x, x));
+  std::optional<Tensor> dropped = ops::mul(x, x);
+  const TensorImpl* dropped_at = dropped->impl().get();
+  BufferPtr seven = Buffer::allocate(DType::kFloat32, {2});
+  seven->as<float>()[0] = 7;
+  seven->as<float>()[1] = 8;
+  Tensor late;
+  const int id = events::subscribe([&](const pb::Event& e) {
+    if (!e.has_compile() || !dropped) return;
+    dropped.reset();
+    late = Tensor::wrap(seven, lazy0());  // one TensorImpl: the block just freed (the pool's lists are LIFO)
+  });
+  executor::mark_step(lazy0());
+  events::unsubscribe(id);
+  ASSERT_TRUE(late.defined());
+  EXPECT_EQ(late.impl().get(), dropped_at) << "the probe needs the freed block reused";
+  EXPECT_EQ(values(late), (std::vector<float>{7, 8}));
+  EXPECT_EQ(values(kept), (std::vector<float>{2, 4}));
+  EXPECT_FALSE(kept.impl()->pending());
+}
+
+TEST(Trace, AFailedBarrierLeavesItsTensorsInNoList) {
+  // A barrier whose graph fails lets its tensors go from its own list: they
+  // leave the barrier's set (the next one runs without them) and link to
+  // nothing that outlives the sync; reading one runs its graph again.
+  executor::mark_step(lazy0());
+  Tensor w = make({1, 2, 3, 4}, {2, 2}, lazy0());
+  const Tensor picked = ops::index_select(w, 0, ops::cast(make({5}, {1}, lazy0()), DType::kInt64));
+  const Tensor doubled = ops::add(w, w);
+  EXPECT_THROW(executor::mark_step(lazy0()), IndexError);
+  EXPECT_EQ(picked.impl()->pending_link.list.load(), nullptr);
+  EXPECT_EQ(doubled.impl()->pending_link.list.load(), nullptr);
+  EXPECT_TRUE(doubled.impl()->pending());
+  const Tensor squared = ops::mul(w, w);
+  executor::mark_step(lazy0());  // runs squared alone
+  EXPECT_EQ(values(squared), (std::vector<float>{1, 4, 9, 16}));
+  EXPECT_EQ(values(doubled), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_THROW(values(picked), IndexError);
+}
+
+TEST(Trace, TensorsDroppedOnAnotherThreadWhileBarriersRunLeaveNoTrace) {
+  // One thread traces and runs steps; another drops the step's tensors
+  // meanwhile, some before their barrier, some while it runs: each leaves
+  // whichever list holds it (the device's or the running sync's). The
+  // values are checked against the same arithmetic on the host.
+  const Device device{DeviceKind::kLazy, 5};
+  executor::mark_step(device);
+  std::mutex mu;
+  std::vector<Tensor> handed;
+  std::atomic<bool> done{false};
+  std::thread dropper([&] {
+    while (!done.load()) {
+      std::vector<Tensor> drop;
+      {
+        std::lock_guard lock(mu);
+        drop.swap(handed);
+      }
+      drop.clear();
+      std::this_thread::yield();
+    }
+  });
+  Tensor x = make({0.5f, -1.0f, 2.0f}, {3}, device);
+  std::vector<float> host{0.5f, -1.0f, 2.0f};
+  for (int step = 0; step < 200; ++step) {
+    Tensor y = x;
+    std::vector<float> h = host;
+    std::vector<Tensor> made;
+    for (int i = 0; i < 12; ++i) {
+      y = i % 2 ? ops::relu(y) : ops::add(y, x);
+      for (size_t k = 0; k < h.size(); ++k) h[k] = i % 2 ? std::max(h[k], 0.0f) : h[k] + host[k];
+      made.push_back(y);
+    }
+    {
+      // Handed over just before the barrier: most die while it runs.
+      std::lock_guard lock(mu);
+      for (Tensor& t : made) handed.push_back(std::move(t));
+    }
+    made.clear();
+    executor::mark_step(device);
+    ASSERT_EQ(values(y), h) << "step " << step;
+  }
+  done.store(true);
+  dropper.join();
 }
 
 TEST(Trace, TheSyncProfileAddsUpAndNamesACacheHit) {

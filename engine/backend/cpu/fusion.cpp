@@ -37,6 +37,40 @@ LogsumexpRowsFn logsumexp_rows_avx512();
 
 namespace {
 
+// run_range's per-thread scratch, kept: a cached step allocates nothing once
+// warm. Behind one trivial initial-exec pointer (as pool::t_cache): five
+// thread_local vectors, each with a destructor, cost a __tls_get_addr call
+// per access in a shared library, and the interpreter's loop re-read two of
+// them per step (22 instructions per node of a cached 1,000-node step).
+struct RunScratch {
+  std::vector<const void*> in_data;
+  std::vector<void*> out_data;
+  std::vector<float> scratch;
+  std::vector<const float*> value;
+  std::vector<int64_t> index;
+};
+[[gnu::tls_model("initial-exec")]] thread_local RunScratch* t_run_scratch = nullptr;
+
+// Frees the thread's scratch at its exit (touched once per thread, when made).
+struct RunScratchReaper {
+  ~RunScratchReaper() {
+    delete t_run_scratch;
+    t_run_scratch = nullptr;
+  }
+};
+
+[[gnu::noinline]] RunScratch& make_run_scratch() {
+  static thread_local RunScratchReaper reaper;
+  (void)reaper;
+  t_run_scratch = new RunScratch();
+  return *t_run_scratch;
+}
+
+RunScratch& run_scratch() {
+  RunScratch* s = t_run_scratch;
+  return s ? *s : make_run_scratch();
+}
+
 // dst[0, n) = src[0, n) with non-temporal stores where dst is 16-byte
 // aligned (SSE, so every x86-64 has them); run_range fences after. Not
 // wider: on the AMD EPYC (Zen 4) of benchmarks/README.md a triad streamed
@@ -454,9 +488,10 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
                             int64_t begin, int64_t end) const {
   const TileFn* functions = isa().functions;
   const CompiledKernelFn compiled = compiled_.load(std::memory_order_acquire);
+  RunScratch& thread_scratch = run_scratch();
   if (compiled && !bf16) {
-    thread_local std::vector<const void*> in_data;
-    thread_local std::vector<void*> out_data;
+    std::vector<const void*>& in_data = thread_scratch.in_data;
+    std::vector<void*>& out_data = thread_scratch.out_data;
     in_data.clear();
     out_data.clear();
     for (const Buffer* b : inputs) in_data.push_back(b->data());
@@ -481,9 +516,9 @@ void FusedKernel::run_range(std::span<const Buffer* const> inputs, std::span<Buf
   const size_t ni = inputs_.size();
   {
     // Per thread, kept: a cached step allocates nothing once warm.
-    thread_local std::vector<float> scratch;
-    thread_local std::vector<const float*> value;
-    thread_local std::vector<int64_t> index;
+    std::vector<float>& scratch = thread_scratch.scratch;
+    std::vector<const float*>& value = thread_scratch.value;
+    std::vector<int64_t>& index = thread_scratch.index;
     const size_t need = static_cast<size_t>(registers_) * kTile;
     if (scratch.size() < need) scratch.resize(need);
     value.assign(ni + steps_.size(), nullptr);

@@ -54,15 +54,15 @@ py::dtype numpy_dtype(DType t) {
   throw EngineError("bfloat16 tensors have no NumPy dtype; convert to float32 first");
 }
 
-// Copies a NumPy array (any strides) into a new host buffer, without a
-// Python-level loop.
+// Copies a NumPy array (any strides) into a new buffer on `device`, without
+// a Python-level loop: a C-contiguous array is copied once, straight into
+// the device's buffer (Tensor::from_host); others are made contiguous first.
 Tensor from_numpy(const py::array& source, const std::string& device) {
   py::array array = py::array::ensure(source, py::array::c_style | py::array::forcecast);
   if (!array) throw EngineError("from_numpy: could not convert the input to a contiguous array");
+  const DType dtype = dtype_of(array.dtype());
   Shape shape(array.shape(), array.shape() + array.ndim());
-  BufferPtr buffer = Buffer::allocate(dtype_of(array.dtype()), shape);
-  if (buffer->bytes()) std::memcpy(buffer->data(), array.data(), buffer->bytes());
-  return Tensor::wrap(std::move(buffer), Device{}).to(parse_device(device));
+  return Tensor::from_host(array.data(), dtype, std::move(shape), parse_device(device));
 }
 
 py::array to_numpy(const Tensor& t, pb::SyncCause cause);
