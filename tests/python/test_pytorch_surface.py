@@ -341,3 +341,29 @@ def test_more_torch_functions_match_numpy(device):
     close(var, a.var(1, ddof=1))
     close(mean, a.mean(1))
     assert lazyscope.is_floating_point(T(a)) and not lazyscope.is_floating_point(lazyscope.tensor([1]))
+
+
+# &, |, ^ (and in place, reversed with a Python bool, bitwise_* functions)
+# on bool tensors: the mask idiom `(x > 0) & (y < 1)`, against NumPy;
+# other dtypes get a clear error naming the op and the line.
+@pytest.mark.parametrize("device", ["cpu", "lazy:0"])
+def test_bitwise_ops_on_masks_match_numpy(device):
+    rng = np.random.default_rng(4)
+    a, b = rng.random(50) < 0.5, rng.random(50) < 0.3
+    ta, tb = lazyscope.tensor(a, device=device), lazyscope.tensor(b, device=device)
+    for got, want in [(ta & tb, a & b), (ta | tb, a | b), (ta ^ tb, a ^ b), (ta & True, a & True),
+                      (False | ta, False | a), (True ^ ta, True ^ a), (lazyscope.bitwise_and(ta, tb), a & b),
+                      (ta.bitwise_or(tb), a | b), (lazyscope.bitwise_xor(ta, tb), a ^ b),
+                      (lazyscope.bitwise_not(ta), ~a)]:
+        assert got.dtype == lazyscope.bool
+        np.testing.assert_array_equal(got.numpy(), want)
+    m = ta.clone()
+    m &= tb
+    m |= lazyscope.tensor(a & ~b, device=device)
+    m ^= True
+    np.testing.assert_array_equal(m.numpy(), ~((a & b) | (a & ~b)))
+    x = lazyscope.tensor(rng.standard_normal(50).astype(np.float32), device=device)
+    with pytest.raises(TypeError, match=r"bitwise_and: bitwise ops are supported on bool tensors .*float32.*test_pytorch_surface.py:"):
+        x & (x > 0)
+    with pytest.raises(TypeError, match=r"bitwise_or: expected a bool tensor or a bool, got int"):
+        (x > 0) | 1

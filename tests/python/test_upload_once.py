@@ -98,3 +98,27 @@ def test_no_host_copy_is_made_on_the_way():
     grown = float(subprocess.run([sys.executable, "-c", PEAK_SCRIPT, package, str(mib)], check=True,
                                  capture_output=True, text=True).stdout)
     assert mib * 0.8 < grown < mib * 1.5, f"uploading {mib} MiB raised the peak by {grown:.0f} MiB"
+
+
+# Reading back: off a lazy device the array takes the transfer's buffer
+# (no second copy); it is the array's own: writing it changes neither the
+# tensor nor a second read, and it outlives the tensor. An eager tensor's
+# array is a copy of its buffer.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, np.float16])
+@pytest.mark.parametrize("device", ["lazy:0", "cpu"])
+def test_a_read_back_array_is_its_own(dtype, device):
+    values = (np.random.default_rng(2).standard_normal((6, 9)) * 10).astype(dtype)
+    t = lazyscope.tensor(values, device=device)
+    u = (t + t) if dtype != np.bool_ else (t | t)  # a computed result, not the upload's buffer
+    lm.mark_step()
+    want = (values + values) if dtype != np.bool_ else values
+    first = u.numpy()
+    np.testing.assert_array_equal(first, want)
+    assert first.flags.writeable and first.flags.c_contiguous and first.dtype == want.dtype
+    first[...] = 0
+    np.testing.assert_array_equal(u.numpy(), want)  # the tensor is untouched
+    second = u.numpy()
+    assert not np.shares_memory(first, second)
+    del t, u
+    lm.mark_step()
+    np.testing.assert_array_equal(second, want)  # alive after its tensor

@@ -74,6 +74,15 @@ py::array to_numpy_for_python(const Tensor& t, pb::SyncCause cause) {
 
 py::array to_numpy(const Tensor& t, pb::SyncCause cause) {
   BufferPtr buffer = t.host_buffer(cause);
+  if (t.device().is_lazy() && buffer->bytes() && buffer->dtype() == t.dtype()) {
+    // Off a lazy device host_buffer() is a fresh copy no one else holds:
+    // the array takes it (the capsule keeps it alive) instead of a second
+    // copy, which was half of reading a 4 MB result back.
+    auto* owner = new BufferPtr(buffer);
+    py::capsule keep(owner, [](void* p) { delete static_cast<BufferPtr*>(p); });
+    return py::array(numpy_dtype(t.dtype()), t.shape(), buffer->data(), keep);
+  }
+  // An eager tensor's buffer is its own: copied, so the array never aliases it.
   py::array out(numpy_dtype(t.dtype()), t.shape());
   if (buffer->bytes()) std::memcpy(out.mutable_data(), buffer->data(), buffer->bytes());
   return out;

@@ -58,6 +58,9 @@ TORCH["cuda.is_available"] = (DIFFERS, "always False: LazyScope has no CUDA back
 TORCH["cuda.device_count"] = (DIFFERS, "always 0")
 TORCH["cuda.manual_seed"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
 TORCH["cuda.manual_seed_all"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
+    TORCH[_name] = (DIFFERS, "bool tensors (masks) only; integer tensors raise TypeError" if _name != "bitwise_not"
+                    else "bool and integer tensors, not floats (as PyTorch)")
 
 # torch.Tensor.X
 TENSOR = _supported("""
@@ -74,6 +77,11 @@ TENSOR = _supported("""
     __float__ __int__ __format__ __len__ __getitem__ __setitem__ __matmul__
 """)
 TENSOR.update({
+    **{name: (DIFFERS, "bool tensors (masks) only, with a bool tensor or a Python bool; integer tensors raise "
+                       "TypeError")
+       for name in ("__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
+                    "__ixor__", "bitwise_and", "bitwise_or", "bitwise_xor")},
+    "bitwise_not": (SUPPORTED, ""),
     "is_cuda": (DIFFERS, "always False (no CUDA backend)"),
     "bincount": (DIFFERS, "reads the data (a sync on a lazy device): its length depends on the values, as in "
                           "PyTorch/XLA"),

@@ -135,6 +135,41 @@ def _invert(self):
     return -self - 1  # two's complement: exact for every integer dtype
 
 
+def _bool_operand(op, value, like):
+    """`value` as a bool tensor for a bitwise op on bool tensors: a bool
+    tensor, or a Python bool; anything else is the clear error."""
+    if isinstance(value, Tensor):
+        if value.dtype != _C.dtype.bool:
+            raise TypeError(f"{op}: bitwise ops are supported on bool tensors (masks), got {like.dtype} and "
+                            f"{value.dtype}; integer bitwise ops are not supported yet{_at()}")
+        return value
+    if isinstance(value, bool):
+        return value  # the ops take a Python bool as a wrapped scalar
+    raise TypeError(f"{op}: expected a bool tensor or a bool, got {type(value).__name__}{_at()}")
+
+
+def _bitwise(op, combine):
+    """a & b, a | b, a ^ b of bool tensors (masks: `(x > 0) & (y < 1)`):
+    logical_and, logical_or and !=, which are those ops on bools."""
+
+    def apply(a, b):
+        if a.dtype != _C.dtype.bool:
+            raise TypeError(f"{op}: bitwise ops are supported on bool tensors (masks), got {a.dtype}; integer "
+                            f"bitwise ops are not supported yet{_at()}")
+        return combine(a, _bool_operand(op, b, a))
+
+    def forward(self, other):
+        return apply(self, other)
+
+    def reverse(self, other):
+        return apply(self, other)  # symmetric ops
+
+    def in_place(self, other):
+        return self.copy_(apply(self, other))
+
+    return forward, reverse, in_place
+
+
 def _format(self, spec):
     if self.dim() == 0 or (spec and self.numel() == 1):
         return format(self.item(), spec)
@@ -249,6 +284,16 @@ def install(namespace):
     Tensor.__int__ = lambda self: _scalar(self, "int", int)
     Tensor.__index__ = _index
     Tensor.__invert__ = _invert
+    for dunder, fn_name, combine in (("and", "bitwise_and", _C.logical_and), ("or", "bitwise_or", _C.logical_or),
+                                     ("xor", "bitwise_xor", _C.ne)):
+        forward, reverse, in_place = _bitwise(fn_name, combine)
+        setattr(Tensor, f"__{dunder}__", forward)
+        setattr(Tensor, f"__r{dunder}__", reverse)
+        setattr(Tensor, f"__i{dunder}__", in_place)
+        setattr(Tensor, fn_name, forward)
+        namespace[fn_name] = forward
+    Tensor.bitwise_not = _invert
+    namespace["bitwise_not"] = _invert
     Tensor.__format__ = _format
     Tensor.cuda = _cuda
     Tensor.is_cuda = property(lambda self: False)
