@@ -58,6 +58,10 @@ TORCH["cuda.is_available"] = (DIFFERS, "always False: LazyScope has no CUDA back
 TORCH["cuda.device_count"] = (DIFFERS, "always 0")
 TORCH["cuda.manual_seed"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
 TORCH["cuda.manual_seed_all"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
+TORCH.update(_supported("""
+    expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero broadcast_to
+    broadcast_tensors addcmul addcdiv
+"""))
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
     TORCH[_name] = (DIFFERS, "bool tensors (masks) only; integer tensors raise TypeError" if _name != "bitwise_not"
                     else "bool and integer tensors, not floats (as PyTorch)")
@@ -82,6 +86,8 @@ TENSOR.update({
        for name in ("__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
                     "__ixor__", "bitwise_and", "bitwise_or", "bitwise_xor")},
     "bitwise_not": (SUPPORTED, ""),
+    **_supported("""expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero
+                    broadcast_to addcmul addcdiv addcmul_ addcdiv_ unflatten bmm"""),
     "is_cuda": (DIFFERS, "always False (no CUDA backend)"),
     "bincount": (DIFFERS, "reads the data (a sync on a lazy device): its length depends on the values, as in "
                           "PyTorch/XLA"),
@@ -98,7 +104,8 @@ NN = _supported("""
     Module Sequential ModuleList ModuleDict Parameter Identity Linear Conv1d Conv2d MaxPool2d AvgPool2d
     AdaptiveAvgPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Embedding Dropout Dropout2d ReLU GELU SiLU Tanh
     Sigmoid Softplus LeakyReLU Softmax LogSoftmax Flatten MultiheadAttention LSTM GRU TransformerEncoderLayer
-    TransformerEncoder CrossEntropyLoss NLLLoss MSELoss L1Loss BCELoss BCEWithLogitsLoss
+    TransformerEncoder CrossEntropyLoss NLLLoss MSELoss L1Loss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss
+    KLDivLoss ELU Hardtanh ReLU6 LogSigmoid Mish GLU CosineSimilarity
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
@@ -120,7 +127,8 @@ FUNCTIONAL = _supported("""
     relu gelu silu tanh sigmoid softplus leaky_relu softmax log_softmax linear embedding conv1d conv2d max_pool2d
     avg_pool2d adaptive_avg_pool2d layer_norm batch_norm group_norm dropout dropout2d pad normalize l1_loss mse_loss
     cross_entropy nll_loss binary_cross_entropy binary_cross_entropy_with_logits one_hot
-    scaled_dot_product_attention
+    scaled_dot_product_attention elu hardtanh relu6 logsigmoid mish glu smooth_l1_loss huber_loss kl_div
+    cosine_similarity
 """)
 FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),
@@ -130,7 +138,8 @@ FUNCTIONAL.update({
 # torch.optim.X
 OPTIM = _supported("""
     Optimizer SGD Adam AdamW RMSprop lr_scheduler.LRScheduler lr_scheduler.StepLR lr_scheduler.CosineAnnealingLR
-    lr_scheduler.LambdaLR lr_scheduler.OneCycleLR lr_scheduler.ReduceLROnPlateau
+    lr_scheduler.LambdaLR lr_scheduler.OneCycleLR lr_scheduler.ReduceLROnPlateau lr_scheduler.MultiStepLR
+    lr_scheduler.ExponentialLR lr_scheduler.LinearLR
 """)
 
 # torch.utils.X

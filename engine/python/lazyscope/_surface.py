@@ -534,6 +534,109 @@ class _Cuda:
                                   f"device (xm.xla_device() or 'lazy:0')")
 
 
+# Elementwise math as compositions chosen for accuracy: expm1 as
+# tanh(x/2)·(exp(x) + 1), exact to a few ulp near 0 where exp(x) − 1 loses
+# every digit; sinh from expm1 for the same reason; exp2 through pow.
+_LN2, _LN10 = 0.6931471805599453, 2.302585092994046
+
+
+def expm1(input):  # noqa: A002
+    return (input * 0.5).tanh() * (input.exp() + 1.0)
+
+
+def exp2(input):  # noqa: A002
+    return _C.pow(2.0, input) if input.is_floating_point() else _C.pow(2.0, input.float())
+
+
+def log2(input):  # noqa: A002
+    return input.log() * (1.0 / _LN2)
+
+
+def log10(input):  # noqa: A002
+    return input.log() * (1.0 / _LN10)
+
+
+def sinh(input):  # noqa: A002
+    return (expm1(input) - expm1(-input)) * 0.5
+
+
+def cosh(input):  # noqa: A002
+    return (input.exp() + (-input).exp()) * 0.5
+
+
+def frac(input):  # noqa: A002
+    return input - input.trunc()
+
+
+def logit(input, eps=None):  # noqa: A002
+    """log(p / (1 − p)), p clamped to [eps, 1 − eps] when eps is given."""
+    p = input if eps is None else input.clamp(eps, 1.0 - eps)
+    return p.log() - (-p).log1p()
+
+
+def clamp_min(input, min):  # noqa: A002
+    return input.clamp(min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return input.clamp(max=max)
+
+
+_FLOAT_LIMITS = {"float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308, "float16": 65504.0,
+                 "bfloat16": 3.3895313892515355e38}
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    """NaN to `nan`, +inf to `posinf`, -inf to `neginf` (by default the
+    dtype's largest and lowest finite values); other dtypes unchanged."""
+    if not input.is_floating_point():
+        return input * 1
+    big = _FLOAT_LIMITS[str(input.dtype).split(".")[-1]]
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    out = _C.where(input != input, nan, input)
+    out = _C.where(out == float("inf"), posinf, out)
+    return _C.where(out == float("-inf"), neginf, out)
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    nonzero = (input != 0).long()
+    return nonzero.sum() if dim is None else nonzero.sum(dim)
+
+
+def broadcast_to(input, size):  # noqa: A002
+    return input.expand(*size)
+
+
+def broadcast_tensors(*tensors):
+    shape = _np.broadcast_shapes(*(tuple(_shape_of(t)) for t in tensors))
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + tensor1 * tensor2 * value
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + tensor1 / tensor2 * value
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    shape = list(_shape_of(input))
+    d = _wrap_dim("unflatten", dim, len(shape))
+    sizes = list(sizes)
+    if sizes.count(-1) > 1 or (-1 not in sizes and int(_np.prod(sizes)) != shape[d]):
+        raise ValueError(f"unflatten: sizes {tuple(sizes)} do not multiply to dimension {d}'s size {shape[d]}"
+                         f"{_at()}")
+    return input.reshape(*(shape[:d] + sizes + shape[d + 1:]))
+
+
+def _bmm(self, mat2):
+    if self.dim() != 3 or mat2.dim() != 3:
+        raise ValueError(f"bmm: expected two 3-D tensors, got {self.dim()}-D and {mat2.dim()}-D{_at()}")
+    return self @ mat2
+
+
 def _more(namespace):
     namespace["cuda"] = _Cuda()
     for name in ("addmm", "baddbmm", "dot", "diagonal", "diff", "reciprocal", "square", "unbind", "vstack",
@@ -543,3 +646,12 @@ def _more(namespace):
     for name in ("addmm", "dot", "diagonal", "diff", "reciprocal", "square", "unbind", "roll", "trace",
                  "repeat_interleave", "lerp"):
         setattr(Tensor, name, globals()[name])
+    for name in ("expm1", "exp2", "log2", "log10", "sinh", "cosh", "frac", "logit", "clamp_min", "clamp_max",
+                 "nan_to_num", "count_nonzero", "broadcast_to", "broadcast_tensors", "addcmul", "addcdiv"):
+        namespace[name] = globals()[name]
+    for name in ("expm1", "exp2", "log2", "log10", "sinh", "cosh", "frac", "logit", "clamp_min", "clamp_max",
+                 "nan_to_num", "count_nonzero", "broadcast_to", "addcmul", "addcdiv", "unflatten"):
+        setattr(Tensor, name, globals()[name])
+    Tensor.bmm = _bmm
+    Tensor.addcmul_ = lambda self, t1, t2, value=1: self.copy_(addcmul(self, t1, t2, value=value))
+    Tensor.addcdiv_ = lambda self, t1, t2, value=1: self.copy_(addcdiv(self, t1, t2, value=value))

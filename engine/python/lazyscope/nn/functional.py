@@ -418,3 +418,92 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  #
     if reduction == "none":
         return loss
     raise ValueError(f"l1_loss: {reduction} is not a valid value for reduction (mean, sum, none)")
+
+
+# More activations and losses, as compositions of the engine's ops (their
+# gradients come from the ops'). PyTorch's definitions; the tests check
+# them against NumPy.
+def _reduce_loss(loss, reduction, name):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{name}: {reduction} is not a valid value for reduction (mean, sum, none)")
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    """x where x > 0, else alpha·(exp(x) − 1)."""
+    return lazyscope.where(input > 0, input, (input.clamp(max=0.0).exp() - 1.0) * alpha)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    return input.clamp(min_val, max_val)
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    return input.clamp(0.0, 6.0)
+
+
+def logsigmoid(input):  # noqa: A002
+    """log(sigmoid(x)) = −softplus(−x): finite for large |x|."""
+    return -softplus(-input)
+
+
+def mish(input, inplace=False):  # noqa: A002
+    """x · tanh(softplus(x))."""
+    return input * softplus(input).tanh()
+
+
+def glu(input, dim=-1):  # noqa: A002
+    """a · sigmoid(b), a and b the two halves of `input` along dim."""
+    size = _shape_of(input)[dim]
+    if size % 2:
+        raise ValueError(f"glu: halving dimension {dim} needs an even size, got {size}{_C._at_user_line()}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
+    """0.5·d²/beta where |d| < beta, else |d| − 0.5·beta (d = input − target)."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("smooth_l1_loss: size_average and reduce are deprecated; use reduction=")
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    d = (input - target).abs()
+    loss = d if beta == 0 else lazyscope.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce_loss(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
+    """0.5·d² where |d| < delta, else delta·(|d| − 0.5·delta)."""
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    d = (input - target).abs()
+    loss = lazyscope.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return _reduce_loss(loss, reduction, "huber_loss")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    """target·(log target − input) pointwise (input: log-probabilities); a
+    zero target contributes 0. 'batchmean' divides the sum by the batch size."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("kl_div: size_average and reduce are deprecated; use reduction=")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = lazyscope.where(target > 0, target * (target.clamp(min=1e-38).log() - input), target * 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / (_shape_of(input)[0] if _shape_of(input) else 1)
+    return _reduce_loss(loss, reduction, "kl_div")
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1·x2 / (max(‖x1‖, eps) · max(‖x2‖, eps)) along dim."""
+    dot = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim).sqrt().clamp(min=eps)
+    return dot / (n1 * n2)

@@ -508,3 +508,59 @@ class L1Loss(Module):
 
     def forward(self, input, target):  # noqa: A002
         return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, input):  # noqa: A002
+        return F.elu(input, self.alpha)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input):  # noqa: A002
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0)
+
+
+class LogSigmoid(Module):
+    def forward(self, input):  # noqa: A002
+        return F.logsigmoid(input)
+
+
+class Mish(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+
+    def forward(self, input):  # noqa: A002
+        return F.mish(input)
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.glu(input, self.dim)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)

@@ -70,3 +70,35 @@ class BCEWithLogitsLoss(_Loss):
         if self.pos_weight is not None:
             kwargs["pos_weight"] = self.pos_weight
         return F.binary_cross_entropy_with_logits(input, target, reduction=self.reduction, **kwargs)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            raise ValueError("KLDivLoss: size_average and reduce are deprecated and not supported; use reduction=")
+        if reduction not in ("mean", "sum", "none", "batchmean"):
+            raise ValueError(f"KLDivLoss: {reduction!r} is not a valid value for reduction "
+                             f"(mean, batchmean, sum, none)")
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input, target):  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

@@ -56,6 +56,47 @@ class StepLR(LRScheduler):
         return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
 
 
+class MultiStepLR(LRScheduler):
+    """lr = base_lr · gamma^(how many milestones epoch has reached)."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones = sorted(int(m) for m in milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        reached = sum(1 for m in self.milestones if self.last_epoch >= m)
+        return [base * self.gamma ** reached for base in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """lr = base_lr · gamma^epoch."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """lr = base_lr · factor, the factor going linearly from start_factor to
+    end_factor over total_iters epochs, then staying."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1], got "
+                             f"{start_factor} and {end_factor}")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        t = min(self.last_epoch, self.total_iters)
+        factor = self.start_factor + (self.end_factor - self.start_factor) * t / self.total_iters
+        return [base * factor for base in self.base_lrs]
+
+
 class CosineAnnealingLR(LRScheduler):
     """lr = eta_min + (base_lr − eta_min)·(1 + cos(π·epoch/T_max))/2 (the closed form)."""
 
