@@ -351,6 +351,9 @@ template <typename T, bool kMax>
   }
 }
 
+// The extreme kernels of one type and direction, each compiled for three
+// instruction sets, and ExtremeFns<T, kMax> naming them for the templates.
+template <typename T, bool kMax> struct ExtremeFns;
 #define LAZYSCOPE_EXTREME_CLONES(T, kMax, suffix)                                                 \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void extreme_runs_##suffix(        \
       const T* src, int64_t outer, int64_t cols, int64_t inner, int64_t c0, int64_t c1, T* out) { \
@@ -359,7 +362,11 @@ template <typename T, bool kMax>
   __attribute__((target_clones("avx512f", "avx2", "default"))) void extreme_columns_##suffix(     \
       const T* src, int64_t rows, int64_t cols, int64_t c0, int64_t c1, T* out) {                 \
     extreme_columns_body<T, kMax>(src, rows, cols, c0, c1, out);                                  \
-  }
+  }                                                                                               \
+  template <> struct ExtremeFns<T, kMax> {                                                        \
+    static constexpr auto runs = extreme_runs_##suffix;                                           \
+    static constexpr auto columns = extreme_columns_##suffix;                                     \
+  };
 LAZYSCOPE_EXTREME_CLONES(float, true, max_f32)
 LAZYSCOPE_EXTREME_CLONES(float, false, min_f32)
 LAZYSCOPE_EXTREME_CLONES(double, true, max_f64)
@@ -394,24 +401,6 @@ template <typename T> [[gnu::always_inline]] inline int64_t first_index_body(con
 LAZYSCOPE_FIRST_INDEX_CLONES(float)
 LAZYSCOPE_FIRST_INDEX_CLONES(double)
 #undef LAZYSCOPE_FIRST_INDEX_CLONES
-
-template <typename T, bool kMax> struct ExtremeFns;
-template <> struct ExtremeFns<float, true> {
-  static constexpr auto runs = extreme_runs_max_f32;
-  static constexpr auto columns = extreme_columns_max_f32;
-};
-template <> struct ExtremeFns<float, false> {
-  static constexpr auto runs = extreme_runs_min_f32;
-  static constexpr auto columns = extreme_columns_min_f32;
-};
-template <> struct ExtremeFns<double, true> {
-  static constexpr auto runs = extreme_runs_max_f64;
-  static constexpr auto columns = extreme_columns_max_f64;
-};
-template <> struct ExtremeFns<double, false> {
-  static constexpr auto runs = extreme_runs_min_f64;
-  static constexpr auto columns = extreme_columns_min_f64;
-};
 
 // The extreme of src[0, n): chunks on the pool, then their extremes
 // (exact: in any order).

@@ -410,14 +410,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     if size_average is not None or reduce is not None:
         raise NotImplementedError("l1_loss: size_average and reduce are deprecated and not supported; use reduction=")
-    loss = (input - target).abs()
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"l1_loss: {reduction} is not a valid value for reduction (mean, sum, none)")
+    return _reduce_loss((input - target).abs(), reduction, "l1_loss")
 
 
 # More activations and losses, as compositions of the engine's ops (their
