@@ -198,3 +198,24 @@ def test_multistep_exponential_and_linear_schedules_follow_their_formulas():
     with pytest.raises(ValueError, match="LinearLR: start_factor must be in"):
         lazyscope.optim.lr_scheduler.LinearLR(optimizer(), start_factor=0)
     assert math.isclose(o.param_groups[0]["lr"], 0.1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("lr_decay,weight_decay,initial,maximize",
+                         [(0, 0, 0, False), (0.1, 0.01, 0.5, False), (0.0, 0.0, 0.1, True)])
+def test_adagrad_matches_numpy(device, lr_decay, weight_decay, initial, maximize):
+    p0 = rng.standard_normal(5)
+    grads = [rng.standard_normal(5) for _ in range(4)]
+    p = nn.Parameter(lazyscope.tensor(p0, device=device))
+    opt = lazyscope.optim.Adagrad([p], lr=0.05, lr_decay=lr_decay, weight_decay=weight_decay,
+                                  initial_accumulator_value=initial, maximize=maximize)
+    ref, total = p0.copy(), np.full(5, float(initial))
+    for step, g in enumerate(grads, 1):
+        p.grad = lazyscope.tensor(g, device=device)
+        opt.step()
+        g = (-g if maximize else g) + weight_decay * ref
+        total = total + g * g
+        ref = ref - 0.05 / (1 + (step - 1) * lr_decay) * g / (np.sqrt(total) + 1e-10)
+    np.testing.assert_allclose(p.numpy(), ref, rtol=1e-12)
+    with pytest.raises(ValueError, match="Invalid lr_decay: -1"):
+        lazyscope.optim.Adagrad([p], lr_decay=-1)

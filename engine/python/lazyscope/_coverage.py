@@ -137,7 +137,7 @@ FUNCTIONAL.update({
 
 # torch.optim.X
 OPTIM = _supported("""
-    Optimizer SGD Adam AdamW RMSprop lr_scheduler.LRScheduler lr_scheduler.StepLR lr_scheduler.CosineAnnealingLR
+    Optimizer SGD Adam AdamW RMSprop Adagrad lr_scheduler.LRScheduler lr_scheduler.StepLR lr_scheduler.CosineAnnealingLR
     lr_scheduler.LambdaLR lr_scheduler.OneCycleLR lr_scheduler.ReduceLROnPlateau lr_scheduler.MultiStepLR
     lr_scheduler.ExponentialLR lr_scheduler.LinearLR
 """)
