@@ -219,3 +219,62 @@ def test_adagrad_matches_numpy(device, lr_decay, weight_decay, initial, maximize
     np.testing.assert_allclose(p.numpy(), ref, rtol=1e-12)
     with pytest.raises(ValueError, match="Invalid lr_decay: -1"):
         lazyscope.optim.Adagrad([p], lr_decay=-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_median_matches_numpy_lower_median_and_nan(device):
+    x = rng.integers(0, 5, (5, 8)).astype(np.float64)
+    x[3, 2] = np.nan
+    t = lazyscope.tensor(x, device=device)
+    assert np.isnan(lazyscope.median(t).item())
+    clean = lazyscope.tensor(x[[0, 1, 2, 4]], device=device)
+    assert lazyscope.median(clean).item() == np.sort(x[[0, 1, 2, 4]].ravel())[(32 - 1) // 2]
+    values, indices = t.median(1)
+    for r in range(5):
+        if r == 3:
+            assert np.isnan(values[r].item()) and indices[r].item() == 2
+            continue
+        order = np.argsort(x[r], kind="stable")
+        assert values[r].item() == x[r][order[3]] and indices[r].item() == order[3]
+    kept = t.median(0, keepdim=True)
+    assert tuple(kept.values.shape) == (1, 8) and tuple(kept.indices.shape) == (1, 8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, float("inf")])
+def test_cdist_matches_numpy(device, p):
+    a, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 4, 3))
+    b[0, 1] = a[0, 2]  # an equal pair: distance 0 exactly
+    d = np.abs(a[:, :, None, :] - b[:, None, :, :])
+    if p == 0:
+        want = (d != 0).sum(-1).astype(float)
+    elif math.isinf(p):
+        want = d.max(-1)
+    else:
+        want = (d ** p).sum(-1) ** (1 / p)
+    got = lazyscope.cdist(lazyscope.tensor(a, device=device), lazyscope.tensor(b, device=device), p=p).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    assert got[0, 2, 1] == 0.0
+    with pytest.raises(ValueError, match=r"cdist: expected \[.., P, M\] and \[.., R, M\] with the same M"):
+        lazyscope.cdist(lazyscope.tensor(a, device=device), lazyscope.tensor(b[..., :2], device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_and_bucketize_match_numpy(device, right):
+    seq = np.sort(rng.integers(0, 10, 12)).astype(np.float32)
+    values = rng.integers(-1, 12, (3, 4)).astype(np.float32)
+    side = "right" if right else "left"
+    got = lazyscope.searchsorted(lazyscope.tensor(seq, device=device), lazyscope.tensor(values, device=device),
+                                 right=right)
+    np.testing.assert_array_equal(got.numpy(), np.searchsorted(seq, values, side=side))
+    assert got.dtype == lazyscope.int64
+    got = lazyscope.bucketize(lazyscope.tensor(values, device=device), lazyscope.tensor(seq, device=device),
+                              right=right, out_int32=True)
+    np.testing.assert_array_equal(got.numpy(), np.searchsorted(seq, values, side=side))
+    assert got.dtype == lazyscope.int32
+    rows = np.sort(rng.standard_normal((3, 6)), axis=1)
+    vals = rng.standard_normal((3, 2))
+    got = lazyscope.searchsorted(lazyscope.tensor(rows, device=device), lazyscope.tensor(vals, device=device),
+                                 side=side)
+    np.testing.assert_array_equal(got.numpy(), [np.searchsorted(r, v, side=side) for r, v in zip(rows, vals)])

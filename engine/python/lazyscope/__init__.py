@@ -500,8 +500,39 @@ def _topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return _ValuesIndices(*_C.topk(input, k, dim, largest, sorted))
 
 
+def median(input, dim=None, keepdim=False):  # noqa: A002
+    """The lower median (of an even count, the smaller middle value), as
+    PyTorch: over all elements a 0-d tensor; over dim (values, indices), the
+    index of that element in a stable sort. A NaN propagates, as in
+    PyTorch: the median of a line with one is NaN, its index the first
+    NaN's."""
+    if dim is None:
+        flat = input.reshape(-1)
+        n = flat.shape[0]
+        if n == 0:
+            raise RuntimeError("median() of an empty tensor" + _C._at_user_line())
+        values = _C.sort(flat, 0, False, stable=True)[0]
+        has_nan = (flat != flat).any()
+        middle = values.narrow(0, (n - 1) // 2, 1).reshape(())
+        return _C.where(has_nan, _np.nan, middle)
+    d = dim if dim >= 0 else dim + input.dim()
+    n = input.shape[d]
+    values, indices = _C.sort(input, d, False, stable=True)
+    k = (n - 1) // 2
+    v, i = values.narrow(d, k, 1), indices.narrow(d, k, 1)
+    # A line with a NaN: PyTorch's median is NaN, its index the first NaN's.
+    nan = (input != input).any(d, keepdim=True)
+    first_nan = (input != input).long().argmax(d, keepdim=True)
+    v = _C.where(nan, _np.nan, v)
+    i = _C.where(nan, first_nan, i)
+    if not keepdim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return _ValuesIndices(v, i)
+
+
 sort = _sort
 topk = _topk
+Tensor.median = lambda self, dim=None, keepdim=False: median(self, dim, keepdim)
 Tensor.sort = lambda self, dim=-1, descending=False, stable=False: _sort(self, dim, descending, stable)
 Tensor.topk = lambda self, k, dim=-1, largest=True, sorted=True: _topk(self, k, dim, largest, sorted)
 

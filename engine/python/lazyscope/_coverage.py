@@ -60,8 +60,10 @@ TORCH["cuda.manual_seed"] = (DIFFERS, "seeds lazyscope's generator (as manual_se
 TORCH["cuda.manual_seed_all"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
 TORCH.update(_supported("""
     expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero broadcast_to
-    broadcast_tensors addcmul addcdiv
+    broadcast_tensors addcmul addcdiv cdist searchsorted bucketize
 """))
+TORCH["median"] = (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' "
+                            "index unspecified)")
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
     TORCH[_name] = (DIFFERS, "bool tensors (masks) only; integer tensors raise TypeError" if _name != "bitwise_not"
                     else "bool and integer tensors, not floats (as PyTorch)")
@@ -88,6 +90,8 @@ TENSOR.update({
     "bitwise_not": (SUPPORTED, ""),
     **_supported("""expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero
                     broadcast_to addcmul addcdiv addcmul_ addcdiv_ unflatten bmm"""),
+    "median": (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' index "
+                        "unspecified)"),
     "is_cuda": (DIFFERS, "always False (no CUDA backend)"),
     "bincount": (DIFFERS, "reads the data (a sync on a lazy device): its length depends on the values, as in "
                           "PyTorch/XLA"),

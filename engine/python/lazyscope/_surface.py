@@ -637,6 +637,58 @@ def _bmm(self, mat2):
     return self @ mat2
 
 
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """Distances between the rows of x1 [.., P, M] and of x2 [.., R, M]:
+    [.., P, R]. The p-norm of each difference (p = 0 counts non-zeros, inf
+    takes the largest); p = 2 by the differences, not PyTorch's
+    ‖a‖² + ‖b‖² − 2a·b (exact for equal rows, at the memory of P·R·M)."""
+    if x1.dim() < 2 or x2.dim() < 2 or _shape_of(x1)[-1] != _shape_of(x2)[-1]:
+        raise ValueError(f"cdist: expected [.., P, M] and [.., R, M] with the same M, got {tuple(_shape_of(x1))} "
+                         f"and {tuple(_shape_of(x2))}{_at()}")
+    d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    p = float(p)
+    if p == 0:
+        return (d != 0).to(x1.dtype).sum(-1)
+    if p == float("inf"):
+        return d.amax(-1)
+    if p == 2:
+        return (d * d).sum(-1).sqrt()
+    if p == 1:
+        return d.sum(-1)
+    return (d ** p).sum(-1) ** (1.0 / p)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):  # noqa: A002
+    """For each value, how many elements of its (last-dim) sorted sequence are
+    below it (right: at or below it): the insertion index that keeps the
+    order. A comparison per (value, element): O(N·M) work, no host sync."""
+    if sorter is not None:
+        raise NotImplementedError("searchsorted: sorter= is not supported; sort the sequence first" + _at())
+    if side is not None:
+        right = side == "right"
+    values = input if isinstance(input, Tensor) else sorted_sequence.new_tensor(input)
+    seq = sorted_sequence
+    if seq.dim() == 1:
+        below = (seq <= values.unsqueeze(-1)) if right else (seq < values.unsqueeze(-1))
+    else:
+        if tuple(_shape_of(seq))[:-1] != tuple(_shape_of(values))[:-1]:
+            raise ValueError(f"searchsorted: the sequence's leading dims {tuple(_shape_of(seq))[:-1]} must match the "
+                             f"values' {tuple(_shape_of(values))[:-1]}{_at()}")
+        s = seq.unsqueeze(-2)
+        v = values.unsqueeze(-1)
+        below = (s <= v) if right else (s < v)
+    counts = below.long().sum(-1)
+    return counts.int() if out_int32 else counts
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
+    """The bucket of each value among 1-D sorted boundaries (searchsorted with
+    the roles as PyTorch names them)."""
+    if boundaries.dim() != 1:
+        raise ValueError(f"bucketize: boundaries must be 1-D, got {boundaries.dim()}-D{_at()}")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
 def _more(namespace):
     namespace["cuda"] = _Cuda()
     for name in ("addmm", "baddbmm", "dot", "diagonal", "diff", "reciprocal", "square", "unbind", "vstack",
@@ -647,7 +699,8 @@ def _more(namespace):
                  "repeat_interleave", "lerp"):
         setattr(Tensor, name, globals()[name])
     for name in ("expm1", "exp2", "log2", "log10", "sinh", "cosh", "frac", "logit", "clamp_min", "clamp_max",
-                 "nan_to_num", "count_nonzero", "broadcast_to", "broadcast_tensors", "addcmul", "addcdiv"):
+                 "nan_to_num", "count_nonzero", "broadcast_to", "broadcast_tensors", "addcmul", "addcdiv", "cdist",
+                 "searchsorted", "bucketize"):
         namespace[name] = globals()[name]
     for name in ("expm1", "exp2", "log2", "log10", "sinh", "cosh", "frac", "logit", "clamp_min", "clamp_max",
                  "nan_to_num", "count_nonzero", "broadcast_to", "addcmul", "addcdiv", "unflatten"):
