@@ -521,9 +521,7 @@ onednn::Plan conv_plan(const ConvGeometry& g, ConvPass pass) {
   return plan;
 }
 
-// Runs the pass on oneDNN: a, b are the pass's inputs, out its output, in
-// the kernel's argument order.
-void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void* b, void* out) {
+const onednn::Plan& cached_plan(const ConvGeometry& g, ConvPass pass, int omp_threads = 1) {
   const std::vector<int64_t> key{static_cast<int64_t>(pass),
                                  g.n,
                                  g.c,
@@ -541,8 +539,59 @@ void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void*
                                  g.dh,
                                  g.dw,
                                  g.groups};
-  const onednn::Plan& plan = onednn::cached(key, [&] { return conv_plan(g, pass); });
-  onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
+  return onednn::cached(
+      key, [&] { return conv_plan(g, pass); }, omp_threads);
+}
+
+// Runs the pass on oneDNN: a, b are the pass's inputs, out its output, in
+// the kernel's argument order. The images are split over the pool, one
+// part per thread, each part one single-threaded primitive over its images
+// (onednn::execute; a primitive per part size, cached like the rest: at
+// most two sizes per split). Before, one primitive ran on oneDNN's OpenMP
+// team beside the pool. The weight gradient sums per part: part 0 into
+// the output, the others into partials added in part order afterwards, so
+// the result does not depend on which thread ran which part.
+// set_onednn_on_pool(false) runs one primitive over the whole batch on
+// the calling thread's OpenMP count instead, for A/B measurements.
+void run_onednn(const ConvGeometry& g, ConvPass pass, const float* a, const float* b, float* out) {
+  if (!onednn::on_pool()) {
+    onednn::execute(cached_plan(g, pass, 0), {const_cast<float*>(a), const_cast<float*>(b), out}, 0);
+    return;
+  }
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.n));
+  const int64_t in_image = g.c * g.h * g.w, out_image = g.o * g.oh * g.ow;
+  const int64_t size = g.o * g.cg() * g.kh * g.kw;  // the weight gradient's
+  float* partials = pass == ConvPass::kBackwardWeights && parts > 1
+                        ? static_cast<float*>(
+                              onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(float)))
+                        : nullptr;
+  auto body = [&](int ith, int nth) {
+    const auto [n0, n1] = split(g.n, ith, nth);
+    if (n0 == n1) return;
+    ConvGeometry part = g;
+    part.n = n1 - n0;
+    const onednn::Plan& plan = cached_plan(part, pass);
+    switch (pass) {
+      case ConvPass::kForward:  // (x, w) -> y
+        onednn::execute(plan, {const_cast<float*>(a + n0 * in_image), const_cast<float*>(b), out + n0 * out_image});
+        break;
+      case ConvPass::kBackwardData:  // (dy, w) -> dx
+        onednn::execute(plan, {const_cast<float*>(a + n0 * out_image), const_cast<float*>(b), out + n0 * in_image});
+        break;
+      case ConvPass::kBackwardWeights:  // (x, dy) -> dw
+        onednn::execute(plan, {const_cast<float*>(a + n0 * in_image), const_cast<float*>(b + n0 * out_image),
+                               ith == 0 ? out : partials + (ith - 1) * size});
+        break;
+    }
+  };
+  parallel_region(parts, RegionBody(body));
+  if (partials == nullptr) return;
+  parallel_for(size, 4096, [&](int64_t i0, int64_t i1) {
+    for (int part = 1; part < parts; ++part) {
+      const float* p = partials + (part - 1) * size;
+      for (int64_t i = i0; i < i1; ++i) out[i] += p[i];
+    }
+  });
 }
 
 // The direct kernels where oneDNN's blocks of 16 channels would be mostly
@@ -583,6 +632,7 @@ template <typename T> void conv2d_backward_weight_onednn_kernel(const KernelArgs
 }  // namespace
 
 bool set_direct_conv(bool on) { return g_direct_conv.exchange(on); }
+bool set_onednn_on_pool(bool on) { return onednn::set_on_pool(on); }
 
 void add_conv_kernels(Table& t) {
   rows<float>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_onednn_kernel));
