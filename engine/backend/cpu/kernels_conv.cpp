@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -396,17 +397,55 @@ void conv2d_direct(const ConvGeometry& g, const float* x, const float* w, float*
 
 // The weight gradient directly (stride 1, no padding, output rows a
 // whole number of vectors: the MNIST CNN's 24- and 8-wide rows), split
-// across the pool by (output channel pair, input channel, kernel row): each
-// weight element summed by one thread, no partials.
+// across the pool by images: each part (two per thread, claimed as threads
+// come) sums its images over every (output channel pair, input channel,
+// kernel row) unit into its own partial (part 0 into the output), added in
+// part order afterwards. Split by units instead (each weight summed by one
+// thread over the whole batch, LAZYSCOPE_CONV_WEIGHT_SPLIT=units, the
+// behaviour before), every thread streamed the whole batch's inputs and
+// gradients once per unit: the MNIST CNN's second layer 8 of 8 alternated
+// runs slower (benchmarks/README.md, branch `conv`).
 bool direct_weight_fits(const ConvGeometry& g) {
   return direct_fits(g) && g.ph == 0 && g.pw == 0 && g.ow % 8 == 0 && g.kw <= 7;
 }
 
+// Read once: for A/B runs of the two splits in separate processes.
+bool weight_split_by_images() {
+  static const bool yes = [] {
+    const char* v = std::getenv("LAZYSCOPE_CONV_WEIGHT_SPLIT");
+    return v == nullptr || std::string(v) != "units";
+  }();
+  return yes;
+}
+
 void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
-  const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
   const DirectWeightFn fn = direct_weight_fn();
   const int64_t units = (g.o + 1) / 2 * g.c * g.kh;
-  parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
+  if (!weight_split_by_images()) {
+    const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+    parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
+    return;
+  }
+  const int parts = static_cast<int>(std::min<int64_t>(2 * num_threads(), g.n));
+  const int64_t size = g.o * g.c * g.kh * g.kw;
+  float* partials = parts > 1 ? static_cast<float*>(
+                                    onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * 4))
+                              : nullptr;
+  auto body = [&](int ith, int nth) {
+    const auto [n0, n1] = split(g.n, ith, nth);
+    float* sum = ith == 0 ? dw : partials + (ith - 1) * size;
+    if (n0 == n1) {
+      std::fill(sum, sum + size, 0.0f);
+      return;
+    }
+    const WeightGeometry d{n1 - n0, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+    fn(d, x + n0 * g.c * g.h * g.w, dy + n0 * g.o * g.oh * g.ow, sum, 0, units);
+  };
+  parallel_region(parts, RegionBody(body));
+  for (int part = 1; part < parts; ++part) {
+    const float* p = partials + (part - 1) * size;
+    for (int64_t i = 0; i < size; ++i) dw[i] += p[i];
+  }
 }
 
 // The input gradient directly where the weight gradient's conditions hold
