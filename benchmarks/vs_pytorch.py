@@ -18,15 +18,16 @@ thread count 1 and 2, set separately) and the best is reported.
     ... --models cnn --rounds 5 --steps 10
     ... --donation-ab --gemm-parts-ab 4   (lazy:0 variants switched at run time, alternated too)
     ... --gemm-split-ab legacy,blas        (lazy:0 with other GEMM splits, LAZYSCOPE_GEMM_SPLIT)
-    ... --models cnn --omp-policies PASSIVE,ACTIVE   (every set-up under each OpenMP wait policy)
+    OMP_WAIT_POLICY=PASSIVE ... --models cnn     (one process, one policy: the behaviour before)
 
-OpenMP's wait policy is read once per process, so --omp-policies with more
-than one runs a child process per policy and round, policies alternated
-(A B A B ...), each child one round of every set-up, and PyTorch's best is
-taken over every policy and thread set-up. In a child each set-up is warmed
-up right before its block and PyTorch's two-thread set-ups come last: under
-ACTIVE an OpenMP team, once started, spins for good and would take a core
-from every block after it.
+Every set-up runs under both OpenMP wait policies, PASSIVE and ACTIVE
+(--omp-policies; or only the one OMP_WAIT_POLICY names when the caller sets
+it). The policy is read once per process, so this runs a child process per
+policy and round, policies alternated (A B A B ...), each child one round of
+every set-up, and PyTorch's best is taken over every policy and thread
+set-up. In a child each set-up is warmed up right before its block and
+PyTorch's two-thread set-ups come last: under ACTIVE an OpenMP team, once
+started, spins for good and would take a core from every block after it.
 
 PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
@@ -41,10 +42,12 @@ import sys
 import time
 from pathlib import Path
 
-# Threads that wait for work sleep instead of spinning: with OpenMP's default
-# (spin), two libraries' pools on two shared cores steal each other's time
-# and every set-up with two threads gets several times slower. It applies to
-# PyTorch and LazyScope alike (one OpenMP runtime); must precede their import.
+# OpenMP's wait policy is read once, when libgomp loads (with PyTorch or
+# LazyScope), so it must be set before their import. Unless the caller set
+# one, main() measures every set-up under PASSIVE (idle OpenMP threads sleep;
+# LazyScope's own default) and ACTIVE (they spin: PyTorch's two-thread
+# set-ups may gain) in child processes; this process itself runs PASSIVE.
+USER_POLICY = os.environ.get("OMP_WAIT_POLICY")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
@@ -185,20 +188,17 @@ def main():
     parser.add_argument("--gemm-split-ab", default="", metavar="MODES",
                         help="also run lazy:0 with these GEMM splits (comma-separated: rows, columns, blas, "
                              "legacy), alternated")
-    parser.add_argument("--omp-policies", default="", metavar="POLICIES",
-                        help="OMP_WAIT_POLICY values (comma-separated, e.g. PASSIVE,ACTIVE): more than one runs a "
-                             "child process per policy and round, alternated; default: this process's "
-                             "(PASSIVE unless set)")
+    parser.add_argument("--omp-policies", default=USER_POLICY or "PASSIVE,ACTIVE", metavar="POLICIES",
+                        help="OMP_WAIT_POLICY values (comma-separated): more than one runs a child process per "
+                             "policy and round, alternated; default PASSIVE,ACTIVE, or OMP_WAIT_POLICY when set")
     parser.add_argument("--json-times", action="store_true", help=argparse.SUPPRESS)  # a child's output
     parser.add_argument("--lazyscope-threads-via", choices=("gomp", "torch"), default="gomp",
                         help="how LazyScope's set-ups set OpenMP's thread count: libgomp's omp_set_num_threads "
                              "(default) or torch.set_num_threads, whose pool resizing spins beside the next block")
     args = parser.parse_args()
     policies = [p.strip().upper() for p in args.omp_policies.split(",") if p.strip()]
-    if len(policies) > 1:
+    if len(policies) > 1 or (policies and policies[0] != os.environ["OMP_WAIT_POLICY"]):
         return by_policy(args, policies)
-    if policies and policies[0] != os.environ["OMP_WAIT_POLICY"]:
-        sys.exit(f"--omp-policies {policies[0]}: set OMP_WAIT_POLICY={policies[0]} instead (read at start-up)")
     cores = os.cpu_count() or 1
     ours, torch_setups = setups_for(args, cores)
     if not args.json_times:
