@@ -345,9 +345,16 @@ std::atomic<bool> g_direct_conv{true};
 
 enum DirectScratch : int { kPacked = 18, kPadded = 19 };
 
-// Output channels per register block: as even as blocks of at most 12 go.
+// Output channels per register block: as even as blocks of at most 6 go, so
+// that output rows go in pairs (direct_block2); LAZYSCOPE_CONV_FORWARD_BLOCK=12
+// (read once) gives the blocks of up to 12 channels, a row at a time, of
+// before, for A/B runs.
 int direct_block_size(int64_t o) {
-  const int64_t blocks = (o + 11) / 12;
+  static const int64_t most = [] {
+    const char* v = std::getenv("LAZYSCOPE_CONV_FORWARD_BLOCK");
+    return v != nullptr && std::string(v) == "12" ? int64_t{12} : int64_t{6};
+  }();
+  const int64_t blocks = (o + most - 1) / most;
   return static_cast<int>((o + blocks - 1) / blocks);
 }
 
