@@ -461,21 +461,45 @@ void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const 
 // of input rows accumulated from the output rows that reach them. The
 // weights packed per call as [pair][O][KH][KW][2] (a single last channel's
 // second slot zero).
+// Input rows in pairs, a channel at a time (direct_input_rows_image), unless
+// LAZYSCOPE_CONV_INPUT_BLOCKS=channels (read once): channel pairs a row at
+// a time (direct_input_image), the behaviour before, for A/B runs.
+bool input_rows_in_pairs() {
+  static const bool yes = [] {
+    const char* v = std::getenv("LAZYSCOPE_CONV_INPUT_BLOCKS");
+    return v == nullptr || std::string(v) != "channels";
+  }();
+  return yes;
+}
+
 void conv2d_backward_input_direct(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
   const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
-  const int64_t pairs = (g.c + 1) / 2, taps = g.kh * g.kw, per_pair = g.o * taps * 2;
-  float* wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(pairs * per_pair) * 4));
-  for (int64_t p = 0; p < pairs; ++p) {
-    for (int64_t o = 0; o < g.o; ++o) {
-      for (int64_t t = 0; t < taps; ++t) {
-        for (int64_t q = 0; q < 2; ++q) {
-          const int64_t c = 2 * p + q;
-          wpack[p * per_pair + (o * taps + t) * 2 + q] = c < g.c ? w[(o * g.c + c) * taps + t] : 0.0f;
+  const int64_t taps = g.kh * g.kw;
+  DirectInputFn fn = direct_input_fn();
+  float* wpack = nullptr;
+  if (input_rows_in_pairs()) {
+    // [C][O][KH][KW]
+    fn = direct_avx2_allowed() ? &direct_avx2::direct_input_rows_image : &direct_baseline::direct_input_rows_image;
+    wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(g.c * g.o * taps) * 4));
+    for (int64_t c = 0; c < g.c; ++c) {
+      for (int64_t o = 0; o < g.o; ++o) {
+        for (int64_t t = 0; t < taps; ++t) wpack[(c * g.o + o) * taps + t] = w[(o * g.c + c) * taps + t];
+      }
+    }
+  } else {
+    const int64_t pairs = (g.c + 1) / 2, per_pair = g.o * taps * 2;
+    wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(pairs * per_pair) * 4));
+    for (int64_t p = 0; p < pairs; ++p) {
+      for (int64_t o = 0; o < g.o; ++o) {
+        for (int64_t t = 0; t < taps; ++t) {
+          for (int64_t q = 0; q < 2; ++q) {
+            const int64_t c = 2 * p + q;
+            wpack[p * per_pair + (o * taps + t) * 2 + q] = c < g.c ? w[(o * g.c + c) * taps + t] : 0.0f;
+          }
         }
       }
     }
   }
-  const DirectInputFn fn = direct_input_fn();
   for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
     float* rows = static_cast<float*>(onednn::thread_buffer(kPadded, static_cast<size_t>(2 * g.w) * sizeof(float)));
     for (int64_t n = n0; n < n1; ++n) fn(d, dy + n * g.o * g.oh * g.ow, wpack, rows, dx + n * g.c * g.h * g.w);
