@@ -19,6 +19,7 @@ thread count 1 and 2, set separately) and the best is reported.
     ... --donation-ab --gemm-parts-ab 4   (lazy:0 variants switched at run time, alternated too)
     ... --gemm-split-ab legacy,blas        (lazy:0 with other GEMM splits, LAZYSCOPE_GEMM_SPLIT)
     OMP_WAIT_POLICY=PASSIVE ... --models cnn     (one process, one policy: the behaviour before)
+    ... --models cnn --by-position               (also each set-up's median per step position in its block)
 
 Every set-up runs under both OpenMP wait policies, PASSIVE and ACTIVE
 (--omp-policies; or only the one OMP_WAIT_POLICY names when the caller sets
@@ -191,6 +192,9 @@ def main():
     parser.add_argument("--omp-policies", default=USER_POLICY or "PASSIVE,ACTIVE", metavar="POLICIES",
                         help="OMP_WAIT_POLICY values (comma-separated): more than one runs a child process per "
                              "policy and round, alternated; default PASSIVE,ACTIVE, or OMP_WAIT_POLICY when set")
+    parser.add_argument("--by-position", action="store_true",
+                        help="also print each set-up's median by the step's position in its block (1st, 2nd, ...): "
+                             "what the first steps after a block of another set-up cost")
     parser.add_argument("--json-times", action="store_true", help=argparse.SUPPRESS)  # a child's output
     parser.add_argument("--lazyscope-threads-via", choices=("gomp", "torch"), default="gomp",
                         help="how LazyScope's set-ups set OpenMP's thread count: libgomp's omp_set_num_threads "
@@ -213,6 +217,8 @@ def main():
         if not args.json_times:
             report(model, args.rounds, args.steps, {name: statistics.median(v) for name, v in times.items()},
                    [n for n, _, _ in ours], [n for n, _, _ in torch_setups], cores)
+            if args.by_position:
+                by_position(times, args.steps)
     if args.json_times:
         print("JSON_TIMES " + json.dumps(all_times))
 
@@ -266,6 +272,15 @@ def measure(args, model, setups):
     return times
 
 
+def by_position(times, steps):
+    """Each set-up's median ms by the step's position in its blocks (every
+    block appends `steps` times in order)."""
+    print(f"  by position in the block (1..{steps}), median ms:")
+    for name, v in times.items():
+        cols = [statistics.median(v[i::steps]) for i in range(steps)]
+        print(f"  {name:34s} " + " ".join(f"{c:6.2f}" for c in cols))
+
+
 def report(model, rounds, steps, med, ours, torch_names, cores, tag=""):
     best_torch = min(torch_names, key=med.get)
     print(f"\n{model}: median ms/step over {rounds} rounds x {steps} steps{tag}")
@@ -315,6 +330,8 @@ def by_policy(args, policies):
         report(model, args.rounds, args.steps, med, [f"{n} [{p}]" for n, _, _ in ours for p in policies],
                [f"{n} [{p}]" for n, _, _ in torch_setups for p in policies], cores,
                tag=", one child process per policy and round")
+        if args.by_position:
+            by_position(per_setup, args.steps)
 
 
 if __name__ == "__main__":
