@@ -345,15 +345,20 @@ std::atomic<bool> g_direct_conv{true};
 
 enum DirectScratch : int { kPacked = 18, kPadded = 19 };
 
+// Whether the environment variable `name` is `value`: the direct kernels'
+// A/B switches below, each read once (a static), for runs of the old and the
+// new code in separate processes.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
 // Output channels per register block: as even as blocks of at most 6 go, so
 // that output rows go in pairs (direct_block2); LAZYSCOPE_CONV_FORWARD_BLOCK=12
 // (read once) gives the blocks of up to 12 channels, a row at a time, of
 // before, for A/B runs.
 int direct_block_size(int64_t o) {
-  static const int64_t most = [] {
-    const char* v = std::getenv("LAZYSCOPE_CONV_FORWARD_BLOCK");
-    return v != nullptr && std::string(v) == "12" ? int64_t{12} : int64_t{6};
-  }();
+  static const int64_t most = env_is("LAZYSCOPE_CONV_FORWARD_BLOCK", "12") ? 12 : 6;
   const int64_t blocks = (o + most - 1) / most;
   return static_cast<int>((o + blocks - 1) / blocks);
 }
@@ -419,10 +424,7 @@ bool direct_weight_fits(const ConvGeometry& g) {
 
 // Read once: for A/B runs of the two splits in separate processes.
 bool weight_split_by_images() {
-  static const bool yes = [] {
-    const char* v = std::getenv("LAZYSCOPE_CONV_WEIGHT_SPLIT");
-    return v == nullptr || std::string(v) != "units";
-  }();
+  static const bool yes = !env_is("LAZYSCOPE_CONV_WEIGHT_SPLIT", "units");
   return yes;
 }
 
@@ -465,10 +467,7 @@ void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const 
 // LAZYSCOPE_CONV_INPUT_BLOCKS=channels (read once): channel pairs a row at
 // a time (direct_input_image), the behaviour before, for A/B runs.
 bool input_rows_in_pairs() {
-  static const bool yes = [] {
-    const char* v = std::getenv("LAZYSCOPE_CONV_INPUT_BLOCKS");
-    return v == nullptr || std::string(v) != "channels";
-  }();
+  static const bool yes = !env_is("LAZYSCOPE_CONV_INPUT_BLOCKS", "channels");
   return yes;
 }
 
