@@ -303,6 +303,14 @@ struct WeightGeometry {
   int64_t oh, ow;      // output
 };
 
+// Whether the environment variable `name` is `value`: the direct kernels'
+// A/B switches below, each read once (a static), for runs of the old and the
+// new code in separate processes.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
 namespace direct_avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -313,6 +321,15 @@ namespace direct_avx2 {
 namespace direct_baseline {
 #include "backend/cpu/conv_direct.inc"
 }  // namespace direct_baseline
+
+// AVX-512VL for its 32 vector registers (the same 8-wide vectors): only the
+// weight gradient's 4-channel groups are taken from this copy.
+namespace direct_avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx2,fma")
+#include "backend/cpu/conv_direct.inc"
+#pragma GCC pop_options
+}  // namespace direct_avx512
 
 // AVX2 + FMA where the CPU has them and LAZYSCOPE_CPU_ISA allows (as the
 // fused kernels' tile functions), else x86-64's SSE2.
@@ -336,22 +353,32 @@ DirectInputFn direct_input_fn() {
   return direct_avx2_allowed() ? &direct_avx2::direct_input_image : &direct_baseline::direct_input_image;
 }
 
+// AVX-512F and VL where the CPU has them and LAZYSCOPE_CPU_ISA allows,
+// unless LAZYSCOPE_CONV_WEIGHT_GROUP=2 (read once; for A/B runs).
+bool direct_avx512_allowed() {
+  static const bool allowed = [] {
+    __builtin_cpu_init();
+    const std::string limit = settings::cpu_isa_limit();
+    return (limit.empty() || limit == "avx512f") && direct_avx2_allowed() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl") && !env_is("LAZYSCOPE_CONV_WEIGHT_GROUP", "2");
+  }();
+  return allowed;
+}
+
 using DirectWeightFn = void (*)(const WeightGeometry&, const float*, const float*, float*, int64_t, int64_t);
 DirectWeightFn direct_weight_fn() {
+  if (direct_avx512_allowed()) return &direct_avx512::direct_weight_units4;
   return direct_avx2_allowed() ? &direct_avx2::direct_weight_units : &direct_baseline::direct_weight_units;
+}
+// The units direct_weight_fn() splits the weight gradient into.
+int64_t direct_weight_unit_count(const ConvGeometry& g) {
+  const int64_t group = direct_avx512_allowed() ? 4 : 2;
+  return (g.o + group - 1) / group * g.c * g.kh;
 }
 
 std::atomic<bool> g_direct_conv{true};
 
 enum DirectScratch : int { kPacked = 18, kPadded = 19 };
-
-// Whether the environment variable `name` is `value`: the direct kernels'
-// A/B switches below, each read once (a static), for runs of the old and the
-// new code in separate processes.
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::string(v) == value;
-}
 
 // Output channels per register block: as even as blocks of at most 6 go, so
 // that output rows go in pairs (direct_block2); LAZYSCOPE_CONV_FORWARD_BLOCK=12
@@ -430,7 +457,7 @@ bool weight_split_by_images() {
 
 void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
   const DirectWeightFn fn = direct_weight_fn();
-  const int64_t units = (g.o + 1) / 2 * g.c * g.kh;
+  const int64_t units = direct_weight_unit_count(g);
   if (!weight_split_by_images()) {
     const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
     parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
