@@ -343,8 +343,46 @@ bool direct_avx2_allowed() {
   return allowed;
 }
 
+// AVX-512F and VL where the CPU has them and LAZYSCOPE_CPU_ISA allows.
+bool direct_avx512_allowed() {
+  static const bool allowed = [] {
+    __builtin_cpu_init();
+    const std::string limit = settings::cpu_isa_limit();
+    return (limit.empty() || limit == "avx512f") && direct_avx2_allowed() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return allowed;
+}
+
+// The weight gradient's groups of 4 output channels on AVX-512VL, unless
+// LAZYSCOPE_CONV_WEIGHT_GROUP=2 (read once; for A/B runs).
+bool weight_groups_of_4() {
+  static const bool yes = direct_avx512_allowed() && !env_is("LAZYSCOPE_CONV_WEIGHT_GROUP", "2");
+  return yes;
+}
+
+// The forward's blocking: output rows in pairs with blocks of up to 12
+// output channels on AVX-512VL (24 accumulators), of up to 6 elsewhere (12);
+// LAZYSCOPE_CONV_FORWARD_BLOCK (read once) forces `6` (pairs of up to 6) or
+// `12` (a row at a time in blocks of up to 12, the kernel before the pairs),
+// for A/B runs.
+enum class ForwardBlocks { kRows12, kPairs6, kPairs12 };
+ForwardBlocks forward_blocks() {
+  static const ForwardBlocks mode = env_is("LAZYSCOPE_CONV_FORWARD_BLOCK", "12")  ? ForwardBlocks::kRows12
+                                    : env_is("LAZYSCOPE_CONV_FORWARD_BLOCK", "6") ? ForwardBlocks::kPairs6
+                                    : direct_avx512_allowed()                     ? ForwardBlocks::kPairs12
+                                                                                  : ForwardBlocks::kPairs6;
+  return mode;
+}
+
 using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
 DirectImageFn direct_image_fn() {
+  switch (forward_blocks()) {
+    case ForwardBlocks::kPairs12: return &direct_avx512::direct_conv_image_wide;
+    case ForwardBlocks::kRows12:
+      return direct_avx2_allowed() ? &direct_avx2::direct_conv_image_rows : &direct_baseline::direct_conv_image_rows;
+    case ForwardBlocks::kPairs6: break;
+  }
   return direct_avx2_allowed() ? &direct_avx2::direct_conv_image : &direct_baseline::direct_conv_image;
 }
 
@@ -353,26 +391,14 @@ DirectInputFn direct_input_fn() {
   return direct_avx2_allowed() ? &direct_avx2::direct_input_image : &direct_baseline::direct_input_image;
 }
 
-// AVX-512F and VL where the CPU has them and LAZYSCOPE_CPU_ISA allows,
-// unless LAZYSCOPE_CONV_WEIGHT_GROUP=2 (read once; for A/B runs).
-bool direct_avx512_allowed() {
-  static const bool allowed = [] {
-    __builtin_cpu_init();
-    const std::string limit = settings::cpu_isa_limit();
-    return (limit.empty() || limit == "avx512f") && direct_avx2_allowed() && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512vl") && !env_is("LAZYSCOPE_CONV_WEIGHT_GROUP", "2");
-  }();
-  return allowed;
-}
-
 using DirectWeightFn = void (*)(const WeightGeometry&, const float*, const float*, float*, int64_t, int64_t);
 DirectWeightFn direct_weight_fn() {
-  if (direct_avx512_allowed()) return &direct_avx512::direct_weight_units4;
+  if (weight_groups_of_4()) return &direct_avx512::direct_weight_units4;
   return direct_avx2_allowed() ? &direct_avx2::direct_weight_units : &direct_baseline::direct_weight_units;
 }
 // The units direct_weight_fn() splits the weight gradient into.
 int64_t direct_weight_unit_count(const ConvGeometry& g) {
-  const int64_t group = direct_avx512_allowed() ? 4 : 2;
+  const int64_t group = weight_groups_of_4() ? 4 : 2;
   return (g.o + group - 1) / group * g.c * g.kh;
 }
 
@@ -380,12 +406,10 @@ std::atomic<bool> g_direct_conv{true};
 
 enum DirectScratch : int { kPacked = 18, kPadded = 19 };
 
-// Output channels per register block: as even as blocks of at most 6 go, so
-// that output rows go in pairs (direct_block2); LAZYSCOPE_CONV_FORWARD_BLOCK=12
-// (read once) gives the blocks of up to 12 channels, a row at a time, of
-// before, for A/B runs.
+// Output channels per register block: as even as blocks of at most 6 or
+// 12 go (forward_blocks()).
 int direct_block_size(int64_t o) {
-  static const int64_t most = env_is("LAZYSCOPE_CONV_FORWARD_BLOCK", "12") ? 12 : 6;
+  const int64_t most = forward_blocks() == ForwardBlocks::kPairs6 ? 6 : 12;
   const int64_t blocks = (o + most - 1) / most;
   return static_cast<int>((o + blocks - 1) / blocks);
 }
