@@ -235,9 +235,12 @@ void BM_Conv2dReference(benchmark::State& state) {
 struct ConvCase {
   int64_t n, c, hw, o, k, pad;
 };
-constexpr ConvCase kConvCases[] = {{64, 1, 28, 10, 5, 0}, {64, 10, 12, 20, 5, 0}, {32, 16, 28, 32, 3, 1}};
+constexpr ConvCase kConvCases[] = {
+    {64, 1, 28, 10, 5, 0}, {64, 10, 12, 20, 5, 0}, {32, 16, 28, 32, 3, 1}, {64, 32, 14, 64, 3, 1}};
 
-enum class ConvMode { kDefault, kOneDnn, kIm2col };
+// kOneDnnTeam: oneDNN as one primitive on its OpenMP team (before the pool's
+// split; cpu::set_onednn_on_pool(false)), against kOneDnn's split.
+enum class ConvMode { kDefault, kOneDnn, kIm2col, kOneDnnTeam };
 
 void BM_ConvKernel(benchmark::State& state, ConvMode mode) {
   const ConvCase cc = kConvCases[state.range(1)];
@@ -264,25 +267,37 @@ void BM_ConvKernel(benchmark::State& state, ConvMode mode) {
   const cpu::KernelFn kernel = cpu::find_kernel(op, DType::kFloat32);
   settings::set_im2col_conv(mode == ConvMode::kIm2col);
   cpu::set_direct_conv(mode == ConvMode::kDefault);
+  cpu::set_onednn_on_pool(mode != ConvMode::kOneDnnTeam);
   kernel({inputs, *out, attrs});  // warm: oneDNN creates its primitives here
   for (auto _ : state) kernel({inputs, *out, attrs});
   settings::set_im2col_conv(false);
   cpu::set_direct_conv(true);
+  cpu::set_onednn_on_pool(true);
   state.SetItemsProcessed(state.iterations() * 2 * cc.n * cc.o * cc.c * cc.k * cc.k * oh * oh);
 }
 
 // Registered per (pass, case) pair so that oneDNN and im2col alternate in the run.
+// conv_kernel_pool/...: oneDNN split over the pool (lazyscope) against one
+// primitive on oneDNN's OpenMP team (reference), on the oneDNN-sized cases;
+// run under OMP_WAIT_POLICY=PASSIVE (what `lazyscope` sets) and ACTIVE.
 [[maybe_unused]] const bool kConvKernelsRegistered = [] {
   const char* passes[] = {"forward", "backward_input", "backward_weight"};
   for (int64_t pass = 0; pass < 3; ++pass) {
-    for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t c = 0; c < 4; ++c) {
       const ConvCase cc = kConvCases[c];
       const std::string shape = std::to_string(cc.n) + "x" + std::to_string(cc.c) + "x" + std::to_string(cc.hw) + "_k" +
                                 std::to_string(cc.k) + "_to_" + std::to_string(cc.o);
-      for (const ConvMode reference : {ConvMode::kOneDnn, ConvMode::kIm2col}) {
-        const std::string name = std::string(reference == ConvMode::kOneDnn ? "conv_kernel/" : "conv_kernel_im2col/") +
+      const std::pair<ConvMode, ConvMode> pairs[] = {{ConvMode::kDefault, ConvMode::kOneDnn},
+                                                     {ConvMode::kDefault, ConvMode::kIm2col},
+                                                     {ConvMode::kOneDnn, ConvMode::kOneDnnTeam}};
+      for (const auto& [ours, reference] : pairs) {
+        const bool pool = reference == ConvMode::kOneDnnTeam;
+        if (pool ? c < 2 : c > 2) continue;  // the split where oneDNN runs; the rest as before
+        const std::string name = std::string(pool                             ? "conv_kernel_pool/"
+                                             : reference == ConvMode::kOneDnn ? "conv_kernel/"
+                                                                              : "conv_kernel_im2col/") +
                                  passes[pass] + "/" + shape;
-        benchmark::RegisterBenchmark((name + "/lazyscope").c_str(), BM_ConvKernel, ConvMode::kDefault)
+        benchmark::RegisterBenchmark((name + "/lazyscope").c_str(), BM_ConvKernel, ours)
             ->Args({pass, c})
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark((name + "/reference").c_str(), BM_ConvKernel, reference)

@@ -18,22 +18,37 @@ thread count 1 and 2, set separately) and the best is reported.
     ... --models cnn --rounds 5 --steps 10
     ... --donation-ab --gemm-parts-ab 4   (lazy:0 variants switched at run time, alternated too)
     ... --gemm-split-ab legacy,blas        (lazy:0 with other GEMM splits, LAZYSCOPE_GEMM_SPLIT)
+    OMP_WAIT_POLICY=PASSIVE ... --models cnn     (one process, one policy: the behaviour before)
+    ... --models cnn --by-position               (also each set-up's median per step position in its block)
+
+Every set-up runs under both OpenMP wait policies, PASSIVE and ACTIVE
+(--omp-policies; or only the one OMP_WAIT_POLICY names when the caller sets
+it). The policy is read once per process, so this runs a child process per
+policy and round, policies alternated (A B A B ...), each child one round of
+every set-up, and PyTorch's best is taken over every policy and thread
+set-up. In a child each set-up is warmed up right before its block and
+PyTorch's two-thread set-ups come last: under ACTIVE an OpenMP team, once
+started, spins for good and would take a core from every block after it.
 
 PyTorch is an optional dependency of this benchmark only (Debian's
 python3-torch: `sudo apt-get install --no-install-recommends python3-torch`).
 """
 import argparse
 import ctypes
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-# Threads that wait for work sleep instead of spinning: with OpenMP's default
-# (spin), two libraries' pools on two shared cores steal each other's time
-# and every set-up with two threads gets several times slower. It applies to
-# PyTorch and LazyScope alike (one OpenMP runtime); must precede their import.
+# OpenMP's wait policy is read once, when libgomp loads (with PyTorch or
+# LazyScope), so it must be set before their import. Unless the caller set
+# one, main() measures every set-up under PASSIVE (idle OpenMP threads sleep;
+# LazyScope's own default) and ACTIVE (they spin: PyTorch's two-thread
+# set-ups may gain) in child processes; this process itself runs PASSIVE.
+USER_POLICY = os.environ.get("OMP_WAIT_POLICY")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
@@ -174,12 +189,44 @@ def main():
     parser.add_argument("--gemm-split-ab", default="", metavar="MODES",
                         help="also run lazy:0 with these GEMM splits (comma-separated: rows, columns, blas, "
                              "legacy), alternated")
+    parser.add_argument("--omp-policies", default=USER_POLICY or "PASSIVE,ACTIVE", metavar="POLICIES",
+                        help="OMP_WAIT_POLICY values (comma-separated): more than one runs a child process per "
+                             "policy and round, alternated; default PASSIVE,ACTIVE, or OMP_WAIT_POLICY when set")
+    parser.add_argument("--by-position", action="store_true",
+                        help="also print each set-up's median by the step's position in its block (1st, 2nd, ...): "
+                             "what the first steps after a block of another set-up cost")
+    parser.add_argument("--json-times", action="store_true", help=argparse.SUPPRESS)  # a child's output
     parser.add_argument("--lazyscope-threads-via", choices=("gomp", "torch"), default="gomp",
                         help="how LazyScope's set-ups set OpenMP's thread count: libgomp's omp_set_num_threads "
                              "(default) or torch.set_num_threads, whose pool resizing spins beside the next block")
     args = parser.parse_args()
+    policies = [p.strip().upper() for p in args.omp_policies.split(",") if p.strip()]
+    if len(policies) > 1 or (policies and policies[0] != os.environ["OMP_WAIT_POLICY"]):
+        return by_policy(args, policies)
     cores = os.cpu_count() or 1
+    ours, torch_setups = setups_for(args, cores)
+    if not args.json_times:
+        print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
+              f"LazyScope's OpenMP threads set via {args.lazyscope_threads_via}, "
+              f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
+              f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
+    all_times = {}
+    for model in args.models.split(","):
+        times = measure(args, model, ours + torch_setups)
+        all_times[model] = times
+        if not args.json_times:
+            report(model, args.rounds, args.steps, {name: statistics.median(v) for name, v in times.items()},
+                   [n for n, _, _ in ours], [n for n, _, _ in torch_setups], cores)
+            if args.by_position:
+                by_position(times, args.steps)
+    if args.json_times:
+        print("JSON_TIMES " + json.dumps(all_times))
+
+
+def setups_for(args, cores):
+    """(LazyScope's set-ups, PyTorch's), each (name, OpenMP threads, OpenBLAS threads)."""
     thread_counts = sorted({1, min(2, cores)})
+    # PyTorch's two-thread OpenMP set-ups last (see --omp-policies).
     torch_setups = [(f"torch omp={o} blas={b}", o, b) for o in thread_counts for b in thread_counts]
     # LazyScope's own set-up: all cores for OpenMP (oneDNN); OpenBLAS at one
     # thread, as the engine holds it (its GEMMs are split over its own pool,
@@ -193,52 +240,98 @@ def main():
         ours.insert(1, (f"lazyscope lazy:0 gemm parts {args.gemm_parts_ab}", cores, 1))
     for mode in filter(None, args.gemm_split_ab.split(",")):
         ours.insert(1, (f"lazyscope lazy:0 split {mode}", cores, 1))
-    print(f"torch {torch.__version__}, numpy {np.__version__}, {cores} cores, "
-          f"LazyScope's OpenMP threads set via {args.lazyscope_threads_via}, "
-          f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
-          f"OpenBLAS thread control: {'yes' if OPENBLAS is not None else 'NO (found no libopenblas)'}")
-    for model in args.models.split(","):
-        data = batches(model, np.random.default_rng(0))
-        setups = ours + torch_setups
-        trainers = {}
-        def use(name, omp, blas):
-            set_threads(omp, blas, via_torch=not name.startswith("lazyscope") or args.lazyscope_threads_via == "torch")
+    return ours, torch_setups
 
-        for name, omp, blas in setups:
+
+def measure(args, model, setups):
+    """{set-up: [ms per step]}: rounds of every set-up's block in turn (A B A B
+    ...), each set-up created and warmed up right before its first block."""
+    data = batches(model, np.random.default_rng(0))
+    trainers = {}
+
+    def use(name, omp, blas):
+        set_threads(omp, blas, via_torch=not name.startswith("lazyscope") or args.lazyscope_threads_via == "torch")
+
+    times = {name: [] for name, _, _ in setups}
+    for _ in range(args.rounds):
+        for name, omp, blas in setups:  # A B A B ...
+            # OpenBLAS's threads spin in sched_yield for ~0.1 s (2^28
+            # cycles) after their last product: a set-up following one
+            # with blas=2 would share the cores with them. Each block
+            # starts after they have gone to sleep.
+            time.sleep(args.settle)
             use(name, omp, blas)
-            trainers[name] = Trainer(model, name, data)
-            for _ in range(args.warmup):
-                trainers[name].step()
-        times = {name: [] for name, _, _ in setups}
-        for _ in range(args.rounds):
-            for name, omp, blas in setups:  # A B A B ...
-                # OpenBLAS's threads spin in sched_yield for ~0.1 s (2^28
-                # cycles) after their last product: a set-up following one
-                # with blas=2 would share the cores with them. Each block
-                # starts after they have gone to sleep.
-                time.sleep(args.settle)
-                use(name, omp, blas)
-                for _ in range(args.steps):
-                    t = time.perf_counter()
+            if name not in trainers:
+                trainers[name] = Trainer(model, name, data)
+                for _ in range(args.warmup):
                     trainers[name].step()
-                    times[name].append((time.perf_counter() - t) * 1e3)
-        med = {name: statistics.median(v) for name, v in times.items()}
-        best_torch = min((n for n, _, _ in torch_setups), key=med.get)
-        print(f"\n{model}: median ms/step over {args.rounds} rounds x {args.steps} steps")
-        for name, _, _ in setups:
-            mark = "  <- PyTorch's best" if name == best_torch else ""
-            print(f"  {name:26s} {med[name]:8.2f} ms{mark}")
-        for name in [n for n, _, _ in ours]:
-            print(f"  {name} speed vs PyTorch's best: {med[best_torch] / med[name]:.2f}x")
-        if model == "mlp":
-            rate = sgemm_gflops(cores)
-            floor = mlp_gemm_flops() / (rate * 1e9) * 1e3
-            print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
-                  f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med['lazyscope lazy:0'] / floor:.2f}x; "
-                  f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
-            for name, _, _ in ours[1:]:
-                if name.startswith("lazyscope lazy:0 "):
-                    print(f"  {name[10:]} / floor = {med[name] / floor:.2f}x")
+            for _ in range(args.steps):
+                t = time.perf_counter()
+                trainers[name].step()
+                times[name].append((time.perf_counter() - t) * 1e3)
+    return times
+
+
+def by_position(times, steps):
+    """Each set-up's median ms by the step's position in its blocks (every
+    block appends `steps` times in order)."""
+    print(f"  by position in the block (1..{steps}), median ms:")
+    for name, v in times.items():
+        cols = [statistics.median(v[i::steps]) for i in range(steps)]
+        print(f"  {name:34s} " + " ".join(f"{c:6.2f}" for c in cols))
+
+
+def report(model, rounds, steps, med, ours, torch_names, cores, tag=""):
+    best_torch = min(torch_names, key=med.get)
+    print(f"\n{model}: median ms/step over {rounds} rounds x {steps} steps{tag}")
+    for name in ours + torch_names:
+        mark = "  <- PyTorch's best" if name == best_torch else ""
+        print(f"  {name:34s} {med[name]:8.2f} ms{mark}")
+    for name in ours:
+        print(f"  {name} speed vs PyTorch's best: {med[best_torch] / med[name]:.2f}x")
+    if model == "mlp":
+        rate = sgemm_gflops(cores)
+        floor = mlp_gemm_flops() / (rate * 1e9) * 1e3
+        print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
+              f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med[ours[0]] / floor:.2f}x; "
+              f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
+        for name in ours[1:]:
+            if " lazy:0 " in name:
+                print(f"  {name.split('lazyscope ', 1)[1]} / floor = {med[name] / floor:.2f}x")
+
+
+def by_policy(args, policies):
+    """Every set-up under each OpenMP wait policy: a child process of this
+    script per policy and round (one round each), policies alternated."""
+    cores = os.cpu_count() or 1
+    child_args = [a for a in sys.argv[1:]]
+    for flag in ("--omp-policies", "--rounds"):  # the child's own: one round, its policy
+        while flag in child_args:
+            i = child_args.index(flag)
+            del child_args[i:i + 2]
+        child_args = [a for a in child_args if not a.startswith(flag + "=")]
+    times = {}  # model -> "set-up [POLICY]" -> [ms]
+    print(f"torch {torch.__version__}, {cores} cores, OMP_WAIT_POLICY per child process: {', '.join(policies)}; "
+          f"{args.rounds} rounds, policies alternated")
+    for r in range(args.rounds):
+        for policy in policies:
+            env = dict(os.environ, OMP_WAIT_POLICY=policy)
+            out = subprocess.run([sys.executable, __file__, *child_args, "--rounds", "1", "--json-times"], env=env,
+                                 capture_output=True, text=True)
+            line = next((ln for ln in out.stdout.splitlines() if ln.startswith("JSON_TIMES ")), None)
+            if out.returncode != 0 or line is None:
+                sys.exit(f"child under OMP_WAIT_POLICY={policy} failed:\n{out.stderr[-2000:]}")
+            for model, per_setup in json.loads(line[len("JSON_TIMES "):]).items():
+                for name, v in per_setup.items():
+                    times.setdefault(model, {}).setdefault(f"{name} [{policy}]", []).extend(v)
+    ours, torch_setups = setups_for(args, cores)
+    for model, per_setup in times.items():
+        med = {name: statistics.median(v) for name, v in per_setup.items()}
+        report(model, args.rounds, args.steps, med, [f"{n} [{p}]" for n, _, _ in ours for p in policies],
+               [f"{n} [{p}]" for n, _, _ in torch_setups for p in policies], cores,
+               tag=", one child process per policy and round")
+        if args.by_position:
+            by_position(per_setup, args.steps)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@ whole number of 8-float vectors. Checked against NumPy in float64 on shapes that
 reach each part of them — rows ending mid-vector, output channels not a
 multiple of the register block (one, two and three blocks), an odd number of
 output or input channels (the gradients' last pair is a single), kernels 1
-to 7 wide — on one and two threads and on both instruction sets (AVX2 + FMA,
-and x86-64's SSE2 under LAZYSCOPE_CPU_ISA=x86-64), each a process of its own
-since both are read once."""
+to 7 wide — on one and two threads and on every instruction set (AVX-512VL
+where the CPU has it, for the weight gradient's 4-channel groups; AVX2 +
+FMA under LAZYSCOPE_CPU_ISA=avx2; x86-64's SSE2 under
+LAZYSCOPE_CPU_ISA=x86-64), each a process of its own since the settings
+are read once."""
 import os
 import subprocess
 import sys
@@ -27,6 +29,7 @@ CASES = [
     ((2, 3, 5, 5), (4, 3, 1, 1), (1, 1)),       # 1x1, padded
     ((2, 5, 10, 11), (6, 5, 3, 4), (0, 0)),     # 5 input channels: two pairs and a single
     ((1, 3, 6, 12), (4, 3, 5, 5), (0, 0)),      # 2 output rows for a 5-row kernel
+    ((3, 3, 9, 12), (7, 3, 3, 5), (0, 0)),      # 7 outputs: weight-gradient groups of 4 and 3 (AVX-512)
 ]
 
 
@@ -71,7 +74,7 @@ print("ok", len(CASES))
 """
 
 
-@pytest.mark.parametrize("threads,isa", [("1", ""), ("2", ""), ("2", "x86-64"), ("1", "x86-64")])
+@pytest.mark.parametrize("threads,isa", [("1", ""), ("2", ""), ("2", "avx2"), ("2", "x86-64"), ("1", "x86-64")])
 def test_direct_convolutions_match_numpy(threads, isa, build_dir):
     env = dict(os.environ, LAZYSCOPE_NUM_THREADS=threads, LAZYSCOPE_CPU_ISA=isa,
                PYTHONPATH=str(build_dir / "python"))

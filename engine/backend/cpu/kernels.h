@@ -90,6 +90,11 @@ const char* gemm_split_name(GemmSplit mode);
 // (default: yes); returns the previous choice. For benchmarks comparing them
 // in one process.
 bool set_direct_conv(bool on);
+// Whether the convolutions and max pools left to oneDNN run split over the
+// pool, each part a single-threaded primitive (default: yes), or as one
+// primitive on oneDNN's OpenMP team; returns the previous choice. For
+// benchmarks comparing them in one process.
+bool set_onednn_on_pool(bool on);
 
 // Whether max_pool2d_backward (grad, input) may write its result over the
 // input's bytes (the memory plan's in place): plain 2x2 windows, stride 2,

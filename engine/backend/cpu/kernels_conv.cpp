@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -302,6 +303,14 @@ struct WeightGeometry {
   int64_t oh, ow;      // output
 };
 
+// Whether the environment variable `name` is `value`: the direct kernels'
+// A/B switches below, each read once (a static), for runs of the old and the
+// new code in separate processes.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
 namespace direct_avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -312,6 +321,15 @@ namespace direct_avx2 {
 namespace direct_baseline {
 #include "backend/cpu/conv_direct.inc"
 }  // namespace direct_baseline
+
+// AVX-512VL for its 32 vector registers (the same 8-wide vectors): only the
+// weight gradient's 4-channel groups are taken from this copy.
+namespace direct_avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx2,fma")
+#include "backend/cpu/conv_direct.inc"
+#pragma GCC pop_options
+}  // namespace direct_avx512
 
 // AVX2 + FMA where the CPU has them and LAZYSCOPE_CPU_ISA allows (as the
 // fused kernels' tile functions), else x86-64's SSE2.
@@ -325,8 +343,46 @@ bool direct_avx2_allowed() {
   return allowed;
 }
 
+// AVX-512F and VL where the CPU has them and LAZYSCOPE_CPU_ISA allows.
+bool direct_avx512_allowed() {
+  static const bool allowed = [] {
+    __builtin_cpu_init();
+    const std::string limit = settings::cpu_isa_limit();
+    return (limit.empty() || limit == "avx512f") && direct_avx2_allowed() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return allowed;
+}
+
+// The weight gradient's groups of 4 output channels on AVX-512VL, unless
+// LAZYSCOPE_CONV_WEIGHT_GROUP=2 (read once; for A/B runs).
+bool weight_groups_of_4() {
+  static const bool yes = direct_avx512_allowed() && !env_is("LAZYSCOPE_CONV_WEIGHT_GROUP", "2");
+  return yes;
+}
+
+// The forward's blocking: output rows in pairs with blocks of up to 12
+// output channels on AVX-512VL (24 accumulators), of up to 6 elsewhere (12);
+// LAZYSCOPE_CONV_FORWARD_BLOCK (read once) forces `6` (pairs of up to 6) or
+// `12` (a row at a time in blocks of up to 12, the kernel before the pairs),
+// for A/B runs.
+enum class ForwardBlocks { kRows12, kPairs6, kPairs12 };
+ForwardBlocks forward_blocks() {
+  static const ForwardBlocks mode = env_is("LAZYSCOPE_CONV_FORWARD_BLOCK", "12")  ? ForwardBlocks::kRows12
+                                    : env_is("LAZYSCOPE_CONV_FORWARD_BLOCK", "6") ? ForwardBlocks::kPairs6
+                                    : direct_avx512_allowed()                     ? ForwardBlocks::kPairs12
+                                                                                  : ForwardBlocks::kPairs6;
+  return mode;
+}
+
 using DirectImageFn = void (*)(const DirectGeometry&, int, const float*, const float*, float*);
 DirectImageFn direct_image_fn() {
+  switch (forward_blocks()) {
+    case ForwardBlocks::kPairs12: return &direct_avx512::direct_conv_image_wide;
+    case ForwardBlocks::kRows12:
+      return direct_avx2_allowed() ? &direct_avx2::direct_conv_image_rows : &direct_baseline::direct_conv_image_rows;
+    case ForwardBlocks::kPairs6: break;
+  }
   return direct_avx2_allowed() ? &direct_avx2::direct_conv_image : &direct_baseline::direct_conv_image;
 }
 
@@ -337,16 +393,24 @@ DirectInputFn direct_input_fn() {
 
 using DirectWeightFn = void (*)(const WeightGeometry&, const float*, const float*, float*, int64_t, int64_t);
 DirectWeightFn direct_weight_fn() {
+  if (weight_groups_of_4()) return &direct_avx512::direct_weight_units4;
   return direct_avx2_allowed() ? &direct_avx2::direct_weight_units : &direct_baseline::direct_weight_units;
+}
+// The units direct_weight_fn() splits the weight gradient into.
+int64_t direct_weight_unit_count(const ConvGeometry& g) {
+  const int64_t group = weight_groups_of_4() ? 4 : 2;
+  return (g.o + group - 1) / group * g.c * g.kh;
 }
 
 std::atomic<bool> g_direct_conv{true};
 
 enum DirectScratch : int { kPacked = 18, kPadded = 19 };
 
-// Output channels per register block: as even as blocks of at most 12 go.
+// Output channels per register block: as even as blocks of at most 6 or
+// 12 go (forward_blocks()).
 int direct_block_size(int64_t o) {
-  const int64_t blocks = (o + 11) / 12;
+  const int64_t most = forward_blocks() == ForwardBlocks::kPairs6 ? 6 : 12;
+  const int64_t blocks = (o + most - 1) / most;
   return static_cast<int>((o + blocks - 1) / blocks);
 }
 
@@ -396,17 +460,53 @@ void conv2d_direct(const ConvGeometry& g, const float* x, const float* w, float*
 
 // The weight gradient directly (stride 1, no padding, output rows a
 // whole number of vectors: the MNIST CNN's 24- and 8-wide rows), split
-// across the pool by (output channel pair, input channel, kernel row): each
-// weight element summed by one thread, no partials.
+// across the pool by images: each part (two per thread, claimed as threads
+// come; one per thread measured 15% slower on the MNIST CNN's second layer,
+// four 3% slower) sums its images over every (output channel pair, input channel,
+// kernel row) unit into its own partial (part 0 into the output), added in
+// part order afterwards. Split by units instead (each weight summed by one
+// thread over the whole batch, LAZYSCOPE_CONV_WEIGHT_SPLIT=units, the
+// behaviour before), every thread streamed the whole batch's inputs and
+// gradients once per unit: the MNIST CNN's second layer 8 of 8 alternated
+// runs slower (benchmarks/README.md, branch `conv`).
 bool direct_weight_fits(const ConvGeometry& g) {
   return direct_fits(g) && g.ph == 0 && g.pw == 0 && g.ow % 8 == 0 && g.kw <= 7;
 }
 
+// Read once: for A/B runs of the two splits in separate processes.
+bool weight_split_by_images() {
+  static const bool yes = !env_is("LAZYSCOPE_CONV_WEIGHT_SPLIT", "units");
+  return yes;
+}
+
 void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
-  const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
   const DirectWeightFn fn = direct_weight_fn();
-  const int64_t units = (g.o + 1) / 2 * g.c * g.kh;
-  parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
+  const int64_t units = direct_weight_unit_count(g);
+  if (!weight_split_by_images()) {
+    const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+    parallel_for(units, 1, [&](int64_t u0, int64_t u1) { fn(d, x, dy, dw, u0, u1); });
+    return;
+  }
+  const int parts = static_cast<int>(std::min<int64_t>(2 * num_threads(), g.n));
+  const int64_t size = g.o * g.c * g.kh * g.kw;
+  float* partials = parts > 1 ? static_cast<float*>(
+                                    onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * 4))
+                              : nullptr;
+  auto body = [&](int ith, int nth) {
+    const auto [n0, n1] = split(g.n, ith, nth);
+    float* sum = ith == 0 ? dw : partials + (ith - 1) * size;
+    if (n0 == n1) {
+      std::fill(sum, sum + size, 0.0f);
+      return;
+    }
+    const WeightGeometry d{n1 - n0, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
+    fn(d, x + n0 * g.c * g.h * g.w, dy + n0 * g.o * g.oh * g.ow, sum, 0, units);
+  };
+  parallel_region(parts, RegionBody(body));
+  for (int part = 1; part < parts; ++part) {
+    const float* p = partials + (part - 1) * size;
+    for (int64_t i = 0; i < size; ++i) dw[i] += p[i];
+  }
 }
 
 // The input gradient directly where the weight gradient's conditions hold
@@ -414,21 +514,42 @@ void conv2d_backward_weight_direct(const ConvGeometry& g, const float* x, const 
 // of input rows accumulated from the output rows that reach them. The
 // weights packed per call as [pair][O][KH][KW][2] (a single last channel's
 // second slot zero).
+// Input rows in pairs, a channel at a time (direct_input_rows_image), unless
+// LAZYSCOPE_CONV_INPUT_BLOCKS=channels (read once): channel pairs a row at
+// a time (direct_input_image), the behaviour before, for A/B runs.
+bool input_rows_in_pairs() {
+  static const bool yes = !env_is("LAZYSCOPE_CONV_INPUT_BLOCKS", "channels");
+  return yes;
+}
+
 void conv2d_backward_input_direct(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
   const WeightGeometry d{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow};
-  const int64_t pairs = (g.c + 1) / 2, taps = g.kh * g.kw, per_pair = g.o * taps * 2;
-  float* wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(pairs * per_pair) * 4));
-  for (int64_t p = 0; p < pairs; ++p) {
-    for (int64_t o = 0; o < g.o; ++o) {
-      for (int64_t t = 0; t < taps; ++t) {
-        for (int64_t q = 0; q < 2; ++q) {
-          const int64_t c = 2 * p + q;
-          wpack[p * per_pair + (o * taps + t) * 2 + q] = c < g.c ? w[(o * g.c + c) * taps + t] : 0.0f;
+  const int64_t taps = g.kh * g.kw;
+  DirectInputFn fn = direct_input_fn();
+  float* wpack = nullptr;
+  if (input_rows_in_pairs()) {
+    // [C][O][KH][KW]
+    fn = direct_avx2_allowed() ? &direct_avx2::direct_input_rows_image : &direct_baseline::direct_input_rows_image;
+    wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(g.c * g.o * taps) * 4));
+    for (int64_t c = 0; c < g.c; ++c) {
+      for (int64_t o = 0; o < g.o; ++o) {
+        for (int64_t t = 0; t < taps; ++t) wpack[(c * g.o + o) * taps + t] = w[(o * g.c + c) * taps + t];
+      }
+    }
+  } else {
+    const int64_t pairs = (g.c + 1) / 2, per_pair = g.o * taps * 2;
+    wpack = static_cast<float*>(onednn::thread_buffer(kPacked, static_cast<size_t>(pairs * per_pair) * 4));
+    for (int64_t p = 0; p < pairs; ++p) {
+      for (int64_t o = 0; o < g.o; ++o) {
+        for (int64_t t = 0; t < taps; ++t) {
+          for (int64_t q = 0; q < 2; ++q) {
+            const int64_t c = 2 * p + q;
+            wpack[p * per_pair + (o * taps + t) * 2 + q] = c < g.c ? w[(o * g.c + c) * taps + t] : 0.0f;
+          }
         }
       }
     }
   }
-  const DirectInputFn fn = direct_input_fn();
   for_image_parts(g.n, [&](int64_t n0, int64_t n1, int) {
     float* rows = static_cast<float*>(onednn::thread_buffer(kPadded, static_cast<size_t>(2 * g.w) * sizeof(float)));
     for (int64_t n = n0; n < n1; ++n) fn(d, dy + n * g.o * g.oh * g.ow, wpack, rows, dx + n * g.c * g.h * g.w);
@@ -521,9 +642,7 @@ onednn::Plan conv_plan(const ConvGeometry& g, ConvPass pass) {
   return plan;
 }
 
-// Runs the pass on oneDNN: a, b are the pass's inputs, out its output, in
-// the kernel's argument order.
-void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void* b, void* out) {
+const onednn::Plan& cached_plan(const ConvGeometry& g, ConvPass pass, int omp_threads = 1) {
   const std::vector<int64_t> key{static_cast<int64_t>(pass),
                                  g.n,
                                  g.c,
@@ -541,8 +660,59 @@ void run_onednn(const ConvGeometry& g, ConvPass pass, const void* a, const void*
                                  g.dh,
                                  g.dw,
                                  g.groups};
-  const onednn::Plan& plan = onednn::cached(key, [&] { return conv_plan(g, pass); });
-  onednn::execute(plan, {const_cast<void*>(a), const_cast<void*>(b), out});
+  return onednn::cached(
+      key, [&] { return conv_plan(g, pass); }, omp_threads);
+}
+
+// Runs the pass on oneDNN: a, b are the pass's inputs, out its output, in
+// the kernel's argument order. The images are split over the pool, one
+// part per thread, each part one single-threaded primitive over its images
+// (onednn::execute; a primitive per part size, cached like the rest: at
+// most two sizes per split). Before, one primitive ran on oneDNN's OpenMP
+// team beside the pool. The weight gradient sums per part: part 0 into
+// the output, the others into partials added in part order afterwards, so
+// the result does not depend on which thread ran which part.
+// set_onednn_on_pool(false) runs one primitive over the whole batch on
+// the calling thread's OpenMP count instead, for A/B measurements.
+void run_onednn(const ConvGeometry& g, ConvPass pass, const float* a, const float* b, float* out) {
+  if (!onednn::on_pool()) {
+    onednn::execute(cached_plan(g, pass, 0), {const_cast<float*>(a), const_cast<float*>(b), out}, 0);
+    return;
+  }
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.n));
+  const int64_t in_image = g.c * g.h * g.w, out_image = g.o * g.oh * g.ow;
+  const int64_t size = g.o * g.cg() * g.kh * g.kw;  // the weight gradient's
+  float* partials = pass == ConvPass::kBackwardWeights && parts > 1
+                        ? static_cast<float*>(
+                              onednn::thread_buffer(kPartials, static_cast<size_t>((parts - 1) * size) * sizeof(float)))
+                        : nullptr;
+  auto body = [&](int ith, int nth) {
+    const auto [n0, n1] = split(g.n, ith, nth);
+    if (n0 == n1) return;
+    ConvGeometry part = g;
+    part.n = n1 - n0;
+    const onednn::Plan& plan = cached_plan(part, pass);
+    switch (pass) {
+      case ConvPass::kForward:  // (x, w) -> y
+        onednn::execute(plan, {const_cast<float*>(a + n0 * in_image), const_cast<float*>(b), out + n0 * out_image});
+        break;
+      case ConvPass::kBackwardData:  // (dy, w) -> dx
+        onednn::execute(plan, {const_cast<float*>(a + n0 * out_image), const_cast<float*>(b), out + n0 * in_image});
+        break;
+      case ConvPass::kBackwardWeights:  // (x, dy) -> dw
+        onednn::execute(plan, {const_cast<float*>(a + n0 * in_image), const_cast<float*>(b + n0 * out_image),
+                               ith == 0 ? out : partials + (ith - 1) * size});
+        break;
+    }
+  };
+  parallel_region(parts, RegionBody(body));
+  if (partials == nullptr) return;
+  parallel_for(size, 4096, [&](int64_t i0, int64_t i1) {
+    for (int part = 1; part < parts; ++part) {
+      const float* p = partials + (part - 1) * size;
+      for (int64_t i = i0; i < i1; ++i) out[i] += p[i];
+    }
+  });
 }
 
 // The direct kernels where oneDNN's blocks of 16 channels would be mostly
@@ -583,6 +753,7 @@ template <typename T> void conv2d_backward_weight_onednn_kernel(const KernelArgs
 }  // namespace
 
 bool set_direct_conv(bool on) { return g_direct_conv.exchange(on); }
+bool set_onednn_on_pool(bool on) { return onednn::set_on_pool(on); }
 
 void add_conv_kernels(Table& t) {
   rows<float>(t, OpKind::kConv2d, LAZYSCOPE_KERNEL(conv2d_onednn_kernel));

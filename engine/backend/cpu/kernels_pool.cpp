@@ -1,8 +1,8 @@
 // Pooling kernels over 4-D NCHW buffers, one (n, c) plane at a time, and
 // their backward ops. Window bounds follow PyTorch's CPU kernels exactly
 // (padding, ceil_mode, count_include_pad), so results match it element for
-// element, not only in shape. float32 max pooling runs on oneDNN (threaded,
-// vectorized) when the input holds no NaN or -inf, whose rules oneDNN does
+// element, not only in shape. float32 max pooling runs on oneDNN (vectorized,
+// its planes split over the pool) when the input holds no NaN or -inf, whose rules oneDNN does
 // not share (it starts windows at the lowest finite value and its max does
 // not propagate NaN); such inputs, float64 and the average pools take the
 // loops here.
@@ -416,19 +416,22 @@ dnnl::pooling_v2_forward::primitive_desc max_forward_pd(const PoolDescs& d, dnnl
   return {desc, onednn::attributes(), onednn::engine()};
 }
 
-const onednn::Plan& max_pool_plan(const Shape& in, const Shape& out, const PoolGeometry& g) {
+const onednn::Plan& max_pool_plan(const Shape& in, const Shape& out, const PoolGeometry& g, int omp_threads = 1) {
   const std::vector<int64_t> key{100,  in[0], in[1], in[2], in[3], g.oh, g.ow, g.kh,
                                  g.kw, g.sh,  g.sw,  g.ph,  g.pw,  g.dh, g.dw};
-  return onednn::cached(key, [&] {
-    const PoolDescs d = pool_descs(in, out, g);
-    onednn::Plan plan;
-    const auto pd = max_forward_pd(d, dnnl::prop_kind::forward_inference);
-    plan.primitive = dnnl::pooling_v2_forward(pd);
-    plan.scratchpad = pd.scratchpad_desc();
-    onednn::add_arg(plan, DNNL_ARG_SRC, d.src, pd.src_desc(), false);
-    onednn::add_arg(plan, DNNL_ARG_DST, d.dst, pd.dst_desc(), true);
-    return plan;
-  });
+  return onednn::cached(
+      key,
+      [&] {
+        const PoolDescs d = pool_descs(in, out, g);
+        onednn::Plan plan;
+        const auto pd = max_forward_pd(d, dnnl::prop_kind::forward_inference);
+        plan.primitive = dnnl::pooling_v2_forward(pd);
+        plan.scratchpad = pd.scratchpad_desc();
+        onednn::add_arg(plan, DNNL_ARG_SRC, d.src, pd.src_desc(), false);
+        onednn::add_arg(plan, DNNL_ARG_DST, d.dst, pd.dst_desc(), true);
+        return plan;
+      },
+      omp_threads);
 }
 
 bool onednn_pool_fits(const PoolGeometry& g) { return g.planes > 0 && g.h > 0 && g.w > 0 && g.oh > 0 && g.ow > 0; }
@@ -436,13 +439,26 @@ bool onednn_pool_fits(const PoolGeometry& g) { return g.planes > 0 && g.h > 0 &&
 template <typename T> void max_pool2d_onednn_kernel(const KernelArgs& k) {
   const PoolGeometry g = pool_geometry(k.inputs[0]->shape(), k.out.shape(), k.attrs, true);
   const float* x = k.inputs[0]->as<float>();
+  float* out = k.out.as<float>();
   // The plain 2x2 window: the SSE loop above is faster than oneDNN (no
   // reorders, no NaN scan) and keeps PyTorch's NaN rule itself.
   if (is_plain_2x2(g) || !onednn_pool_fits(g) || !onednn_max_safe(x, k.inputs[0]->numel())) {
     return max_pool2d_kernel<T>(k);
   }
-  const auto& plan = max_pool_plan(k.inputs[0]->shape(), k.out.shape(), g);
-  onednn::execute(plan, {const_cast<float*>(x), k.out.as<float>()});
+  if (!onednn::on_pool()) {  // one primitive on oneDNN's OpenMP team (A/B runs)
+    onednn::execute(max_pool_plan(k.inputs[0]->shape(), k.out.shape(), g, 0), {const_cast<float*>(x), out}, 0);
+    return;
+  }
+  // Planes are independent: split over the pool as [1, planes, h, w], one
+  // single-threaded primitive per part (a plan per part size).
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), g.planes));
+  auto body = [&](int ith, int nth) {
+    const auto [p0, p1] = split(g.planes, ith, nth);
+    if (p0 == p1) return;
+    const auto& plan = max_pool_plan({1, p1 - p0, g.h, g.w}, {1, p1 - p0, g.oh, g.ow}, g);
+    onednn::execute(plan, {const_cast<float*>(x + p0 * g.h * g.w), out + p0 * g.oh * g.ow});
+  };
+  parallel_region(parts, RegionBody(body));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "backend/cpu/onednn.h"
 
+#include <omp.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -11,6 +13,7 @@ namespace lazyscope::cpu::onednn {
 namespace {
 
 std::atomic<int64_t> g_created{0};
+std::atomic<bool> g_on_pool{true};
 
 // A per-thread buffer that only grows, 64-byte aligned for the vector units.
 class Slot {
@@ -40,6 +43,27 @@ struct ThreadState {
     return v[i];
   }
   Slot& slot(size_t i) { return at(slots, i); }
+};
+
+// The calling thread's OpenMP count set to `want` (0: left as it is) for
+// the object's life. oneDNN's OpenMP build reads it per thread (libgomp keeps
+// it per thread): a primitive fixes its thread count when it is created
+// (most of its kernels) and a reorder or a few others read it per call, so
+// both creation and execution run under it.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int want) : before_(omp_get_max_threads()), during_(want > 0 ? want : before_) {
+    if (during_ != before_) omp_set_num_threads(during_);
+  }
+  ~OmpThreads() {
+    if (during_ != before_) omp_set_num_threads(before_);
+  }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+  int threads() const { return during_; }
+
+ private:
+  int before_, during_;
 };
 
 ThreadState& thread_state() {
@@ -74,7 +98,9 @@ void add_arg(Plan& plan, int id, const dnnl::memory::desc& user, const dnnl::mem
   plan.args.push_back(std::move(a));
 }
 
-const Plan& cached(const std::vector<int64_t>& key, const std::function<Plan()>& make) {
+const Plan& cached(std::vector<int64_t> key, const std::function<Plan()>& make, int omp_threads) {
+  const OmpThreads count(omp_threads);
+  key.push_back(count.threads());  // a plan made for one thread count runs on that many
   // Plans are never evicted: one per distinct conv/pool geometry of the
   // process, a handful for a model. Entries are shared_ptr so a reference
   // stays valid while other threads insert.
@@ -91,7 +117,13 @@ const Plan& cached(const std::vector<int64_t>& key, const std::function<Plan()>&
   return *plans.emplace(key, std::move(plan)).first->second;  // a racing twin's plan wins; both work
 }
 
-void execute(const Plan& plan, std::initializer_list<void*> data) {
+void execute(const Plan& plan, std::initializer_list<void*> data, int omp_threads) {
+  // oneDNN's OpenMP build runs a primitive (and a reorder) on
+  // omp_get_max_threads() of the calling thread, a per-thread setting in
+  // libgomp: set for the call (one: no team, whose threads, asleep under
+  // OMP_WAIT_POLICY=PASSIVE, each primitive had to wake, and which spin
+  // beside the pool's otherwise), restored after.
+  const OmpThreads count(omp_threads);
   ThreadState& ts = thread_state();
   std::unordered_map<int, dnnl::memory> args;
   std::vector<std::pair<const Arg*, dnnl::memory>> outputs;  // reordered outputs to copy back
@@ -125,5 +157,8 @@ void* thread_buffer(int which, size_t bytes) {
 }
 
 int64_t primitives_created() { return g_created.load(); }
+
+bool on_pool() { return g_on_pool.load(std::memory_order_relaxed); }
+bool set_on_pool(bool on) { return g_on_pool.exchange(on); }
 
 }  // namespace lazyscope::cpu::onednn
