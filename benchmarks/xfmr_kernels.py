@@ -44,12 +44,14 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
 
 
-def child():
+def child(steps):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_models import LazyTrainer, kernel_times
 
-    # Executions 1 and 2 of the step's graph: timed, warm.
-    rows, times = kernel_times(LazyTrainer("transformer").step, 1, 2)
+    # Executions 1 and 2 of the step's graph: timed, warm (the engine times
+    # every kernel of the first four executions, then every 64th; the steps
+    # after those measure the step without the kernels' clock reads).
+    rows, times = kernel_times(LazyTrainer("transformer").step, 1, steps)
     groups = {}
     for k, us in rows:
         g = groups.setdefault(k["label"], [0, 0.0, 0, k["name"]])
@@ -104,10 +106,10 @@ def first_steps(setups, rounds, n):
               f"{' '.join(f'{t:.0f}' for t in med)}; first {n} steps in all {total:.0f} ms")
 
 
-def run_child(setup):
+def run_child(setup, steps):
     env = setup_env(setup)
-    out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(steps)], env=env,
+                         capture_output=True, text=True, check=True).stdout
     groups, step = {}, None
     for line in out.splitlines():
         tag, _, body = line.partition(" ")
@@ -124,13 +126,15 @@ def main():
                         help="comma-separated set-ups: DIR[:VAR=VALUE[:VAR=VALUE...]]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top", type=int, default=30, help="groups listed per set-up")
+    parser.add_argument("--steps", type=int, default=2,
+                        help="timed steps per process (kernels: from the first three executions only)")
     parser.add_argument("--first-steps", type=int, default=0, metavar="N",
                         help="time each process's first N steps on an empty kernel cache instead")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first-steps-child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child()
+        child(args.steps)
         return
     if args.first_steps_child:
         first_steps_child(args.first_steps_child)
@@ -142,7 +146,7 @@ def main():
     runs = {s: [] for s in setups}
     for r in range(args.rounds):
         for s in setups:  # A B A B ...
-            groups, step = run_child(s)
+            groups, step = run_child(s, args.steps)
             runs[s].append((groups, step))
             gemm = sum(g[1] for g in groups.values() if g[3] == "gemm")
             other = sum(g[1] for g in groups.values() if g[3] != "gemm")
