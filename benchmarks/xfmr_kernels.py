@@ -4,8 +4,9 @@ for set-ups side by side, processes alternated (A B A B ...).
 
 A set-up is a build directory, optionally with environment variables for its
 processes (a run-time switch): DIR[:VAR=VALUE[:VAR=VALUE...]]. Each process
-trains a few steps; the engine times every kernel of a graph's first three
-executions, so a process gives the second and third (warm) step's kernels.
+trains two warm-up steps, then --steps timed ones; the engine times every
+kernel of a graph's first four executions, so a process gives the kernels
+of executions 3 and 4 (warm) and the wall time of every timed step.
 Kernels are grouped by what they run (op, fused ops, output shape: the
 program listing's label), with the bytes they move (the compiler's
 estimate) per microsecond: GB/s, to set against `engine_bench
@@ -48,10 +49,14 @@ def child(steps):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_models import LazyTrainer, kernel_times
 
-    # Executions 1 and 2 of the step's graph: timed, warm (the engine times
-    # every kernel of the first four executions, then every 64th; the steps
-    # after those measure the step without the kernels' clock reads).
-    rows, times = kernel_times(LazyTrainer("transformer").step, 1, steps)
+    # Two warm-up steps, then the timed ones: the engine times every kernel
+    # of the graph's first four executions (then every 64th), and drops the
+    # first execution's timings when the second comes, so a profile read
+    # after one warm-up step held the first's time, which the second's then
+    # replaced: each kernel came out as (t1 + t2 - t0) / 2, short by the
+    # first (slow) execution's share. After two, the differences are the
+    # timed executions' own.
+    rows, times = kernel_times(LazyTrainer("transformer").step, 2, steps)
     groups = {}
     for k, us in rows:
         g = groups.setdefault(k["label"], [0, 0.0, 0, k["name"]])
