@@ -14,9 +14,12 @@
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
 // set-ups: comma-separated names (auto,rows,columns,blas,dnnl,dnnl-rows,
-// openblas,auto+sgd,sgd,cblas1,cblasN,dnnl1,dnnlN; default all; auto+sgd:
-// auto with an SGD-momentum update as the product's epilogue, sgd: that
-// update alone). OpenBLAS's threads spin in
+// openblas,auto+sgd,sgd,auto+wake,cblas1,cblasN,dnnl1,dnnlN; default all;
+// auto+sgd: auto with an SGD-momentum update as the product's epilogue,
+// sgd: that update alone; auto+wake: auto with the pool's workers woken 200
+// us before the call, as a sync's start wakes them: with
+// LAZYSCOPE_GEMM_SHAPES_IDLE_US, against auto, what a sleeping worker's
+// wake-up costs the first product). OpenBLAS's threads spin in
 // sched_yield for a while after each threaded call, beside the pool's next
 // product: leave out blas and cblasN to see the pool's splits without them.
 // libgomp reads OMP_WAIT_POLICY before main: the binary re-executes itself
@@ -208,6 +211,7 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
       std::function<void()> call;
       std::vector<double> us;
       double cpu_us = 0;  // process CPU time (all threads, spinning included), summed
+      bool wake = false;  // the pool woken 200 us before the call (not timed), as a sync's start does
     };
     std::vector<Setup> setups;
     cpu::MatrixLayout la, lb, lo;  // the strided shapes' layouts
@@ -254,6 +258,7 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
                       },
                       {}});
     setups.push_back({"sgd", [&] { cpu::parallel_for(c->numel(), 2048, sgd); }, {}});
+    setups.push_back({"auto+wake", setups[0].call, {}, 0, true});
     setups.push_back({"cblas 1",
                       [&] {
                         openblas_set_num_threads(1);
@@ -283,9 +288,9 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto",     "rows", "columns", "blas",   "dnnl",  "dnnl-rows", "openblas",
-                                "auto+sgd", "sgd",  "cblas1",  "cblasN", "dnnl1", "dnnlN"};
-    constexpr size_t kFirstDirect = 9;
+    const std::string keys[] = {"auto",     "rows", "columns",   "blas",   "dnnl",   "dnnl-rows", "openblas",
+                                "auto+sgd", "sgd",  "auto+wake", "cblas1", "cblasN", "dnnl1",     "dnnlN"};
+    constexpr size_t kFirstDirect = 10;
     for (size_t i = 0; i < setups.size(); ++i) {
       // No SGD epilogue on a strided product (the step's have none).
       if (!keep(keys[i]) || (s.heads_split >= 0 && keys[i] == std::string("auto+sgd"))) setups[i].call = nullptr;
@@ -298,6 +303,10 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
         for (int i = 0; setup.call && i < calls; ++i) {
           if (cold) evict();
           if (idle_us > 0) ::usleep(static_cast<useconds_t>(idle_us));
+          if (setup.wake) {
+            cpu::wake_workers(2000);
+            ::usleep(200);
+          }
           const double c0 = cpu_now_us();
           const auto t0 = std::chrono::steady_clock::now();
           setup.call();
