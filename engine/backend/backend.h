@@ -88,8 +88,9 @@ class Backend {
   // backend's thread count); zeros where the backend does not measure.
   virtual MachinePeaks machine_peaks() { return {}; }
   // A sync is about to run a program (called as it starts, before the graph
-  // is lowered and looked up): the CPU backend wakes its pool's workers, so
-  // the program's first parallel kernel does not wait for them.
+  // is lowered and looked up): the CPU backend may wake its pool's workers
+  // (LAZYSCOPE_POOL_WAKE_US), so the program's first parallel kernel does
+  // not wait for them.
   virtual void will_run() {}
 };
 

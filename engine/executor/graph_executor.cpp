@@ -637,7 +637,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   // Nodes traced since the last sync: the size to expect (parameters add a few).
   const auto expected_nodes = static_cast<size_t>(traced_nodes) + targets.size();
   if (targets.empty()) return 0;
-  default_backend().will_run();  // the CPU pool's workers wake while the graph is walked and looked up
+  default_backend().will_run();  // the CPU pool's workers may wake while the graph is walked and looked up
   const int64_t start = events::now_ns();
   SyncProfile profile;
   profile.collect_ns = start - collect_start;

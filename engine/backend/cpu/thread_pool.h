@@ -53,9 +53,10 @@ void park_workers();
 
 // Wakes the pool's idle workers, if asleep, and keeps them spinning for up
 // to `spin_us` microseconds or until the next region: called when a program
-// is about to run (CpuBackend::will_run, at a sync's start), so the first
-// kernels do not pay a sleeping worker's wake-up (~30 us on this VM) while
-// the executor prepares the run. Does nothing with one thread, or when no
+// is about to run (CpuBackend::will_run, at a sync's start, when
+// LAZYSCOPE_POOL_WAKE_US is set), so the first kernels do not pay a
+// sleeping worker's wake-up (~30 us on this VM) while the executor
+// prepares the run. Does nothing with one thread, or when no
 // region ran since the last call (a program on one thread wakes nobody).
 void wake_workers(int64_t spin_us);
 
