@@ -14,9 +14,12 @@
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
 // set-ups: comma-separated names (auto,rows,columns,blas,dnnl,dnnl-rows,
-// openblas,auto+sgd,sgd,cblas1,cblasN,dnnl1,dnnlN; default all; auto+sgd:
-// auto with an SGD-momentum update as the product's epilogue, sgd: that
-// update alone). OpenBLAS's threads spin in
+// openblas,auto+sgd,sgd,auto+wake,cblas1,cblasN,dnnl1,dnnlN; default all;
+// auto+sgd: auto with an SGD-momentum update as the product's epilogue,
+// sgd: that update alone; auto+wake: auto with the pool's workers woken 200
+// us before the call, as a sync's start wakes them: with
+// LAZYSCOPE_GEMM_SHAPES_IDLE_US, against auto, what a sleeping worker's
+// wake-up costs the first product). OpenBLAS's threads spin in
 // sched_yield for a while after each threaded call, beside the pool's next
 // product: leave out blas and cblasN to see the pool's splits without them.
 // libgomp reads OMP_WAIT_POLICY before main: the binary re-executes itself
@@ -49,7 +52,15 @@ struct GemmShape {
   int64_t m, k, n;
   bool ta, tb;        // A stored [k, m], B stored [n, k]
   int64_t batch = 1;  // both operands [batch, ...]: a batched product (attention)
+  // An attention's products as the transformer step runs them: batch =
+  // kHeadBatch sequences x kHeads heads, and the operands flagged here
+  // (kA, kB, kOut) are heads of a [B, S, H, D] value read or written in place
+  // through strides (matmul_strided; leading dimension H*D), the others
+  // contiguous [B, H, rows, cols].
+  int heads_split = -1;  // -1: not strided (matmul_into)
 };
+constexpr int kA = 1, kB = 2, kOut = 4;
+constexpr int64_t kHeadBatch = 16, kHeads = 4;
 
 // x @ w.t() forward, dy @ w input gradients, dy.t() @ x weight gradients.
 const GemmShape kShapes[] = {
@@ -71,7 +82,38 @@ const GemmShape kShapes[] = {
     {"transformer qkv dW", 768, 1024, 256, true, false},
     {"transformer attention q k^T", 64, 64, 64, false, true, 64},
     {"transformer attention p v", 64, 64, 64, false, false, 64},
+    // The step's own layouts (program listing: "reads or writes in place
+    // through strides"): forward q k^T, p v; backward p^T do, do v^T, ds^T q, ds k.
+    {"transformer strided q k^T", 64, 64, 64, false, true, 64, kA | kB},
+    {"transformer strided p v", 64, 64, 64, false, false, 64, kB | kOut},
+    {"transformer strided p^T do", 64, 64, 64, true, false, 64, kB | kOut},
+    {"transformer strided do v^T", 64, 64, 64, false, true, 64, kA | kB},
+    {"transformer strided ds^T q", 64, 64, 64, true, false, 64, kB | kOut},
+    {"transformer strided ds k", 64, 64, 64, false, false, 64, kB | kOut},
+    // The 65-wide head: forward, input gradient, weight gradient.
+    {"transformer head dx", 1024, 65, 256, false, false},
+    {"transformer head dW", 65, 1024, 256, true, false},
 };
+
+// The layout of a [batch, rows, cols] operand as the step stores it: heads
+// of [B, S, H, D] (rows = S, cols = D) when split, else contiguous.
+cpu::MatrixLayout head_layout(int64_t rows, int64_t cols, bool split) {
+  cpu::MatrixLayout l;
+  l.shape = {kHeadBatch, kHeads, rows, cols};
+  l.strides = split ? std::vector<int64_t>{rows * kHeads * cols, cols, kHeads * cols, 1}
+                    : std::vector<int64_t>{kHeads * rows * cols, rows * cols, cols, 1};
+  return l;
+}
+
+// Element offset of batch i (over the layout's batch dims) and its leading dimension.
+int64_t batch_offset(const cpu::MatrixLayout& l, int64_t i) {
+  int64_t off = 0;
+  for (size_t d = l.shape.size() - 2; d-- > 0;) {
+    off += i % l.shape[d] * l.strides[d];
+    i /= l.shape[d];
+  }
+  return off;
+}
 
 double cpu_now_us() {
   timespec t{};
@@ -92,21 +134,34 @@ double p10(std::vector<double> v) {
   return v[v.size() / 10];
 }
 
-void direct_one(const GemmShape& s, const float* a, const float* b, float* c) {
+void direct_one(const GemmShape& s, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
-              static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.ta ? s.m : s.k), b,
-              static_cast<int>(s.tb ? s.k : s.n), 0.0f, c, static_cast<int>(s.n));
+              static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+              0.0f, c, static_cast<int>(ldc));
 }
 
-void direct_dnnl_one(const GemmShape& s, const float* a, const float* b, float* c) {
-  dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.ta ? s.m : s.k, b, s.tb ? s.k : s.n, 0.0f, c,
-             s.n);
+void direct_dnnl_one(const GemmShape& s, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                     int64_t ldc) {
+  dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
+// Each batch's product by one library call on the calling thread (the
+// library's own threads where it has been given more than one), at the
+// shape's layouts.
 void direct(const GemmShape& s, const float* a, const float* b, float* c, bool dnnl = false) {
+  const auto call = dnnl ? direct_dnnl_one : direct_one;
+  if (s.heads_split < 0) {
+    for (int64_t i = 0; i < s.batch; ++i) {
+      call(s, a + i * s.m * s.k, s.ta ? s.m : s.k, b + i * s.k * s.n, s.tb ? s.k : s.n, c + i * s.m * s.n, s.n);
+    }
+    return;
+  }
+  const auto la = s.ta ? head_layout(s.k, s.m, s.heads_split & kA) : head_layout(s.m, s.k, s.heads_split & kA);
+  const auto lb = s.tb ? head_layout(s.n, s.k, s.heads_split & kB) : head_layout(s.k, s.n, s.heads_split & kB);
+  const auto lo = head_layout(s.m, s.n, s.heads_split & kOut);
   for (int64_t i = 0; i < s.batch; ++i) {
-    const int64_t sa = s.m * s.k, sb = s.k * s.n, sc = s.m * s.n;
-    (dnnl ? direct_dnnl_one : direct_one)(s, a + i * sa, b + i * sb, c + i * sc);
+    call(s, a + batch_offset(la, i), la.strides[2], b + batch_offset(lb, i), lb.strides[2], c + batch_offset(lo, i),
+         lo.strides[2]);
   }
 }
 
@@ -156,14 +211,25 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
       std::function<void()> call;
       std::vector<double> us;
       double cpu_us = 0;  // process CPU time (all threads, spinning included), summed
+      bool wake = false;  // the pool woken 200 us before the call (not timed), as a sync's start does
     };
     std::vector<Setup> setups;
+    cpu::MatrixLayout la, lb, lo;  // the strided shapes' layouts
+    if (s.heads_split >= 0) {
+      la = s.ta ? head_layout(s.k, s.m, s.heads_split & kA) : head_layout(s.m, s.k, s.heads_split & kA);
+      lb = s.tb ? head_layout(s.n, s.k, s.heads_split & kB) : head_layout(s.k, s.n, s.heads_split & kB);
+      lo = head_layout(s.m, s.n, s.heads_split & kOut);
+    }
     for (auto mode : {cpu::GemmSplit::kAuto, cpu::GemmSplit::kRows, cpu::GemmSplit::kColumns, cpu::GemmSplit::kBlas,
                       cpu::GemmSplit::kDnnl, cpu::GemmSplit::kDnnlRows, cpu::GemmSplit::kOpenBlas}) {
       setups.push_back({cpu::gemm_split_name(mode),
                         [&, mode] {
                           cpu::set_gemm_split(mode);
-                          cpu::matmul_into(*a, s.ta, *b, s.tb, *c);
+                          if (s.heads_split < 0) {
+                            cpu::matmul_into(*a, s.ta, *b, s.tb, *c);
+                          } else {
+                            cpu::matmul_strided(*a, la, s.ta, *b, lb, s.tb, *c, lo);
+                          }
                         },
                         {}});
     }
@@ -192,6 +258,7 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
                       },
                       {}});
     setups.push_back({"sgd", [&] { cpu::parallel_for(c->numel(), 2048, sgd); }, {}});
+    setups.push_back({"auto+wake", setups[0].call, {}, 0, true});
     setups.push_back({"cblas 1",
                       [&] {
                         openblas_set_num_threads(1);
@@ -221,11 +288,12 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto",     "rows", "columns", "blas",   "dnnl",  "dnnl-rows", "openblas",
-                                "auto+sgd", "sgd",  "cblas1",  "cblasN", "dnnl1", "dnnlN"};
-    constexpr size_t kFirstDirect = 9;
+    const std::string keys[] = {"auto",     "rows", "columns",   "blas",   "dnnl",   "dnnl-rows", "openblas",
+                                "auto+sgd", "sgd",  "auto+wake", "cblas1", "cblasN", "dnnl1",     "dnnlN"};
+    constexpr size_t kFirstDirect = 10;
     for (size_t i = 0; i < setups.size(); ++i) {
-      if (!keep(keys[i])) setups[i].call = nullptr;
+      // No SGD epilogue on a strided product (the step's have none).
+      if (!keep(keys[i]) || (s.heads_split >= 0 && keys[i] == std::string("auto+sgd"))) setups[i].call = nullptr;
     }
     for (auto& setup : setups) {
       if (setup.call) setup.call();  // warm-up: OpenBLAS's buffers, the pool's threads
@@ -235,6 +303,10 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
         for (int i = 0; setup.call && i < calls; ++i) {
           if (cold) evict();
           if (idle_us > 0) ::usleep(static_cast<useconds_t>(idle_us));
+          if (setup.wake) {
+            cpu::wake_workers(2000);
+            ::usleep(200);
+          }
           const double c0 = cpu_now_us();
           const auto t0 = std::chrono::steady_clock::now();
           setup.call();

@@ -4,8 +4,9 @@ for set-ups side by side, processes alternated (A B A B ...).
 
 A set-up is a build directory, optionally with environment variables for its
 processes (a run-time switch): DIR[:VAR=VALUE[:VAR=VALUE...]]. Each process
-trains a few steps; the engine times every kernel of a graph's first three
-executions, so a process gives the second and third (warm) step's kernels.
+trains two warm-up steps, then --steps timed ones; the engine times every
+kernel of a graph's first four executions, so a process gives the kernels
+of executions 3 and 4 (warm) and the wall time of every timed step.
 Kernels are grouped by what they run (op, fused ops, output shape: the
 program listing's label), with the bytes they move (the compiler's
 estimate) per microsecond: GB/s, to set against `engine_bench
@@ -44,12 +45,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BUILD = Path(os.environ.get("LAZYSCOPE_BUILD_DIR", ROOT / "build" / "release"))
 
 
-def child():
+def child(steps):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_models import LazyTrainer, kernel_times
 
-    # Executions 1 and 2 of the step's graph: timed, warm.
-    rows, times = kernel_times(LazyTrainer("transformer").step, 1, 2)
+    # Two warm-up steps, then the timed ones: the engine times every kernel
+    # of the graph's first four executions (then every 64th), and drops the
+    # first execution's timings when the second comes, so a profile read
+    # after one warm-up step held the first's time, which the second's then
+    # replaced: each kernel came out as (t1 + t2 - t0) / 2, short by the
+    # first (slow) execution's share. After two, the differences are the
+    # timed executions' own.
+    rows, times = kernel_times(LazyTrainer("transformer").step, 2, steps)
     groups = {}
     for k, us in rows:
         g = groups.setdefault(k["label"], [0, 0.0, 0, k["name"]])
@@ -104,10 +111,10 @@ def first_steps(setups, rounds, n):
               f"{' '.join(f'{t:.0f}' for t in med)}; first {n} steps in all {total:.0f} ms")
 
 
-def run_child(setup):
+def run_child(setup, steps):
     env = setup_env(setup)
-    out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(steps)], env=env,
+                         capture_output=True, text=True, check=True).stdout
     groups, step = {}, None
     for line in out.splitlines():
         tag, _, body = line.partition(" ")
@@ -124,13 +131,15 @@ def main():
                         help="comma-separated set-ups: DIR[:VAR=VALUE[:VAR=VALUE...]]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top", type=int, default=30, help="groups listed per set-up")
+    parser.add_argument("--steps", type=int, default=2,
+                        help="timed steps per process (kernels: from the first three executions only)")
     parser.add_argument("--first-steps", type=int, default=0, metavar="N",
                         help="time each process's first N steps on an empty kernel cache instead")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first-steps-child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child()
+        child(args.steps)
         return
     if args.first_steps_child:
         first_steps_child(args.first_steps_child)
@@ -142,7 +151,7 @@ def main():
     runs = {s: [] for s in setups}
     for r in range(args.rounds):
         for s in setups:  # A B A B ...
-            groups, step = run_child(s)
+            groups, step = run_child(s, args.steps)
             runs[s].append((groups, step))
             gemm = sum(g[1] for g in groups.values() if g[3] == "gemm")
             other = sum(g[1] for g in groups.values() if g[3] != "gemm")

@@ -90,6 +90,11 @@ class Backend {
   // Measured once, on first call (a short GEMM and a STREAM triad at the
   // backend's thread count); zeros where the backend does not measure.
   virtual MachinePeaks machine_peaks() { return {}; }
+  // A sync is about to run a program (called as it starts, before the graph
+  // is lowered and looked up): the CPU backend may wake its pool's workers
+  // (LAZYSCOPE_POOL_WAKE_US), so the program's first parallel kernel does
+  // not wait for them.
+  virtual void will_run() {}
 };
 
 // The backend of the lazy devices (the CPU backend for now).
@@ -117,6 +122,7 @@ class RestrictedBackend final : public Backend {
   bool lowers(OpKind op, DType dtype) const override;
   std::unique_ptr<Executable> compile(const GraphView& graph) override { return inner_.compile(graph); }
   MachinePeaks machine_peaks() override { return inner_.machine_peaks(); }
+  void will_run() override { inner_.will_run(); }
 
  private:
   Backend& inner_;

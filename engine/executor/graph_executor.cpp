@@ -704,6 +704,7 @@ int64_t sync_locked(const Device& device, DeviceState& st, std::vector<std::shar
   const size_t outputs_count = roots_held.nodes.size();
   const auto expected_nodes = static_cast<size_t>(traced_nodes) + outputs_count;
   if (outputs_count == 0) return 0;
+  default_backend().will_run();  // the CPU pool's workers may wake while the graph is walked and looked up
   const int64_t start = events::now_ns();
   SyncProfile profile;
   profile.collect_ns = start - collect_start;

@@ -117,6 +117,8 @@ SUMS = [
     ((3000, 3), (0,), False),
     ((2, 300, 1), (0,), True),
     ((9, 1000), (0,), False),
+    ((64, 95), (0,), False),      # column blocks of 32 in registers and a tail of 31
+    ((3, 2, 64), (0, 1), True),   # exactly two blocks
     # trailing and middle: row sums (a layer norm's), a conv bias gradient
     ((64, 256), (1,), False),
     ((5, 7, 13), (2,), True),

@@ -1987,6 +1987,24 @@ int64_t last_level_cache_bytes() {
 
 }  // namespace
 
+// How long the pool's workers spin, woken at a sync's start, waiting for
+// the program's first parallel kernel (LAZYSCOPE_POOL_WAKE_US; default 0:
+// not woken, they sleep until that kernel wakes them, ~30 us later). A
+// cached transformer step reaches its first parallel kernel 0.1-0.4 ms
+// after the sync starts. Off by default: measured on this 2-core VM, 2000
+// us did not speed up the transformer's step (116.9 against 116.1 ms, six
+// alternated processes) and the MLP's step after the CNN's in one process
+// came out 0.2-0.4 ms slower with it in three pairs of three
+// (benchmarks/README.md, branch xfmr2). A program that ran no parallel
+// region wakes nobody at the next sync (wake_workers).
+void CpuBackend::will_run() {
+  static const int64_t spin_us = [] {
+    const char* env = std::getenv("LAZYSCOPE_POOL_WAKE_US");
+    return env && *env ? std::clamp<int64_t>(std::atoll(env), 0, 100000) : int64_t{0};
+  }();
+  if (spin_us > 0) wake_workers(spin_us);
+}
+
 MachinePeaks CpuBackend::machine_peaks() {
   static const MachinePeaks peaks = [] {
     MachinePeaks p;

@@ -16,6 +16,7 @@ class CpuBackend final : public Backend {
   bool lowers(OpKind op, DType dtype) const override;
   std::unique_ptr<Executable> compile(const GraphView& graph) override;
   MachinePeaks machine_peaks() override;
+  void will_run() override;
 };
 
 // A compiled program's memory plan as data, for tests that check it without

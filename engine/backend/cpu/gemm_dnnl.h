@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace lazyscope::cpu {
 
@@ -23,5 +24,19 @@ void dnnl_gemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb
 // oneDNN's sgemm lost to OpenBLAS's on half the models' products (up to
 // 1.6x slower, benchmarks/README.md), so the default split keeps OpenBLAS there.
 bool dnnl_gemm_avx512();
+
+// A batch of products on the calling thread by one oneDNN matmul primitive
+// (its brgemm kernels, created once per geometry and cached):
+// out[i] = a[i] b[i] for every index i of `batch` (row-major batch dims),
+// each operand addressed through element strides, one per dim of
+// [batch..., rows, cols] as the product reads it: a [m, k], b [k, n], out
+// [m, n] (a transposed operand is the same memory with its last two strides
+// swapped). Returns false, having written nothing, where oneDNN has no
+// brgemm kernel for these layouts (its fallbacks are slower than OpenBLAS).
+// With `out` null it only makes (or finds) the primitive: whether a call
+// with these strides and batch would be taken.
+bool dnnl_batched_gemm(const float* a, const std::vector<int64_t>& a_strides, const float* b,
+                       const std::vector<int64_t>& b_strides, float* out, const std::vector<int64_t>& out_strides,
+                       const std::vector<int64_t>& batch, int64_t m, int64_t k, int64_t n);
 
 }  // namespace lazyscope::cpu

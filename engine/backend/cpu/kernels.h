@@ -67,6 +67,11 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
 // dynamically; LAZYSCOPE_GEMM_PARTS_PER_THREAD); returns the previous value.
 // For benchmarks/vs_pytorch.py's side-by-side comparison.
 int set_gemm_parts_per_thread(int parts);
+// Whether batches of small float products with B transposed (an attention's
+// q k^T) run as oneDNN matmul primitives over parts of the batch instead of
+// one OpenBLAS call per product (LAZYSCOPE_GEMM_BATCHED_DNNL; default on,
+// in the auto split where oneDNN runs AVX-512); returns the previous choice.
+bool set_gemm_batched_dnnl(bool on);
 // How a single product is shared by the threads (LAZYSCOPE_GEMM_SPLIT):
 // auto (rows unless too few; a batch of rows times one matrix stacked into
 // one product; each part single-threaded oneDNN where it is large on every

@@ -395,6 +395,84 @@ void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, 
   if (epilogue_after) parallel_for(m * n, 2048, [&](int64_t b0, int64_t b1) { (*epilogue)(b0, b1); });
 }
 
+// Whether a batch of small float products op(A) [m,k] x op(B) [k,n] runs as
+// oneDNN matmul primitives (its brgemm kernels), one per part of the batch,
+// rather than one OpenBLAS call per product (LAZYSCOPE_GEMM_BATCHED_DNNL,
+// set_gemm_batched_dnnl; default on). Only B transposed and A not (an
+// attention's q k^T and do v^T): there, on one thread, the transformer's
+// 64 products of 64x64x64 took 331 us against OpenBLAS's 415 (1.25x);
+// every other combination of flags was 8-18% slower on oneDNN (OpenBLAS's
+// small-matrix kernels run those at ~113 GFLOP/s, this core's peak), so
+// they stay on OpenBLAS. And only where oneDNN runs AVX-512, in the auto
+// split and its rows/columns variants (openblas, dnnl-rows, legacy... keep
+// their per-product calls).
+std::atomic<bool>& batched_dnnl_flag() {
+  static std::atomic<bool> on{[] {
+    const char* env = std::getenv("LAZYSCOPE_GEMM_BATCHED_DNNL");
+    return !env || !*env || std::string(env) != "0";
+  }()};
+  return on;
+}
+
+bool use_batched_dnnl(bool ta, bool tb, int64_t m, int64_t k, int64_t n) {
+  const GemmSplit mode = current_split();
+  return batched_dnnl_flag().load(std::memory_order_relaxed) && tb && !ta && m <= 256 && k <= 256 && n <= 256 &&
+         (mode == GemmSplit::kAuto || mode == GemmSplit::kRows || mode == GemmSplit::kColumns) && dnnl_gemm_avx512();
+}
+
+// The batch of products at layouts la, lb, lo (as stored; ta/tb say which
+// are transposed) on oneDNN when use_batched_dnnl says so: the batch split
+// over its first dim across the pool, every part one primitive call over
+// the rest of the batch (parts of one size share one primitive). The
+// epilogue runs on each part's products (a contiguous range of out) after
+// it, on the same thread. False, having run nothing, where not taken or
+// where oneDNN has no brgemm kernel for these layouts.
+bool batched_dnnl(const float* a, const MatrixLayout& la, bool ta, const float* b, const MatrixLayout& lb, bool tb,
+                  float* out, const MatrixLayout& lo, int64_t m, int64_t kk, int64_t n, const Epilogue* epilogue) {
+  const size_t rank = lo.shape.size();
+  if (!use_batched_dnnl(ta, tb, m, kk, n) || rank < 3 || m == 0 || n == 0 || kk == 0) return false;
+  std::vector<int64_t> batch(lo.shape.begin(), lo.shape.end() - 2);
+  for (int64_t d : batch) {
+    if (d == 0) return false;
+  }
+  // Strides as the product reads each operand: a transpose swaps the last two.
+  const auto read = [&](const MatrixLayout& l, bool t) {
+    std::vector<int64_t> s = l.strides;
+    if (t) std::swap(s[rank - 2], s[rank - 1]);
+    return s;
+  };
+  const std::vector<int64_t> sa = read(la, ta), sb = read(lb, tb), so = lo.strides;
+  // Rows overlapping their neighbours are the engine's bug: left to
+  // gemm_ld, which refuses them by name.
+  if (la.strides[rank - 2] < la.shape[rank - 1] || lb.strides[rank - 2] < lb.shape[rank - 1] ||
+      lo.strides[rank - 2] < lo.shape[rank - 1]) {
+    return false;
+  }
+  const int64_t outer = batch[0], inner = numel(Shape(batch.begin() + 1, batch.end()));
+  // Each thread's share in up to 4 parts, as parallel_for splits, of whole
+  // steps of the first batch dim (at least one per thread, else OpenBLAS's
+  // calls split the batch better). Parts have at most two sizes, each one
+  // primitive, made (or found) here before the region: where oneDNN would
+  // not take one, nothing has run yet.
+  const int threads = num_threads();
+  if (outer < threads) return false;
+  const int parts = static_cast<int>(std::min<int64_t>(outer, int64_t{4} * threads));
+  for (int64_t size : {outer / parts, (outer + parts - 1) / parts}) {
+    batch[0] = size;
+    if (size > 0 && !dnnl_batched_gemm(nullptr, sa, nullptr, sb, nullptr, so, batch, m, kk, n)) return false;
+  }
+  auto body = [&](int ith, int nth) {
+    const auto [q0, q1] = split(outer, ith, nth);
+    if (q0 >= q1) return;
+    std::vector<int64_t> part = batch;
+    part[0] = q1 - q0;
+    dnnl_batched_gemm(a + q0 * sa[0], sa, b + q0 * sb[0], sb, out + q0 * so[0], so, part, m, kk, n);
+    if (epilogue) (*epilogue)(q0 * inner * m * n, q1 * inner * m * n);
+  };
+  parallel_region(parts, RegionBody(body));
+  return true;
+}
+
 template <typename T>
 void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& ob,
                   const Epilogue* epilogue = nullptr) {
@@ -419,6 +497,12 @@ void matmul_typed(const Buffer& ab, bool ta, const Buffer& bb, bool tb, Buffer& 
   }
   if (batches >= num_threads() && batches > 1) {
     // Many small products (attention heads): whole products per thread.
+    if constexpr (std::is_same_v<T, float>) {
+      if (a_batch == o_batch && b_batch == o_batch) {
+        const auto layout = [](const Shape& s) { return MatrixLayout{s, contiguous_strides(s)}; };
+        if (batched_dnnl(a, layout(as), ta, b, layout(bs), tb, out, layout(os), m, kk, n, epilogue)) return;
+      }
+    }
     set_blas_threads(1);
     std::vector<std::array<int64_t, 2>> offsets(static_cast<size_t>(batches));
     for_each_broadcast<2>(o_batch, {&a_batch, &b_batch},
@@ -460,6 +544,9 @@ void matmul_strided_typed(const T* a, const MatrixLayout& la, bool ta, const T* 
     }
     return off;
   };
+  if constexpr (std::is_same_v<T, float>) {
+    if (batched_dnnl(a, la, ta, b, lb, tb, out, lo, m, kk, n, epilogue)) return;
+  }
   set_blas_threads(1);
   parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
@@ -550,6 +637,8 @@ void matmul_strided(const Buffer& a, const MatrixLayout& la, bool transpose_a, c
 }
 
 int set_gemm_parts_per_thread(int parts) { return gemm_parts().exchange(std::clamp(parts, 1, 16)); }
+
+bool set_gemm_batched_dnnl(bool on) { return batched_dnnl_flag().exchange(on); }
 
 GemmSplit set_gemm_split(GemmSplit mode) {
   return static_cast<GemmSplit>(gemm_split_mode().exchange(static_cast<int>(mode)));

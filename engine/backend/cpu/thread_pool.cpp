@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,15 @@ namespace lazyscope::cpu {
 namespace {
 
 thread_local bool t_in_region = false;
+
+// An idle worker spins this many pauses (~25 ns each on this machine's EPYC:
+// ~100 us) before it sleeps, unless wake() asked for longer.
+constexpr int kSpinPauses = 4000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 // A child of fork() has none of the pool's threads: its regions run on the
 // calling thread (a data-loader worker forked from a process that used the
 // pool would otherwise wait forever for workers that do not exist).
@@ -40,7 +50,28 @@ class Pool {
   }
 
   int size() const { return n_; }
+  int sleeping() const { return sleeping_.load(); }
   void park() { park_.store(true, std::memory_order_relaxed); }
+
+  // Workers asleep are woken now (a region with no parts: they join none
+  // and go back to spinning) and every idle worker spins until `spin_us`
+  // from now, unless the pool ran no region since the last call: a program
+  // that uses one thread (a small graph) wakes nobody, so a loop of them
+  // leaves the other cores alone.
+  void wake(int64_t spin_us) {
+    if (n_ <= 1 || g_forked.load(std::memory_order_relaxed) || !ran_region_.exchange(false)) return;
+    const int64_t until = now_ns() + spin_us * 1000;
+    // Sequentially consistent, as the worker's count of sleepers and its
+    // read of the deadline below: a worker about to sleep either sees this
+    // deadline and spins on, or is counted here and woken.
+    spin_until_.store(until);
+    park_.store(false, std::memory_order_relaxed);
+    if (sleeping_.load() == 0) return;
+    std::unique_lock lock(busy_, std::try_to_lock);  // a region running: its workers are awake
+    if (!lock.owns_lock()) return;
+    generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    generation_.notify_all();
+  }
 
   // Parts are claimed from a counter by whoever is running: the caller
   // starts at once and takes every part a late worker has not claimed, so a
@@ -56,6 +87,7 @@ class Pool {
       serial(nth, body);
       return;
     }
+    ran_region_.store(true, std::memory_order_relaxed);
     body_ = &body;
     nth_ = nth;
     error_ = nullptr;
@@ -106,13 +138,26 @@ class Pool {
     uint64_t seen = 0;
     for (;;) {
       uint64_t g = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < 4000 && !park_.load(std::memory_order_relaxed); ++spin) {
+      // ~100 us of pauses after a region (kSpinPauses), longer until the
+      // deadline a wake() set (the clock read every 64 pauses).
+      for (int spin = 0; g == seen && !park_.load(std::memory_order_relaxed); ++spin) {
+        if (spin >= kSpinPauses && spin % 64 == 0 && now_ns() >= spin_until_.load(std::memory_order_relaxed)) break;
         __builtin_ia32_pause();
         g = generation_.load(std::memory_order_acquire);
       }
-      while (g == seen) {
-        generation_.wait(seen);
-        g = generation_.load(std::memory_order_acquire);
+      if (g == seen) {
+        sleeping_.fetch_add(1);
+        // A wake() that came after the spin ended but did not count this
+        // worker: spin again rather than sleep through it.
+        const bool woken = now_ns() < spin_until_.load() && !park_.load(std::memory_order_relaxed);
+        if (!woken) {
+          while (g == seen) {
+            generation_.wait(seen);
+            g = generation_.load(std::memory_order_acquire);
+          }
+        }
+        sleeping_.fetch_sub(1);
+        if (woken) continue;
       }
       seen = g;
       if (stop_.load()) return;
@@ -132,7 +177,10 @@ class Pool {
   std::atomic<int> next_{0};       // the next part to claim
   std::atomic<int> active_{0};     // workers inside the open region
   std::atomic<bool> stop_{false};
-  std::atomic<bool> park_{false};  // park_workers(): idle workers sleep at once
+  std::atomic<bool> park_{false};        // park_workers(): idle workers sleep at once
+  std::atomic<bool> ran_region_{false};  // a region ran since the last wake()
+  std::atomic<int64_t> spin_until_{0};   // wake(): idle workers spin until this steady-clock time (ns)
+  std::atomic<int> sleeping_{0};         // workers asleep or about to be
   const RegionBody* body_ = nullptr;
   int nth_ = 1;
   std::mutex error_mu_;
@@ -163,6 +211,12 @@ int set_active_threads(int n) {
 void parallel_region(int nth, RegionBody body) { pool().run(nth, body); }
 
 void park_workers() { pool().park(); }
+
+void wake_workers(int64_t spin_us) { pool().wake(spin_us); }
+
+int pool_size() { return pool().size(); }
+
+int sleeping_workers() { return pool().sleeping(); }
 
 bool in_parallel_region() { return t_in_region; }
 

@@ -51,6 +51,20 @@ void parallel_region(int nth, RegionBody body);
 // otherwise compete with on a small machine.
 void park_workers();
 
+// Wakes the pool's idle workers, if asleep, and keeps them spinning for up
+// to `spin_us` microseconds or until the next region: called when a program
+// is about to run (CpuBackend::will_run, at a sync's start, when
+// LAZYSCOPE_POOL_WAKE_US is set), so the first kernels do not pay a
+// sleeping worker's wake-up (~30 us on this VM) while the executor
+// prepares the run. Does nothing with one thread, or when no
+// region ran since the last call (a program on one thread wakes nobody).
+void wake_workers(int64_t spin_us);
+
+// The pool's threads, the caller's included (set_active_threads aside), and
+// how many of its workers are asleep (or about to be): for tests.
+int pool_size();
+int sleeping_workers();
+
 // Whether the calling thread is a pool worker or runs inside a region: a
 // kernel called there must not start threads of its own.
 bool in_parallel_region();
