@@ -18,10 +18,7 @@ class Adagrad(Optimizer):
                                       maximize=maximize))
 
     def _update(self, p, g, state, group):
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"] != 0:
-            g = g + p * group["weight_decay"]
+        g = self._coupled_grad(p, g, group)
         if not state:
             state["step"] = 0
             state["sum"] = lazyscope.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype,

@@ -92,6 +92,16 @@ class Optimizer:
         entries of ``state``."""
         raise NotImplementedError
 
+    @staticmethod
+    def _coupled_grad(param, grad, group):
+        """The gradient a rule with coupled weight decay steps by: negated
+        for ``maximize``, plus weight_decay · param (RMSprop, Adagrad)."""
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"] != 0:
+            grad = grad + param * group["weight_decay"]
+        return grad
+
     def state_dict(self):
         """{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, …]}]}, PyTorch's layout."""
         index = {}

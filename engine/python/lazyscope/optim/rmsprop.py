@@ -14,10 +14,7 @@ class RMSprop(Optimizer):
                                       centered=centered, maximize=maximize))
 
     def _update(self, p, g, state, group):
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"] != 0:
-            g = g + p * group["weight_decay"]
+        g = self._coupled_grad(p, g, group)
         if not state:
             zeros = lambda: lazyscope.zeros(*p.shape, dtype=p.dtype, device=p.device)  # noqa: E731
             state["step"] = 0
