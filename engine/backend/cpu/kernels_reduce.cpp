@@ -96,6 +96,23 @@ template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>
 // thread count.
 constexpr int64_t kChunk = 16384;
 
+// Folds [0, n) into one value: part(begin, end) for each fixed kChunk-element
+// chunk on the pool, then the chunks' results joined in order by
+// combine(earlier, later): the same result at any thread count. One chunk
+// runs on the caller alone.
+template <typename A, typename Part, typename Combine> A fold_chunks(int64_t n, Part&& part, Combine&& combine) {
+  static_assert(std::is_trivially_copyable_v<A>);
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  if (chunks <= 1) return part(int64_t{0}, n);
+  A* parts = thread_scratch<A>(kScratchReduceParts, static_cast<size_t>(chunks));
+  parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) parts[c] = part(c * kChunk, std::min(n, (c + 1) * kChunk));
+  });
+  A acc = parts[0];
+  for (int64_t c = 1; c < chunks; ++c) acc = combine(acc, parts[c]);
+  return acc;
+}
+
 // out[o] = finish(fold of step over the reduced elements, starting at init).
 // Reduced dims around the kept ones ([R1, C, R2], plan_sum) are walked
 // in place, in the general path's order (row-major over the reduced dims:
@@ -113,19 +130,12 @@ void reduce(const KernelArgs& k, A init, Step step, Finish finish, Combine combi
     if constexpr (!std::is_same_v<Combine, std::nullptr_t>) {
       // One output: its j-th reduced element is src[j].
       if (p.cols == 1 && per_output > kChunk) {
-        const int64_t chunks = (per_output + kChunk - 1) / kChunk;
-        static_assert(std::is_trivially_copyable_v<A>);
-        A* parts = thread_scratch<A>(kScratchReduceParts, static_cast<size_t>(chunks));
-        parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
-          for (int64_t c = c0; c < c1; ++c) {
-            A acc = init;
-            for (int64_t j = c * kChunk, j1 = std::min(per_output, j + kChunk); j < j1; ++j) acc = step(acc, src[j], j);
-            parts[c] = acc;
-          }
-        });
-        A acc = parts[0];
-        for (int64_t c = 1; c < chunks; ++c) acc = combine(acc, parts[c]);
-        out[0] = finish(acc, per_output);
+        const auto part = [&](int64_t j0, int64_t j1) {
+          A acc = init;
+          for (int64_t j = j0; j < j1; ++j) acc = step(acc, src[j], j);
+          return acc;
+        };
+        out[0] = finish(fold_chunks<A>(per_output, part, combine), per_output);
         return;
       }
     }
@@ -275,18 +285,9 @@ template <typename T> bool planned_sum(const KernelArgs& k, bool mean) {
       // dependent adds, on one thread (a 1M-element sum ran 4x NumPy's
       // time). Chunks of a fixed size are summed in 8 lanes on the pool,
       // then their sums in order: the same value at any thread count.
-      const int64_t chunks = (per_output + kChunk - 1) / kChunk;
-      double total = 0;
-      if (chunks <= 1) {
-        total = run_total(src, per_output);
-      } else {
-        double* sums = thread_scratch<double>(kScratchReduceParts, static_cast<size_t>(chunks));
-        parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
-          for (int64_t c = c0; c < c1; ++c)
-            sums[c] = run_total(src + c * kChunk, std::min(kChunk, per_output - c * kChunk));
-        });
-        for (int64_t c = 0; c < chunks; ++c) total += sums[c];
-      }
+      const double total = fold_chunks<double>(
+          per_output, [&](int64_t b, int64_t e) { return run_total(src + b, e - b); },
+          [](double a, double b) { return a + b; });
       out[0] = static_cast<T>(divide == 1.0 ? total : total / divide);
       return true;
     }
@@ -427,20 +428,12 @@ LAZYSCOPE_FIRST_INDEX_CLONES(double)
 // The extreme of src[0, n): chunks on the pool, then their extremes
 // (exact: in any order).
 template <typename T, bool kMax> T whole_extreme(const T* src, int64_t n) {
-  using Fns = ExtremeFns<T, kMax>;
-  T value;
-  if (n <= kChunk) {
-    Fns::runs(src, 1, 1, n, 0, 1, &value);
+  const auto part = [&](int64_t b, int64_t e) {
+    T value;
+    ExtremeFns<T, kMax>::runs(src + b, 1, 1, e - b, 0, 1, &value);
     return value;
-  }
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  T* parts = thread_scratch<T>(kScratchReduceParts, static_cast<size_t>(chunks));
-  parallel_for(chunks, 2, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c)
-      Fns::runs(src + c * kChunk, 1, 1, std::min(kChunk, n - c * kChunk), 0, 1, parts + c);
-  });
-  Fns::runs(parts, 1, 1, chunks, 0, 1, &value);
-  return value;
+  };
+  return fold_chunks<T>(n, part, [](T a, T b) { return Extreme<T, kMax>::take(a, b); });
 }
 
 // Whether the float extreme ran on the lanes (reduced dims around the kept ones).
