@@ -158,16 +158,10 @@ def _bitwise(op, combine):
                             f"bitwise ops are not supported yet{_at()}")
         return combine(a, _bool_operand(op, b, a))
 
-    def forward(self, other):
-        return apply(self, other)
-
-    def reverse(self, other):
-        return apply(self, other)  # symmetric ops
-
     def in_place(self, other):
         return self.copy_(apply(self, other))
 
-    return forward, reverse, in_place
+    return apply, in_place
 
 
 def _format(self, spec):
@@ -286,9 +280,9 @@ def install(namespace):
     Tensor.__invert__ = _invert
     for dunder, fn_name, combine in (("and", "bitwise_and", _C.logical_and), ("or", "bitwise_or", _C.logical_or),
                                      ("xor", "bitwise_xor", _C.ne)):
-        forward, reverse, in_place = _bitwise(fn_name, combine)
+        forward, in_place = _bitwise(fn_name, combine)
         setattr(Tensor, f"__{dunder}__", forward)
-        setattr(Tensor, f"__r{dunder}__", reverse)
+        setattr(Tensor, f"__r{dunder}__", forward)  # the ops are symmetric
         setattr(Tensor, f"__i{dunder}__", in_place)
         setattr(Tensor, fn_name, forward)
         namespace[fn_name] = forward
