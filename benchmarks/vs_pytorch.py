@@ -3,7 +3,9 @@
 Trains three models on synthetic data with SGD + momentum, alternating the
 set-ups step block by step block (A B A B ...), and prints the median ms per
 training step of each, the ratios, and the MLP's matrix-product floor (its
-GEMM FLOPs at the SGEMM rate measured in the same run with NumPy):
+GEMM FLOPs at the SGEMM rate measured with NumPy in a block of every round,
+alternated with the steps, so that rate and steps see the same load; the
+median rate over the rounds, and each round's step over its own floor):
 
   - MNIST MLP 784-512-256-10, batch 128
   - the classic MNIST CNN (two 5x5 convs, max-pool, dropout, two linear), batch 64
@@ -151,18 +153,40 @@ class Trainer:
         return loss.item()  # the same small read on every side: the step has finished
 
 
-def sgemm_gflops(threads):
-    """NumPy's (OpenBLAS's) SGEMM rate on 1024x1024 operands."""
+FLOOR = "sgemm 1024^2"  # the GEMM-rate block of the MLP's rounds (times: ms per product)
+FLOOR_CALLS = 7
+
+
+def sgemm_ms(threads, calls=FLOOR_CALLS):
+    """NumPy's (OpenBLAS's) SGEMM on 1024x1024 operands, `threads` OpenBLAS
+    threads: ms per product, one warm-up product first."""
     set_threads(1, threads)
     a = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
     b = a.copy()
     a @ b
     times = []
-    for _ in range(7):
+    for _ in range(calls):
         t = time.perf_counter()
         a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * 1024**3 / statistics.median(times) / 1e9
+        times.append((time.perf_counter() - t) * 1e3)
+    return times
+
+
+def gflops(ms_per_product):
+    return 2 * 1024**3 / (ms_per_product * 1e-3) / 1e9
+
+
+def floor_per_round(step_ms, floor_ms, steps):
+    """Each round's median step over the GEMM floor at that round's own
+    SGEMM rate (rounds in order: `steps` step times and FLOOR_CALLS
+    products each)."""
+    rounds = min(len(step_ms) // steps, len(floor_ms) // FLOOR_CALLS)
+    out = []
+    for r in range(rounds):
+        rate = gflops(statistics.median(floor_ms[r * FLOOR_CALLS:(r + 1) * FLOOR_CALLS]))
+        floor = mlp_gemm_flops() / (rate * 1e9) * 1e3
+        out.append(statistics.median(step_ms[r * steps:(r + 1) * steps]) / floor)
+    return out
 
 
 def mlp_gemm_flops(batch=128):
@@ -216,7 +240,9 @@ def main():
         all_times[model] = times
         if not args.json_times:
             report(model, args.rounds, args.steps, {name: statistics.median(v) for name, v in times.items()},
-                   [n for n, _, _ in ours], [n for n, _, _ in torch_setups], cores)
+                   [n for n, _, _ in ours], [n for n, _, _ in torch_setups], cores,
+                   floor_times=times.get(FLOOR, ()),
+                   per_round=lambda name: floor_per_round(times[name], times[FLOOR], args.steps))
             if args.by_position:
                 by_position(times, args.steps)
     if args.json_times:
@@ -253,8 +279,19 @@ def measure(args, model, setups):
         set_threads(omp, blas, via_torch=not name.startswith("lazyscope") or args.lazyscope_threads_via == "torch")
 
     times = {name: [] for name, _, _ in setups}
+    cores = os.cpu_count() or 1
+    # The MLP's GEMM floor is a block of every round, alternated with the
+    # steps (A B A B ...) like any set-up, after LazyScope's blocks and
+    # before PyTorch's (whose two-thread OpenMP set-ups may leave a team
+    # spinning under ACTIVE): the rate and the steps see the same load.
+    floor_at = len([s for s in setups if s[0].startswith("lazyscope")]) if model == "mlp" else None
+    if floor_at is not None:
+        times[FLOOR] = []
     for _ in range(args.rounds):
-        for name, omp, blas in setups:  # A B A B ...
+        for i, (name, omp, blas) in enumerate(setups):  # A B A B ...
+            if i == floor_at:
+                time.sleep(args.settle)
+                times[FLOOR].extend(sgemm_ms(cores))
             # OpenBLAS's threads spin in sched_yield for ~0.1 s (2^28
             # cycles) after their last product: a set-up following one
             # with blas=2 would share the cores with them. Each block
@@ -281,7 +318,11 @@ def by_position(times, steps):
         print(f"  {name:34s} " + " ".join(f"{c:6.2f}" for c in cols))
 
 
-def report(model, rounds, steps, med, ours, torch_names, cores, tag=""):
+def report(model, rounds, steps, med, ours, torch_names, cores, tag="", floor_times=(), per_round=None):
+    """The medians, ratios to PyTorch's best and, for the MLP, to its GEMM
+    floor: its FLOPs at the median SGEMM rate of `floor_times` (ms per
+    1024^2 product, measured in every round). per_round(name): that set-up's
+    per-round step medians over the same rounds' floor, when known."""
     best_torch = min(torch_names, key=med.get)
     print(f"\n{model}: median ms/step over {rounds} rounds x {steps} steps{tag}")
     for name in ours + torch_names:
@@ -289,15 +330,22 @@ def report(model, rounds, steps, med, ours, torch_names, cores, tag=""):
         print(f"  {name:34s} {med[name]:8.2f} ms{mark}")
     for name in ours:
         print(f"  {name} speed vs PyTorch's best: {med[best_torch] / med[name]:.2f}x")
-    if model == "mlp":
-        rate = sgemm_gflops(cores)
+    if model == "mlp" and floor_times:
+        rate = gflops(statistics.median(floor_times))
         floor = mlp_gemm_flops() / (rate * 1e9) * 1e3
-        print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads): {rate:.1f} GFLOP/s; "
+        print(f"  SGEMM (NumPy/OpenBLAS, 1024^2, {cores} threads, {FLOOR_CALLS} products in every round's block): "
+              f"{rate:.1f} GFLOP/s (median; single products {gflops(max(floor_times)):.0f}-{gflops(min(floor_times)):.0f}); "
               f"GEMM floor of the step {floor:.2f} ms; lazy:0 / floor = {med[ours[0]] / floor:.2f}x; "
               f"PyTorch's best / floor = {med[best_torch] / floor:.2f}x")
         for name in ours[1:]:
             if " lazy:0 " in name:
                 print(f"  {name.split('lazyscope ', 1)[1]} / floor = {med[name] / floor:.2f}x")
+        if per_round:
+            # Each round's lazy:0 median against that round's own floor:
+            # the pairs saw the same load.
+            pairs = per_round(ours[0])
+            print(f"  lazy:0 / floor per round (its own rate): {', '.join(f'{r:.2f}' for r in pairs)}; "
+                  f"median {statistics.median(pairs):.2f}x")
 
 
 def by_policy(args, policies):
@@ -327,9 +375,17 @@ def by_policy(args, policies):
     ours, torch_setups = setups_for(args, cores)
     for model, per_setup in times.items():
         med = {name: statistics.median(v) for name, v in per_setup.items()}
+        floors = {p: per_setup.get(f"{FLOOR} [{p}]", []) for p in policies}
+
+        def per_round(name, per_setup=per_setup, floors=floors):
+            # A set-up's rounds under a policy pair with the floor blocks of
+            # the same children.
+            return floor_per_round(per_setup[name], floors[name.rsplit("[", 1)[1].rstrip("]")], args.steps)
+
         report(model, args.rounds, args.steps, med, [f"{n} [{p}]" for n, _, _ in ours for p in policies],
                [f"{n} [{p}]" for n, _, _ in torch_setups for p in policies], cores,
-               tag=", one child process per policy and round")
+               tag=", one child process per policy and round",
+               floor_times=[t for p in policies for t in floors[p]], per_round=per_round)
         if args.by_position:
             by_position(per_setup, args.steps)
 
