@@ -306,6 +306,28 @@ Table make_table() {
         c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {in0(c), g}, with("kernel_size", {w[2], w[3]}))
                    : Tensor()};
   });
+  // The transposed convolution (conv_transpose2d): linear in each
+  // operand; its adjoint in the "grad" operand is conv2d with the same
+  // attrs, and in the weight the weight gradient of the conv2d whose input
+  // is g and whose output gradient is that operand.
+  set(t, OpKind::kConv2dBackwardInput, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& w = c.shape(1);
+    const auto& stride = c.attrs.get_ints("stride");
+    const auto& padding = c.attrs.get_ints("padding");
+    const auto& dilation = c.attrs.get_ints("dilation");
+    const int64_t groups = c.attrs.get_int("groups");
+    return {c.needs(0)
+                ? ops::apply(OpKind::kConv2d, {g, in1(c)},
+                             {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}})
+                : Tensor(),
+            c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {g, in0(c)},
+                                    {{"stride", stride},
+                                     {"padding", padding},
+                                     {"dilation", dilation},
+                                     {"groups", groups},
+                                     {"kernel_size", std::vector<int64_t>{w[2], w[3]}}})
+                       : Tensor()};
+  });
   set(t, OpKind::kMaxPool2d, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     return {ops::apply(OpKind::kMaxPool2dBackward, {g, in0(c)}, c.attrs)};
   });

@@ -83,6 +83,15 @@ using Size2 = std::array<int64_t, 2>;
 // weight [O, C/groups, kH, kW]; bias [O] or undefined.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = {1, 1},
               Size2 padding = {0, 0}, Size2 dilation = {1, 1}, int64_t groups = 1);
+// The transposed convolution (the gradient of conv2d with respect to its
+// input, as a layer): weight [C, O/groups, kH, kW] for an input of C
+// channels; the output is [N, O, H', W'] with H' = (H - 1) * stride -
+// 2 * padding + dilation * (kH - 1) + output_padding + 1. output_padding
+// (smaller than stride or dilation) picks among the output sizes a
+// strided conv2d maps to the same input size.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = {1, 1},
+                        Size2 padding = {0, 0}, Size2 output_padding = {0, 0}, int64_t groups = 1,
+                        Size2 dilation = {1, 1});
 // stride nullopt: the kernel size. The gradient goes to the first maximum of each window.
 Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                   Size2 padding = {0, 0}, Size2 dilation = {1, 1}, bool ceil_mode = false);

@@ -125,6 +125,60 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Siz
   });
 }
 
+// kConv2dBackwardInput is the transposed convolution: the input here is
+// the "grad" of a conv2d whose input (the result) has the size computed
+// below; the op's own shape check then says whether the sizes agree.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+                        Size2 output_padding, int64_t groups, Size2 dilation) {
+  const char* op = "conv_transpose2d";
+  check_defined(op, weight, "the weight");
+  return batched(op, input, [&](const Tensor& x) {
+    check_floating(op, x);
+    const Shape& w = weight.shape();
+    if (w.size() != 4) {
+      throw ShapeError(std::string(op) + ": expected a 4-D weight [in_channels, out_channels/groups, kH, kW], got " +
+                       shape_str(w) + at_line());
+    }
+    if (groups < 1 || w[0] % groups != 0) {
+      throw ShapeError(std::string(op) + ": groups=" + std::to_string(groups) + " must be positive and divide the " +
+                       std::to_string(w[0]) + " input channels of weight " + shape_str(w) + at_line());
+    }
+    if (x.shape()[1] != w[0]) {
+      throw ShapeError(std::string(op) + ": input " + shape_str(x.shape()) + " has " + std::to_string(x.shape()[1]) +
+                       " channels, but weight " + shape_str(w) + " expects " + std::to_string(w[0]) + at_line());
+    }
+    Shape size(2);
+    for (size_t d = 0; d < 2; ++d) {
+      if (stride[d] < 1 || dilation[d] < 1 || padding[d] < 0 || output_padding[d] < 0) {
+        throw ShapeError(std::string(op) + ": stride " + shape_str(vec(stride)) + " and dilation " +
+                         shape_str(vec(dilation)) + " must be positive, padding " + shape_str(vec(padding)) +
+                         " and output_padding " + shape_str(vec(output_padding)) + " not negative" + at_line());
+      }
+      if (output_padding[d] >= std::max(stride[d], dilation[d])) {
+        throw ShapeError(std::string(op) + ": output_padding " + shape_str(vec(output_padding)) +
+                         " must be smaller than either stride " + shape_str(vec(stride)) + " or dilation " +
+                         shape_str(vec(dilation)) + at_line());
+      }
+      size[d] = (x.shape()[d + 2] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (w[d + 2] - 1) + output_padding[d] +
+                1;
+      if (size[d] < 1) {
+        throw ShapeError(std::string(op) + ": input " + shape_str(x.shape()) + " with kernel " +
+                         shape_str({w[2], w[3]}) + ", stride " + shape_str(vec(stride)) + " and padding " +
+                         shape_str(vec(padding)) + " gives an empty output " + shape_str(size) + at_line());
+      }
+    }
+    Tensor out = apply(OpKind::kConv2dBackwardInput, {x, weight},
+                       {{"stride", vec(stride)},
+                        {"padding", vec(padding)},
+                        {"dilation", vec(dilation)},
+                        {"groups", groups},
+                        {"input_size", size}});
+    if (!bias.defined()) return out;
+    check_param(op, "bias", bias, {w[1] * groups});
+    return add(out, reshape(bias, {1, -1, 1, 1}));
+  });
+}
+
 Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
                   bool ceil_mode) {
   return batched("max_pool2d", input, [&](const Tensor& x) {

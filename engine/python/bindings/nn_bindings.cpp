@@ -75,6 +75,17 @@ void bind_nn(py::module_& m) {
       py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
       py::arg("dilation") = 1, py::arg("groups") = 1);
   m.def(
+      "conv_transpose2d",
+      [](const Tensor& input, const Tensor& weight, const py::object& bias, const py::object& stride,
+         const py::object& padding, const py::object& output_padding, int64_t groups, const py::object& dilation) {
+        const char* op = "conv_transpose2d";
+        return ops::conv_transpose2d(input, weight, optional(bias), pair_arg(op, "stride", stride),
+                                     pair_arg(op, "padding", padding), pair_arg(op, "output_padding", output_padding),
+                                     groups, pair_arg(op, "dilation", dilation));
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("output_padding") = 0, py::arg("groups") = 1, py::arg("dilation") = 1);
+  m.def(
       "max_pool2d",
       [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
          const py::object& dilation, bool ceil_mode, bool return_indices) {

@@ -104,6 +104,7 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     matmul,
     # Convolution, pooling, normalization, dropout
     conv2d,
+    conv_transpose2d,
     max_pool2d,
     avg_pool2d,
     adaptive_avg_pool2d,

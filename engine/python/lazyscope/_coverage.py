@@ -109,7 +109,7 @@ NN = _supported("""
     AdaptiveAvgPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Embedding Dropout Dropout2d ReLU GELU SiLU Tanh
     Sigmoid Softplus LeakyReLU Softmax LogSoftmax Flatten MultiheadAttention LSTM GRU TransformerEncoderLayer
     TransformerEncoder CrossEntropyLoss NLLLoss MSELoss L1Loss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss
-    KLDivLoss ELU Hardtanh ReLU6 LogSigmoid Mish GLU CosineSimilarity
+    KLDivLoss ELU Hardtanh ReLU6 LogSigmoid Mish GLU CosineSimilarity ConvTranspose1d ConvTranspose2d
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
@@ -121,7 +121,6 @@ NN.update({
 })
 NN.update({name: (REFUSED, instead) for name, instead in {
     "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
-    "ConvTranspose2d": "F.interpolate (upsampling) followed by Conv2d",
     "RNN": "GRU or LSTM",
     "TransformerDecoderLayer": "TransformerEncoderLayer blocks with MultiheadAttention for cross-attention",
 }.items()})
@@ -132,7 +131,7 @@ FUNCTIONAL = _supported("""
     avg_pool2d adaptive_avg_pool2d layer_norm batch_norm group_norm dropout dropout2d pad normalize l1_loss mse_loss
     cross_entropy nll_loss binary_cross_entropy binary_cross_entropy_with_logits one_hot
     scaled_dot_product_attention elu hardtanh relu6 logsigmoid mish glu smooth_l1_loss huber_loss kl_div
-    cosine_similarity
+    cosine_similarity conv_transpose1d conv_transpose2d
 """)
 FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),

@@ -4,7 +4,7 @@ from lazyscope.nn.layers import (  # noqa: F401
     GELU, AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, Dropout, Dropout2d, Embedding, Flatten,
     Identity, LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool2d, MultiheadAttention, ReLU, Sigmoid, SiLU,
     Softmax, Tanh, Softplus, Conv1d, GroupNorm, L1Loss, ELU, Hardtanh, ReLU6, LogSigmoid, Mish, GLU,
-    CosineSimilarity,
+    CosineSimilarity, ConvTranspose1d, ConvTranspose2d,
 )
 from lazyscope.nn.recurrent import GRU, LSTM  # noqa: F401
 from lazyscope.nn.transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401

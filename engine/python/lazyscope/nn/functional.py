@@ -97,6 +97,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _engine_op("conv2d")(input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """The transposed convolution: weight [C_in, C_out/groups, kH, kW] (PyTorch's order of arguments)."""
+    return _engine_op("conv_transpose2d")(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
     if return_indices:
@@ -246,18 +252,20 @@ def _apply_mask(scores, mask, keep_true):
 
 # --- Compositions added for issue 14 §1: conv1d, group_norm, pad, interpolate, normalize, l1_loss.
 
+def _one(op, name, v):
+    """An int or a 1-tuple (conv1d's and conv_transpose1d's spatial arguments) as an int."""
+    if isinstance(v, int):
+        return v
+    v = tuple(v)
+    if len(v) != 1:
+        raise ValueError(f"{op}: {name} must be an int or a 1-tuple, got {v}")
+    return v[0]
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """conv2d over a height of 1: input [N, C, L] (or [C, L]), weight [O, C/groups, k]."""
-    def one(v, name):
-        if isinstance(v, str):
-            return v
-        v = v if isinstance(v, int) else tuple(v)
-        if isinstance(v, tuple):
-            if len(v) != 1:
-                raise ValueError(f"conv1d: {name} must be an int or a 1-tuple, got {v}")
-            v = v[0]
-        return v
-    stride, dilation, padding = one(stride, "stride"), one(dilation, "dilation"), one(padding, "padding")
+    stride, dilation = _one("conv1d", "stride", stride), _one("conv1d", "dilation", dilation)
+    padding = padding if isinstance(padding, str) else _one("conv1d", "padding", padding)
     if weight.dim() != 3:
         raise lazyscope.ShapeError(f"conv1d: expected a 3-D weight [out_channels, in_channels/groups, kW], got "
                                    f"shape {tuple(weight.shape)}" + lazyscope._C._at_user_line())
@@ -267,6 +275,22 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = input.unsqueeze(-2)  # [N, C, 1, L]
     pad = padding if isinstance(padding, str) else (0, padding)
     out = conv2d(x, weight.unsqueeze(-2), bias, (1, stride), pad, (1, dilation), groups)
+    return out.squeeze(-2)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """conv_transpose2d over a height of 1: input [N, C_in, L] (or [C_in, L]), weight [C_in, C_out/groups, k]."""
+    op = "conv_transpose1d"
+    if weight.dim() != 3:
+        raise lazyscope.ShapeError(f"{op}: expected a 3-D weight [in_channels, out_channels/groups, kW], got "
+                                   f"shape {tuple(weight.shape)}" + lazyscope._C._at_user_line())
+    if input.dim() not in (2, 3):
+        raise lazyscope.ShapeError(f"{op}: expected a 2-D or 3-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _one(op, "stride", stride)),
+                           (0, _one(op, "padding", padding)), (0, _one(op, "output_padding", output_padding)),
+                           groups, (1, _one(op, "dilation", dilation)))
     return out.squeeze(-2)
 
 

@@ -19,13 +19,29 @@ def _empty(*shape, device=None, dtype=None):
     return _C.from_numpy(np.zeros(shape, dtype=dt), "cpu" if device is None else str(device))
 
 
-def _pair(v, name):
+def _ntuple(v, name, n, owner=None):
+    """An int (repeated) or a tuple of n ints."""
     if isinstance(v, int):
-        return (v, v)
+        return (v,) * n
     v = tuple(v)
-    if len(v) != 2:
-        raise ValueError(f"{name} must be an int or a pair, got {v}")
+    if len(v) != n:
+        what = "a pair" if n == 2 else f"a {n}-tuple"
+        raise ValueError(f"{owner + ': ' if owner else ''}{name} must be an int or {what}, got {v}")
     return v
+
+
+def _pair(v, name):
+    return _ntuple(v, name, 2)
+
+
+def _conv_parameters(module, weight_shape, out_channels, bias, device, dtype):
+    """A convolution's weight and optional bias [out_channels], with PyTorch's default init."""
+    module.weight = Parameter(_empty(*weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(_empty(out_channels, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    init._default_reset(module.weight, module.bias)
 
 
 class Identity(Module):
@@ -73,13 +89,8 @@ class Conv2d(Module):
         self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
         self.dilation = _pair(dilation, "dilation")
         self.groups = groups
-        self.weight = Parameter(_empty(out_channels, in_channels // groups, *self.kernel_size,
-                                       device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _conv_parameters(self, (out_channels, in_channels // groups, *self.kernel_size), out_channels, bias, device,
+                         dtype)
 
     def reset_parameters(self):
         init._default_reset(self.weight, self.bias)
@@ -445,6 +456,82 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
+class _ConvTransposeNd(Module):
+    """ConvTranspose1d/2d: PyTorch's parameters (weight [in, out/groups, *kernel]), init and output_size."""
+    _dims = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported, only 'zeros' "
+                                      "(as PyTorch)")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
+        tup = lambda v, what: _ntuple(v, what, self._dims, name)  # noqa: E731
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = tup(kernel_size, "kernel_size"), tup(stride, "stride")
+        self.padding, self.dilation = tup(padding, "padding"), tup(dilation, "dilation")
+        self.output_padding = tup(output_padding, "output_padding")
+        _conv_parameters(self, (in_channels, out_channels // groups, *self.kernel_size), out_channels, bias, device,
+                         dtype)
+
+    def reset_parameters(self):
+        init._default_reset(self.weight, self.bias)
+
+    def _output_padding(self, input, output_size):  # noqa: A002
+        """PyTorch's: the output_padding that gives `output_size` (its last dims), which must lie within
+        the sizes a strided convolution maps back to the input's."""
+        if output_size is None:
+            return self.output_padding
+        name = type(self).__name__
+        output_size = tuple(int(v) for v in output_size)[-self._dims:]
+        if len(output_size) != self._dims:
+            raise ValueError(f"{name}: output_size must have {self._dims} or more elements, got {output_size}")
+        pads = []
+        for d in range(self._dims):
+            size = int(input.shape[input.dim() - self._dims + d])
+            smallest = ((size - 1) * self.stride[d] - 2 * self.padding[d]
+                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            if not smallest <= output_size[d] < smallest + self.stride[d]:
+                raise ValueError(f"{name}: requested an output size of {output_size}, but valid sizes range from "
+                                 f"{smallest} to {smallest + self.stride[d] - 1} in dim {d} (for an input of "
+                                 f"{tuple(input.shape)})")
+            pads.append(output_size[d] - smallest)
+        return tuple(pads)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if any(self.padding):
+            s += f", padding={self.padding}"
+        if any(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if any(d != 1 for d in self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + (", bias=False" if self.bias is None else "")
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The transposed convolution over [N, C, H, W] (or [C, H, W])."""
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """The transposed convolution over [N, C, L] (or [C, L]): ConvTranspose2d over a height of 1."""
+    _dims = 1
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride[0], self.padding[0],
+                                  self._output_padding(input, output_size)[0], self.groups, self.dilation[0])
+
+
 class Conv1d(Module):
     """1-D convolution over [N, C, L] (conv2d over a height of 1); PyTorch's parameters and init."""
 
@@ -461,13 +548,8 @@ class Conv1d(Module):
         self.kernel_size, self.stride = (single(kernel_size),), (single(stride),)
         self.padding = single(padding) if isinstance(padding, str) else (single(padding),)
         self.dilation = (single(dilation),)
-        self.weight = Parameter(_empty(out_channels, in_channels // groups, self.kernel_size[0], device=device,
-                                       dtype=dtype))
-        if bias:
-            self.bias = Parameter(_empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        init._default_reset(self.weight, self.bias)
+        _conv_parameters(self, (out_channels, in_channels // groups, self.kernel_size[0]), out_channels, bias, device,
+                         dtype)
 
     def forward(self, input):  # noqa: A002
         padding = self.padding if isinstance(self.padding, str) else self.padding[0]
