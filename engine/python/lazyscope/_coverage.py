@@ -110,6 +110,11 @@ NN = _supported("""
     Sigmoid Softplus LeakyReLU Softmax LogSoftmax Flatten MultiheadAttention LSTM GRU TransformerEncoderLayer
     TransformerEncoder CrossEntropyLoss NLLLoss MSELoss L1Loss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss
     KLDivLoss ELU Hardtanh ReLU6 LogSigmoid Mish GLU CosineSimilarity ConvTranspose1d ConvTranspose2d
+    Hardswish Hardsigmoid SELU CELU Softsign Tanhshrink PReLU Softmin Threshold Softshrink Hardshrink
+    ZeroPad1d ZeroPad2d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d ReplicationPad1d
+    ReplicationPad2d ReplicationPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+    MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveMaxPool1d AdaptiveMaxPool2d Dropout1d Unflatten InstanceNorm1d
+    InstanceNorm2d ParameterList ParameterDict
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
@@ -118,6 +123,11 @@ NN.update({
     "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
     "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
     "Conv1d": (DIFFERS, "padding_mode 'zeros' only"),
+    "AdaptiveMaxPool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
+    "AdaptiveMaxPool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
+    "MaxPool1d": (DIFFERS, "return_indices=True is refused"),
+    "ParameterList": (DIFFERS, "holds tensors (made parameters) and None only, not other objects"),
+    "ParameterDict": (DIFFERS, "holds tensors (made parameters) and None only, not other objects"),
 })
 NN.update({name: (REFUSED, instead) for name, instead in {
     "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
@@ -131,11 +141,17 @@ FUNCTIONAL = _supported("""
     avg_pool2d adaptive_avg_pool2d layer_norm batch_norm group_norm dropout dropout2d pad normalize l1_loss mse_loss
     cross_entropy nll_loss binary_cross_entropy binary_cross_entropy_with_logits one_hot
     scaled_dot_product_attention elu hardtanh relu6 logsigmoid mish glu smooth_l1_loss huber_loss kl_div
-    cosine_similarity conv_transpose1d conv_transpose2d
+    cosine_similarity conv_transpose1d conv_transpose2d hardswish hardsigmoid prelu selu celu softsign softmin
+    threshold tanhshrink softshrink hardshrink pixel_shuffle pixel_unshuffle upsample upsample_nearest
+    upsample_bilinear max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d adaptive_max_pool2d dropout1d
+    instance_norm
 """)
 FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),
     "max_pool2d": (DIFFERS, "return_indices=True is refused"),
+    "max_pool1d": (DIFFERS, "return_indices=True is refused"),
+    "adaptive_max_pool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
+    "adaptive_max_pool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
 })
 
 # torch.optim.X

@@ -524,3 +524,230 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     n1 = (x1 * x1).sum(dim).sqrt().clamp(min=eps)
     n2 = (x2 * x2).sum(dim).sqrt().clamp(min=eps)
     return dot / (n1 * n2)
+
+
+# More activations (PyTorch's documented definitions, as compositions).
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    """relu6(x + 3) / 6."""
+    return (input + 3.0).clamp(0.0, 6.0) / 6.0
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    """x · relu6(x + 3) / 6."""
+    return input * hardsigmoid(input)
+
+
+def prelu(input, weight):  # noqa: A002
+    """max(0, x) + weight · min(0, x), weight [1] or [C] over the channel dim (dim 1; none below 2 dims)."""
+    shape = _shape_of(input)
+    n = _shape_of(weight)
+    count = n[0] if len(n) == 1 else None
+    channels = shape[1] if len(shape) >= 2 else 1
+    if count is None or count not in (1, channels):
+        raise lazyscope.ShapeError(f"prelu: weight of shape {list(n)} must be [1] or [{channels}] (the channels "
+                                   f"of an input of shape {list(shape)}){_C._at_user_line()}")
+    if count > 1:
+        weight = weight.reshape([count] + [1] * (len(shape) - 2))
+    return input.clamp(min=0.0) + weight * input.clamp(max=0.0)
+
+
+def selu(input, inplace=False):  # noqa: A002
+    """scale · (max(0, x) + min(0, alpha · (exp(x) − 1))), PyTorch's alpha and scale."""
+    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    """max(0, x) + min(0, alpha · (exp(x / alpha) − 1))."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be 0 (it divides x)")
+    return lazyscope.where(input > 0, input, ((input.clamp(max=0.0) / alpha).exp() - 1.0) * alpha)
+
+
+def softsign(input):  # noqa: A002
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1.0)
+
+
+def softmin(input, dim=None, dtype=None):  # noqa: A002
+    """softmax(−x) along dim."""
+    return softmax(-input, _softmax_dim(dim, "softmin"), dtype)
+
+
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    """x where x > threshold, else value."""
+    return lazyscope.where(input > threshold, input, input * 0.0 + value)
+
+
+def tanhshrink(input):  # noqa: A002
+    """x − tanh(x)."""
+    return input - input.tanh()
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002
+    """x − lambd above lambd, x + lambd below −lambd, else 0."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be at least 0, got {lambd}")
+    return input - input.clamp(-lambd, lambd)
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    """x where |x| > lambd, else 0."""
+    return lazyscope.where(input.abs() > lambd, input, input * 0.0)
+
+
+# Resampling, 1-D pooling, adaptive max pooling, instance norm (compositions).
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """[*, C·r², H, W] -> [*, C, H·r, W·r]: channel c·r² + i·r + j goes to position (h·r + i, w·r + j)."""
+    r, shape = int(upscale_factor), list(_shape_of(input))
+    if len(shape) < 3 or r < 1 or shape[-3] % (r * r):
+        raise lazyscope.ShapeError(f"pixel_shuffle: expected an input [*, C·r², H, W] with r={r}, got shape "
+                                   f"{shape}{_C._at_user_line()}")
+    *lead, c, h, w = shape
+    x = input.reshape(lead + [c // (r * r), r, r, h, w])
+    k = len(lead)
+    x = x.permute(list(range(k)) + [k, k + 3, k + 1, k + 4, k + 2])
+    return x.reshape(lead + [c // (r * r), h * r, w * r])
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """The inverse of pixel_shuffle: [*, C, H·r, W·r] -> [*, C·r², H, W]."""
+    r, shape = int(downscale_factor), list(_shape_of(input))
+    if len(shape) < 3 or r < 1 or shape[-1] % r or shape[-2] % r:
+        raise lazyscope.ShapeError(f"pixel_unshuffle: expected an input [*, C, H·r, W·r] with r={r}, got shape "
+                                   f"{shape}{_C._at_user_line()}")
+    *lead, c, h, w = shape
+    x = input.reshape(lead + [c, h // r, r, w // r, r])
+    k = len(lead)
+    x = x.permute(list(range(k)) + [k, k + 2, k + 4, k + 1, k + 3])
+    return x.reshape(lead + [c * r * r, h // r, w // r])
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """Deprecated in PyTorch for interpolate, which it calls."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """Bilinear with align_corners=True, as PyTorch's (deprecated) upsample_bilinear."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _as_2d(op, input):  # noqa: A002
+    """[N, C, L] or [C, L] as [N, C, 1, L] or [C, 1, L]: the 1-D pools are the 2-D ones over a height of 1."""
+    if input.dim() not in (2, 3):
+        raise lazyscope.ShapeError(f"{op}: expected a 2-D [C, L] or 3-D [N, C, L] input, got shape "
+                                   f"{tuple(input.shape)}{_C._at_user_line()}")
+    return input.unsqueeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    if return_indices:
+        raise NotImplementedError("max_pool1d: return_indices=True is not supported")
+    op = "max_pool1d"
+    k = _one(op, "kernel_size", kernel_size)
+    s = k if stride is None else _one(op, "stride", stride)
+    return max_pool2d(_as_2d(op, input), (1, k), (1, s), (0, _one(op, "padding", padding)),
+                      (1, _one(op, "dilation", dilation)), ceil_mode).squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
+    op = "avg_pool1d"
+    k = _one(op, "kernel_size", kernel_size)
+    s = k if stride is None else _one(op, "stride", stride)
+    return avg_pool2d(_as_2d(op, input), (1, k), (1, s), (0, _one(op, "padding", padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    op = "adaptive_avg_pool1d"
+    return adaptive_avg_pool2d(_as_2d(op, input), (1, _one(op, "output_size", output_size))).squeeze(-2)
+
+
+def _adaptive_max(input, dim, out, op):  # noqa: A002
+    """Max over PyTorch's adaptive windows along one dim: window i covers [floor(i·L/out), ceil((i+1)·L/out))."""
+    size = int(input.shape[dim])
+    if out is None:
+        return input
+    if not 1 <= out:
+        raise ValueError(f"{op}: output sizes must be positive, got {out}")
+    if out == size:
+        return input
+    pieces = []
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        pieces.append(input.narrow(dim, start, end - start).amax(dim, keepdim=True))
+    return lazyscope.cat(pieces, dim) if len(pieces) > 1 else pieces[0]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    """The max of each adaptive window, separably (rows, then columns): the max of a rectangle is the max of
+    its rows' maxima. Tied maxima share the gradient (as amax)."""
+    op = "adaptive_max_pool2d"
+    if return_indices:
+        raise NotImplementedError(f"{op}: return_indices=True is not supported")
+    if input.dim() not in (3, 4):
+        raise lazyscope.ShapeError(f"{op}: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape "
+                                   f"{tuple(input.shape)}{_C._at_user_line()}")
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) or output_size is None else output_size
+    return _adaptive_max(_adaptive_max(input, input.dim() - 2, oh, op), input.dim() - 1, ow, op)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    op = "adaptive_max_pool1d"
+    if return_indices:
+        raise NotImplementedError(f"{op}: return_indices=True is not supported")
+    x = _as_2d(op, input).squeeze(-2)
+    return _adaptive_max(x, x.dim() - 1, _one(op, "output_size", output_size), op)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zeroes whole channels of [N, C, L] (or [C, L]): dropout2d over a trailing dim of 1."""
+    _check_p(p, "dropout1d")
+    if input.dim() not in (2, 3):
+        raise lazyscope.ShapeError(f"dropout1d: expected a 2-D [C, L] or 3-D [N, C, L] input, got shape "
+                                   f"{tuple(input.shape)}{_C._at_user_line()}")
+    return dropout2d(input.unsqueeze(-1), p, training).squeeze(-1)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalizes each (sample, channel) over its spatial dims (biased variance), then a per-channel affine.
+    With running statistics and use_input_stats, they move by `momentum` toward the batch's average of the
+    per-instance mean and unbiased variance (as PyTorch's); without use_input_stats they are used instead."""
+    shape = _shape_of(input)
+    if len(shape) < 3:
+        raise lazyscope.ShapeError(f"instance_norm: expected an input [N, C, *] with spatial dims, got shape "
+                                   f"{list(shape)}{_C._at_user_line()}")
+    dims = list(range(2, len(shape)))
+    channel = [1, shape[1]] + [1] * (len(shape) - 2)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = ((input - mean) ** 2).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            count = int(np.prod(shape[2:]))
+            with lazyscope.no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).reshape(-1) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach().mean(0).reshape(-1) * (count / max(count - 1, 1))
+                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+        mean, var = running_mean.reshape(channel), running_var.reshape(channel)
+    out = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(channel)
+    if bias is not None:
+        out = out + bias.reshape(channel)
+    return out
+

@@ -153,28 +153,34 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
+def _norm_state(module, num_features, eps, momentum, affine, track_running_stats, device, dtype):
+    """A batch or instance norm's settings, its affine weight (ones) and bias (zeros) when `affine`, and its
+    running statistics (mean 0, variance 1, batches tracked) when `track_running_stats`."""
+    module.num_features, module.eps, module.momentum = num_features, eps, momentum
+    module.affine, module.track_running_stats = affine, track_running_stats
+    if affine:
+        module.weight = Parameter(_empty(num_features, device=device, dtype=dtype))
+        module.bias = Parameter(_empty(num_features, device=device, dtype=dtype))
+        init.ones_(module.weight)
+        init.zeros_(module.bias)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+    if track_running_stats:
+        module.register_buffer("running_mean", _empty(num_features, device=device, dtype=dtype))
+        module.register_buffer("running_var", _empty(num_features, device=device, dtype=dtype) + 1.0)
+        module.register_buffer("num_batches_tracked", lazyscope.tensor(0, dtype=lazyscope.int64, device=device))
+    else:
+        module.running_mean = module.running_var = module.num_batches_tracked = None
+
+
 class _BatchNorm(Module):
     _dims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  device=None, dtype=None):
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(_empty(num_features, device=device, dtype=dtype))
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", _empty(num_features, device=device, dtype=dtype))
-            self.register_buffer("running_var", _empty(num_features, device=device, dtype=dtype) + 1.0)
-            self.register_buffer("num_batches_tracked", lazyscope.tensor(0, dtype=lazyscope.int64, device=device))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _norm_state(self, num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def _check(self, input):
         if input.dim() not in self._dims:
@@ -321,6 +327,77 @@ ReLU = _activation("ReLU", F.relu, "max(0, x)")
 SiLU = _activation("SiLU", F.silu, "x · sigmoid(x)")
 Tanh = _activation("Tanh", F.tanh, "tanh(x)")
 Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
+
+
+Hardswish = _activation("Hardswish", F.hardswish, "x · relu6(x + 3) / 6")
+Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid, "relu6(x + 3) / 6")
+SELU = _activation("SELU", F.selu, "scale · elu(x, alpha), PyTorch's scale and alpha")
+Softsign = _activation("Softsign", F.softsign, "x / (1 + |x|)")
+Tanhshrink = _activation("Tanhshrink", F.tanhshrink, "x − tanh(x)")
+
+
+class CELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, input):  # noqa: A002
+        return F.celu(input, self.alpha)
+
+
+class PReLU(Module):
+    """max(0, x) + a · min(0, x), with `num_parameters` learned slopes a (1, or one per channel) set to `init`."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(_empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):  # noqa: A002
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.softmin(input, self.dim)
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value = threshold, value
+
+    def forward(self, input):  # noqa: A002
+        return F.threshold(input, self.threshold, self.value)
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return F.hardshrink(input, self.lambd)
 
 
 class GELU(Module):
