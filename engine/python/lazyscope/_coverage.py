@@ -158,7 +158,9 @@ FUNCTIONAL.update({
 OPTIM = _supported("""
     Optimizer SGD Adam AdamW RMSprop Adagrad lr_scheduler.LRScheduler lr_scheduler.StepLR lr_scheduler.CosineAnnealingLR
     lr_scheduler.LambdaLR lr_scheduler.OneCycleLR lr_scheduler.ReduceLROnPlateau lr_scheduler.MultiStepLR
-    lr_scheduler.ExponentialLR lr_scheduler.LinearLR
+    lr_scheduler.ExponentialLR lr_scheduler.LinearLR Adamax Adadelta NAdam RAdam lr_scheduler.ConstantLR
+    lr_scheduler.PolynomialLR lr_scheduler.MultiplicativeLR lr_scheduler.CosineAnnealingWarmRestarts
+    lr_scheduler.SequentialLR lr_scheduler.CyclicLR
 """)
 
 # torch.utils.X

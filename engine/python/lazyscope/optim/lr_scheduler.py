@@ -263,3 +263,209 @@ class ReduceLROnPlateau:
 
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr · factor until epoch total_iters, then base_lr."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError(f"ConstantLR: factor must be between 0 and 1, got {factor}")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * (self.factor if self.last_epoch < self.total_iters else 1.0) for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr · (1 − min(epoch, total_iters)/total_iters)^power."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        if total_iters <= 0:
+            raise ValueError(f"PolynomialLR: total_iters must be positive, got {total_iters}")
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        left = 1.0 - min(self.last_epoch, self.total_iters) / self.total_iters
+        return [base * left ** self.power for base in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr ← lr · lr_lambda(epoch) at every step after the first (one function, or one per group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        groups = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * groups
+        if len(self.lr_lambdas) != groups:
+            raise ValueError(f"MultiplicativeLR: expected {groups} lr_lambdas, but got {len(self.lr_lambdas)}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch > 0:
+            return [g["lr"] * fn(self.last_epoch) for g, fn in zip(groups, self.lr_lambdas)]
+        return [g["lr"] for g in groups]
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from base_lr to eta_min over T_i epochs, restarting at base_lr; T_i starts at T_0 and
+    is multiplied by T_mult at each restart. step(epoch) takes a fractional epoch too (per-batch stepping)."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803  (PyTorch's names)
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected a positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected an integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur -= self.T_i
+                self.T_i *= self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"CosineAnnealingWarmRestarts: expected a non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i, self.T_cur = self.T_0, epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+
+class SequentialLR(LRScheduler):
+    """Runs schedulers[i] from milestone i − 1 to milestone i; each one starts from its epoch 0."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        schedulers = list(schedulers)
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR: expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"SequentialLR: scheduler at index {i} does not step the optimizer given")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: expected {len(schedulers) - 1} milestones for {len(schedulers)} "
+                             f"schedulers, got {len(milestones)}")
+        self.optimizer, self._schedulers, self._milestones = optimizer, schedulers, list(milestones)
+        self.last_epoch = last_epoch + 1
+        # Each scheduler stepped once when it was made; start over from the first, at its epoch 0.
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        schedulers[0].step(0)
+        self._last_lr = schedulers[0].get_last_lr()
+
+    def step(self, epoch=None):
+        self.last_epoch += 1
+        idx = sum(1 for m in self._milestones if m <= self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler.step(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        for s, sd in zip(self._schedulers, state.pop("_schedulers")):
+            s.load_state_dict(sd)
+        self.__dict__.update(state)
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate (triangular, triangular2, exp_range or a scale_fn), stepped per batch; with
+    cycle_momentum, momentum (SGD) or beta1 (Adam) cycles inversely between max_momentum and base_momentum."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
+                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
+                 max_momentum=0.9, last_epoch=-1):
+        groups = optimizer.param_groups
+
+        def per_group(value, name):
+            values = list(value) if isinstance(value, (list, tuple)) else [value] * len(groups)
+            if len(values) != len(groups):
+                raise ValueError(f"CyclicLR: expected {len(groups)} values for {name}, got {len(values)}")
+            return values
+
+        base_lrs = per_group(base_lr, "base_lr")
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, groups):
+                group["lr"] = lr
+        self.max_lrs = per_group(max_lr, "max_lr")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError(f"CyclicLR: mode is invalid and scale_fn is None: {mode!r}")
+        self.mode, self.gamma, self._scale_fn_custom = mode, gamma, scale_fn
+        self.scale_mode = scale_mode if scale_fn is not None else ("iterations" if mode == "exp_range" else "cycle")
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("CyclicLR: optimizer must support momentum or beta1 with `cycle_momentum` enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = per_group(base_momentum, "base_momentum")
+            self.max_momentums = per_group(max_momentum, "max_momentum")
+            if last_epoch == -1:
+                for m, group in zip(self.max_momentums, groups):
+                    self._set_momentum(group, m)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group, m):
+        if self.use_beta1:
+            group["betas"] = (m, *group["betas"][1:])
+        else:
+            group["momentum"] = m
+
+    def _scale(self, x):
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def _position(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        return factor, self._scale(cycle if self.scale_mode == "cycle" else self.last_epoch)
+
+    def get_lr(self):
+        factor, scale = self._position()
+        lrs = [base + (top - base) * factor * scale for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, high - (high - low) * factor * scale)
+        return lrs
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_scale_fn_custom")}
