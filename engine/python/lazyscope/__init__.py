@@ -732,6 +732,10 @@ from lazyscope import _surface  # noqa: E402
 
 _surface.install(globals())
 
+from lazyscope import _surface_functions  # noqa: E402
+
+_surface_functions.install(globals())
+
 from lazyscope.core import lazy_model  # noqa: E402,F401
 
 # --- Runtime: data-dependent ops, scalar logging, metrics, debugging. -------

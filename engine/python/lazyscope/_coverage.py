@@ -60,8 +60,13 @@ TORCH["cuda.manual_seed"] = (DIFFERS, "seeds lazyscope's generator (as manual_se
 TORCH["cuda.manual_seed_all"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
 TORCH.update(_supported("""
     expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero broadcast_to
-    broadcast_tensors addcmul addcdiv cdist searchsorted bucketize
+    broadcast_tensors addcmul addcdiv cdist searchsorted bucketize conv_transpose2d
+    movedim moveaxis swapaxes swapdims tile ravel take_along_dim nansum nanmean logaddexp logaddexp2 hypot sgn
+    deg2rad rad2deg fmax fmin heaviside sinc erfc dist cross std_mean aminmax cov corrcoef kthvalue logspace
+    tril_indices triu_indices block_diag broadcast_shapes cartesian_prod bernoulli normal index_copy index_fill
 """))
+TORCH["bernoulli"] = (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)")
+TORCH["normal"] = (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)")
 TORCH["median"] = (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' "
                             "index unspecified)")
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
@@ -89,7 +94,10 @@ TENSOR.update({
                     "__ixor__", "bitwise_and", "bitwise_or", "bitwise_xor")},
     "bitwise_not": (SUPPORTED, ""),
     **_supported("""expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero
-                    broadcast_to addcmul addcdiv addcmul_ addcdiv_ unflatten bmm"""),
+                    broadcast_to addcmul addcdiv addcmul_ addcdiv_ unflatten bmm movedim moveaxis swapaxes swapdims
+                    tile ravel take_along_dim nansum nanmean logaddexp logaddexp2 hypot sgn deg2rad rad2deg fmax fmin
+                    heaviside sinc erfc dist cross aminmax cov corrcoef kthvalue index_copy index_fill"""),
+    "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),
     "median": (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' index "
                         "unspecified)"),
     "is_cuda": (DIFFERS, "always False (no CUDA backend)"),

@@ -579,7 +579,7 @@ def softmin(input, dim=None, dtype=None):  # noqa: A002
 
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
     """x where x > threshold, else value."""
-    return lazyscope.where(input > threshold, input, input * 0.0 + value)
+    return lazyscope.where(input > threshold, input, lazyscope.full_like(input, value))
 
 
 def tanhshrink(input):  # noqa: A002
@@ -596,7 +596,7 @@ def softshrink(input, lambd=0.5):  # noqa: A002
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
     """x where |x| > lambd, else 0."""
-    return lazyscope.where(input.abs() > lambd, input, input * 0.0)
+    return lazyscope.where(input.abs() > lambd, input, lazyscope.zeros_like(input))
 
 
 # Resampling, 1-D pooling, adaptive max pooling, instance norm (compositions).

@@ -1,0 +1,370 @@
+"""More of torch's functions and Tensor methods, as compositions of the
+engine's ops (installed by lazyscope/__init__.py): reordering dims,
+NaN-ignoring reductions, elementwise math, statistics, index builders and
+random draws. Each follows PyTorch's documented definition; the tests check
+them against NumPy."""
+import math
+
+import numpy as np
+
+from lazyscope import _C
+from lazyscope._surface import _at, _shape_of, _wrap_dim
+
+Tensor = _C.Tensor
+
+
+def _lib():
+    import lazyscope
+    return lazyscope
+
+
+# --- dims ---------------------------------------------------------------------
+
+def movedim(input, source, destination):  # noqa: A002
+    """Moves dims `source` to positions `destination` (ints or equal-length sequences); the rest keep their order."""
+    rank = len(_shape_of(input))
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same "
+                         f"number of dims as destination ({dst} dims){_at()}")
+    src = [_wrap_dim("movedim", d, rank) for d in src]
+    dst = [_wrap_dim("movedim", d, rank) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"movedim: repeated dim in source {src} or destination {dst}{_at()}")
+    order = [None] * rank
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(rank) if d not in src)
+    order = [next(rest) if o is None else o for o in order]
+    return input.permute(order)
+
+
+def swapaxes(input, axis0, axis1):  # noqa: A002
+    return input.transpose(axis0, axis1)
+
+
+def tile(input, dims):  # noqa: A002
+    """repeat() with `dims` padded with leading 1s to the input's rank (or the input's shape with leading 1s)."""
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    rank = len(_shape_of(input))
+    if len(dims) < rank:
+        dims = [1] * (rank - len(dims)) + dims
+    return input.repeat(*dims)
+
+
+def ravel(input):  # noqa: A002
+    return input.reshape(-1)
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """gather along `dim` after broadcasting input and indices over the other dims; dim None: the flattened input."""
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    shape_i, shape_x = list(_shape_of(indices)), list(_shape_of(input))
+    rank = len(shape_x)
+    d = _wrap_dim("take_along_dim", dim, rank)
+    if len(shape_i) != rank:
+        raise ValueError(f"take_along_dim: input and indices should have the same number of dimensions, but got "
+                         f"{rank} and {len(shape_i)}{_at()}")
+    common = [shape_i[k] if k == d else max(shape_x[k], shape_i[k]) for k in range(rank)]
+    x_shape = [shape_x[k] if k == d else common[k] for k in range(rank)]
+    return input.expand(*x_shape).gather(d, indices.expand(*common))
+
+
+# --- NaN-ignoring reductions and elementwise math -----------------------------
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    lib = _lib()
+    x = lib.where(input.isnan(), lib.zeros_like(input), input)
+    out = x.sum(dim, keepdim) if dim is not None else x.sum()
+    return out if dtype is None else out.to(dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The mean of the non-NaN elements (NaN where there are none)."""
+    valid = (~input.isnan()).to(input.dtype)
+    count = valid.sum(dim, keepdim) if dim is not None else valid.sum()
+    out = nansum(input, dim, keepdim) / count
+    return out if dtype is None else out.to(dtype)
+
+
+def logaddexp(input, other):  # noqa: A002
+    """log(exp(a) + exp(b)) = max + log1p(exp(−|a − b|)), finite for large arguments (−inf with −inf is −inf)."""
+    lib = _lib()
+    top = lib.maximum(input, other)
+    low = lib.minimum(input, other)
+    gap = lib.where(top == low, lib.zeros_like(low), low - top)  # equal infinities: no inf − inf
+    return top + gap.exp().log1p()
+
+
+def logaddexp2(input, other):  # noqa: A002
+    return logaddexp(input * math.log(2.0), other * math.log(2.0)) * (1.0 / math.log(2.0))
+
+
+def hypot(input, other):  # noqa: A002
+    """√(a² + b²), scaled by max(|a|, |b|) so that neither square overflows."""
+    lib = _lib()
+    a, b = input.abs(), other.abs()
+    big, small = lib.maximum(a, b), lib.minimum(a, b)
+    safe = lib.where(big == 0, lib.ones_like(big), big)
+    ratio = lib.where(small == big, lib.ones_like(big), small / safe)  # both infinite: no inf / inf
+    return lib.where(big == 0, big, big * (ratio * ratio + 1.0).sqrt())
+
+
+def sgn(input):  # noqa: A002
+    return input.sign()
+
+
+def deg2rad(input):  # noqa: A002
+    return input * (math.pi / 180.0)
+
+
+def rad2deg(input):  # noqa: A002
+    return input * (180.0 / math.pi)
+
+
+def fmax(input, other):  # noqa: A002
+    """maximum that ignores a NaN operand (NaN only where both are)."""
+    lib = _lib()
+    return lib.where(input.isnan(), other, lib.where(other.isnan(), input, lib.maximum(input, other)))
+
+
+def fmin(input, other):  # noqa: A002
+    lib = _lib()
+    return lib.where(input.isnan(), other, lib.where(other.isnan(), input, lib.minimum(input, other)))
+
+
+def heaviside(input, values):  # noqa: A002
+    """0 below 0, 1 above, `values` at 0."""
+    lib = _lib()
+    step = (input > 0).to(input.dtype)
+    return lib.where(input == 0, values, step)
+
+
+def sinc(input):  # noqa: A002
+    """sin(πx)/(πx), 1 at 0."""
+    lib = _lib()
+    px = input * math.pi
+    safe = lib.where(input == 0, lib.ones_like(px), px)
+    return lib.where(input == 0, lib.ones_like(px), safe.sin() / safe)
+
+
+def erfc(input):  # noqa: A002
+    return 1.0 - input.erf()
+
+
+def dist(input, other, p=2):  # noqa: A002
+    """The p-norm of input − other (broadcast), over all elements."""
+    d = (input - other).abs().reshape(-1)
+    if p == math.inf:
+        return d.amax()
+    if p == -math.inf:
+        return d.amin()
+    if p == 0:
+        return (d != 0).to(d.dtype).sum()
+    return (d ** p).sum() ** (1.0 / p)
+
+
+def cross(input, other, dim=None):  # noqa: A002
+    """The 3-vector cross product along `dim` (the first dim of size 3 when None)."""
+    lib = _lib()
+    shape = _shape_of(input)
+    if dim is None:
+        dim = next((k for k, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise ValueError(f"cross: no dimension of size 3 in input of shape {list(shape)}{_at()}")
+    d = _wrap_dim("cross", dim, len(shape))
+    if shape[d] != 3 or _shape_of(other)[d] != 3:
+        raise ValueError(f"cross: inputs must have size 3 in dim {dim}, got {list(shape)} and "
+                         f"{list(_shape_of(other))}{_at()}")
+    a, b = input.unbind(d), other.unbind(d)
+    return lib.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], d)
+
+
+# --- statistics ---------------------------------------------------------------
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
+    return input.std(dim, unbiased, keepdim, correction=correction), mean
+
+
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    if dim is None:
+        return input.amin(), input.amax()
+    return input.amin(dim, keepdim), input.amax(dim, keepdim)
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance of the rows (variables) over the columns (observations), with optional integer frequency
+    and float observation weights (numpy.cov's definition)."""
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    n = _shape_of(x)[1]
+    w = None
+    if fweights is not None:
+        w = fweights.to(x.dtype)
+    if aweights is not None:
+        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+    if w is None:
+        total = float(n)
+        mean = x.mean(1, keepdim=True)
+        centered = x - mean
+        out = centered.matmul(centered.transpose(0, 1)) / max(total - correction, 0.0)
+    else:
+        total = w.sum()
+        mean = (x * w).sum(1, keepdim=True) / total
+        centered = x - mean
+        if correction == 0:
+            norm = total
+        elif aweights is None:
+            norm = total - correction
+        else:
+            norm = total - correction * (w * aweights.to(x.dtype)).sum() / total
+        out = (centered * w).matmul(centered.transpose(0, 1)) / norm
+    return out.reshape(()) if input.dim() < 2 else out
+
+
+def corrcoef(input):  # noqa: A002
+    """Pearson's correlation coefficients of the rows, clipped to [−1, 1] (numpy.corrcoef)."""
+    c = cov(input)
+    if input.dim() < 2:
+        return c / c
+    d = c.diagonal().sqrt()
+    return (c / d.reshape(-1, 1) / d.reshape(1, -1)).clamp(-1.0, 1.0)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+    """The k-th smallest element along dim (1-based) and its index, from a stable ascending sort."""
+    lib = _lib()
+    d = _wrap_dim("kthvalue", dim, len(_shape_of(input)))
+    n = _shape_of(input)[d] if _shape_of(input) else 1
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue: k ({k}) is out of range for dimension {dim} of size {n}{_at()}")
+    values, indices = lib.sort(input, dim=d)  # always stable
+    v, i = values.narrow(d, k - 1, 1), indices.narrow(d, k - 1, 1)
+    if not keepdim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return v, i
+
+
+# --- builders and random draws -------------------------------------------------
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
+    lib = _lib()
+    values = lib.tensor(np.power(float(base), np.linspace(float(start), float(end), int(steps))))
+    values = values.to(lib.float32 if dtype is None else dtype)
+    return values if device is None else values.to(device)
+
+
+def _indices(op, row, col, offset, lower):
+    lib = _lib()
+    if row < 0 or col < 0:
+        raise ValueError(f"{op}: row and col must be non-negative, got {row} and {col}{_at()}")
+    r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+    return lib.tensor(np.stack([r, c]).astype(np.int64))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    out = _indices("tril_indices", row, col, offset, True)
+    return out if device is None else out.to(device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    out = _indices("triu_indices", row, col, offset, False)
+    return out if device is None else out.to(device)
+
+
+def block_diag(*tensors):
+    """The tensors (0-, 1- or 2-D) along the diagonal of a zero matrix."""
+    lib = _lib()
+    mats = [t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t for t in tensors]
+    for i, m in enumerate(mats):
+        if m.dim() != 2:
+            raise ValueError(f"block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {m.dim()} "
+                             f"dimensions{_at()}")
+    if not mats:
+        return lib.zeros(0, 0)
+    cols = sum(_shape_of(m)[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        r, c = _shape_of(m)
+        rows.append(lib.nn.functional.pad(m, (left, cols - left - c)))
+        left += c
+    return lib.cat(rows, 0)
+
+
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to (PyTorch's rules; a clear error when they don't)."""
+    from lazyscope import Size
+    try:
+        return Size(np.broadcast_shapes(*[(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
+    except ValueError:
+        raise RuntimeError(f"broadcast_shapes: shapes {[list(s) if not isinstance(s, int) else [s] for s in shapes]}"
+                           f" cannot be broadcast together{_at()}") from None
+
+
+def cartesian_prod(*tensors):
+    """Every combination of the 1-D tensors' elements, the last varying fastest: [N, len(tensors)]."""
+    lib = _lib()
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = lib.meshgrid(*tensors, indexing="ij")
+    return lib.stack([g.reshape(-1) for g in grids], 1)
+
+
+def bernoulli(input, p=None, *, generator=None):  # noqa: A002
+    """1 with probability `input` (or p), else 0, drawn from lazyscope's generator."""
+    lib = _lib()
+    prob = input if p is None else _lib().full_like(input, p)
+    return (lib.rand(*_shape_of(input), dtype=input.dtype, device=input.device) < prob).to(input.dtype)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):
+    """Draws from N(mean, std²): tensors broadcast, or floats with `size`."""
+    lib = _lib()
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        shape = broadcast_shapes(_shape_of(mean) if isinstance(mean, Tensor) else (),
+                                     _shape_of(std) if isinstance(std, Tensor) else ())
+        return lib.randn(*shape, dtype=like.dtype, device=like.device) * std + mean
+    if size is None:
+        raise TypeError(f"normal: float mean and std need a size{_at()}")
+    return lib.randn(*size, dtype=dtype, device=device) * std + mean
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    """input with the slices at `index` along dim replaced by source's (each index once), exactly: a mask of
+    the indexed slices picks source's values scattered onto zeros."""
+    lib = _lib()
+    shape = list(_shape_of(input))
+    d = _wrap_dim("index_copy", dim, len(shape))
+    hits = lib.zeros(shape[d], dtype=input.dtype, device=input.device).index_add(
+        0, index, lib.ones(_shape_of(index)[0] if _shape_of(index) else 1, dtype=input.dtype, device=input.device))
+    mask = (hits > 0).reshape([shape[d] if k == d else 1 for k in range(len(shape))])
+    return lib.where(mask, lib.zeros_like(input).index_add(d, index, source), input)
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    """input with the slices at `index` along dim set to value."""
+    selected = input.index_select(dim, index)
+    return index_copy(input, dim, index, _lib().full_like(selected, value))
+
+
+_FUNCTIONS = ("movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
+              "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
+              "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
+              "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
+_METHODS = ("movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
+            "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
+            "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
+
+
+def install(namespace):
+    for name in _FUNCTIONS:
+        namespace[name] = globals()[name]
+    namespace["moveaxis"] = movedim
+    namespace["swapdims"] = swapaxes
+    for name in _METHODS:
+        setattr(Tensor, name, globals()[name])
+    Tensor.moveaxis = movedim
+    Tensor.swapdims = swapaxes
