@@ -134,17 +134,40 @@ def _affine(x, w, b):
     return out + b if b is not None else out
 
 
+def _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh):
+    h, c = state
+    gates = _affine(x, w_ih, b_ih) + _affine(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def _gru_cell(x, state, w_ih, w_hh, b_ih, b_hh):
+    (h,) = state
+    xr, xz, xn = _affine(x, w_ih, b_ih).chunk(3, -1)
+    hr, hz, hn = _affine(h, w_hh, b_hh).chunk(3, -1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return ((1 - z) * n + z * h,)
+
+
+_NONLINEARITIES = {"tanh": lambda t: t.tanh(), "relu": lambda t: t.relu()}
+
+
+def _nonlinearity(owner, name):
+    if name not in _NONLINEARITIES:
+        raise ValueError(f"{owner}: unknown nonlinearity '{name}', expected 'tanh' or 'relu'")
+    return _NONLINEARITIES[name]
+
+
 class LSTM(_RNNBase):
     _gates = 4
     _state_count = 2
     _name = "LSTM"
 
     def _cell(self, x, state, w_ih, w_hh, b_ih, b_hh):
-        h, c = state
-        gates = _affine(x, w_ih, b_ih) + _affine(h, w_hh, b_hh)
-        i, f, g, o = gates.chunk(4, -1)
-        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c.tanh(), c
+        return _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh)
 
 
 class GRU(_RNNBase):
@@ -153,10 +176,101 @@ class GRU(_RNNBase):
     _name = "GRU"
 
     def _cell(self, x, state, w_ih, w_hh, b_ih, b_hh):
-        (h,) = state
-        xr, xz, xn = _affine(x, w_ih, b_ih).chunk(3, -1)
-        hr, hz, hn = _affine(h, w_hh, b_hh).chunk(3, -1)
-        r = (xr + hr).sigmoid()
-        z = (xz + hz).sigmoid()
-        n = (xn + r * hn).tanh()
-        return ((1 - z) * n + z * h,)
+        return _gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+
+
+class RNN(_RNNBase):
+    """The Elman RNN: h_t = nonlinearity(x_t·W_ihᵀ + b_ih + h_{t−1}·W_hhᵀ + b_hh), tanh or relu."""
+    _gates = 1
+    _state_count = 1
+    _name = "RNN"
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+        _nonlinearity("RNN", nonlinearity)  # a bad name fails before any parameter is made
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def _cell(self, x, state, w_ih, w_hh, b_ih, b_hh):
+        return (_NONLINEARITIES[self.nonlinearity](_affine(x, w_ih, b_ih) + _affine(state[0], w_hh, b_hh)),)
+
+
+class _CellBase(Module):
+    """One time step of an RNN, LSTM or GRU: PyTorch's parameters (weight_ih [G·H, I], weight_hh [G·H, H],
+    bias_ih, bias_hh), init U(−1/√H, 1/√H), and call (input [B, I] or [I], hx=None)."""
+    _gates, _state_count, _name = 1, 1, "RNNCell"
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__()
+        if hidden_size <= 0:
+            raise ValueError(f"{self._name}: hidden_size must be positive, got {hidden_size}")
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        self.weight_ih = Parameter(_empty(g, input_size, device=device, dtype=dtype))
+        self.weight_hh = Parameter(_empty(g, hidden_size, device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(_empty(g, device=device, dtype=dtype))
+            self.bias_hh = Parameter(_empty(g, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if input.dim() not in (1, 2) or input.shape[-1] != self.input_size:
+            raise lazyscope.ShapeError(f"{self._name}: expected an input [batch, {self.input_size}] or "
+                                       f"[{self.input_size}], got shape {tuple(input.shape)}"
+                                       + lazyscope._C._at_user_line())
+        unbatched = input.dim() == 1
+        x = input.unsqueeze(0) if unbatched else input
+        if hx is None:
+            zero = lazyscope.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+            state = (zero,) * self._state_count
+        else:
+            state = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+            if len(state) != self._state_count:
+                raise ValueError(f"{self._name}: expected {'(h, c)' if self._state_count == 2 else 'h'}, got "
+                                 f"{len(state)} tensors")
+            state = tuple(h.unsqueeze(0) if unbatched else h for h in state)
+            for h in state:
+                if tuple(h.shape) != (x.shape[0], self.hidden_size):
+                    raise lazyscope.ShapeError(f"{self._name}: expected a hidden state of shape "
+                                               f"{(x.shape[0], self.hidden_size)}, got {tuple(h.shape)}"
+                                               + lazyscope._C._at_user_line())
+        out = self._step(x, state, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        if unbatched:
+            out = tuple(o.squeeze(0) for o in out)
+        return out if self._state_count == 2 else out[0]
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(_CellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        _nonlinearity("RNNCell", nonlinearity)
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def _step(self, x, state, w_ih, w_hh, b_ih, b_hh):
+        return (_NONLINEARITIES[self.nonlinearity](_affine(x, w_ih, b_ih) + _affine(state[0], w_hh, b_hh)),)
+
+
+class LSTMCell(_CellBase):
+    _gates, _state_count, _name = 4, 2, "LSTMCell"
+
+    def _step(self, x, state, w_ih, w_hh, b_ih, b_hh):
+        return _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+
+
+class GRUCell(_CellBase):
+    _gates, _state_count, _name = 3, 1, "GRUCell"
+
+    def _step(self, x, state, w_ih, w_hh, b_ih, b_hh):
+        return _gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
