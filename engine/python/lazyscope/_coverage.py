@@ -122,7 +122,8 @@ NN = _supported("""
     ZeroPad1d ZeroPad2d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d ReplicationPad1d
     ReplicationPad2d ReplicationPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
     MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveMaxPool1d AdaptiveMaxPool2d Dropout1d Unflatten InstanceNorm1d
-    InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell
+    InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell TransformerDecoderLayer
+    TransformerDecoder Transformer
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
@@ -139,7 +140,6 @@ NN.update({
 })
 NN.update({name: (REFUSED, instead) for name, instead in {
     "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
-    "TransformerDecoderLayer": "TransformerEncoderLayer blocks with MultiheadAttention for cross-attention",
 }.items()})
 
 # torch.nn.functional.X

@@ -15,7 +15,9 @@ from lazyscope.nn.layers_spatial import (  # noqa: F401
 )
 from lazyscope.nn.parameter_containers import ParameterDict, ParameterList  # noqa: F401
 from lazyscope.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
-from lazyscope.nn.transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from lazyscope.nn.transformer import (  # noqa: F401
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
 from lazyscope.nn.loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, MSELoss, NLLLoss, SmoothL1Loss,
 )
