@@ -123,7 +123,8 @@ NN = _supported("""
     ReplicationPad2d ReplicationPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
     MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveMaxPool1d AdaptiveMaxPool2d Dropout1d Unflatten InstanceNorm1d
     InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell TransformerDecoderLayer
-    TransformerDecoder Transformer
+    TransformerDecoder Transformer MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss
+    TripletMarginLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss PairwiseDistance
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
@@ -151,7 +152,8 @@ FUNCTIONAL = _supported("""
     cosine_similarity conv_transpose1d conv_transpose2d hardswish hardsigmoid prelu selu celu softsign softmin
     threshold tanhshrink softshrink hardshrink pixel_shuffle pixel_unshuffle upsample upsample_nearest
     upsample_bilinear max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d adaptive_max_pool2d dropout1d
-    instance_norm
+    instance_norm pairwise_distance margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss
+    triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
 """)
 FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),

@@ -751,3 +751,105 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         out = out + bias.reshape(channel)
     return out
 
+
+# More losses (PyTorch's documented definitions, as compositions).
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """‖x1 − x2 + eps‖_p along the last dim."""
+    d = (x1 - x2 + eps).abs()
+    if p == math.inf:
+        return d.amax(-1, keepdim=keepdim)
+    return (d ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """max(0, −y·(x1 − x2) + margin)."""
+    return _reduce_loss((-target * (input1 - input2) + margin).clamp(min=0.0), reduction, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):  # noqa: A002
+    """x where y = 1, max(0, margin − x) where y = −1."""
+    loss = lazyscope.where(target == 1, input, lazyscope.zeros_like(input)) + \
+        lazyscope.where(target == -1, (margin - input).clamp(min=0.0), lazyscope.zeros_like(input))
+    return _reduce_loss(loss, reduction, "hinge_embedding_loss")
+
+
+def soft_margin_loss(input, target, reduction="mean"):  # noqa: A002
+    """log(1 + exp(−y·x))."""
+    return _reduce_loss(softplus(-target * input), reduction, "soft_margin_loss")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """1 − cos(x1, x2) where y = 1, max(0, cos − margin) where y = −1; cos over the last dim, as PyTorch
+    (with 1e-12 added to each squared norm)."""
+    dot = (input1 * input2).sum(-1)
+    cos = dot / (((input1 * input1).sum(-1) + 1e-12) * ((input2 * input2).sum(-1) + 1e-12)).sqrt()
+    loss = lazyscope.where(target == 1, 1.0 - cos, lazyscope.zeros_like(cos)) + \
+        lazyscope.where(target == -1, (cos - margin).clamp(min=0.0), lazyscope.zeros_like(cos))
+    return _reduce_loss(loss, reduction, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+                        reduction="mean"):
+    """max(d(a, p) − d(a, n) + margin, 0), d the pairwise distance; swap: d(a, n) = min(d(a, n), d(p, n))."""
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = lazyscope.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce_loss((d_pos - d_neg + margin).clamp(min=0.0), reduction, "triplet_margin_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,  # noqa: A002
+                     reduce=None, reduction="mean"):
+    """exp(x) − y·x (log_input) or x − y·log(x + eps); full adds Stirling's y·log y − y + ½·log(2πy) where y > 1."""
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        safe = lazyscope.where(target > 1, target, lazyscope.ones_like(target))
+        stirling = safe * safe.log() - safe + 0.5 * (safe * (2 * math.pi)).log()
+        loss = loss + lazyscope.where(target > 1, stirling, lazyscope.zeros_like(stirling))
+    return _reduce_loss(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """½·(log(max(var, eps)) + (x − y)²/max(var, eps)) (+ ½·log 2π with full); var may lack the last dim or
+    have it 1 (one variance per sample)."""
+    shape_in, shape_var = list(_shape_of(input)), list(_shape_of(var))
+    if shape_var != shape_in:
+        if shape_var == shape_in[:-1]:
+            var = var.unsqueeze(-1)
+        elif not (shape_var[:-1] == shape_in[:-1] and shape_var[-1:] == [1]):
+            raise ValueError(f"gaussian_nll_loss: var of shape {shape_var} does not match input {shape_in}"
+                             f"{_C._at_user_line()}")
+    v = var.clamp(min=eps)
+    loss = 0.5 * (v.log() + (input - target) ** 2 / v)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce_loss(loss, reduction, "gaussian_nll_loss")
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                reduction="mean"):
+    """−mean over classes of y·log σ(x) + (1 − y)·log σ(−x) (weighted per class), per sample."""
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce_loss(loss.mean(-1), reduction, "multilabel_soft_margin_loss")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
+                      reduction="mean"):
+    """Σ_{i ≠ y} max(0, margin − x[y] + x[i])^p / C per sample (weight[y] scales the sample's terms)."""
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p}")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    y = target.reshape(-1, 1)
+    classes = _shape_of(x)[1]
+    picked = x.gather(1, y)
+    terms = (margin - picked + x).clamp(min=0.0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight.index_select(0, y.reshape(-1)).reshape(-1, 1)
+    own = one_hot(y.reshape(-1), classes).to(terms.dtype)
+    loss = (terms * (1 - own)).sum(1) / classes
+    return _reduce_loss(loss if input.dim() == 2 else loss.reshape(()), reduction, "multi_margin_loss")
+

@@ -102,3 +102,53 @@ class KLDivLoss(Module):
 
     def forward(self, input, target):  # noqa: A002
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+def _loss_module(name, fn, params=(), doc=""):
+    """A loss module of F.`fn`: keyword arguments `params` (name, default) kept as attributes, reduction too."""
+    def __init__(self, *args, size_average=None, reduce=None, reduction="mean", **kwargs):
+        _Loss.__init__(self, size_average, reduce, reduction)
+        if len(args) > len(params):
+            raise TypeError(f"{name}: expected at most {len(params)} positional arguments, got {len(args)}")
+        values = dict(params)
+        values.update(zip([p for p, _ in params], args))
+        for key, value in kwargs.items():
+            if key not in values:
+                raise TypeError(f"{name}: unexpected argument {key!r}")
+            values[key] = value
+        for key, value in values.items():
+            if key == "weight":
+                self.register_buffer("weight", value)
+            else:
+                setattr(self, key, value)
+
+    def forward(self, *inputs):
+        return fn(*inputs, **{p: getattr(self, p) for p, _ in params}, reduction=self.reduction)
+
+    cls = type(name, (_Loss,), {"__init__": __init__, "forward": forward, "__doc__": doc})
+    cls.__module__ = __name__
+    return cls
+
+
+MarginRankingLoss = _loss_module("MarginRankingLoss", F.margin_ranking_loss, [("margin", 0.0)])
+HingeEmbeddingLoss = _loss_module("HingeEmbeddingLoss", F.hinge_embedding_loss, [("margin", 1.0)])
+SoftMarginLoss = _loss_module("SoftMarginLoss", F.soft_margin_loss)
+CosineEmbeddingLoss = _loss_module("CosineEmbeddingLoss", F.cosine_embedding_loss, [("margin", 0.0)])
+TripletMarginLoss = _loss_module("TripletMarginLoss", F.triplet_margin_loss,
+                                 [("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False)])
+PoissonNLLLoss = _loss_module("PoissonNLLLoss", F.poisson_nll_loss,
+                              [("log_input", True), ("full", False), ("eps", 1e-8)])
+GaussianNLLLoss = _loss_module("GaussianNLLLoss", F.gaussian_nll_loss, [("full", False), ("eps", 1e-6)])
+MultiLabelSoftMarginLoss = _loss_module("MultiLabelSoftMarginLoss", F.multilabel_soft_margin_loss,
+                                        [("weight", None)])
+MultiMarginLoss = _loss_module("MultiMarginLoss", F.multi_margin_loss, [("p", 1), ("margin", 1.0), ("weight", None)])
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
