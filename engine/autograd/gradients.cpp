@@ -244,6 +244,25 @@ Table make_table() {
     return {ops::mul(g, ops::sub(num(1, y), ops::mul(y, y)))};
   });
   // erf'(x) = 2/sqrt(pi) exp(-x^2).
+  // d atan = 1/(1 + x^2); d asin = 1/sqrt(1 - x^2), d acos its negative;
+  // atan2(y, x): d/dy = x/(x^2 + y^2), d/dx = -y/(x^2 + y^2).
+  set(t, OpKind::kAtan, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& a = in0(c);
+    return {ops::div(g, ops::add(ops::mul(a, a), num(1, a)))};
+  });
+  set(t, OpKind::kAsin, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& a = in0(c);
+    return {ops::mul(g, ops::rsqrt(ops::sub(num(1, a), ops::mul(a, a))))};
+  });
+  set(t, OpKind::kAcos, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& a = in0(c);
+    return {ops::neg(ops::mul(g, ops::rsqrt(ops::sub(num(1, a), ops::mul(a, a)))))};
+  });
+  set(t, OpKind::kAtan2, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor &y = in0(c), &x = in1(c);
+    const Tensor scale = ops::div(g, ops::add(ops::mul(x, x), ops::mul(y, y)));
+    return {c.needs(0) ? ops::mul(scale, x) : Tensor(), c.needs(1) ? ops::neg(ops::mul(scale, y)) : Tensor()};
+  });
   set(t, OpKind::kErf, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
     const Tensor& a = in0(c);
     return {ops::mul(g, ops::mul(ops::exp(ops::neg(ops::mul(a, a))), num(M_2_SQRTPI, a)))};

@@ -694,6 +694,15 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"floor_divide", 2, infer_binary, Promote::kCommon},
     {"remainder", 2, infer_binary, Promote::kCommon},
     {"fmod", 2, infer_binary, Promote::kCommon},
+    {"atan", 1, infer_same, Promote::kCommonFloat},
+    {"asin", 1, infer_same, Promote::kCommonFloat},
+    {"acos", 1, infer_same, Promote::kCommonFloat},
+    {"atan2", 2, infer_binary, Promote::kCommonFloat},
+    {"bitwise_and", 2, infer_binary, Promote::kIntegral},
+    {"bitwise_or", 2, infer_binary, Promote::kIntegral},
+    {"bitwise_xor", 2, infer_binary, Promote::kIntegral},
+    {"bitwise_left_shift", 2, infer_binary, Promote::kIntegral},
+    {"bitwise_right_shift", 2, infer_binary, Promote::kIntegral},
 }};
 
 }  // namespace
@@ -796,6 +805,15 @@ OpCategory op_category(OpKind op) {
     case OpKind::kFloorDivide:
     case OpKind::kRemainder:
     case OpKind::kFmod:
+    case OpKind::kAtan:
+    case OpKind::kAsin:
+    case OpKind::kAcos:
+    case OpKind::kAtan2:
+    case OpKind::kBitwiseAnd:
+    case OpKind::kBitwiseOr:
+    case OpKind::kBitwiseXor:
+    case OpKind::kShiftLeft:
+    case OpKind::kShiftRight:
     case OpKind::kTril:
     case OpKind::kTriu: return OpCategory::kElementwise;
     case OpKind::kMatmul:

@@ -143,6 +143,20 @@ enum class OpKind : uint16_t {
   kFloorDivide,  // Python's //: the quotient rounded toward -inf
   kRemainder,    // Python's %: the result has the divisor's sign
   kFmod,         // C's fmod: the result has the dividend's sign
+  // Inverse trigonometry (appended). atan2(y, x): the angle of (x, y), in
+  // (-pi, pi], with C's atan2 at zeros and infinities.
+  kAtan,
+  kAsin,
+  kAcos,
+  kAtan2,
+  // Bitwise ops on bool and integer operands (floats are an error, as in
+  // PyTorch). Shifts: a count outside [0, bits) gives 0 (left) or the sign
+  // fill (right), as NumPy; a right shift of a signed value is arithmetic.
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor,
+  kShiftLeft,
+  kShiftRight,
   kNumOps
 };
 
@@ -189,6 +203,7 @@ enum class Promote : uint8_t {
   kToBool,       // every operand to bool (logical_and, any)
   kWhere,        // operand 0 to bool, the others to their common type
   kIntToLong,    // integers and bools to int64, floats kept (sum, prod)
+  kIntegral,     // the common type, which must be an integer or bool (bitwise ops)
 };
 
 struct OpInfo {

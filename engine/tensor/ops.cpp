@@ -69,6 +69,17 @@ std::vector<DType> operand_dtypes(OpKind op, const std::vector<Tensor>& inputs) 
         if (!is_floating(d)) d = DType::kInt64;
       }
       break;
+    case Promote::kIntegral: {
+      const DType common = common_type(inputs, 0);
+      if (is_floating(common)) {
+        std::string got;
+        for (const Tensor& t : inputs) got += (got.empty() ? "" : " and ") + std::string(dtype_name(t.dtype()));
+        throw EngineError(std::string(op_name(op)) + ": expected integer or bool operands, got " + got +
+                          " (bitwise ops are not defined for floating point)" + at_line(current_source_location()));
+      }
+      std::fill(out.begin(), out.end(), common);
+      break;
+    }
   }
   return out;
 }
@@ -101,6 +112,7 @@ template <typename Tensors> bool promotion_is_identity(OpKind op, const Tensors&
     case Promote::kCommonFloat: return uniform && is_floating(first);
     case Promote::kFloatOnly: return floating;
     case Promote::kToBool: return uniform && first == DType::kBool;
+    case Promote::kIntegral: return uniform && !is_floating(first);
     case Promote::kWhere:
     case Promote::kIntToLong: return false;
   }
@@ -196,6 +208,9 @@ bool trace_directly(OpKind op, std::span<const Tensor* const> in, Attrs& attrs, 
       break;
     case Promote::kToBool:
       if (!uniform || specs[0]->dtype != DType::kBool) return false;
+      break;
+    case Promote::kIntegral:
+      if (!uniform || floating) return false;  // a float operand takes the general path's error
       break;
     case Promote::kWhere:
     case Promote::kIntToLong: return false;
@@ -387,6 +402,15 @@ Tensor trunc(const Tensor& a) { return unary(OpKind::kTrunc, a); }
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(OpKind::kFloorDivide, a, b); }
 Tensor remainder(const Tensor& a, const Tensor& b) { return binary(OpKind::kRemainder, a, b); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return binary(OpKind::kFmod, a, b); }
+Tensor atan(const Tensor& a) { return unary(OpKind::kAtan, a); }
+Tensor asin(const Tensor& a) { return unary(OpKind::kAsin, a); }
+Tensor acos(const Tensor& a) { return unary(OpKind::kAcos, a); }
+Tensor atan2(const Tensor& y, const Tensor& x) { return binary(OpKind::kAtan2, y, x); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return binary(OpKind::kBitwiseAnd, a, b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary(OpKind::kBitwiseOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary(OpKind::kBitwiseXor, a, b); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return binary(OpKind::kShiftLeft, a, b); }
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return binary(OpKind::kShiftRight, a, b); }
 Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
   if (rounding_mode == "floor") return floor_divide(a, b);
   if (rounding_mode != "trunc") {

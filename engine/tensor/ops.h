@@ -50,6 +50,16 @@ Tensor trunc(const Tensor& a);
 Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor remainder(const Tensor& a, const Tensor& b);
 Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor atan(const Tensor& a);
+Tensor asin(const Tensor& a);
+Tensor acos(const Tensor& a);
+Tensor atan2(const Tensor& y, const Tensor& x);
+// Bool and integer operands only (an EngineError names a float operand).
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
 // div(a, b, rounding_mode): "trunc" or "floor"; integers stay integers.
 Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
 // Floating ops: integer inputs are computed in float32, as in PyTorch.

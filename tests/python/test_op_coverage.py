@@ -55,7 +55,9 @@ COVERAGE = {
     "conv2d": (["test_conv_pool_norm::test_conv2d_matches_numpy",
                 "test_op_coverage_gaps::test_conv_and_pools_on_16_bit_floats_match_numpy"],
                ["test_conv_pool_norm::test_conv2d_gradients_match_finite_differences"]),
-    "conv2d_backward_input": (["test_conv_pool_norm::test_conv2d_gradients_match_finite_differences"], None),
+    "conv2d_backward_input": (["test_conv_pool_norm::test_conv2d_gradients_match_finite_differences",
+                               "test_conv_transpose::test_conv_transpose2d_matches_numpy"],
+                              ["test_conv_transpose::test_conv_transpose2d_gradients_match_finite_differences"]),
     "conv2d_backward_weight": (["test_conv_pool_norm::test_conv2d_gradients_match_finite_differences"], None),
     "max_pool2d": (["test_conv_pool_norm::test_max_pool2d_matches_numpy",
                     "test_op_coverage_gaps::test_conv_and_pools_on_16_bit_floats_match_numpy"],
@@ -139,6 +141,16 @@ COVERAGE = {
              "test_rounding_and_integer_division::test_float_division_by_zero_gives_inf_and_nan"],
             ["test_rounding_and_integer_division::test_gradients_match_finite_differences"])
        for op in ("floor_divide", "remainder", "fmod")},
+    # Inverse trigonometry and integer bitwise ops (test_surface_bitwise).
+    **{op: (["test_surface_bitwise::test_inverse_trigonometry_matches_numpy",
+             "test_surface_bitwise::test_inverse_trigonometry_fuses_into_a_chain_and_promotes_integers"],
+            ["test_surface_bitwise::test_inverse_trigonometry_gradients"])
+       for op in ("atan", "asin", "acos", "atan2")},
+    **{op: (["test_surface_bitwise::test_integer_bitwise_ops_match_numpy",
+             "test_surface_bitwise::test_mixed_operands_promote_and_floats_are_refused"], None)
+       for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{op: (["test_surface_bitwise::test_shifts_match_numpy_including_counts_past_the_width"], None)
+       for op in ("bitwise_left_shift", "bitwise_right_shift")},
 }
 
 # Ops that cannot run on the eager cpu device, each with the test that its

@@ -168,6 +168,42 @@ template <typename T> void tanh_kernel(const KernelArgs& k) {
 template <typename T> void erf_kernel(const KernelArgs& k) {
   unary<T>(k, [](T x) { return std::erf(x); });
 }
+template <typename T> void atan_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::atan(x); });
+}
+template <typename T> void asin_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::asin(x); });
+}
+template <typename T> void acos_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) { return std::acos(x); });
+}
+template <typename T> void atan2_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T y, T x) { return std::atan2(y, x); });
+}
+template <typename T> void bitwise_and_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return static_cast<T>(x & y); });
+}
+template <typename T> void bitwise_or_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return static_cast<T>(x | y); });
+}
+template <typename T> void bitwise_xor_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return static_cast<T>(x ^ y); });
+}
+// Shifts in the unsigned type (no undefined behaviour for negative values
+// or counts past the width): a count outside [0, bits) gives 0 to the left
+// and the sign fill to the right, as NumPy.
+template <typename T> void shift_left_kernel(const KernelArgs& k) {
+  using U = std::make_unsigned_t<T>;
+  binary<T>(k, [](T x, T n) {
+    return n < T(0) || n >= T(sizeof(T) * 8) ? T(0) : static_cast<T>(static_cast<U>(static_cast<U>(x) << n));
+  });
+}
+template <typename T> void shift_right_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T n) {
+    if (n < T(0) || n >= T(sizeof(T) * 8)) return x < T(0) ? static_cast<T>(-1) : T(0);
+    return static_cast<T>(x >> n);  // arithmetic for signed T (C++20)
+  });
+}
 template <typename T> void sigmoid_kernel(const KernelArgs& k) {
   unary<T>(k, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
 }
@@ -325,6 +361,15 @@ void add_elementwise_kernels(Table& t) {
   rows<float, double>(t, OpKind::kCos, LAZYSCOPE_KERNEL(cos_kernel));
   rows<float, double>(t, OpKind::kTanh, LAZYSCOPE_KERNEL(tanh_kernel));
   rows<float, double>(t, OpKind::kErf, LAZYSCOPE_KERNEL(erf_kernel));
+  rows<float, double>(t, OpKind::kAtan, LAZYSCOPE_KERNEL(atan_kernel));
+  rows<float, double>(t, OpKind::kAsin, LAZYSCOPE_KERNEL(asin_kernel));
+  rows<float, double>(t, OpKind::kAcos, LAZYSCOPE_KERNEL(acos_kernel));
+  rows<float, double>(t, OpKind::kAtan2, LAZYSCOPE_KERNEL(atan2_kernel));
+  rows<bool, uint8_t, int32_t, int64_t>(t, OpKind::kBitwiseAnd, LAZYSCOPE_KERNEL(bitwise_and_kernel));
+  rows<bool, uint8_t, int32_t, int64_t>(t, OpKind::kBitwiseOr, LAZYSCOPE_KERNEL(bitwise_or_kernel));
+  rows<bool, uint8_t, int32_t, int64_t>(t, OpKind::kBitwiseXor, LAZYSCOPE_KERNEL(bitwise_xor_kernel));
+  rows<uint8_t, int32_t, int64_t>(t, OpKind::kShiftLeft, LAZYSCOPE_KERNEL(shift_left_kernel));
+  rows<uint8_t, int32_t, int64_t>(t, OpKind::kShiftRight, LAZYSCOPE_KERNEL(shift_right_kernel));
   rows<float, double>(t, OpKind::kSigmoid, LAZYSCOPE_KERNEL(sigmoid_kernel));
   rows<float, double>(t, OpKind::kSilu, LAZYSCOPE_KERNEL(silu_kernel));
   rows<float, double>(t, OpKind::kGelu, LAZYSCOPE_KERNEL(gelu_kernel));

@@ -872,6 +872,15 @@ void bind_tensor(py::module_& m) {
   bind_binary(cls, m, "floor_divide", &ops::floor_divide, "__floordiv__", "__rfloordiv__");
   bind_binary(cls, m, "remainder", &ops::remainder, "__mod__", "__rmod__");
   bind_binary(cls, m, "fmod", &ops::fmod);
+  bind_binary(cls, m, "atan2", &ops::atan2);
+  bind_binary(cls, m, "arctan2", &ops::atan2);
+  // The integer bitwise ops; the package's bitwise_and/&/... send bool masks
+  // to the logical ops and integers here.
+  bind_binary(cls, m, "_bitwise_and", &ops::bitwise_and);
+  bind_binary(cls, m, "_bitwise_or", &ops::bitwise_or);
+  bind_binary(cls, m, "_bitwise_xor", &ops::bitwise_xor);
+  bind_binary(cls, m, "bitwise_left_shift", &ops::bitwise_left_shift, "__lshift__", "__rlshift__");
+  bind_binary(cls, m, "bitwise_right_shift", &ops::bitwise_right_shift, "__rshift__", "__rrshift__");
   m.def(
       "_div_rounded",
       [](const py::object& a, const py::object& b, const std::string& mode) {
@@ -896,6 +905,9 @@ void bind_tensor(py::module_& m) {
       {"sign", &ops::sign},       {"floor", &ops::floor},
       {"ceil", &ops::ceil},       {"round", &ops::round},
       {"trunc", &ops::trunc},     {"fix", &ops::trunc},
+      {"atan", &ops::atan},       {"arctan", &ops::atan},
+      {"asin", &ops::asin},       {"arcsin", &ops::asin},
+      {"acos", &ops::acos},       {"arccos", &ops::acos},
   };
   for (const Unary& u : kUnary) {
     cls.def(u.name, u.fn);

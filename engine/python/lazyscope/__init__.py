@@ -137,6 +137,16 @@ from lazyscope._C import (  # noqa: F401  (re-exported API)
     floor_divide,
     remainder,
     fmod,
+    atan,
+    asin,
+    acos,
+    atan2,
+    arctan,
+    arcsin,
+    arccos,
+    arctan2,
+    bitwise_left_shift,
+    bitwise_right_shift,
 )
 
 _C._install_source_provider(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)

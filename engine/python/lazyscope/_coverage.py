@@ -50,7 +50,6 @@ TORCH.update({name: (REFUSED, instead) for name, instead in {
     "det": "numpy.linalg.det(t.numpy()) on the host (LazyScope has no decompositions)",
     "inverse": "numpy.linalg.inv(t.numpy()) on the host, or lazyscope.linalg.solve where it fits",
     "fft": "numpy.fft on the host (LazyScope has no FFT)",
-    "atan2": "a composition of sign/abs and torch ops of your own (LazyScope has no atan)",
     "compile": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
     "jit": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
 }.items()})
@@ -69,9 +68,10 @@ TORCH["bernoulli"] = (DIFFERS, "draws from lazyscope's generator (the generator=
 TORCH["normal"] = (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)")
 TORCH["median"] = (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' "
                             "index unspecified)")
-for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
-    TORCH[_name] = (DIFFERS, "bool tensors (masks) only; integer tensors raise TypeError" if _name != "bitwise_not"
-                    else "bool and integer tensors, not floats (as PyTorch)")
+TORCH.update(_supported("""
+    bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift atan asin acos atan2
+    arctan arcsin arccos arctan2
+"""))
 
 # torch.Tensor.X
 TENSOR = _supported("""
@@ -88,11 +88,9 @@ TENSOR = _supported("""
     __float__ __int__ __format__ __len__ __getitem__ __setitem__ __matmul__
 """)
 TENSOR.update({
-    **{name: (DIFFERS, "bool tensors (masks) only, with a bool tensor or a Python bool; integer tensors raise "
-                       "TypeError")
-       for name in ("__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
-                    "__ixor__", "bitwise_and", "bitwise_or", "bitwise_xor")},
-    "bitwise_not": (SUPPORTED, ""),
+    **_supported("""__and__ __or__ __xor__ __rand__ __ror__ __rxor__ __iand__ __ior__ __ixor__ bitwise_and
+                    bitwise_or bitwise_xor bitwise_not __lshift__ __rshift__ __ilshift__ __irshift__
+                    bitwise_left_shift bitwise_right_shift atan asin acos atan2 arctan arcsin arccos arctan2"""),
     **_supported("""expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero
                     broadcast_to addcmul addcdiv addcmul_ addcdiv_ unflatten bmm movedim moveaxis swapaxes swapdims
                     tile ravel take_along_dim nansum nanmean logaddexp logaddexp2 hypot sgn deg2rad rad2deg fmax fmin

@@ -135,28 +135,22 @@ def _invert(self):
     return -self - 1  # two's complement: exact for every integer dtype
 
 
-def _bool_operand(op, value, like):
-    """`value` as a bool tensor for a bitwise op on bool tensors: a bool
-    tensor, or a Python bool; anything else is the clear error."""
-    if isinstance(value, Tensor):
-        if value.dtype != _C.dtype.bool:
-            raise TypeError(f"{op}: bitwise ops are supported on bool tensors (masks), got {like.dtype} and "
-                            f"{value.dtype}; integer bitwise ops are not supported yet{_at()}")
-        return value
-    if isinstance(value, bool):
-        return value  # the ops take a Python bool as a wrapped scalar
-    raise TypeError(f"{op}: expected a bool tensor or a bool, got {type(value).__name__}{_at()}")
+def _is_bool(value):
+    return isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == _C.dtype.bool)
 
 
-def _bitwise(op, combine):
-    """a & b, a | b, a ^ b of bool tensors (masks: `(x > 0) & (y < 1)`):
-    logical_and, logical_or and !=, which are those ops on bools."""
+def _bitwise(op, combine, integral):
+    """a & b, a | b, a ^ b: of bool masks (`(x > 0) & (y < 1)`) the logical
+    ops (logical_and, logical_or and !=, which are those ops on bools); of
+    integers (or a mask with an integer) the engine's bitwise ops, whose
+    promotion refuses a float operand with a clear error."""
 
     def apply(a, b):
-        if a.dtype != _C.dtype.bool:
-            raise TypeError(f"{op}: bitwise ops are supported on bool tensors (masks), got {a.dtype}; integer "
-                            f"bitwise ops are not supported yet{_at()}")
-        return combine(a, _bool_operand(op, b, a))
+        if not isinstance(b, (Tensor, bool, int)):
+            raise TypeError(f"{op}: expected a tensor, a bool or an int, got {type(b).__name__}{_at()}")
+        if a.dtype == _C.dtype.bool and _is_bool(b):
+            return combine(a, b)
+        return integral(a, b)
 
     def in_place(self, other):
         return self.copy_(apply(self, other))
@@ -278,9 +272,10 @@ def install(namespace):
     Tensor.__int__ = lambda self: _scalar(self, "int", int)
     Tensor.__index__ = _index
     Tensor.__invert__ = _invert
-    for dunder, fn_name, combine in (("and", "bitwise_and", _C.logical_and), ("or", "bitwise_or", _C.logical_or),
-                                     ("xor", "bitwise_xor", _C.ne)):
-        forward, in_place = _bitwise(fn_name, combine)
+    for dunder, fn_name, combine, integral in (("and", "bitwise_and", _C.logical_and, _C._bitwise_and),
+                                               ("or", "bitwise_or", _C.logical_or, _C._bitwise_or),
+                                               ("xor", "bitwise_xor", _C.ne, _C._bitwise_xor)):
+        forward, in_place = _bitwise(fn_name, combine, integral)
         setattr(Tensor, f"__{dunder}__", forward)
         setattr(Tensor, f"__r{dunder}__", forward)  # the ops are symmetric
         setattr(Tensor, f"__i{dunder}__", in_place)
@@ -288,6 +283,8 @@ def install(namespace):
         namespace[fn_name] = forward
     Tensor.bitwise_not = _invert
     namespace["bitwise_not"] = _invert
+    Tensor.__ilshift__ = lambda self, other: self.copy_(_C.bitwise_left_shift(self, other))
+    Tensor.__irshift__ = lambda self, other: self.copy_(_C.bitwise_right_shift(self, other))
     Tensor.__format__ = _format
     Tensor.cuda = _cuda
     Tensor.is_cuda = property(lambda self: False)
