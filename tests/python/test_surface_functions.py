@@ -206,3 +206,92 @@ def test_random_draws_have_their_distributions(device):
     assert abs(n.mean() - 3.0) < 0.05 and abs(n.std() - 2.0) < 0.05
     m = lazyscope.normal(1.0, 0.5, size=(4, 5))
     assert m.shape == (4, 5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_selection_splitting_and_stacking(device):
+    x = rng.standard_normal((4, 5, 6))
+    t = to(x, device)
+    np.testing.assert_array_equal(t.select(1, -2).numpy(), x[:, -2])
+    idx = np.array([[0, 119], [-1, 7]])
+    np.testing.assert_array_equal(lazyscope.take(t, to(idx, device)).numpy(), np.take(x, idx))
+    for sections in (3, [1, 4, 9]):
+        got = [p.numpy() for p in lazyscope.tensor_split(t, sections, dim=2)]
+        want = np.array_split(x, sections, axis=2)
+        assert len(got) == len(want) and all(np.array_equal(g, w) for g, w in zip(got, want))
+    assert [p.shape for p in lazyscope.hsplit(t, 5)] == [tuple(a.shape) for a in np.hsplit(x, 5)]
+    a, b = rng.standard_normal(3), rng.standard_normal(3)
+    np.testing.assert_array_equal(lazyscope.dstack([to(a, device), to(b, device)]).numpy(), np.dstack([a, b]))
+    np.testing.assert_array_equal(lazyscope.column_stack([to(a, device), to(x[0, :3, :2], device)]).numpy(),
+                                  np.column_stack([a, x[0, :3, :2]]))
+    np.testing.assert_array_equal(lazyscope.row_stack([to(a, device), to(b, device)]).numpy(), np.vstack([a, b]))
+    np.testing.assert_array_equal(lazyscope.msort(t).numpy(), np.sort(x, axis=0))
+    np.testing.assert_array_equal(t.unfold(2, 3, 2).numpy(),
+                                  np.lib.stride_tricks.sliding_window_view(x, 3, axis=2)[:, :, ::2])
+    np.testing.assert_array_equal(lazyscope.argwhere(to(x > 0.5, device)).numpy(), np.argwhere(x > 0.5))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_products_rotations_and_diagonals(device):
+    m, v, w = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(3)
+    np.testing.assert_allclose(lazyscope.mv(to(m, device), to(v, device)).numpy(), m @ v, rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.addmv(to(w, device), to(m, device), to(v, device), beta=0.5, alpha=2).numpy(),
+                               0.5 * w + 2 * m @ v, rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.addr(to(m, device), to(w, device), to(v, device)).numpy(),
+                               m + np.outer(w, v), rtol=1e-12)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4))
+    np.testing.assert_allclose(lazyscope.inner(to(a, device), to(b, device)).numpy(), np.inner(a, b), rtol=1e-12)
+    assert lazyscope.vdot(to(v, device), to(v, device)).item() == pytest.approx(np.vdot(v, v))
+    p, q = rng.standard_normal((2, 3)), rng.standard_normal((4, 1, 2))
+    np.testing.assert_allclose(lazyscope.kron(to(p, device), to(q, device)).numpy(), np.kron(p, q), rtol=1e-12)
+    for k in range(-1, 5):
+        np.testing.assert_array_equal(lazyscope.rot90(to(m, device), k).numpy(), np.rot90(m, k))
+    np.testing.assert_array_equal(lazyscope.fliplr(to(m, device)).numpy(), np.fliplr(m))
+    np.testing.assert_array_equal(to(m, device).flipud().numpy(), np.flipud(m))
+    for offset in (-2, 0, 1):
+        want = np.stack([np.diag(row, offset) for row in m])
+        np.testing.assert_array_equal(lazyscope.diag_embed(to(m, device), offset).numpy(), want)
+    np.testing.assert_array_equal(lazyscope.diagflat(to(m[:2, :2], device), 1).numpy(), np.diagflat(m[:2, :2], 1))
+    check(lambda t: lazyscope.diag_embed(t, 1), lambda x: np.stack([np.diag(r, 1) for r in x]), [m[:2]], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_predicates_in_place_variants_and_sizes(device):
+    x = np.array([-1.5, -0.0, 0.0, 2.0, np.inf, -np.inf, np.nan])
+    t = to(x, device)
+    np.testing.assert_array_equal(lazyscope.signbit(t).numpy(), np.signbit(x) & ~np.isnan(x))
+    np.testing.assert_array_equal(lazyscope.isposinf(t).numpy(), np.isposinf(x))
+    np.testing.assert_array_equal(t.isneginf().numpy(), np.isneginf(x))
+    np.testing.assert_array_equal(lazyscope.logical_xor(t > 0, t < 1).numpy(), np.logical_xor(x > 0, x < 1))
+    assert lazyscope.is_nonzero(to(np.array([0.5]), device)) and not lazyscope.is_nonzero(to(np.array(0.0), device))
+    y = rng.standard_normal(6) * 3
+    for name, ref in (("floor", np.floor), ("reciprocal", np.reciprocal), ("atan", np.arctan), ("sign", np.sign),
+                      ("expm1", np.expm1), ("square", np.square)):
+        u = to(y, device)
+        assert getattr(u, name + "_")() is u
+        np.testing.assert_allclose(u.numpy(), ref(y), rtol=1e-12)
+    u = to(y, device)
+    u.clamp_min_(0.5)
+    np.testing.assert_array_equal(u.numpy(), np.maximum(y, 0.5))
+    assert t.nbytes == 56 and t.itemsize == t.element_size() == 8 and t.ndimension() == 1 and t.nelement() == 7
+    assert t.get_device() == (-1 if device == "cpu" else 0) and not t.is_complex()
+
+
+def test_dtype_facts():
+    f32 = lazyscope.finfo(lazyscope.float32)
+    assert (f32.eps, f32.max, f32.tiny, f32.bits, f32.resolution) == (np.finfo(np.float32).eps, np.finfo(np.float32).max,
+                                                                       np.finfo(np.float32).tiny, 32, 1e-6)
+    assert lazyscope.finfo().bits == 32 and lazyscope.finfo(lazyscope.float16).max == 65504.0
+    assert (lazyscope.iinfo(lazyscope.int64).min, lazyscope.iinfo(lazyscope.uint8).max) == (-2 ** 63, 255)
+    with pytest.raises(TypeError, match="iinfo: expected an integer dtype"):
+        lazyscope.iinfo(lazyscope.float32)
+    i32 = lazyscope.tensor(np.array([1], dtype=np.int32))
+    assert lazyscope.result_type(i32, 2) == lazyscope.int32
+    assert lazyscope.result_type(i32, 2.5) == lazyscope.float32
+    assert lazyscope.result_type(i32, lazyscope.tensor(np.array([1.0]))) == lazyscope.float64
+    assert lazyscope.promote_types(lazyscope.uint8, lazyscope.int32) == lazyscope.int32
+    assert lazyscope.can_cast(lazyscope.int32, lazyscope.float32) and not lazyscope.can_cast(lazyscope.float32,
+                                                                                              lazyscope.int64)
+    lazyscope.manual_seed(1)
+    r = lazyscope.randint_like(i32.expand(1000), 3, 7).numpy()
+    assert r.dtype == np.int32 and set(np.unique(r)) == {3, 4, 5, 6}

@@ -63,7 +63,11 @@ TORCH.update(_supported("""
     movedim moveaxis swapaxes swapdims tile ravel take_along_dim nansum nanmean logaddexp logaddexp2 hypot sgn
     deg2rad rad2deg fmax fmin heaviside sinc erfc dist cross std_mean aminmax cov corrcoef kthvalue logspace
     tril_indices triu_indices block_diag broadcast_shapes cartesian_prod bernoulli normal index_copy index_fill
+    select take tensor_split hsplit vsplit mv addmv addr inner vdot kron diag_embed diagflat fliplr flipud rot90
+    dstack column_stack row_stack msort logical_xor signbit isposinf isneginf isreal is_nonzero finfo iinfo
+    result_type promote_types can_cast randint_like
 """))
+TORCH["argwhere"] = (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero")
 TORCH["bernoulli"] = (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)")
 TORCH["normal"] = (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)")
 TORCH["median"] = (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' "
@@ -94,7 +98,15 @@ TENSOR.update({
     **_supported("""expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero
                     broadcast_to addcmul addcdiv addcmul_ addcdiv_ unflatten bmm movedim moveaxis swapaxes swapdims
                     tile ravel take_along_dim nansum nanmean logaddexp logaddexp2 hypot sgn deg2rad rad2deg fmax fmin
-                    heaviside sinc erfc dist cross aminmax cov corrcoef kthvalue index_copy index_fill"""),
+                    heaviside sinc erfc dist cross aminmax cov corrcoef kthvalue index_copy index_fill select
+                    take tensor_split hsplit vsplit mv addmv addr inner kron diag_embed fliplr flipud rot90 msort
+                    logical_xor signbit isposinf isneginf isreal is_nonzero unfold nbytes itemsize element_size
+                    get_device ndimension nelement is_complex sign_ floor_ ceil_ round_ trunc_ frac_ reciprocal_
+                    square_ atan_ asin_ acos_ expm1_ lerp_ clamp_min_ clamp_max_ nan_to_num_ index_fill_
+                    index_copy_ addmm_ addmv_ addr_ baddbmm_ logical_xor_ hypot_ logaddexp_ fmod_ remainder_
+                    floor_divide_ atan2_ sinh_ cosh_ log2_ log10_ exp2_ logit_ heaviside_ deg2rad_ rad2deg_
+                    sgn_"""),
+    "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),
     "median": (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' index "
                         "unspecified)"),

@@ -350,6 +350,325 @@ def index_fill(input, dim, index, value):  # noqa: A002
     return index_copy(input, dim, index, _lib().full_like(selected, value))
 
 
+# --- selection, products and stacking ------------------------------------------
+
+def select(input, dim, index):  # noqa: A002
+    """The slice at `index` of dim, without that dim."""
+    shape = _shape_of(input)
+    d = _wrap_dim("select", dim, len(shape))
+    n = shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select: index {index} out of range for tensor of size {list(shape)} at dimension {dim}"
+                         f"{_at()}")
+    return input.narrow(d, index % n, 1).squeeze(d)
+
+
+def take(input, index):  # noqa: A002
+    """The elements of the flattened input at `index` (of index's shape; negative indices count from the end)."""
+    flat = input.reshape(-1)
+    n = _shape_of(flat)[0]
+    idx = index.reshape(-1)
+    idx = _lib().where(idx < 0, idx + n, idx)
+    return flat.gather(0, idx).reshape(_shape_of(index))
+
+
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """Splits into n nearly equal parts (the first size % n one longer), or at the given indices."""
+    size = _shape_of(input)[_wrap_dim("tensor_split", dim, len(_shape_of(input)))]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise ValueError(f"tensor_split: number of sections must be greater than 0, but got {n}{_at()}")
+        bounds = [i * (size // n) + min(i, size % n) for i in range(n + 1)]
+    else:
+        cuts = [min(max(int(i), 0), size) for i in indices_or_sections]
+        bounds = [0] + cuts + [size]
+    return tuple(input.narrow(dim, a, max(b - a, 0)) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 1 if input.dim() > 1 else 0)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 0)
+
+
+def mv(input, vec):  # noqa: A002
+    return input.matmul(vec)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    return input * beta + mat.matmul(vec) * alpha
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    return input * beta + vec1.reshape(-1, 1) * vec2.reshape(1, -1) * alpha
+
+
+def inner(input, other):  # noqa: A002
+    """The sum over the last dims of both (a scalar times a tensor for 0-d operands)."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    return (input.unsqueeze(-2) if input.dim() == 1 else input).matmul(other.transpose(-1, -2) if other.dim() > 1
+                                                                        else other.unsqueeze(-1)).reshape(
+        list(_shape_of(input))[:-1] + list(_shape_of(other))[:-1])
+
+
+def vdot(input, other):  # noqa: A002
+    """The dot product of two 1-D tensors (real: no conjugation)."""
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"vdot: 1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors{_at()}")
+    return (input * other).sum()
+
+
+def kron(input, other):  # noqa: A002
+    """The Kronecker product: out[i·m + k, j·n + l] = a[i, j]·b[k, l] (any rank; the smaller one padded with 1s)."""
+    a, b = input, other
+    ra, rb = a.dim(), b.dim()
+    rank = max(ra, rb)
+    a = a.reshape([1] * (rank - ra) + list(_shape_of(a)))
+    b = b.reshape([1] * (rank - rb) + list(_shape_of(b)))
+    sa, sb = _shape_of(a), _shape_of(b)
+    interleaved_a = [v for d in range(rank) for v in (sa[d], 1)]
+    interleaved_b = [v for d in range(rank) for v in (1, sb[d])]
+    out = a.reshape(interleaved_a) * b.reshape(interleaved_b)
+    return out.reshape([sa[d] * sb[d] for d in range(rank)])
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    """The last dim of input on the `offset` diagonal of new (dim1, dim2) matrices: Rᵀ·diag(x)·C with R, C the
+    one-hot rows and columns of the diagonal's positions."""
+    lib = _lib()
+    length = _shape_of(input)[-1]
+    n = length + abs(offset)
+    k = np.arange(length)
+    rows, cols = np.zeros((length, n)), np.zeros((length, n))
+    rows[k, k + max(-offset, 0)] = 1.0
+    cols[k, k + max(offset, 0)] = 1.0
+    r = lib.tensor(rows.T, dtype=input.dtype, device=input.device)  # [n, L]
+    c = lib.tensor(cols, dtype=input.dtype, device=input.device)  # [L, n]
+    out = (r * input.unsqueeze(-2)).matmul(c)
+    rank = out.dim()
+    d1, d2 = _wrap_dim("diag_embed", dim1, rank), _wrap_dim("diag_embed", dim2, rank)
+    return out.movedim((rank - 2, rank - 1), (d1, d2)) if (d1, d2) != (rank - 2, rank - 1) else out
+
+
+def diagflat(input, offset=0):  # noqa: A002
+    return diag_embed(input.reshape(-1), offset)
+
+
+def fliplr(input):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError(f"fliplr: input must be >= 2-d, got {input.dim()}-d{_at()}")
+    return input.flip(1)
+
+
+def flipud(input):  # noqa: A002
+    if input.dim() < 1:
+        raise RuntimeError(f"flipud: input must be >= 1-d{_at()}")
+    return input.flip(0)
+
+
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    """Rotates by 90° k times in the plane of dims, from the first toward the second."""
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip(d0).flip(d1)
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
+
+
+def dstack(tensors):
+    lib = _lib()
+    ts = [t.reshape(1, -1, 1) if t.dim() <= 1 else (t.unsqueeze(-1) if t.dim() == 2 else t) for t in tensors]
+    return lib.cat(ts, 2)
+
+
+def column_stack(tensors):
+    lib = _lib()
+    return lib.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors], 1)
+
+
+def row_stack(tensors):
+    return _lib().vstack(tensors)
+
+
+def msort(input):  # noqa: A002
+    return _lib().sort(input, dim=0)[0]
+
+
+def argwhere(input):  # noqa: A002
+    """The indices of the nonzero elements, [count, rank] (reads the data, as nonzero)."""
+    return _lib().nonzero(input)
+
+
+# --- predicates and dtype facts ---------------------------------------------------
+
+def logical_xor(input, other):  # noqa: A002
+    lib = _lib()
+    return lib.ne(input.to(lib.bool), other.to(lib.bool) if isinstance(other, Tensor) else bool(other))
+
+
+def signbit(input):  # noqa: A002
+    """True where the sign bit is set: negatives and −0.0 (and −NaN is not told apart: NaN gives False)."""
+    lib = _lib()
+    if not input.is_floating_point():
+        return input < 0
+    return lib.where(input == 0, (1.0 / input) < 0, input < 0)
+
+
+def isposinf(input):  # noqa: A002
+    return input == math.inf
+
+
+def isneginf(input):  # noqa: A002
+    return input == -math.inf
+
+
+def isreal(input):  # noqa: A002
+    return _lib().ones_like(input, dtype=_lib().bool)
+
+
+def is_nonzero(input):  # noqa: A002
+    n = int(np.prod(_shape_of(input), dtype=np.int64))
+    if n != 1:
+        raise RuntimeError(f"is_nonzero: Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'}"
+                           f" is ambiguous{_at()}")
+    return bool(input.item() != 0)
+
+
+def _np_dtype(dtype):
+    lib = _lib()
+    return np.dtype(str(lib.empty(0, dtype=dtype).numpy().dtype))
+
+
+class finfo:
+    """Machine limits of a floating dtype (bits, eps, max, min, tiny, resolution), as torch.finfo."""
+
+    def __init__(self, type=None):  # noqa: A002
+        lib = _lib()
+        dtype = lib.get_default_dtype() if type is None else type
+        if not dtype.is_floating_point:
+            raise TypeError(f"finfo: expected a floating point dtype, got {dtype}")
+        if dtype == lib.bfloat16:
+            self.bits, self.eps, self.max, self.tiny, self.resolution = 16, 2.0 ** -7, 3.3895313892515355e38, \
+                2.0 ** -126, 0.01
+        else:
+            info = np.finfo(_np_dtype(dtype))
+            self.bits, self.eps, self.max = info.bits, float(info.eps), float(info.max)
+            self.tiny, self.resolution = float(info.tiny), 10.0 ** -info.precision
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, str(dtype).split(".")[-1]
+
+    def __repr__(self):
+        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, " \
+               f"smallest_normal={self.tiny}, tiny={self.tiny}, dtype={self.dtype})"
+
+
+class iinfo:
+    """Limits of an integer dtype (bits, min, max), as torch.iinfo."""
+
+    def __init__(self, type):  # noqa: A002
+        if type.is_floating_point or type == _lib().bool:
+            raise TypeError(f"iinfo: expected an integer dtype, got {type}")
+        info = np.iinfo(_np_dtype(type))
+        self.bits, self.min, self.max, self.dtype = info.bits, int(info.min), int(info.max), str(type).split(".")[-1]
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def _probe(value):
+    """A value as the engine's promotion sees it: a tensor, or a Python number as a wrapped scalar."""
+    lib = _lib()
+    if isinstance(value, Tensor):
+        return lib.empty(*([0] * max(value.dim(), 1)), dtype=value.dtype) if value.dim() else \
+            lib.zeros((), dtype=value.dtype)
+    return value
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an arithmetic op of the two gives (the engine's own promotion, on empty tensors)."""
+    a, b = _probe(tensor1), _probe(tensor2)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = _lib().tensor(a)
+    return (a + b).dtype if isinstance(a, Tensor) else (b + a).dtype
+
+
+def promote_types(type1, type2):
+    lib = _lib()
+    return (lib.empty(1, dtype=type1) + lib.empty(1, dtype=type2)).dtype
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow from_ -> to: never to a lower kind (float to int, int to bool)."""
+    lib = _lib()
+    kind = lambda d: 0 if d == lib.bool else (2 if d.is_floating_point else 1)  # noqa: E731
+    return kind(from_) <= kind(to)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None):  # noqa: A002
+    lib = _lib()
+    if high is None:
+        low, high = 0, low
+    return lib.randint(low, high, tuple(_shape_of(input)), dtype=dtype or input.dtype,
+                       device=device or input.device)
+
+
+def _unfold(self, dimension, size, step):
+    """Sliding windows of `size` every `step` along dimension, as a new last dim (a gather of the windows)."""
+    lib = _lib()
+    shape = list(_shape_of(self))
+    d = _wrap_dim("unfold", dimension, len(shape)) if shape else 0
+    length = shape[d] if shape else 1
+    if size > length or size < 0 or step <= 0:
+        raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is {length} but size is {size} "
+                           f"(step {step} must be positive){_at()}")
+    n = (length - size) // step + 1
+    idx = (np.arange(n)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    out = self.index_select(d, lib.tensor(idx, device=self.device))
+    out = out.reshape(shape[:d] + [n, size] + shape[d + 1:])
+    return out.movedim(d + 1, -1)
+
+
+def _nbytes(self):
+    return int(np.prod(_shape_of(self), dtype=np.int64)) * _element_size(self)
+
+
+def _element_size(self):
+    return _np_dtype(self.dtype).itemsize
+
+
+def _get_device(self):
+    dev = str(self.device)
+    return -1 if dev == "cpu" else int(dev.split(":")[1])
+
+
+_INPLACE = ("sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square", "atan", "asin", "acos",
+            "expm1", "lerp", "clamp_min", "clamp_max", "nan_to_num", "index_fill", "index_copy", "addmm", "addmv",
+            "addr", "baddbmm", "logical_xor", "hypot", "logaddexp", "fmod", "remainder", "floor_divide", "atan2",
+            "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn")
+
+
+def _inplace(name):
+    def method(self, *args, **kwargs):
+        return self.copy_(getattr(self, name)(*args, **kwargs))
+    method.__name__ = name + "_"
+    method.__doc__ = f"{name}, written into this tensor (its shape and dtype kept)."
+    return method
+
+
+_MORE_FUNCTIONS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "addmv", "addr", "inner", "vdot",
+                   "kron", "diag_embed", "diagflat", "fliplr", "flipud", "rot90", "dstack", "column_stack",
+                   "row_stack", "msort", "argwhere", "logical_xor", "signbit", "isposinf", "isneginf", "isreal",
+                   "is_nonzero", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "randint_like")
+_MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "addmv", "addr", "inner", "kron",
+                 "diag_embed", "fliplr", "flipud", "rot90", "msort", "argwhere", "logical_xor", "signbit",
+                 "isposinf", "isneginf", "isreal", "is_nonzero")
 _FUNCTIONS = ("movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
@@ -368,3 +687,19 @@ def install(namespace):
         setattr(Tensor, name, globals()[name])
     Tensor.moveaxis = movedim
     Tensor.swapdims = swapaxes
+    for name in _MORE_FUNCTIONS:
+        namespace[name] = globals()[name]
+    for name in _MORE_METHODS:
+        setattr(Tensor, name, globals()[name])
+    for name in _INPLACE:
+        setattr(Tensor, name + "_", _inplace(name))
+    from lazyscope._surface import baddbmm
+    Tensor.baddbmm = baddbmm
+    Tensor.unfold = _unfold
+    Tensor.nbytes = property(_nbytes)
+    Tensor.itemsize = property(_element_size)
+    Tensor.element_size = _element_size
+    Tensor.get_device = _get_device
+    Tensor.ndimension = lambda self: len(_shape_of(self))
+    Tensor.nelement = lambda self: int(np.prod(_shape_of(self), dtype=np.int64))
+    Tensor.is_complex = lambda self: False
