@@ -37,6 +37,27 @@ Tensor fit(const Tensor& grad, const Shape& shape, DType dtype) {
   return g.dtype() == dtype ? g : ops::cast(g, dtype);
 }
 
+// The gradient reaching `t` after its hooks (register_hook), each seeing
+// the previous one's result; a non-leaf that retains its gradient keeps it.
+Tensor apply_hooks(TensorImpl& t, Tensor grad) {
+  const std::shared_ptr<GradHooks> hooks = t.grad_hooks;  // a hook may remove itself
+  if (!hooks || !grad.defined()) return grad;
+  for (const auto& [id, hook] : std::vector(hooks->hooks)) {
+    Tensor changed = hook(grad);
+    if (!changed.defined()) continue;
+    if (changed.shape() != grad.shape()) {
+      throw ShapeError("backward: a hook returned a gradient of shape " + shape_str(changed.shape()) +
+                       " for a tensor of shape " + shape_str(grad.shape()) + "; a hook must keep the shape");
+    }
+    grad = changed.dtype() == grad.dtype() ? changed : ops::cast(changed, grad.dtype());
+  }
+  if (hooks->retain && t.grad_fn) {
+    const Tensor kept = grad.detach();
+    t.grad = t.grad ? ops::add(Tensor(t.grad), kept).impl() : kept.impl();
+  }
+  return grad;
+}
+
 void accumulate(std::unordered_map<GradFn*, Tensor>& pending, GradFn* fn, const Tensor& grad) {
   Tensor& slot = pending[fn];
   slot = slot.defined() ? ops::add(slot, grad) : grad;
@@ -198,6 +219,7 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     if (fn->is_accumulator()) {
       if (!grad.defined()) continue;
       TensorImpl& leaf = *fn->leaf;
+      grad = apply_hooks(leaf, std::move(grad));
       // Never the caller's tensor itself: an in-place op on .grad (zero_())
       // must not write into it.
       grad = grad.detach();
@@ -210,11 +232,12 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
           "tensors after they have already been freed); pass retain_graph=True to the first backward");
     }
     std::vector<Tensor> grads;
+    std::shared_ptr<TensorImpl> live = fn->live_output.lock();
+    if (live && live->grad_hooks) grad = apply_hooks(*live, std::move(grad));
     if (grad.defined()) check_versions(*fn);
     if (grad.defined()) {
       std::vector<bool> needs;
       for (const auto& n : fn->next) needs.push_back(n != nullptr);
-      std::shared_ptr<TensorImpl> live = fn->live_output.lock();
       const Tensor output = live ? Tensor(live) : fn->output;
       grads = grad_rule(fn->op)(
           SavedContext{fn->op, saved_use(fn->op), fn->inputs, output, fn->input_shapes, fn->attrs, needs}, grad);

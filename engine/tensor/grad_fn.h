@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ir/attrs.h"
@@ -41,6 +43,19 @@ struct GradFn {
   bool released = false;  // saved tensors freed by a backward without retain_graph
 
   bool is_accumulator() const { return leaf != nullptr; }
+};
+
+// What a tensor asks of the gradient that reaches it (Tensor.register_hook,
+// retain_grad): hooks run in registration order on that gradient, each
+// given the previous one's result (an undefined result keeps the gradient);
+// for a leaf before it is accumulated into .grad, for any other tensor
+// before it flows on. `retain` keeps a non-leaf's gradient in its .grad.
+// Held by the TensorImpl (null for the tensors that ask nothing).
+struct GradHooks {
+  using Hook = std::function<Tensor(const Tensor&)>;
+  std::vector<std::pair<uint64_t, Hook>> hooks;
+  uint64_t next_id = 1;
+  bool retain = false;
 };
 
 }  // namespace lazyscope::autograd

@@ -16,8 +16,9 @@
 namespace lazyscope {
 
 namespace autograd {
-struct GradFn;  // tensor/grad_fn.h
-}
+struct GradFn;     // tensor/grad_fn.h
+struct GradHooks;  // tensor/grad_fn.h
+}  // namespace autograd
 struct ViewInfo;  // tensor/views.h
 
 // No place in the step's trace (executor::trace_reused).
@@ -70,6 +71,7 @@ struct TensorImpl {
   std::shared_ptr<autograd::GradFn> grad_fn;
   std::weak_ptr<autograd::GradFn> grad_accumulator;
   std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::GradHooks> grad_hooks;  // register_hook / retain_grad; null when none
 
   // In-place ops and views (tensor/views.h). The version counts the in-place
   // writes to the data, shared by a base and its views (null: never written,

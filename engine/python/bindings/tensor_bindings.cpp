@@ -850,6 +850,58 @@ void bind_tensor(py::module_& m) {
             t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);
+  // Tensor.register_hook / retain_grad (the package wraps the id in a
+  // removable handle). The Python callable is released under the GIL,
+  // whichever thread drops the tensor last.
+  m.def(
+      "_register_grad_hook",
+      [](const Tensor& t, const py::function& fn) {
+        if (!t.requires_grad()) {
+          throw EngineError("register_hook: cannot register a hook on a tensor that doesn't require gradient");
+        }
+        auto& hooks = t.impl()->grad_hooks;
+        if (!hooks) hooks = std::make_shared<autograd::GradHooks>();
+        std::shared_ptr<py::function> held(new py::function(fn), [](py::function* f) {
+          if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing to release
+          py::gil_scoped_acquire gil;
+          delete f;
+        });
+        const uint64_t id = hooks->next_id++;
+        hooks->hooks.emplace_back(id, [held](const Tensor& grad) -> Tensor {
+          py::object out = (*held)(grad);
+          if (out.is_none()) return Tensor();
+          if (!py::isinstance<Tensor>(out)) {
+            throw EngineError("backward: a hook must return a Tensor or None, got " +
+                              std::string(py::str(out.get_type().attr("__name__"))));
+          }
+          return out.cast<Tensor>();
+        });
+        return id;
+      },
+      py::arg("tensor"), py::arg("hook"));
+  m.def(
+      "_remove_grad_hook",
+      [](const Tensor& t, uint64_t id) {
+        auto& hooks = t.impl()->grad_hooks;
+        if (!hooks) return;
+        std::erase_if(hooks->hooks, [id](const auto& h) { return h.first == id; });
+      },
+      py::arg("tensor"), py::arg("id"));
+  m.def(
+      "_retain_grad",
+      [](const Tensor& t) {
+        if (!t.requires_grad()) {
+          throw EngineError("retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+        }
+        if (t.is_leaf()) return;  // a leaf keeps its gradient anyway
+        auto& hooks = t.impl()->grad_hooks;
+        if (!hooks) hooks = std::make_shared<autograd::GradHooks>();
+        hooks->retain = true;
+      },
+      py::arg("tensor"));
+  cls.def_property_readonly("retains_grad", [](const Tensor& t) {
+    return !t.is_leaf() && t.impl()->grad_hooks && t.impl()->grad_hooks->retain;
+  });
   m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
   m.def("is_grad_enabled", &autograd::grad_enabled);
   bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");

@@ -635,6 +635,31 @@ def _unfold(self, dimension, size, step):
     return out.movedim(d + 1, -1)
 
 
+class _HookHandle:
+    """register_hook's handle: remove() takes the hook off its tensor (if the tensor still lives)."""
+
+    def __init__(self, tensor, hook_id):
+        import weakref
+        self._tensor, self.id = weakref.ref(tensor), hook_id
+
+    def remove(self):
+        t = self._tensor()
+        if t is not None:
+            _C._remove_grad_hook(t, self.id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _register_hook(self, hook):
+    """hook(grad) -> Tensor or None, called with the gradient of this tensor during backward; a returned
+    tensor replaces it (for a leaf, before it is accumulated into .grad)."""
+    return _HookHandle(self, _C._register_grad_hook(self, hook))
+
+
 def _nbytes(self):
     return int(np.prod(_shape_of(self), dtype=np.int64)) * _element_size(self)
 
@@ -696,6 +721,8 @@ def install(namespace):
     from lazyscope._surface import baddbmm
     Tensor.baddbmm = baddbmm
     Tensor.unfold = _unfold
+    Tensor.register_hook = _register_hook
+    Tensor.retain_grad = lambda self: _C._retain_grad(self)
     Tensor.nbytes = property(_nbytes)
     Tensor.itemsize = property(_element_size)
     Tensor.element_size = _element_size
