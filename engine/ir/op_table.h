@@ -143,6 +143,13 @@ enum class OpKind : uint16_t {
   kFloorDivide,  // Python's //: the quotient rounded toward -inf
   kRemainder,    // Python's %: the result has the divisor's sign
   kFmod,         // C's fmod: the result has the dividend's sign
+  // nll_loss's gradient in one kernel (appended: op codes are stored):
+  // (grad [N] for reduction none, [] otherwise; int64 targets [N]) ->
+  // [N, classes] of grad's dtype, attrs reduction, ignore_index, classes:
+  // -[c == target_i] * grad_i (mean: grad / the count of targets kept; an
+  // ignored target's row is -(0 * scale)). It was ten ops (ne, where,
+  // one_hot, casts, sum, div, mul, neg), five kernels in a step.
+  kNllLossBackward,
   kNumOps
 };
 

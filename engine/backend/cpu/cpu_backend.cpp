@@ -149,6 +149,7 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kSoftmax, Cost::kPerInput, 4},
     {OpKind::kLogSoftmax, Cost::kPerInput, 4},
     {OpKind::kNllLoss, Cost::kPerOutput, 1},
+    {OpKind::kNllLossBackward, Cost::kPerOutput, 1},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
 };
 
