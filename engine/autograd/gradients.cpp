@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "tensor/ops.h"
 
 namespace lazyscope::autograd {
@@ -380,8 +381,9 @@ Table make_table() {
   set(t, OpKind::kNllLoss, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
     // Only the input's shape is needed (g has its dtype): the log-probs are not a saved value.
     const Tensor& target = in1(c);
-    if (g.dtype() == DType::kFloat32 || g.dtype() == DType::kFloat64) {
-      // One kernel; the composite below, for the dtypes it has none for, computes the same values.
+    if ((g.dtype() == DType::kFloat32 || g.dtype() == DType::kFloat64) && settings::nll_backward_kernel()) {
+      // One kernel; the composite below (for the dtypes it has none for, or
+      // LAZYSCOPE_NLL_BACKWARD_KERNEL=0) computes the same values.
       return {ops::apply(OpKind::kNllLossBackward, {g, target},
                          {{"reduction", c.attrs.get_int("reduction")},
                           {"ignore_index", c.attrs.get_int("ignore_index")},
