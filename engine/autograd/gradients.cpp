@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "tensor/ops.h"
 
 namespace lazyscope::autograd {
@@ -421,6 +422,15 @@ Table make_table() {
   set(t, OpKind::kNllLoss, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
     // Only the input's shape is needed (g has its dtype): the log-probs are not a saved value.
     const Tensor& target = in1(c);
+    if ((g.dtype() == DType::kFloat32 || g.dtype() == DType::kFloat64) && settings::nll_backward_kernel()) {
+      // One kernel; the composite below (for the dtypes it has none for, or
+      // LAZYSCOPE_NLL_BACKWARD_KERNEL=0) computes the same values.
+      return {ops::apply(OpKind::kNllLossBackward, {g, target},
+                         {{"reduction", c.attrs.get_int("reduction")},
+                          {"ignore_index", c.attrs.get_int("ignore_index")},
+                          {"classes", c.shape(0)[1]}}),
+              Tensor()};
+    }
     const Tensor kept = ops::ne(target, ops::wrapped_int(c.attrs.get_int("ignore_index"), target.device()));
     const Tensor safe = ops::where(kept, target, ops::scalar(0, DType::kInt64, target.device()));
     const Tensor picked = ops::mul(ops::cast(ops::one_hot(safe, c.shape(0)[1]), g.dtype()),

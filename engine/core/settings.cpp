@@ -265,6 +265,14 @@ bool alias_values() {
   return on;
 }
 
+bool nll_backward_kernel() {
+  static const bool on = [] {
+    const char* env = std::getenv("LAZYSCOPE_NLL_BACKWARD_KERNEL");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return on;
+}
+
 std::atomic<bool>& im2col() {
   static std::atomic<bool> v{flag_from_env("LAZYSCOPE_IM2COL_CONV")};
   return v;

@@ -92,6 +92,12 @@ void set_reuse_ir_nodes(bool on);
 // once, at start-up (compiled programs are cached).
 bool alias_values();
 
+// LAZYSCOPE_NLL_BACKWARD_KERNEL (default 1): nll_loss's gradient (so
+// cross_entropy's) is one nll_loss_backward op. 0: the composite of before
+// (ne, where, one_hot, casts, sum, div, mul, neg: the same values, bit for
+// bit), for A/B runs of a training step. Read once.
+bool nll_backward_kernel();
+
 // LAZYSCOPE_NUM_THREADS: threads of the CPU backend's one pool (kernels and
 // the GEMM share it, so they never fight over cores). Default: the cores the
 // process may run on. Read once, when the pool starts.

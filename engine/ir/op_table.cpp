@@ -381,6 +381,31 @@ TensorSpec infer_nll_loss(const char* op, Specs in, const Attrs& attrs) {
   return {reduction == 0 ? Shape{x[0]} : Shape{}, in[0].dtype};
 }
 
+// (grad, int64 targets [N]) -> [N, classes] of grad's dtype; grad is [N]
+// for reduction none, a scalar otherwise (what nll_loss gave).
+TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs) {
+  const Shape& g = in[0].shape;
+  const Shape& t = in[1].shape;
+  if (!is_floating(in[0].dtype)) {
+    throw EngineError(std::string(op) + ": expected a floating point gradient, got " +
+                      std::string(dtype_name(in[0].dtype)));
+  }
+  if (in[1].dtype != DType::kInt64) {
+    throw EngineError(std::string(op) + ": expected int64 class targets, got " + std::string(dtype_name(in[1].dtype)));
+  }
+  const int64_t reduction = attrs.get_int("reduction");
+  if (reduction < 0 || reduction > 2)
+    throw EngineError(std::string(op) + ": invalid reduction code " + std::to_string(reduction));
+  const int64_t classes = attrs.get_int("classes");
+  const bool grad_ok = reduction == 0 ? g.size() == 1 && g[0] == (t.empty() ? -1 : t[0]) : g.empty();
+  if (t.size() != 1 || classes < 0 || !grad_ok) {
+    throw ShapeError(std::string(op) + ": expected target [N], " + (reduction == 0 ? "grad [N]" : "grad []") +
+                     " and classes >= 0, got " + shape_str(t) + ", " + shape_str(g) + " and " +
+                     std::to_string(classes));
+  }
+  return {Shape{t[0], classes}, in[0].dtype};
+}
+
 TensorSpec infer_cat(const char* op, Specs in, const Attrs& attrs) {
   if (in.empty()) throw ShapeError(std::string(op) + ": expected a non-empty list of tensors");
   const Shape& first = in[0].shape;
@@ -703,6 +728,7 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"bitwise_xor", 2, infer_binary, Promote::kIntegral},
     {"bitwise_left_shift", 2, infer_binary, Promote::kIntegral},
     {"bitwise_right_shift", 2, infer_binary, Promote::kIntegral},
+    {"nll_loss_backward", 2, infer_nll_loss_backward, Promote::kNone},
 }};
 
 }  // namespace
@@ -840,6 +866,7 @@ OpCategory op_category(OpKind op) {
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax:
     case OpKind::kNllLoss:
+    case OpKind::kNllLossBackward:
     case OpKind::kCumsum:
     case OpKind::kCumprod: return OpCategory::kReduction;
     case OpKind::kReshape:

@@ -157,6 +157,13 @@ enum class OpKind : uint16_t {
   kBitwiseXor,
   kShiftLeft,
   kShiftRight,
+  // nll_loss's gradient in one kernel (appended: op codes are stored):
+  // (grad [N] for reduction none, [] otherwise; int64 targets [N]) ->
+  // [N, classes] of grad's dtype, attrs reduction, ignore_index, classes:
+  // -[c == target_i] * grad_i (mean: grad / the count of targets kept; an
+  // ignored target's row is -(0 * scale)). It was ten ops (ne, where,
+  // one_hot, casts, sum, div, mul, neg), five kernels in a step.
+  kNllLossBackward,
   kNumOps
 };
 

@@ -459,6 +459,38 @@ print(events.of("compile")[-1]["program_text"])
         assert used.group(1) == "x86-64"
 
 
+@pytest.mark.parametrize("isa", ["x86-64", "avx2", "avx512f"])
+def test_short_softmax_rows_match_numpy_on_every_instruction_set(isa, build_dir):
+    # Rows under 32 floats take their exponentials a block of rows at a time
+    # (softmax_short_rows): blocks end mid-batch (512 / 10 = 51 rows), rows
+    # with -inf, +inf, NaN and huge values fall inside and across them.
+    script = r"""
+import numpy as np, lazyscope
+rng = np.random.default_rng(5)
+for n in (1, 3, 10, 17, 31):
+    a = (rng.standard_normal((157, n)) * 20).astype(np.float32)
+    a[0, 0] = -np.inf
+    a[50, :] = -np.inf        # a fully masked row: NaN
+    a[51, -1] = np.inf        # +inf: NaN where inf - inf
+    a[52, 0] = np.nan         # NaN spreads over its row
+    a[-1, :] += np.float32(5000)
+    x = lazyscope.tensor(a, device="lazy:0")
+    sm, lsm = x.softmax(-1).numpy(), x.log_softmax(-1).numpy()
+    d = a.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.where(np.isinf(np.nanmax(d, axis=1, keepdims=True)), 0.0, np.nanmax(d, axis=1, keepdims=True))
+        shifted = d - m
+        log_s = np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        want_sm, want_lsm = np.exp(shifted) / np.exp(log_s), shifted - log_s
+    np.testing.assert_allclose(sm, want_sm, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(lsm, want_lsm, rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+    env = dict(os.environ, LAZYSCOPE_CPU_ISA=isa, PYTHONPATH=str(build_dir / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
 def test_an_unknown_instruction_set_is_refused_naming_the_setting(build_dir):
     script = r"""
 import numpy as np, lazyscope

@@ -264,7 +264,8 @@ def test_sgd_momentum_steps_of_an_mlp_match_a_numpy_reference():
         np.testing.assert_allclose(B[j].numpy(), bs[j], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (64, 64), (5, 4, 65), (2, 1000), (300, 9)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (64, 64), (5, 4, 65), (2, 1000), (300, 9), (128, 10), (700, 31),
+                                   (130, 1), (2, 32)])
 def test_softmax_and_log_softmax_rows_match_numpy(shape):
     rng = np.random.default_rng(shape[-1] * 7 + len(shape))
     a = (rng.standard_normal(shape) * 20).astype(np.float32)

@@ -149,6 +149,7 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kSoftmax, Cost::kPerInput, 4},
     {OpKind::kLogSoftmax, Cost::kPerInput, 4},
     {OpKind::kNllLoss, Cost::kPerOutput, 1},
+    {OpKind::kNllLossBackward, Cost::kPerOutput, 1},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
 };
 
@@ -195,6 +196,18 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
     }
   }
   return c;
+}
+
+// Every how many executions a program times its kernels
+// (LAZYSCOPE_PROFILE_EVERY, default 64; 1: every one). A benchmark sets 1 to
+// split each execution into its kernels and the rest (step_overhead.py: the
+// program's own overhead measured on the same executions as its kernels).
+int64_t profile_period() {
+  static const int64_t every = [] {
+    const char* env = std::getenv("LAZYSCOPE_PROFILE_EVERY");
+    return env && *env ? std::clamp<int64_t>(std::atoll(env), 1, int64_t{1} << 30) : int64_t{64};
+  }();
+  return every;
 }
 
 metrics::Counter* allocations_counter() {
@@ -290,7 +303,7 @@ class CpuExecutable final : public Executable {
     // compiled code is sampled and drops the earlier timings too: they
     // were of the interpreter, and the profile names the code that ran.
     const int64_t execution = executions_.fetch_add(1, std::memory_order_relaxed);
-    const bool sampled = own && (execution <= 3 || execution % 64 == 0 || switched);
+    const bool sampled = own && (execution <= 3 || execution % profile_period() == 0 || switched);
     if (sampled && (st.timings.size() != program_.size() || first_only_ || switched)) {
       if (first_only_ || switched) dropped_samples_ = sampled_.load(std::memory_order_relaxed);
       st.timings.assign(program_.size(), 0);

@@ -1,5 +1,5 @@
-// Kernels of the neural-network ops that read integer data: one_hot and
-// nll_loss. Out-of-range class values are an IndexError naming the op and
+// Kernels of the neural-network ops that read integer data: one_hot,
+// nll_loss and its gradient. Out-of-range class values are an IndexError naming the op and
 // the value; on a lazy device they surface at the sync that runs the graph.
 #include <string>
 
@@ -59,6 +59,39 @@ template <typename T> void nll_loss_kernel(const KernelArgs& k) {
   }
   if (reduction == 1) out[0] = static_cast<T>(total / static_cast<double>(count));  // none counted: NaN, as PyTorch
   if (reduction == 2) out[0] = static_cast<T>(total);
+}
+
+// nll_loss's gradient: out[i, c] = -(p * scale_i), p = 1 where c is sample
+// i's target and it is not ignored, else 0; scale_i = grad[i] (none), grad
+// (sum) or grad / the count of targets kept (mean), all in T. The same
+// operations, in the same dtype, as the composite it replaces (ne, where,
+// one_hot, cast, mul by the mask, div by its sum, mul, neg): the same bits,
+// -0 and NaN (0 * inf when every target is ignored) included.
+template <typename T> void nll_loss_backward_kernel(const KernelArgs& k) {
+  const T* grad = k.inputs[0]->as<T>();
+  const int64_t* target = k.inputs[1]->as<int64_t>();
+  const int64_t n = k.inputs[1]->numel(), classes = k.attrs.get_int("classes");
+  const int64_t reduction = k.attrs.get_int("reduction");
+  const int64_t ignore = k.attrs.get_int("ignore_index");
+  T count = 0;  // summed in T, as the composite's sum of the float mask
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = target[i];
+    if (t == ignore) continue;
+    if (t < 0 || t >= classes) {
+      throw IndexError("nll_loss_backward: target " + std::to_string(t) + " is out of bounds for " +
+                       std::to_string(classes) + " classes (sample " + std::to_string(i) + ")");
+    }
+    count = static_cast<T>(count + T(1));
+  }
+  T* out = k.out.as<T>();
+  const T shared = reduction == 1 ? static_cast<T>(grad[0] / count) : grad[0];
+  for (int64_t i = 0; i < n; ++i) {
+    const T scale = reduction == 0 ? grad[i] : shared;
+    const T zero = static_cast<T>(-(T(0) * scale)), one = static_cast<T>(-(T(1) * scale));
+    T* row = out + i * classes;
+    std::fill(row, row + classes, zero);
+    if (target[i] != ignore) row[target[i]] = one;
+  }
 }
 
 // Reads index[k] for a dim of `size`; an IndexError names the op and value.
@@ -126,6 +159,7 @@ template <typename T> void index_add_kernel(const KernelArgs& k) {
 void add_nn_kernels(Table& t) {
   t.emplace(Key{OpKind::kOneHot, DType::kInt64}, one_hot_kernel);
   rows<float, double>(t, OpKind::kNllLoss, LAZYSCOPE_KERNEL(nll_loss_kernel));
+  rows<float, double>(t, OpKind::kNllLossBackward, LAZYSCOPE_KERNEL(nll_loss_backward_kernel));
   for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
                   DType::kFloat32, DType::kFloat64}) {
     t.emplace(Key{OpKind::kIndexSelect, d}, index_select_kernel);
