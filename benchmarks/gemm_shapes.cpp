@@ -287,6 +287,21 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
                       },
                       {}});
     setups.push_back({"gelu", [&] { cpu::parallel_for(c->numel(), 2048, gelu); }, {}});
+    // The other forward products' epilogue: the bias alone (a one-step
+    // fused kernel: the tile interpreter), written over the product.
+    const cpu::FusedKernel bias_add(c->shape(), {{f32, c->shape()}, {f32, Shape{s.n}}},
+                                    {{cpu::fused_row(OpKind::kAdd, f32, add_types), OpKind::kAdd, {0, 1, -1}, 0, 0, 0}},
+                                    {0}, {f32});
+    Buffer* bias_out[] = {c.get()};
+    auto add_bias = [&](int64_t begin, int64_t end) { bias_add.run_range(gelu_in, bias_out, false, begin, end); };
+    const cpu::Epilogue bias_epilogue(add_bias);
+    setups.push_back({"auto+bias",
+                      [&] {
+                        cpu::set_gemm_split(cpu::GemmSplit::kAuto);
+                        cpu::matmul_into(*a, s.ta, *b, s.tb, *c, &bias_epilogue);
+                      },
+                      {}});
+    setups.push_back({"bias", [&] { cpu::parallel_for(c->numel(), 2048, add_bias); }, {}});
     setups.push_back({"auto+wake", setups[0].call, {}, 0, true});  // keys[] below: same order
     setups.push_back({"cblas 1",
                       [&] {
@@ -317,13 +332,13 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto",     "rows",     "columns", "blas",      "dnnl", "dnnl-rows",
-                                "openblas", "auto+sgd", "sgd",     "auto+gelu", "gelu", "auto+wake",
-                                "cblas1",   "cblasN",   "dnnl1",   "dnnlN"};
-    constexpr size_t kFirstDirect = 12;
+    const std::string keys[] = {"auto",     "rows",      "columns", "blas",      "dnnl",  "dnnl-rows",
+                                "openblas", "auto+sgd",  "sgd",     "auto+gelu", "gelu",  "auto+bias",
+                                "bias",     "auto+wake", "cblas1",  "cblasN",    "dnnl1", "dnnlN"};
+    constexpr size_t kFirstDirect = 14;
     for (size_t i = 0; i < setups.size(); ++i) {
       // No SGD epilogue on a strided product (the step's have none).
-      const bool epilogue = keys[i] == std::string("auto+sgd") || keys[i] == std::string("auto+gelu");
+      const bool epilogue = keys[i].starts_with("auto+") && keys[i] != "auto+wake";
       if (!keep(keys[i]) || (s.heads_split >= 0 && epilogue)) setups[i].call = nullptr;
     }
     for (auto& setup : setups) {
