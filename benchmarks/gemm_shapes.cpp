@@ -14,9 +14,11 @@
 //   build/release/bin/gemm_shapes [rounds=9] [calls per round=20] [shape filter] [set-ups]
 //
 // set-ups: comma-separated names (auto,rows,columns,blas,dnnl,dnnl-rows,
-// openblas,auto+sgd,sgd,auto+wake,cblas1,cblasN,dnnl1,dnnlN; default all;
-// auto+sgd: auto with an SGD-momentum update as the product's epilogue,
-// sgd: that update alone; auto+wake: auto with the pool's workers woken 200
+// openblas,auto+sgd,sgd,auto+gelu,gelu,auto+wake,cblas1,cblasN,dnnl1,dnnlN;
+// default all; auto+sgd: auto with an SGD-momentum update as the product's
+// epilogue, sgd: that update alone; auto+gelu: auto with bias + GELU (the
+// engine's fused kernel, as the transformer's MLP up-projection has it) as
+// the epilogue, gelu: that kernel alone; auto+wake: auto with the pool's workers woken 200
 // us before the call, as a sync's start wakes them: with
 // LAZYSCOPE_GEMM_SHAPES_IDLE_US, against auto, what a sleeping worker's
 // wake-up costs the first product). OpenBLAS's threads spin in
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
 
@@ -258,7 +261,48 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
                       },
                       {}});
     setups.push_back({"sgd", [&] { cpu::parallel_for(c->numel(), 2048, sgd); }, {}});
-    setups.push_back({"auto+wake", setups[0].call, {}, 0, true});
+    // The MLP up-projection's epilogue in the transformer step: h = product
+    // + bias (written over the product, kept for the backward) and GELU(h),
+    // as the engine's own fused kernel (compiled at run time, as in the
+    // step); `gelu` is that kernel alone over an already computed product.
+    auto bias = Buffer::allocate(DType::kFloat32, Shape{s.n});
+    auto act = Buffer::allocate(DType::kFloat32, shape(s.m, s.n));
+    for (int64_t i = 0; i < s.n; ++i) bias->as<float>()[i] = 0.01f * static_cast<float>(i % 7);
+    const DType f32 = DType::kFloat32;
+    const DType add_types[] = {f32, f32}, gelu_types[] = {f32};
+    const cpu::FusedKernel bias_gelu(
+        c->shape(), {{f32, c->shape()}, {f32, Shape{s.n}}},
+        {{cpu::fused_row(OpKind::kAdd, f32, add_types), OpKind::kAdd, {0, 1, -1}, 0, 0, 0},
+         {cpu::fused_row(OpKind::kGelu, f32, gelu_types), OpKind::kGelu, {2, -1, -1}, 0, 0, 1}},
+        {0, 1}, {f32, f32});
+    while (bias_gelu.adopt()) ::usleep(1000);  // its compiled code, as a warm step runs it
+    const Buffer* gelu_in[] = {c.get(), bias.get()};
+    Buffer* gelu_out[] = {c.get(), act.get()};
+    auto gelu = [&](int64_t begin, int64_t end) { bias_gelu.run_range(gelu_in, gelu_out, false, begin, end); };
+    const cpu::Epilogue gelu_epilogue(gelu);
+    setups.push_back({"auto+gelu",
+                      [&] {
+                        cpu::set_gemm_split(cpu::GemmSplit::kAuto);
+                        cpu::matmul_into(*a, s.ta, *b, s.tb, *c, &gelu_epilogue);
+                      },
+                      {}});
+    setups.push_back({"gelu", [&] { cpu::parallel_for(c->numel(), 2048, gelu); }, {}});
+    // The other forward products' epilogue: the bias alone (a one-step
+    // fused kernel: the tile interpreter), written over the product.
+    const cpu::FusedKernel bias_add(c->shape(), {{f32, c->shape()}, {f32, Shape{s.n}}},
+                                    {{cpu::fused_row(OpKind::kAdd, f32, add_types), OpKind::kAdd, {0, 1, -1}, 0, 0, 0}},
+                                    {0}, {f32});
+    Buffer* bias_out[] = {c.get()};
+    auto add_bias = [&](int64_t begin, int64_t end) { bias_add.run_range(gelu_in, bias_out, false, begin, end); };
+    const cpu::Epilogue bias_epilogue(add_bias);
+    setups.push_back({"auto+bias",
+                      [&] {
+                        cpu::set_gemm_split(cpu::GemmSplit::kAuto);
+                        cpu::matmul_into(*a, s.ta, *b, s.tb, *c, &bias_epilogue);
+                      },
+                      {}});
+    setups.push_back({"bias", [&] { cpu::parallel_for(c->numel(), 2048, add_bias); }, {}});
+    setups.push_back({"auto+wake", setups[0].call, {}, 0, true});  // keys[] below: same order
     setups.push_back({"cblas 1",
                       [&] {
                         openblas_set_num_threads(1);
@@ -288,12 +332,14 @@ int run(int rounds, int calls, const std::string& filter, const std::string& wan
     const auto keep = [&](const std::string& key) {
       return wanted.empty() || ("," + wanted + ",").find("," + key + ",") != std::string::npos;
     };
-    const std::string keys[] = {"auto",     "rows", "columns",   "blas",   "dnnl",   "dnnl-rows", "openblas",
-                                "auto+sgd", "sgd",  "auto+wake", "cblas1", "cblasN", "dnnl1",     "dnnlN"};
-    constexpr size_t kFirstDirect = 10;
+    const std::string keys[] = {"auto",     "rows",      "columns", "blas",      "dnnl",  "dnnl-rows",
+                                "openblas", "auto+sgd",  "sgd",     "auto+gelu", "gelu",  "auto+bias",
+                                "bias",     "auto+wake", "cblas1",  "cblasN",    "dnnl1", "dnnlN"};
+    constexpr size_t kFirstDirect = 14;
     for (size_t i = 0; i < setups.size(); ++i) {
       // No SGD epilogue on a strided product (the step's have none).
-      if (!keep(keys[i]) || (s.heads_split >= 0 && keys[i] == std::string("auto+sgd"))) setups[i].call = nullptr;
+      const bool epilogue = keys[i].starts_with("auto+") && keys[i] != "auto+wake";
+      if (!keep(keys[i]) || (s.heads_split >= 0 && epilogue)) setups[i].call = nullptr;
     }
     for (auto& setup : setups) {
       if (setup.call) setup.call();  // warm-up: OpenBLAS's buffers, the pool's threads

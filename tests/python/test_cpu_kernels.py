@@ -119,6 +119,11 @@ SUMS = [
     ((9, 1000), (0,), False),
     ((64, 95), (0,), False),      # column blocks of 32 in registers and a tail of 31
     ((3, 2, 64), (0, 1), True),   # exactly two blocks
+    # rows of 4 KiB and up, summed in bands of 16 rows: the MLP up-projection's
+    # bias gradient; a band and a group of 512 columns cut short, a tail of 12
+    ((16, 64, 1024), (0, 1), False),
+    ((37, 1100), (0,), False),
+    ((19, 1600), (0,), True),
     # trailing and middle: row sums (a layer norm's), a conv bias gradient
     ((64, 256), (1,), False),
     ((5, 7, 13), (2,), True),

@@ -204,10 +204,57 @@ template <typename T, int64_t kColumns>
   for (int64_t j = 0; j < kColumns; ++j) out[b + j] = static_cast<T>(divide == 1.0 ? acc[j] : acc[j] / divide);
 }
 
+// Rows [r0, r1) of the block's columns b.. added into acc (kept in
+// registers across the rows).
+template <typename T, int64_t kColumns>
+[[gnu::always_inline]] inline void column_block_add(const T* src, int64_t r0, int64_t r1, int64_t cols, int64_t b,
+                                                    double* __restrict acc) {
+  double a[kColumns];
+  for (int64_t j = 0; j < kColumns; ++j) a[j] = acc[j];
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* row = src + r * cols + b;
+    for (int64_t j = 0; j < kColumns; ++j) a[j] += static_cast<double>(row[j]);
+  }
+  for (int64_t j = 0; j < kColumns; ++j) acc[j] = a[j];
+}
+
+// Whole blocks of kColumns in [c0, c1): a band of kBandRows rows at a time
+// across up to kGroup columns, the blocks' accumulators stored between
+// bands. A block walked down all its rows at once reads a 128-byte piece of
+// each row: with rows of 4 KiB (the MLP up-projection's bias gradient,
+// [1024, 1024]) every piece is on another page, which the prefetchers do
+// not follow, and the sum ran at ~15 GB/s in the step. In bands the blocks
+// read each row's run of the group's columns in turn. Each column still
+// adds its rows in order: the same bits.
+template <typename T, int64_t kColumns>
+[[gnu::always_inline]] inline int64_t column_blocks_banded(const T* src, int64_t rows, int64_t cols, int64_t c0,
+                                                           int64_t c1, double divide, T* out) {
+  constexpr int64_t kGroup = 512, kBandRows = 16;
+  double acc[kGroup];
+  for (; c0 + kColumns <= c1;) {
+    const int64_t g1 = c0 + std::min(kGroup, (c1 - c0) / kColumns * kColumns);
+    for (int64_t j = 0; j < g1 - c0; ++j) acc[j] = 0.0;
+    for (int64_t r0 = 0; r0 < rows; r0 += kBandRows) {
+      const int64_t r1 = std::min(rows, r0 + kBandRows);
+      for (int64_t b = c0; b < g1; b += kColumns) column_block_add<T, kColumns>(src, r0, r1, cols, b, acc + (b - c0));
+    }
+    for (int64_t j = 0; j < g1 - c0; ++j) out[c0 + j] = static_cast<T>(divide == 1.0 ? acc[j] : acc[j] / divide);
+    c0 = g1;
+  }
+  return c0;
+}
+
 template <typename T>
 [[gnu::always_inline]] inline void column_sums_body(const T* src, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
                                                     double divide, T* out) {
   constexpr int64_t kColumns = 32;
+  // Banded only for rows of 4 KiB and up: on the [1024, 256] bias
+  // gradients (1 KiB rows, 128 columns per thread) bands were 10% slower
+  // (their accumulators' loads and stores), on [1024, 1024] 1.4-1.8x faster
+  // (benchmarks/README.md, branch xfmr3).
+  if (cols * static_cast<int64_t>(sizeof(T)) >= 4096) {
+    c0 = column_blocks_banded<T, kColumns>(src, rows, cols, c0, c1, divide, out);
+  }
   for (; c0 + kColumns <= c1; c0 += kColumns) column_block_sums<T, kColumns>(src, rows, cols, c0, divide, out);
   constexpr int64_t kBlock = 256;
   double acc[kBlock];
