@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -19,13 +20,33 @@ namespace {
 
 thread_local bool t_in_region = false;
 
-// An idle worker spins this many pauses (~25 ns each on this machine's EPYC:
-// ~100 us) before it sleeps, unless wake() asked for longer.
-constexpr int kSpinPauses = 4000;
-
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// How long an idle worker spins after its last region before it sleeps
+// (LAZYSCOPE_POOL_SPIN_US, default 2000), unless wake() asked for longer.
+// A training step's regions come in bursts a step apart, with the Python
+// tracing of the next step (0.1-0.3 ms for the MLP) in between. With a
+// ~100 us spin the worker slept between every two steps, and on a VM a
+// sleeping vCPU is slow to wake once the host has stopped polling for it:
+// after a 0.25 s pause the MLP's steps ran at one thread's speed (3.5 ms
+// against 1.8) for more than ten steps, the worker waking after each region
+// had ended (benchmarks/README.md, "Session 8"). OpenBLAS's own threads
+// spin ~0.1 s for the same reason. 2 ms covers a step's gap and costs an
+// idle core, bounded, once a burst of work ends. A process of a
+// multi-process job (LAZYSCOPE_WORLD_SIZE > 1, set by `lazyscope run
+// --nproc-per-node`) shares the cores with the others, where a spinning
+// worker takes one from a sibling: 100 us there, as before.
+int64_t spin_ns() {
+  static const int64_t ns = [] {
+    const char* env = std::getenv("LAZYSCOPE_POOL_SPIN_US");
+    if (env && *env) return std::clamp<int64_t>(std::atoll(env), 0, 1000000) * 1000;
+    const char* world = std::getenv("LAZYSCOPE_WORLD_SIZE");
+    return (world && std::atoll(world) > 1 ? int64_t{100} : int64_t{2000}) * 1000;
+  }();
+  return ns;
 }
 // A child of fork() has none of the pool's threads: its regions run on the
 // calling thread (a data-loader worker forked from a process that used the
@@ -138,10 +159,14 @@ class Pool {
     uint64_t seen = 0;
     for (;;) {
       uint64_t g = generation_.load(std::memory_order_acquire);
-      // ~100 us of pauses after a region (kSpinPauses), longer until the
-      // deadline a wake() set (the clock read every 64 pauses).
-      for (int spin = 0; g == seen && !park_.load(std::memory_order_relaxed); ++spin) {
-        if (spin >= kSpinPauses && spin % 64 == 0 && now_ns() >= spin_until_.load(std::memory_order_relaxed)) break;
+      // spin_ns() of pauses after a region, longer until the deadline a
+      // wake() set (the clock read every 64 pauses).
+      const int64_t spin_end = now_ns() + spin_ns();
+      for (int spin = 1; g == seen && !park_.load(std::memory_order_relaxed); ++spin) {
+        if (spin % 64 == 0) {
+          const int64_t now = now_ns();
+          if (now >= spin_end && now >= spin_until_.load(std::memory_order_relaxed)) break;
+        }
         __builtin_ia32_pause();
         g = generation_.load(std::memory_order_acquire);
       }
