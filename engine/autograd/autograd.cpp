@@ -232,7 +232,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
           "tensors after they have already been freed); pass retain_graph=True to the first backward");
     }
     std::vector<Tensor> grads;
-    std::shared_ptr<TensorImpl> live = fn->live_output.lock();
+    // The live result once per node, and only when a gradient reached it:
+    // its hooks (register_hook) and, below, its value for the rule.
+    std::shared_ptr<TensorImpl> live = grad.defined() ? fn->live_output.lock() : nullptr;
     if (live && live->grad_hooks) grad = apply_hooks(*live, std::move(grad));
     if (grad.defined()) check_versions(*fn);
     if (grad.defined()) {

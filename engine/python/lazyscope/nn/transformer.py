@@ -46,6 +46,15 @@ def _layer_common(layer, d_model, nhead, dim_feedforward, dropout, activation, l
 
 
 class _Layer(Module):
+    """The encoder and decoder layers' shared set-up (PyTorch's arguments) and self-attention block."""
+    _decoder = False
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        _layer_common(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                      norm_first, bias, self._decoder, dict(device=device, dtype=dtype))
+
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         out = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                              is_causal=is_causal)[0]
@@ -53,12 +62,6 @@ class _Layer(Module):
 
 
 class TransformerEncoderLayer(_Layer):
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
-        super().__init__()
-        _layer_common(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-                      norm_first, bias, False, dict(device=device, dtype=dtype))
-
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
         if self.norm_first:
@@ -90,12 +93,7 @@ class TransformerEncoder(Module):
 
 class TransformerDecoderLayer(_Layer):
     """Self-attention over the target, attention over the encoder's memory, then the feed-forward block."""
-
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
-        super().__init__()
-        _layer_common(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-                      norm_first, bias, True, dict(device=device, dtype=dtype))
+    _decoder = True
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
