@@ -503,6 +503,35 @@ def test_an_update_reading_a_returned_gradient_moves_up_to_be_its_gemms_epilogue
     assert program.count("the epilogue of the matmul above") == 1, program
 
 
+def test_an_update_of_a_weight_gradient_over_a_batch_of_sequences_is_its_stacked_gemms_epilogue():
+    # A linear layer on [B, S, C] (a transformer's): its weight gradient sums
+    # the batch's products dy_b^T x_b as one GEMM over stacked rows, and the
+    # SGD-momentum update reading it runs as that GEMM's epilogue, once per
+    # part as the GEMM writes it. Values against NumPy in float64.
+    rng = np.random.default_rng(52)
+    x = rng.standard_normal((4, 24, 40)).astype(np.float32)
+    dy = rng.standard_normal((4, 24, 33)).astype(np.float32)
+    p = rng.standard_normal((33, 40)).astype(np.float32)
+    v = rng.standard_normal((33, 40)).astype(np.float32)
+
+    def run():
+        X, DY, P, V = (lazyscope.tensor(a, device=DEV) for a in (x, dy, p, v))
+        g = (DY.transpose(1, 2) @ X).sum(0)  # [33, 40]
+        v2 = V * 0.9 + g
+        return g, P - v2 * 0.1, v2
+
+    (g, p2, v2), program = run_graph(run)
+    want_g = np.einsum("bso,bsi->oi", dy.astype(np.float64), x.astype(np.float64))
+    np.testing.assert_allclose(g, want_g, rtol=1e-5, atol=1e-4)
+    want_v = v * 0.9 + want_g
+    np.testing.assert_allclose(v2, want_v, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(p2, p - want_v * 0.1, rtol=1e-5, atol=1e-4)
+    lines = program.splitlines()
+    matmul = next(i for i, line in enumerate(lines) if "= matmul(" in line)
+    assert "float32[33, 40]" in lines[matmul], program  # the stacked product, not a batch of [24, 24]
+    assert "the epilogue of the matmul above" in lines[matmul + 3], program
+
+
 def sgd_momentum_reference(w, x, steps, lr=0.1, momentum=0.9):
     """NumPy: the parameter before and after each step of SGD with momentum
     (PyTorch's rule: the first step's buffer is the gradient) on

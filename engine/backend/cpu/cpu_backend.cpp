@@ -347,7 +347,7 @@ class CpuExecutable final : public Executable {
         switch (ins.kind) {
           case Kind::kKernel: ins.kernel(KernelArgs{inputs, *out, ins.attrs}); break;
           case Kind::kMatmul:
-            if (ins.stacked) {
+            if (ins.stacked && ins.members.empty()) {
               matmul_stacked_rows(*inputs[0], *inputs[1], *out);
             } else if (ins.members.empty() && !ins.layouts.empty()) {
               matmul_strided(*inputs[0], ins.layouts[0], ins.transpose_a, *inputs[1], ins.layouts[1], ins.transpose_b,
@@ -363,7 +363,9 @@ class CpuExecutable final : public Executable {
               const auto& outs = st.member_outputs[0];
               auto apply = [&](int64_t begin, int64_t end) { epi.fused->run_range(in, outs, bf16_, begin, end); };
               const Epilogue epilogue(apply);
-              if (ins.layouts.empty()) {
+              if (ins.stacked) {
+                matmul_stacked_rows(*inputs[0], *inputs[1], *out, &epilogue);
+              } else if (ins.layouts.empty()) {
                 matmul_into(*inputs[0], ins.transpose_a, *inputs[1], ins.transpose_b, *out, &epilogue);
               } else {
                 matmul_strided(*inputs[0], ins.layouts[0], ins.transpose_a, *inputs[1], ins.layouts[1], ins.transpose_b,
@@ -651,6 +653,11 @@ class CpuExecutable final : public Executable {
       c.bytes = spec_bytes(a_spec) + spec_bytes(slot_specs_[static_cast<size_t>(ins.inputs[1])]) + spec_bytes(ins.spec);
       const Shape& a = a_spec.shape;
       c.flops = a.empty() || a.back() == 0 ? 0 : 2 * numel(ins.spec.shape) * (numel(a) / a.back());
+      if (!ins.members.empty()) {  // its epilogue, as below
+        const KernelCost epi = cost(ins.members[0]);
+        c.flops += epi.flops;
+        c.bytes += epi.bytes - spec_bytes(ins.spec);
+      }
       return c;
     }
     if (ins.kind == Kind::kMatmul && !ins.members.empty()) {
@@ -1250,7 +1257,7 @@ std::vector<Instruction> attach_epilogues(std::vector<Instruction> program, cons
     if (taken[i]) continue;
     Instruction& ins = program[i];
     bool moved_down = false;
-    if (ins.kind == Kind::kMatmul && ins.members.empty() && !ins.stacked && ins.spec.dtype == DType::kFloat32 &&
+    if (ins.kind == Kind::kMatmul && ins.members.empty() && ins.spec.dtype == DType::kFloat32 &&
         readers[ins.output] == 1 && contiguous_product(ins)) {
       // The one reader of the product, and whether it can run right here.
       std::vector<int> written_between;

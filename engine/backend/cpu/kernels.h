@@ -61,8 +61,10 @@ void matmul_strided(const Buffer& a, const MatrixLayout& la, bool transpose_a, c
 
 // out [K, N] (any shape of K*N elements) = a^T b with a [..., K] read as
 // [R, K] and b [..., N] as [R, N], R the rest of their elements (equal):
-// the sum over a batch of products a_i^T b_i as one GEMM.
-void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out);
+// the sum over a batch of products a_i^T b_i as one GEMM (a weight's
+// gradient over a [B, S, C] activation); `epilogue` as matmul_into's (float32:
+// the weight's optimizer update).
+void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out, const Epilogue* epilogue = nullptr);
 // Parts each thread's share of a product is split into (1-16, claimed
 // dynamically; LAZYSCOPE_GEMM_PARTS_PER_THREAD); returns the previous value.
 // For benchmarks/vs_pytorch.py's side-by-side comparison.

@@ -653,7 +653,7 @@ GemmSplit gemm_split_from_name(const std::string& name) {
 
 const char* gemm_split_name(GemmSplit mode) { return kSplitNames[static_cast<int>(mode)]; }
 
-void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
+void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out, const Epilogue* epilogue) {
   const int64_t k = a.shape().empty() ? 1 : a.shape().back(), n = b.shape().empty() ? 1 : b.shape().back();
   const int64_t rows = k ? a.numel() / k : 0;
   if ((n ? b.numel() / n : 0) != rows || out.numel() != k * n || a.dtype() != out.dtype() || b.dtype() != out.dtype()) {
@@ -662,9 +662,10 @@ void matmul_stacked_rows(const Buffer& a, const Buffer& b, Buffer& out) {
   }
   switch (out.dtype()) {
     case DType::kFloat32:
-      parallel_gemm(a.as<float>(), true, b.as<float>(), false, out.as<float>(), k, rows, n, nullptr);
+      parallel_gemm(a.as<float>(), true, b.as<float>(), false, out.as<float>(), k, rows, n, epilogue);
       return;
     case DType::kFloat64:
+      if (epilogue) throw EngineError("matmul: a stacked-rows epilogue is float32 only");
       parallel_gemm(a.as<double>(), true, b.as<double>(), false, out.as<double>(), k, rows, n, nullptr);
       return;
     default: throw EngineError("matmul: no stacked-rows kernel for " + std::string(dtype_name(out.dtype())));
