@@ -417,6 +417,27 @@ Table make_table() {
     const Tensor& y = c.output();
     return {ops::sub(g, ops::mul(ops::exp(y), ops::sum(g, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
   });
+  // layer_norm: the input's gradient one op; the weight's g * xhat and the
+  // bias's g, summed down to their shape by autograd (sum_to_size); xhat is
+  // layer_norm again without weight and bias.
+  set(t, OpKind::kLayerNorm, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    const bool weight = c.attrs.get_bool("weight"), bias = c.attrs.get_bool("bias");
+    const int64_t dims = c.attrs.get_int("dims");
+    const double eps = c.attrs.get_double("eps");
+    std::vector<Tensor> operands{g, in0(c)};
+    if (weight) operands.push_back(in1(c));
+    Grads out{c.needs(0)
+                  ? ops::apply(OpKind::kLayerNormBackward, operands, {{"dims", dims}, {"eps", eps}, {"weight", weight}})
+                  : Tensor()};
+    if (weight) {
+      out.push_back(c.needs(1)
+                        ? ops::mul(g, ops::apply(OpKind::kLayerNorm, {in0(c)},
+                                                 {{"dims", dims}, {"eps", eps}, {"weight", false}, {"bias", false}}))
+                        : Tensor());
+    }
+    if (bias) out.push_back(c.needs(weight ? 2 : 1) ? g : Tensor());
+    return out;
+  });
   // d loss_i / d input[i, c] = -[c == target_i] for the targets not ignored;
   // mean divides by their count.
   set(t, OpKind::kNllLoss, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {

@@ -273,6 +273,14 @@ bool nll_backward_kernel() {
   return on;
 }
 
+bool layer_norm_kernel() {
+  static const bool on = [] {
+    const char* env = std::getenv("LAZYSCOPE_LAYER_NORM_KERNEL");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return on;
+}
+
 std::atomic<bool>& im2col() {
   static std::atomic<bool> v{flag_from_env("LAZYSCOPE_IM2COL_CONV")};
   return v;

@@ -98,6 +98,12 @@ bool alias_values();
 // bit), for A/B runs of a training step. Read once.
 bool nll_backward_kernel();
 
+// LAZYSCOPE_LAYER_NORM_KERNEL (default 1): layer_norm (float32/64) is one
+// layer_norm op, its input gradient one layer_norm_backward. 0: the
+// composite of before (mean, var, sub, rsqrt, mul, add, and their
+// gradients), for A/B runs. Read once.
+bool layer_norm_kernel();
+
 // LAZYSCOPE_NUM_THREADS: threads of the CPU backend's one pool (kernels and
 // the GEMM share it, so they never fight over cores). Default: the cores the
 // process may run on. Read once, when the pool starts.

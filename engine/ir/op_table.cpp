@@ -381,6 +381,53 @@ TensorSpec infer_nll_loss(const char* op, Specs in, const Attrs& attrs) {
   return {reduction == 0 ? Shape{x[0]} : Shape{}, in[0].dtype};
 }
 
+// layer_norm's operands: x floating, `dims` trailing dims normalized, and
+// each of weight and bias, where its flag says it is there (after x, in that
+// order), of x's dtype and shaped as those dims.
+void check_layer_norm_operands(const char* op, Specs in, size_t first_param, const Attrs& attrs, bool with_bias) {
+  const TensorSpec& x = in[first_param - 1];
+  if (!is_floating(x.dtype)) {
+    throw EngineError(std::string(op) + ": expected a floating point input, got " + std::string(dtype_name(x.dtype)));
+  }
+  const int64_t dims = attrs.get_int("dims");
+  if (dims < 1 || dims > static_cast<int64_t>(x.shape.size())) {
+    throw ShapeError(std::string(op) + ": cannot normalize the last " + std::to_string(dims) + " dims of " +
+                     shape_str(x.shape));
+  }
+  const bool weight = attrs.get_bool("weight"), bias = with_bias && attrs.get_bool("bias");
+  const size_t want = first_param + (weight ? 1 : 0) + (bias ? 1 : 0);
+  if (in.size() != want) {
+    throw EngineError(std::string(op) + ": expected " + std::to_string(want) + " operands, got " +
+                      std::to_string(in.size()));
+  }
+  const Shape normalized(x.shape.end() - dims, x.shape.end());
+  for (size_t i = first_param; i < in.size(); ++i) {
+    if (in[i].shape != normalized || in[i].dtype != x.dtype) {
+      throw ShapeError(std::string(op) + ": expected a " + std::string(i == first_param && weight ? "weight" : "bias") +
+                       " " + std::string(dtype_name(x.dtype)) + shape_str(normalized) + ", got " +
+                       std::string(dtype_name(in[i].dtype)) + shape_str(in[i].shape));
+    }
+  }
+}
+
+TensorSpec infer_layer_norm(const char* op, Specs in, const Attrs& attrs) {
+  if (in.empty()) throw EngineError(std::string(op) + ": expected an input");
+  check_layer_norm_operands(op, in, 1, attrs, true);
+  return in[0];
+}
+
+// (grad, x [, weight]) -> x's spec; grad shaped as x.
+TensorSpec infer_layer_norm_backward(const char* op, Specs in, const Attrs& attrs) {
+  if (in.size() < 2) throw EngineError(std::string(op) + ": expected a gradient and an input");
+  check_layer_norm_operands(op, in, 2, attrs, false);
+  if (in[0].shape != in[1].shape || in[0].dtype != in[1].dtype) {
+    throw ShapeError(std::string(op) + ": the gradient " + std::string(dtype_name(in[0].dtype)) +
+                     shape_str(in[0].shape) + " does not match the input " + std::string(dtype_name(in[1].dtype)) +
+                     shape_str(in[1].shape));
+  }
+  return in[1];
+}
+
 // (grad, int64 targets [N]) -> [N, classes] of grad's dtype; grad is [N]
 // for reduction none, a scalar otherwise (what nll_loss gave).
 TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs) {
@@ -729,6 +776,8 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"bitwise_left_shift", 2, infer_binary, Promote::kIntegral},
     {"bitwise_right_shift", 2, infer_binary, Promote::kIntegral},
     {"nll_loss_backward", 2, infer_nll_loss_backward, Promote::kNone},
+    {"layer_norm", -1, infer_layer_norm, Promote::kNone},
+    {"layer_norm_backward", -1, infer_layer_norm_backward, Promote::kNone},
 }};
 
 }  // namespace
@@ -867,6 +916,8 @@ OpCategory op_category(OpKind op) {
     case OpKind::kLogSoftmax:
     case OpKind::kNllLoss:
     case OpKind::kNllLossBackward:
+    case OpKind::kLayerNorm:
+    case OpKind::kLayerNormBackward:
     case OpKind::kCumsum:
     case OpKind::kCumprod: return OpCategory::kReduction;
     case OpKind::kReshape:

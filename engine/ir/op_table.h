@@ -164,6 +164,16 @@ enum class OpKind : uint16_t {
   // ignored target's row is -(0 * scale)). It was ten ops (ne, where,
   // one_hot, casts, sum, div, mul, neg), five kernels in a step.
   kNllLossBackward,
+  // layer_norm as one op (x [, weight] [, bias]) -> x's shape and dtype,
+  // attrs dims (how many trailing dims are normalized), eps, weight, bias
+  // (whether each operand is there): each row's mean and biased variance in
+  // double, then (x - mean) * rsqrt(var + eps) * weight + bias. It was a
+  // mean, a var and a fused kernel forward, and eight kernels backward.
+  kLayerNorm,
+  // Its input gradient: (grad, x [, weight]) -> x's shape, attrs dims, eps,
+  // weight: rstd * (g - mean(g) - xhat * mean(g * xhat)) per row, g =
+  // grad * weight, the statistics recomputed from x.
+  kLayerNormBackward,
   kNumOps
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/settings.h"
 #include "core/source_location.h"
 #include "tensor/ops.h"
 #include "tensor/upcalls.h"
@@ -227,6 +228,14 @@ Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_sh
   }
   check_param("layer_norm", "weight", weight, normalized_shape);
   check_param("layer_norm", "bias", bias, normalized_shape);
+  if ((input.dtype() == DType::kFloat32 || input.dtype() == DType::kFloat64) && settings::layer_norm_kernel()) {
+    std::vector<Tensor> operands{input};
+    if (weight.defined()) operands.push_back(weight);
+    if (bias.defined()) operands.push_back(bias);
+    return apply(
+        OpKind::kLayerNorm, operands,
+        {{"dims", static_cast<int64_t>(k)}, {"eps", eps}, {"weight", weight.defined()}, {"bias", bias.defined()}});
+  }
   std::vector<int64_t> dims;
   for (size_t i = 0; i < k; ++i) dims.push_back(static_cast<int64_t>(i) - static_cast<int64_t>(k));
   const Tensor mu = mean(input, dims, /*keepdim=*/true);

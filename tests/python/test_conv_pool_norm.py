@@ -403,6 +403,37 @@ def test_layer_norm_gradients_match_finite_differences(device):
           [x, w, b], device, rtol=1e-5, atol=1e-7)
 
 
+# The layer_norm op's kernels (float64 here: finite differences) run rows in
+# lanes of 32 with a tail: n = 3 (tail only), 32, 70 (two lanes of 32 and a
+# tail of 6); weight and bias each there or not (the op's operand flags).
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [3, 32, 70])
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
+def test_layer_norm_op_gradients_with_and_without_weight_and_bias(device, n, affine):
+    x = rng.standard_normal((2, 3, n)) * 2 + 0.5
+    params = [rng.standard_normal(n) for _ in range(affine.count("weight") + affine.count("bias") + 2 * (affine == "both"))]
+    w = params[0] if affine in ("weight", "both") else None
+    b = params[-1] if affine in ("bias", "both") else None
+
+    def split(rest):
+        it = iter(rest)
+        return (next(it) if w is not None else None), (next(it) if b is not None else None)
+
+    check(lambda t, *rest: lazyscope.layer_norm(t, [n], *split(rest)),
+          lambda a, *rest: layer_norm_ref(a, 1, *split(rest)),
+          [x] + [p for p in (w, b) if p is not None], device, rtol=1e-6, atol=1e-8)
+
+
+def test_layer_norm_is_one_op_forward_and_one_backward_on_the_lazy_device():
+    # The listing of the step: one layer_norm and one layer_norm_backward,
+    # no mean/var composite (which gives the same values, slower).
+    x = lazyscope.tensor(rng.standard_normal((4, 40)).astype(np.float32), device="lazy:0", requires_grad=True)
+    w = lazyscope.tensor(rng.standard_normal(40).astype(np.float32), device="lazy:0", requires_grad=True)
+    lazyscope.layer_norm(x, [40], w).sum().backward()
+    text = lazyscope.debug.dump_graph([x.grad])
+    assert "layer_norm_backward" in text and "var" not in text, text
+
+
 def test_layer_norm_bad_normalized_shape_names_both_shapes():
     with pytest.raises(lazyscope.ShapeError, match=r"layer_norm: normalized_shape \[5\] does not match .*\[2, 4\]"):
         lazyscope.layer_norm(lazyscope.zeros(2, 4), [5])

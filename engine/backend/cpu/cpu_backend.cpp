@@ -150,6 +150,8 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kLogSoftmax, Cost::kPerInput, 4},
     {OpKind::kNllLoss, Cost::kPerOutput, 1},
     {OpKind::kNllLossBackward, Cost::kPerOutput, 1},
+    {OpKind::kLayerNorm, Cost::kPerOutput, 8},
+    {OpKind::kLayerNormBackward, Cost::kPerOutput, 14},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
 };
 
