@@ -417,9 +417,9 @@ Table make_table() {
     const Tensor& y = c.output();
     return {ops::sub(g, ops::mul(ops::exp(y), ops::sum(g, {c.attrs.get_int("dim")}, /*keepdim=*/true)))};
   });
-  // layer_norm: the input's gradient one op; the weight's g * xhat and the
-  // bias's g, summed down to their shape by autograd (sum_to_size); xhat is
-  // layer_norm again without weight and bias.
+  // layer_norm: the input's gradient one op; the weight's and the bias's
+  // (the sums over rows of g * xhat and of g) one more, whose [2, ...]
+  // result they are the two rows of.
   set(t, OpKind::kLayerNorm, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
     const bool weight = c.attrs.get_bool("weight"), bias = c.attrs.get_bool("bias");
     const int64_t dims = c.attrs.get_int("dims");
@@ -429,13 +429,16 @@ Table make_table() {
     Grads out{c.needs(0)
                   ? ops::apply(OpKind::kLayerNormBackward, operands, {{"dims", dims}, {"eps", eps}, {"weight", weight}})
                   : Tensor()};
-    if (weight) {
-      out.push_back(c.needs(1)
-                        ? ops::mul(g, ops::apply(OpKind::kLayerNorm, {in0(c)},
-                                                 {{"dims", dims}, {"eps", eps}, {"weight", false}, {"bias", false}}))
-                        : Tensor());
-    }
-    if (bias) out.push_back(c.needs(weight ? 2 : 1) ? g : Tensor());
+    const bool need_w = weight && c.needs(1), need_b = bias && c.needs(weight ? 2 : 1);
+    Tensor params;
+    if (need_w || need_b)
+      params = ops::apply(OpKind::kLayerNormParamGrads, {g, in0(c)}, {{"dims", dims}, {"eps", eps}});
+    const auto row = [&](int64_t i, size_t input) {
+      const Shape& shape = c.shape(input);
+      return ops::reshape(ops::narrow(params, 0, i, 1), std::vector<int64_t>(shape.begin(), shape.end()));
+    };
+    if (weight) out.push_back(need_w ? row(0, 1) : Tensor());
+    if (bias) out.push_back(need_b ? row(1, weight ? 2 : 1) : Tensor());
     return out;
   });
   // d loss_i / d input[i, c] = -[c == target_i] for the targets not ignored;

@@ -428,6 +428,15 @@ TensorSpec infer_layer_norm_backward(const char* op, Specs in, const Attrs& attr
   return in[1];
 }
 
+// (grad, x) -> [2, *normalized dims] of x's dtype.
+TensorSpec infer_layer_norm_param_grads(const char* op, Specs in, const Attrs& attrs) {
+  const Attrs plain{{"dims", attrs.get_int("dims")}, {"eps", attrs.get_double("eps")}, {"weight", false}};
+  const TensorSpec dx = infer_layer_norm_backward(op, in, plain);
+  Shape out{2};
+  out.insert(out.end(), dx.shape.end() - attrs.get_int("dims"), dx.shape.end());
+  return {out, dx.dtype};
+}
+
 // (grad, int64 targets [N]) -> [N, classes] of grad's dtype; grad is [N]
 // for reduction none, a scalar otherwise (what nll_loss gave).
 TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs) {
@@ -778,6 +787,7 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"nll_loss_backward", 2, infer_nll_loss_backward, Promote::kNone},
     {"layer_norm", -1, infer_layer_norm, Promote::kNone},
     {"layer_norm_backward", -1, infer_layer_norm_backward, Promote::kNone},
+    {"layer_norm_param_grads", 2, infer_layer_norm_param_grads, Promote::kNone},
 }};
 
 }  // namespace
@@ -918,6 +928,7 @@ OpCategory op_category(OpKind op) {
     case OpKind::kNllLossBackward:
     case OpKind::kLayerNorm:
     case OpKind::kLayerNormBackward:
+    case OpKind::kLayerNormParamGrads:
     case OpKind::kCumsum:
     case OpKind::kCumprod: return OpCategory::kReduction;
     case OpKind::kReshape:

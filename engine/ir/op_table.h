@@ -174,6 +174,11 @@ enum class OpKind : uint16_t {
   // weight: rstd * (g - mean(g) - xhat * mean(g * xhat)) per row, g =
   // grad * weight, the statistics recomputed from x.
   kLayerNormBackward,
+  // Its weight's and bias's gradients in one pass: (grad, x) -> [2, *the
+  // normalized dims] of x's dtype, attrs dims, eps: row 0 the sum over rows
+  // of grad * xhat, row 1 of grad. It was layer_norm again (xhat), a mul
+  // and two column sums, each reading the [rows, C] values.
+  kLayerNormParamGrads,
   kNumOps
 };
 

@@ -430,8 +430,8 @@ def test_layer_norm_is_one_op_forward_and_one_backward_on_the_lazy_device():
     x = lazyscope.tensor(rng.standard_normal((4, 40)).astype(np.float32), device="lazy:0", requires_grad=True)
     w = lazyscope.tensor(rng.standard_normal(40).astype(np.float32), device="lazy:0", requires_grad=True)
     lazyscope.layer_norm(x, [40], w).sum().backward()
-    text = lazyscope.debug.dump_graph([x.grad])
-    assert "layer_norm_backward" in text and "var" not in text, text
+    text = lazyscope.debug.dump_graph([x.grad, w.grad])
+    assert "layer_norm_backward" in text and "layer_norm_param_grads" in text and "var" not in text, text
 
 
 def test_layer_norm_bad_normalized_shape_names_both_shapes():

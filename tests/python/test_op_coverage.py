@@ -103,6 +103,8 @@ COVERAGE = {
                     "test_conv_pool_norm::test_layer_norm_op_gradients_with_and_without_weight_and_bias"]),
     "layer_norm_backward": (["test_conv_pool_norm::test_layer_norm_op_gradients_with_and_without_weight_and_bias"],
                             None),
+    "layer_norm_param_grads": (["test_conv_pool_norm::test_layer_norm_op_gradients_with_and_without_weight_and_bias",
+                                "test_conv_pool_norm::test_layer_norm_gradients_match_finite_differences"], None),
     "cat": (["test_nn_ops::test_cat_and_stack_match_numpy_with_gradients",
              "test_nn_ops::test_cat_promotes_and_reports_mismatched_shapes"],
             ["test_nn_ops::test_cat_and_stack_match_numpy_with_gradients"]),

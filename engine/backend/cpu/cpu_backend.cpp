@@ -152,6 +152,7 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kNllLossBackward, Cost::kPerOutput, 1},
     {OpKind::kLayerNorm, Cost::kPerOutput, 8},
     {OpKind::kLayerNormBackward, Cost::kPerOutput, 14},
+    {OpKind::kLayerNormParamGrads, Cost::kPerInput, 6},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
 };
 

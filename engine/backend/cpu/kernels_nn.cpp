@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/thread_scratch.h"
 #include "core/error.h"
 
 namespace lazyscope::cpu {
@@ -107,6 +108,13 @@ template <typename T> void nll_loss_backward_kernel(const KernelArgs& k) {
 // The row loops of one instruction set: cloned per set (as the reductions'),
 // for float and double.
 constexpr int kLnLanes = 32;
+// The lanes' total, halving: 32 sequential adds of the lanes (each waiting
+// on the last) were most of a 256-float row's statistics.
+[[gnu::always_inline]] inline double lanes_total(double* l) {
+  for (int w = kLnLanes / 2; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) l[k] += l[k + w];
+  return l[0];
+}
 #define LAZYSCOPE_LAYER_NORM_ROWS(T)                                                                                 \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void layer_norm_stats(                                \
       const T* __restrict x, int64_t n, double eps, double* mean_out, double* rstd_out) {                            \
@@ -116,7 +124,7 @@ constexpr int kLnLanes = 32;
       for (int k = 0; k < kLnLanes; ++k) lanes[k] += static_cast<double>(x[j + k]);                                  \
     double s = 0;                                                                                                    \
     for (; j < n; ++j) s += static_cast<double>(x[j]);                                                               \
-    for (double l : lanes) s += l;                                                                                   \
+    s += lanes_total(lanes);                                                                                         \
     const double mean = s / static_cast<double>(n);                                                                  \
     double sq[kLnLanes] = {};                                                                                        \
     for (j = 0; j + kLnLanes <= n; j += kLnLanes)                                                                    \
@@ -126,7 +134,7 @@ constexpr int kLnLanes = 32;
       }                                                                                                              \
     double v = 0;                                                                                                    \
     for (; j < n; ++j) v += (static_cast<double>(x[j]) - mean) * (static_cast<double>(x[j]) - mean);                 \
-    for (double l : sq) v += l;                                                                                      \
+    v += lanes_total(sq);                                                                                            \
     *mean_out = mean;                                                                                                \
     *rstd_out = 1.0 / std::sqrt(v / static_cast<double>(n) + eps);                                                   \
   }                                                                                                                  \
@@ -159,12 +167,23 @@ constexpr int kLnLanes = 32;
       sum_g += static_cast<double>(g);                                                                               \
       sum_gx += static_cast<double>(g) * static_cast<double>(xhat);                                                  \
     }                                                                                                                \
-    for (int k = 0; k < kLnLanes; ++k) sum_g += gs[k], sum_gx += gx[k];                                              \
+    sum_g += lanes_total(gs);                                                                                        \
+    sum_gx += lanes_total(gx);                                                                                       \
     const T a = static_cast<T>(sum_g / static_cast<double>(n)), c = static_cast<T>(sum_gx / static_cast<double>(n)); \
     for (j = 0; j < n; ++j) {                                                                                        \
       const T g = w ? static_cast<T>(dy[j] * w[j]) : dy[j];                                                          \
       const T xhat = static_cast<T>((x[j] - mean) * rstd);                                                           \
       dx[j] = static_cast<T>(rstd * (g - a - xhat * c));                                                             \
+    }                                                                                                                \
+  }                                                                                                                  \
+  /* Adds one row's grad * xhat and grad to the column sums (double). */                                             \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void layer_norm_param_row(                            \
+      double* __restrict sum_gx, double* __restrict sum_g, const T* __restrict dy, const T* __restrict x, int64_t n, \
+      T mean, T rstd) {                                                                                              \
+    for (int64_t j = 0; j < n; ++j) {                                                                                \
+      const T xhat = static_cast<T>((x[j] - mean) * rstd);                                                           \
+      sum_gx[j] += static_cast<double>(static_cast<T>(dy[j] * xhat));                                                \
+      sum_g[j] += static_cast<double>(dy[j]);                                                                        \
     }                                                                                                                \
   }
 LAZYSCOPE_LAYER_NORM_ROWS(float)
@@ -209,6 +228,36 @@ template <typename T> void layer_norm_backward_kernel(const KernelArgs& k) {
       layer_norm_backward_row(dx + r * n, dy + r * n, x + r * n, w, n, static_cast<T>(mean), static_cast<T>(rstd));
     }
   });
+}
+
+// The weight's and bias's gradients: column sums over rows of grad * xhat
+// and grad, in double. Rows in fixed chunks (~16K elements), each chunk's
+// sums in per-thread scratch, then added up in chunk order: the same bits
+// on any number of threads.
+template <typename T> void layer_norm_param_grads_kernel(const KernelArgs& k) {
+  const auto [n, rows] = layer_norm_rows(k.inputs[1]->shape(), k.attrs);
+  const T* dy = k.inputs[0]->as<T>();
+  const T* x = k.inputs[1]->as<T>();
+  const double eps = k.attrs.get_double("eps");
+  T* out = k.out.as<T>();
+  const int64_t per_chunk = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
+  const int64_t chunks = std::max<int64_t>(1, (rows + per_chunk - 1) / per_chunk);
+  double* parts = thread_scratch<double>(kScratchLayerNormParts, static_cast<size_t>(chunks * 2 * n));
+  std::fill(parts, parts + chunks * 2 * n, 0.0);
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double* sum_gx = parts + c * 2 * n;
+      for (int64_t r = c * per_chunk; r < std::min(rows, (c + 1) * per_chunk); ++r) {
+        double mean = 0, rstd = 0;
+        layer_norm_stats(x + r * n, n, eps, &mean, &rstd);
+        layer_norm_param_row(sum_gx, sum_gx + n, dy + r * n, x + r * n, n, static_cast<T>(mean), static_cast<T>(rstd));
+      }
+    }
+  });
+  for (int64_t c = 1; c < chunks; ++c) {
+    for (int64_t j = 0; j < 2 * n; ++j) parts[j] += parts[c * 2 * n + j];
+  }
+  for (int64_t j = 0; j < 2 * n; ++j) out[j] = static_cast<T>(parts[j]);
 }
 
 // Reads index[k] for a dim of `size`; an IndexError names the op and value.
@@ -279,6 +328,7 @@ void add_nn_kernels(Table& t) {
   rows<float, double>(t, OpKind::kNllLossBackward, LAZYSCOPE_KERNEL(nll_loss_backward_kernel));
   rows<float, double>(t, OpKind::kLayerNorm, LAZYSCOPE_KERNEL(layer_norm_kernel));
   rows<float, double>(t, OpKind::kLayerNormBackward, LAZYSCOPE_KERNEL(layer_norm_backward_kernel));
+  rows<float, double>(t, OpKind::kLayerNormParamGrads, LAZYSCOPE_KERNEL(layer_norm_param_grads_kernel));
   for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
                   DType::kFloat32, DType::kFloat64}) {
     t.emplace(Key{OpKind::kIndexSelect, d}, index_select_kernel);

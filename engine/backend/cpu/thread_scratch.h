@@ -16,8 +16,9 @@ namespace lazyscope::cpu {
 // Ids of the scratch blocks, one per use that may be live at once on a
 // thread. kernels_conv.cpp uses 16-20.
 enum ScratchId : int {
-  kScratchReduceParts = 40,  // kernels_reduce.cpp: per-chunk partial results
-  kScratchSortPairs = 41,    // kernels_index.cpp: (key, index) pairs of one line
+  kScratchReduceParts = 40,     // kernels_reduce.cpp: per-chunk partial results
+  kScratchSortPairs = 41,       // kernels_index.cpp: (key, index) pairs of one line
+  kScratchLayerNormParts = 42,  // kernels_nn.cpp: layer_norm_param_grads' per-chunk column sums
 };
 
 namespace onednn {
