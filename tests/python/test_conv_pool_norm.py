@@ -424,6 +424,32 @@ def test_layer_norm_op_gradients_with_and_without_weight_and_bias(device, n, aff
           [x] + [p for p in (w, b) if p is not None], device, rtol=1e-6, atol=1e-8)
 
 
+# float32 rows summed in blocks of 256 (T lanes, then double): rows over
+# several blocks with a tail, and a mean far from zero (1e3 with a spread
+# of 1: the variance comes from the shifted values, not E[x^2] - mean^2).
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n, offset", [(300, 0.0), (600, 1e3), (64, -50.0)])
+def test_layer_norm_float32_long_and_offset_rows_match_float64(device, n, offset):
+    x = (rng.standard_normal((5, n)) + offset).astype(np.float32)
+    g = rng.standard_normal((5, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    t = lazyscope.tensor(x, device=device, requires_grad=True)
+    W = lazyscope.tensor(w, device=device, requires_grad=True)
+    y = lazyscope.layer_norm(t, [n], W)
+    (y * lazyscope.tensor(g, device=device)).sum().backward()
+    x64 = x.astype(np.float64)
+    mu, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    xhat = (x64 - mu) / np.sqrt(var + 1e-5)
+    # x - mean in float32 is off by up to half an ulp of the offset: that
+    # much of xhat (the spread is 1), as in any float32 layer_norm.
+    shift = 2 * float(np.spacing(np.float32(abs(offset))))
+    np.testing.assert_allclose(y.numpy(), xhat * w, rtol=1e-4, atol=2e-5 + shift * np.abs(w).max())
+    gw = g * w.astype(np.float64)
+    dx = (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True)) / np.sqrt(var + 1e-5)
+    np.testing.assert_allclose(t.grad.numpy(), dx, rtol=1e-3, atol=2e-4 + shift * np.abs(gw).max())
+    np.testing.assert_allclose(W.grad.numpy(), (g * xhat).sum(0), rtol=1e-4, atol=2e-5 + shift * np.abs(g).sum(0).max())
+
+
 def test_layer_norm_is_one_op_forward_and_one_backward_on_the_lazy_device():
     # The listing of the step: one layer_norm and one layer_norm_backward,
     # no mean/var composite (which gives the same values, slower).

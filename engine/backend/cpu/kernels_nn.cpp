@@ -99,44 +99,69 @@ template <typename T> void nll_loss_backward_kernel(const KernelArgs& k) {
 }
 
 // layer_norm over rows of n elements (the trailing `dims` dims), rows on
-// the pool. Each row's mean and biased variance in double, in 32 lanes
-// (four independent AVX-512 chains: with 8, the adds' latency bound a row
-// of 256 to ~100 cycles per pass), from the row in L1; then
-// (x - mean) * rstd, times weight, plus bias, in T. The backward recomputes
-// the statistics (two passes over a row it reads anyway) rather than
-// keeping them from the forward: no saved values beyond x.
-// The row loops of one instruction set: cloned per set (as the reductions'),
-// for float and double.
-constexpr int kLnLanes = 32;
-// The lanes' total, halving: 32 sequential adds of the lanes (each waiting
-// on the last) were most of a 256-float row's statistics.
-[[gnu::always_inline]] inline double lanes_total(double* l) {
-  for (int w = kLnLanes / 2; w >= 1; w /= 2)
-    for (int k = 0; k < w; ++k) l[k] += l[k + w];
-  return l[0];
+// the pool: each row's mean and biased variance (two passes over the row in
+// L1), then (x - mean) * rstd, times weight, plus bias, in T. The backward
+// recomputes the statistics rather than keeping them from the forward: no
+// saved values beyond x. The row loops of one instruction set: cloned per
+// set (as the reductions'), for float and double.
+//
+// A row's sums are taken in T over blocks of 256 elements (64 lanes adding
+// 4 values each: T's rounding stays near an ulp of each block's sum), the
+// blocks' sums added in double: a conversion to double per element (then
+// 8 lanes of double: their adds' latency) bound the statistics, 3x the
+// time of the rest of the forward.
+constexpr int kLnLanes = 64;
+constexpr int64_t kLnBlock = 256;
+// The lanes' total: 8 columns of 8 (one vector add each), then a tree of
+// the 8 (64 sequential adds would each wait on the last; a halving loop was
+// left a loop, most of a 256-float row's time).
+[[gnu::always_inline]] inline double lanes_total(const double* l) {
+  double t[8];
+  for (int k = 0; k < 8; ++k) {
+    t[k] = l[k];
+    for (int r = 1; r < kLnLanes / 8; ++r) t[k] += l[r * 8 + k];
+  }
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+// totals[s] = the sum over j in [0, n) of what add(j, part[s][k]) adds
+// (f(j, part, k) adds each of the kSums terms of element j to part[s][k]).
+template <typename T, int kSums, typename F>
+[[gnu::always_inline]] inline void blocked_sums(int64_t n, F&& f, double* totals) {
+  double acc[kSums][kLnLanes] = {};
+  const int64_t groups = n / kLnLanes;
+  for (int64_t g0 = 0; g0 < groups; g0 += kLnBlock / kLnLanes) {
+    T part[kSums][kLnLanes] = {};
+    const int64_t g1 = std::min(groups, g0 + kLnBlock / kLnLanes);
+    for (int64_t g = g0; g < g1; ++g)
+      for (int k = 0; k < kLnLanes; ++k) f(g * kLnLanes + k, part, k);
+    for (int s = 0; s < kSums; ++s)
+      for (int k = 0; k < kLnLanes; ++k) acc[s][k] += static_cast<double>(part[s][k]);
+  }
+  for (int s = 0; s < kSums; ++s) totals[s] = lanes_total(acc[s]);
+  for (int64_t j = groups * kLnLanes; j < n; ++j) {
+    T one[kSums][kLnLanes];
+    for (int s = 0; s < kSums; ++s) one[s][0] = T(0);
+    f(j, one, 0);
+    for (int s = 0; s < kSums; ++s) totals[s] += static_cast<double>(one[s][0]);
+  }
 }
 #define LAZYSCOPE_LAYER_NORM_ROWS(T)                                                                                 \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void layer_norm_stats(                                \
       const T* __restrict x, int64_t n, double eps, double* mean_out, double* rstd_out) {                            \
-    double lanes[kLnLanes] = {};                                                                                     \
-    int64_t j = 0;                                                                                                   \
-    for (; j + kLnLanes <= n; j += kLnLanes)                                                                         \
-      for (int k = 0; k < kLnLanes; ++k) lanes[k] += static_cast<double>(x[j + k]);                                  \
-    double s = 0;                                                                                                    \
-    for (; j < n; ++j) s += static_cast<double>(x[j]);                                                               \
-    s += lanes_total(lanes);                                                                                         \
-    const double mean = s / static_cast<double>(n);                                                                  \
-    double sq[kLnLanes] = {};                                                                                        \
-    for (j = 0; j + kLnLanes <= n; j += kLnLanes)                                                                    \
-      for (int k = 0; k < kLnLanes; ++k) {                                                                           \
-        const double d = static_cast<double>(x[j + k]) - mean;                                                       \
-        sq[k] += d * d;                                                                                              \
-      }                                                                                                              \
-    double v = 0;                                                                                                    \
-    for (; j < n; ++j) v += (static_cast<double>(x[j]) - mean) * (static_cast<double>(x[j]) - mean);                 \
-    v += lanes_total(sq);                                                                                            \
+    double sum = 0, sq = 0;                                                                                          \
+    blocked_sums<T, 1>(                                                                                              \
+        n, [&](int64_t j, T(&part)[1][kLnLanes], int k) { part[0][k] += x[j]; }, &sum);                              \
+    const double mean = sum / static_cast<double>(n);                                                                \
+    const T m = static_cast<T>(mean);                                                                                \
+    blocked_sums<T, 1>(                                                                                              \
+        n,                                                                                                           \
+        [&](int64_t j, T(&part)[1][kLnLanes], int k) {                                                               \
+          const T d = static_cast<T>(x[j] - m);                                                                      \
+          part[0][k] += static_cast<T>(d * d);                                                                       \
+        },                                                                                                           \
+        &sq);                                                                                                        \
     *mean_out = mean;                                                                                                \
-    *rstd_out = 1.0 / std::sqrt(v / static_cast<double>(n) + eps);                                                   \
+    *rstd_out = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);                                                  \
   }                                                                                                                  \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void layer_norm_row(                                  \
       T* __restrict o, const T* __restrict x, const T* __restrict w, const T* __restrict b, int64_t n, T mean,       \
@@ -147,30 +172,23 @@ constexpr int kLnLanes = 32;
     if (b)                                                                                                           \
       for (int64_t j = 0; j < n; ++j) o[j] = static_cast<T>(o[j] + b[j]);                                            \
   }                                                                                                                  \
-  /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w: the sums in double, 8 lanes. */                  \
+  /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w: the sums blocked as the statistics'. */          \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void layer_norm_backward_row(                         \
       T* __restrict dx, const T* __restrict dy, const T* __restrict x, const T* __restrict w, int64_t n, T mean,     \
       T rstd) {                                                                                                      \
-    double gs[kLnLanes] = {}, gx[kLnLanes] = {};                                                                     \
-    int64_t j = 0;                                                                                                   \
-    for (; j + kLnLanes <= n; j += kLnLanes)                                                                         \
-      for (int k = 0; k < kLnLanes; ++k) {                                                                           \
-        const T g = w ? static_cast<T>(dy[j + k] * w[j + k]) : dy[j + k];                                            \
-        const T xhat = static_cast<T>((x[j + k] - mean) * rstd);                                                     \
-        gs[k] += static_cast<double>(g);                                                                             \
-        gx[k] += static_cast<double>(g) * static_cast<double>(xhat);                                                 \
-      }                                                                                                              \
-    double sum_g = 0, sum_gx = 0;                                                                                    \
-    for (; j < n; ++j) {                                                                                             \
-      const T g = w ? static_cast<T>(dy[j] * w[j]) : dy[j];                                                          \
-      const T xhat = static_cast<T>((x[j] - mean) * rstd);                                                           \
-      sum_g += static_cast<double>(g);                                                                               \
-      sum_gx += static_cast<double>(g) * static_cast<double>(xhat);                                                  \
-    }                                                                                                                \
-    sum_g += lanes_total(gs);                                                                                        \
-    sum_gx += lanes_total(gx);                                                                                       \
+    double sums[2];                                                                                                  \
+    blocked_sums<T, 2>(                                                                                              \
+        n,                                                                                                           \
+        [&](int64_t j, T(&part)[2][kLnLanes], int k) {                                                               \
+          const T g = w ? static_cast<T>(dy[j] * w[j]) : dy[j];                                                      \
+          const T xhat = static_cast<T>((x[j] - mean) * rstd);                                                       \
+          part[0][k] += g;                                                                                           \
+          part[1][k] += static_cast<T>(g * xhat);                                                                    \
+        },                                                                                                           \
+        sums);                                                                                                       \
+    const double sum_g = sums[0], sum_gx = sums[1];                                                                  \
     const T a = static_cast<T>(sum_g / static_cast<double>(n)), c = static_cast<T>(sum_gx / static_cast<double>(n)); \
-    for (j = 0; j < n; ++j) {                                                                                        \
+    for (int64_t j = 0; j < n; ++j) {                                                                                \
       const T g = w ? static_cast<T>(dy[j] * w[j]) : dy[j];                                                          \
       const T xhat = static_cast<T>((x[j] - mean) * rstd);                                                           \
       dx[j] = static_cast<T>(rstd * (g - a - xhat * c));                                                             \
