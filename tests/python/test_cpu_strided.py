@@ -146,6 +146,35 @@ def test_variance_of_rows_with_nan_and_infinity_is_nan_as_in_numpy():
     np.testing.assert_allclose(got[[0, 3]], want[[0, 3]], rtol=1e-6)
 
 
+@pytest.mark.parametrize("weight", [True, False])
+def test_a_residual_gradient_is_added_inside_the_layer_norm_backward(weight):
+    # x + f(layer_norm(x)) (a pre-norm block): x's gradient is g plus the
+    # layer norm's input gradient; the add runs inside layer_norm_backward
+    # (a fourth operand), not as one more pass.
+    rng = np.random.default_rng(7 + weight)
+    x = rng.standard_normal((3, 5, 40)).astype(np.float32)
+    w = rng.standard_normal(40).astype(np.float32)
+    g = rng.standard_normal((3, 5, 40)).astype(np.float32)
+    m = rng.standard_normal((40, 40)).astype(np.float32) * 0.2
+
+    def run():
+        X = lazyscope.tensor(x, device=DEV, requires_grad=True)
+        W = lazyscope.tensor(w, device=DEV) if weight else None
+        y = X + lazyscope.nn.functional.layer_norm(X, (40,), W) @ lazyscope.tensor(m, device=DEV)
+        (y * lazyscope.tensor(g, device=DEV)).sum().backward()
+        return (X.grad,)
+
+    (dx,), program = run_graph(run)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    rstd = 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    xhat = (x64 - x64.mean(-1, keepdims=True)) * rstd
+    dxhat = (g64 @ m.T.astype(np.float64)) * (w if weight else 1.0)
+    want = g64 + rstd * (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+    np.testing.assert_allclose(dx, want, rtol=1e-4, atol=1e-4)
+    operands = 4 if weight else 3
+    assert re.search(r"= layer_norm_backward\(" + ", ".join([r"%\d+"] * operands) + r"\)", program), program
+
+
 @pytest.mark.parametrize("rows,n", [(64, 256), (7, 33), (3, 1)])
 def test_a_layer_norm_and_its_gradients_match_numpy(rows, n):
     # Its fused kernels read the [n] weight and bias as runs of each row.

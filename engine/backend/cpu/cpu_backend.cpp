@@ -1108,6 +1108,55 @@ bool sums_its_inputs(const FusedKernel& f, const std::vector<int>& outputs) {
 // copy, then an add of the three) is the concatenation of the slices'
 // gradients: one cat kernel, each value copied once, no zeros written or
 // read. The slice_backwards then have no reader and are dropped.
+// A layer norm's input gradient added to another gradient of the same
+// input (the residual stream's: x + f(layer_norm(x)) in a pre-norm block)
+// is one more pass over both; the add, a fused kernel of that one op whose
+// other operand is there before the layer_norm_backward, becomes that
+// kernel's last operand, added to each row as the kernel writes it.
+bool same_spec(const TensorSpec& a, const TensorSpec& b) { return a.shape == b.shape && a.dtype == b.dtype; }
+
+std::vector<Instruction> fold_residual_into_layer_norm_backward(std::vector<Instruction> program,
+                                                                const GraphView& graph,
+                                                                const std::vector<char>& is_output) {
+  std::map<int, int> readers, producer;
+  for (size_t i = 0; i < program.size(); ++i) {
+    for (int s : program[i].inputs) ++readers[s];
+    for (int s : written_slots(program[i])) producer[s] = static_cast<int>(i);
+  }
+  std::vector<char> dropped(program.size(), 0);
+  for (size_t j = 0; j < program.size(); ++j) {
+    Instruction& add = program[j];
+    if (add.kind != Kind::kFused || add.fused->step_count() != 1 || add.fused->step_op(0) != OpKind::kAdd ||
+        add.inputs.size() != 2 || add.outputs.size() > 1) {
+      continue;
+    }
+    for (int side = 0; side < 2; ++side) {
+      const int from = add.inputs[static_cast<size_t>(side)], other = add.inputs[static_cast<size_t>(1 - side)];
+      const auto p = producer.find(from);
+      if (p == producer.end() || readers[from] != 1 || is_output[static_cast<size_t>(from)]) continue;
+      Instruction& ln = program[static_cast<size_t>(p->second)];
+      const auto q = producer.find(other);
+      const bool ready = q == producer.end() || q->second < p->second;  // a parameter, or made before
+      if (ln.kind != Kind::kKernel || ln.op != OpKind::kLayerNormBackward || !ready || !same_spec(ln.spec, add.spec) ||
+          !same_spec(graph.nodes[static_cast<size_t>(other)]->spec(), add.spec) ||
+          ln.inputs.size() != (ln.attrs.get_bool("weight") ? 3u : 2u)) {
+        continue;
+      }
+      ln.inputs.push_back(other);
+      ln.output = add.output;
+      ln.nodes.insert(ln.nodes.end(), add.nodes.begin(), add.nodes.end());
+      dropped[j] = 1;
+      break;
+    }
+  }
+  std::vector<Instruction> kept;
+  kept.reserve(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (!dropped[i]) kept.push_back(std::move(program[i]));
+  }
+  return kept;
+}
+
 std::vector<Instruction> concat_slice_gradients(std::vector<Instruction> program, const GraphView& graph,
                                                 const std::vector<char>& is_output) {
   std::map<int, int> writer, readers;
@@ -1947,6 +1996,7 @@ std::unique_ptr<Executable> CpuBackend::compile(const GraphView& graph) {
   std::reverse(kept.begin(), kept.end());
   program = fuse_elementwise(std::move(kept), graph, is_output);
   if (fold_layouts()) program = concat_slice_gradients(std::move(program), graph, is_output);
+  program = fold_residual_into_layer_norm_backward(std::move(program), graph, is_output);
   std::vector<char> is_parameter(n, 0);
   for (int p : graph.parameters) is_parameter[static_cast<size_t>(p)] = 1;
   program = attach_epilogues(std::move(program), is_parameter, settings::bf16_mode());

@@ -174,8 +174,8 @@ template <typename T, int kSums, typename F>
   }                                                                                                                  \
   /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w: the sums blocked as the statistics'. */          \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void layer_norm_backward_row(                         \
-      T* __restrict dx, const T* __restrict dy, const T* __restrict x, const T* __restrict w, int64_t n, T mean,     \
-      T rstd) {                                                                                                      \
+      T* __restrict dx, const T* __restrict dy, const T* __restrict x, const T* __restrict w,                        \
+      const T* __restrict residual, int64_t n, T mean, T rstd) {                                                     \
     double sums[2];                                                                                                  \
     blocked_sums<T, 2>(                                                                                              \
         n,                                                                                                           \
@@ -191,7 +191,8 @@ template <typename T, int kSums, typename F>
     for (int64_t j = 0; j < n; ++j) {                                                                                \
       const T g = w ? static_cast<T>(dy[j] * w[j]) : dy[j];                                                          \
       const T xhat = static_cast<T>((x[j] - mean) * rstd);                                                           \
-      dx[j] = static_cast<T>(rstd * (g - a - xhat * c));                                                             \
+      const T v = static_cast<T>(rstd * (g - a - xhat * c));                                                         \
+      dx[j] = residual ? static_cast<T>(v + residual[j]) : v;                                                        \
     }                                                                                                                \
   }                                                                                                                  \
   /* Adds one row's grad * xhat and grad to the column sums (double). */                                             \
@@ -236,14 +237,19 @@ template <typename T> void layer_norm_backward_kernel(const KernelArgs& k) {
   const auto [n, rows] = layer_norm_rows(k.inputs[1]->shape(), k.attrs);
   const T* dy = k.inputs[0]->as<T>();
   const T* x = k.inputs[1]->as<T>();
-  const T* w = k.attrs.get_bool("weight") ? k.inputs[2]->as<T>() : nullptr;
+  const bool has_w = k.attrs.get_bool("weight");
+  const T* w = has_w ? k.inputs[2]->as<T>() : nullptr;
+  // A gradient it is added to (fold_residual_into_layer_norm_backward): a
+  // last operand beyond (grad, x [, weight]).
+  const T* residual = k.inputs.size() > (has_w ? 3u : 2u) ? k.inputs.back()->as<T>() : nullptr;
   const double eps = k.attrs.get_double("eps");
   T* dx = k.out.as<T>();
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       double mean = 0, rstd = 0;
       layer_norm_stats(x + r * n, n, eps, &mean, &rstd);
-      layer_norm_backward_row(dx + r * n, dy + r * n, x + r * n, w, n, static_cast<T>(mean), static_cast<T>(rstd));
+      layer_norm_backward_row(dx + r * n, dy + r * n, x + r * n, w, residual ? residual + r * n : nullptr, n,
+                              static_cast<T>(mean), static_cast<T>(rstd));
     }
   });
 }
