@@ -129,6 +129,10 @@ Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 Tensor dropout2d(const Tensor& input, double p = 0.5, bool training = true);
 // Resets the rng state behind dropout: the same seed gives the same masks.
 void manual_seed(uint64_t seed);
+// The engine's rng (seed, draws since): what get_rng_state saves and
+// set_rng_state puts back, so the same masks come again.
+std::array<uint64_t, 2> rng_state();
+void set_rng_state(uint64_t seed, uint64_t offset);
 
 // Layout. Buffers never alias: a view on the eager device is a copy, and
 // on a lazy device a node; without in-place ops the difference is invisible.

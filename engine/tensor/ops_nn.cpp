@@ -2,6 +2,7 @@
 // conv2d and the pools are IR ops with IR backward ops (gradients.cpp);
 // layer_norm and batch_norm are compositions of existing ops, which gives
 // their gradients for free; dropout multiplies by a dropout_mask op.
+#include <array>
 #include <mutex>
 #include <string>
 
@@ -315,6 +316,19 @@ Tensor dropout2d(const Tensor& input, double p, bool training) {
   Shape mask(s.size(), 1);  // one draw per channel, broadcast over H and W
   for (size_t d = 0; d + 2 < s.size(); ++d) mask[d] = s[d];
   return dropout_with_mask_shape("dropout2d", input, p, training, mask);
+}
+
+std::array<uint64_t, 2> rng_state() {
+  RngState& r = rng();
+  std::lock_guard lock(r.mu);
+  return {r.seed, r.offset};
+}
+
+void set_rng_state(uint64_t seed, uint64_t offset) {
+  RngState& r = rng();
+  std::lock_guard lock(r.mu);
+  r.seed = seed;
+  r.offset = offset;
 }
 
 void manual_seed(uint64_t seed) {

@@ -165,6 +165,9 @@ void bind_nn(py::module_& m) {
       },
       py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
   m.def("manual_seed", &ops::manual_seed, py::arg("seed"), "Seeds the engine's rng (dropout masks).");
+  m.def("_rng_state", &ops::rng_state, "The engine rng's (seed, offset).");
+  m.def("_set_rng_state", &ops::set_rng_state, py::arg("seed"), py::arg("offset"),
+        "Puts back an engine rng state from _rng_state.");
 }
 
 }  // namespace lazyscope::python

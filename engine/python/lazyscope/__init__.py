@@ -214,16 +214,92 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
+    def get_state(self):
+        """This generator's state as a uint8 CPU tensor (set_state puts it back)."""
+        return tensor(_np.frombuffer(b"LZG1" + _pack_host(self._rng.bit_generator), dtype=_np.uint8).copy())
+
+    def set_state(self, new_state):
+        raw = _np.asarray(new_state.cpu().numpy() if hasattr(new_state, "numpy") else new_state)
+        if raw.dtype != _np.uint8 or raw.ndim != 1 or raw.size != 41 or raw[:4].tobytes() != b"LZG1":
+            raise ValueError(f"Generator.set_state: expected the uint8 [41] tensor get_state returns, got "
+                             f"{raw.dtype} {list(raw.shape)}")
+        rng = _np.random.default_rng()
+        rng.bit_generator.state = _unpack_host(raw.tobytes()[4:])
+        self._rng = rng
+        return self
+
 
 def _rng_of(generator):
     return _rng if generator is None else generator._rng
 
 
+_initial_seed = 0
+
+
 def manual_seed(seed):
     """Seeds the generator behind rand/randn and the engine's (dropout masks)."""
-    global _rng
+    global _rng, _initial_seed
+    _initial_seed = _builtins.int(seed)
     _rng = _np.random.default_rng(seed)
     _C.manual_seed(seed)
+
+
+def initial_seed():
+    """The seed manual_seed last set (0 before any)."""
+    return _initial_seed
+
+
+def seed():
+    """Seeds both generators from fresh entropy and returns the seed, as torch.seed()."""
+    value = _np.random.SeedSequence().entropy % 2**63
+    manual_seed(value)
+    return value
+
+
+# get_rng_state's bytes: a tag and version, the engine's (seed, offset),
+# then the host generator's PCG64 state (state, inc, has_uint32, uinteger).
+_RNG_TAG = b"LZR1"
+_RNG_BYTES = 4 + 8 + 8 + 16 + 16 + 1 + 4
+
+
+def _pack_host(bit_generator):
+    st = bit_generator.state
+    if st.get("bit_generator") != "PCG64":
+        raise RuntimeError(f"get_rng_state: the host generator is {st.get('bit_generator')}, expected PCG64")
+    inner = st["state"]
+    return (inner["state"].to_bytes(16, "little") + inner["inc"].to_bytes(16, "little")
+            + _builtins.bytes([st["has_uint32"]]) + _builtins.int(st["uinteger"]).to_bytes(4, "little"))
+
+
+def _unpack_host(raw):
+    return {"bit_generator": "PCG64",
+            "state": {"state": _builtins.int.from_bytes(raw[0:16], "little"),
+                      "inc": _builtins.int.from_bytes(raw[16:32], "little")},
+            "has_uint32": raw[32], "uinteger": _builtins.int.from_bytes(raw[33:37], "little")}
+
+
+def get_rng_state():
+    """The state of the default generators, as torch.get_rng_state: a uint8 CPU
+    tensor holding the host generator's (rand, randn, randperm, ...) and the
+    engine's (dropout masks on every device). set_rng_state puts it back."""
+    seed_value, offset = _C._rng_state()
+    raw = _RNG_TAG + seed_value.to_bytes(8, "little") + offset.to_bytes(8, "little") + _pack_host(_rng.bit_generator)
+    return tensor(_np.frombuffer(raw, dtype=_np.uint8).copy())
+
+
+def set_rng_state(new_state):
+    """Puts back a state from get_rng_state: the draws that followed it come again."""
+    global _rng
+    raw = _np.asarray(new_state.cpu().numpy() if hasattr(new_state, "numpy") else new_state)
+    if raw.dtype != _np.uint8 or raw.ndim != 1 or raw.size != _RNG_BYTES or raw[:4].tobytes() != _RNG_TAG:
+        raise ValueError(f"set_rng_state: expected the uint8 [{_RNG_BYTES}] tensor get_rng_state returns, got "
+                         f"{raw.dtype} {list(raw.shape)}" + ("" if raw.size < 4 or raw.dtype != _np.uint8 else
+                                                             f" tagged {raw[:4].tobytes()!r}"))
+    raw = raw.tobytes()
+    host = _np.random.default_rng()
+    host.bit_generator.state = _unpack_host(raw[20:])
+    _C._set_rng_state(_builtins.int.from_bytes(raw[4:12], "little"), _builtins.int.from_bytes(raw[12:20], "little"))
+    _rng = host
 
 
 def _device_str(dev):
@@ -754,6 +830,7 @@ import atexit as _atexit  # noqa: E402
 from lazyscope._C import masked_select, nonzero, unique  # noqa: E402,F401
 from lazyscope import debug  # noqa: E402,F401
 from lazyscope import linalg  # noqa: E402,F401
+from lazyscope import random  # noqa: E402,F401
 from lazyscope.linalg import norm  # noqa: E402,F401
 
 Tensor.norm = norm
