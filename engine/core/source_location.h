@@ -27,8 +27,10 @@ namespace detail {
 extern std::atomic<SourceLocationProvider> g_source_location_provider;
 }
 // Inline: every traced op asks (a call of its own was ~10 instructions of a
-// replayed op when no provider is installed).
-inline SourceLocation current_source_location() {
+// replayed op when no provider is installed). Forced: with more callers in
+// ops.cpp GCC made it an out-of-line call again (+12 instructions per
+// replayed op between main ea2f867 and ef6b4aa, callgrind).
+[[gnu::always_inline]] inline SourceLocation current_source_location() {
   const SourceLocationProvider provider = detail::g_source_location_provider.load(std::memory_order_relaxed);
   return provider ? provider() : SourceLocation{};
 }
