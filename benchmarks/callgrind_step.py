@@ -18,8 +18,9 @@ lazy (trace + sync) / eager. Needs valgrind (callgrind_annotate).
 runs each phase of both binaries with callgrind collecting inside that
 phase only (--toggle-collect) and prints, per phase, the instructions per
 step of each and the functions whose own (exclusive) instructions per step
-moved most: what grew or shrank between two builds. A binary of another
-build finds its own library through its RUNPATH (or LD_LIBRARY_PATH).
+moved most: what grew or shrank between two builds. Each binary runs on the
+library in the lib/ beside its bin/ (a build's bin/ and lib/ copied aside
+work).
 
     benchmarks/callgrind_step.py --mlp [--build build/release]
 
@@ -112,6 +113,11 @@ def phase_functions(bench, phase, out):
     """(calls of the phase, {function: exclusive instructions}) with callgrind
     collecting only inside measured_<phase>."""
     env = dict(os.environ, LAZYSCOPE_NUM_THREADS="1")
+    # Its own build's library: a copy of a build tree's bin/ and lib/ kept
+    # aside would otherwise load the library its RUNPATH names.
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(bench))), "lib")
+    if os.path.isdir(lib):
+        env["LD_LIBRARY_PATH"] = lib + os.pathsep + env.get("LD_LIBRARY_PATH", "")
     subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect=*measured_{phase}*",
                     f"--callgrind-out-file={out}", bench, "--benchmark_filter=step_1000_nodes/",
                     "--benchmark_min_time=0.05"], env=env, check=True, stdout=subprocess.DEVNULL,
