@@ -13,6 +13,15 @@ own, called only by the timed loops) by their calls.
 Prints instructions per step of the trace, the sync and the eager step, and
 lazy (trace + sync) / eager. Needs valgrind (callgrind_annotate).
 
+    benchmarks/callgrind_step.py --bench <before>/bin/overhead_bench --against build/release/bin/overhead_bench
+
+runs each phase of both binaries with callgrind collecting inside that
+phase only (--toggle-collect) and prints, per phase, the instructions per
+step of each and the functions whose own (exclusive) instructions per step
+moved most: what grew or shrank between two builds. Each binary runs on the
+library in the lib/ beside its bin/ (a build's bin/ and lib/ copied aside
+work).
+
     benchmarks/callgrind_step.py --mlp [--build build/release]
 
 runs instead the MLP training step of vs_pytorch.py (784-512-256-10, batch
@@ -87,15 +96,74 @@ def mlp(args):
           "two set-ups by it)")
 
 
+def calls_to(tree_lines, phase):
+    """The calls of measured_<phase> in a `--tree=caller` listing: the counts
+    on its callers' lines, above the function's own line."""
+    for i, line in enumerate(tree_lines):
+        if re.match(rf"\s*([\d,]+) .*\*  .*measured_{phase}\(", line):
+            calls, j = 0, i - 1
+            while j >= 0 and "<" in tree_lines[j]:
+                calls += sum(int(c.replace(",", "")) for c in re.findall(r"\(([\d,]+)x\)", tree_lines[j]))
+                j -= 1
+            return calls
+    return 0
+
+
+def phase_functions(bench, phase, out):
+    """(calls of the phase, {function: exclusive instructions}) with callgrind
+    collecting only inside measured_<phase>."""
+    env = dict(os.environ, LAZYSCOPE_NUM_THREADS="1")
+    # Its own build's library: a copy of a build tree's bin/ and lib/ kept
+    # aside would otherwise load the library its RUNPATH names.
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(bench))), "lib")
+    if os.path.isdir(lib):
+        env["LD_LIBRARY_PATH"] = lib + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect=*measured_{phase}*",
+                    f"--callgrind-out-file={out}", bench, "--benchmark_filter=step_1000_nodes/",
+                    "--benchmark_min_time=0.05"], env=env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    tree = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--tree=caller", out], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    flat = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True, capture_output=True,
+                          text=True).stdout
+    functions = {}
+    for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S*?:(.*?)(?: \[.*\])?$", flat, re.M):
+        name = m.group(2)[:120]
+        functions[name] = functions.get(name, 0) + int(m.group(1).replace(",", ""))
+    return calls_to(tree, phase), functions
+
+
+def against(args):
+    """Per phase, the functions whose instructions per step moved most
+    between --bench (before) and --against (after)."""
+    for phase in ("trace", "sync", "eager"):
+        calls_a, a = phase_functions(args.bench, phase, args.out + ".a")
+        calls_b, b = phase_functions(args.against, phase, args.out + ".b")
+        if not calls_a or not calls_b:
+            sys.exit(f"measured_{phase} not found: are both benchmarks built from trees with it?")
+        print(f"{phase}: {sum(a.values()) / calls_a:,.0f} -> {sum(b.values()) / calls_b:,.0f} instructions per step")
+        moved = sorted(set(a) | set(b), key=lambda f: -abs(b.get(f, 0) / calls_b - a.get(f, 0) / calls_a))
+        for f in moved[:args.top]:
+            before, after = a.get(f, 0) / calls_a, b.get(f, 0) / calls_b
+            if round(before) == round(after):
+                break
+            print(f"  {before:>10,.0f} {after:>10,.0f} {after - before:>+9,.0f}  {f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", default="build/release/bin/overhead_bench")
     parser.add_argument("--out", default="/tmp/step.callgrind")
     parser.add_argument("--mlp", action="store_true", help="the MLP training step from Python instead")
     parser.add_argument("--build", default="build/release", help="the build tree whose Python package --mlp runs")
+    parser.add_argument("--against", help="a second overhead_bench: per-function differences from --bench")
+    parser.add_argument("--top", type=int, default=8, help="functions listed per phase with --against")
     args = parser.parse_args()
     if args.mlp:
         mlp(args)
+        return
+    if args.against:
+        against(args)
         return
     env = dict(os.environ, LAZYSCOPE_NUM_THREADS="1")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={args.out}", args.bench,

@@ -6,13 +6,6 @@
 #include <unordered_map>
 
 namespace lazyscope {
-namespace {
-
-// Initial-exec, as pool::t_cache (core/pool.h): read by every traced op, and
-// the shared library's default model calls __tls_get_addr on each access.
-[[gnu::tls_model("initial-exec")]] thread_local const std::string* t_scope = nullptr;
-
-}  // namespace
 
 std::string SourceLocation::str() const {
   if (!file) return "<unknown>";
@@ -37,7 +30,6 @@ void set_source_location_provider(SourceLocationProvider provider) {
   detail::g_source_location_provider.store(provider);
 }
 
-const std::string* current_scope() { return t_scope; }
-void set_current_scope(const std::string* scope) { t_scope = scope; }
+void set_current_scope(const std::string* scope) { detail::t_scope = scope; }
 
 }  // namespace lazyscope

@@ -2117,7 +2117,6 @@ cpu::CpuBackend& cpu_backend() {
   return backend;
 }
 std::atomic<Backend*> g_default_backend{nullptr};
-std::atomic<uint64_t> g_backend_generation{0};
 }  // namespace
 
 Backend& default_backend() {
@@ -2128,11 +2127,9 @@ Backend& default_backend() {
 Backend* set_default_backend(Backend* backend) {
   Backend* previous = g_default_backend.exchange(backend);
   // After the exchange: a reader that sees the new generation sees the new backend.
-  g_backend_generation.fetch_add(1);
+  detail::g_backend_generation.fetch_add(1);
   return previous ? previous : &cpu_backend();
 }
-
-uint64_t backend_generation() { return g_backend_generation.load(std::memory_order_acquire); }
 
 bool RestrictedBackend::lowers(OpKind op, DType dtype) const {
   for (const Refusal& r : refused_) {

@@ -133,6 +133,20 @@ class FusedKernel {
   std::vector<InputPlan> plans_;
   std::vector<Step> steps_;
   std::vector<int> step_reg_;  // per step: scratch register, or -1 when written to its output in place
+  // What the interpreter's loop reads per step, laid out together (a step
+  // over a tile of 64 floats is ~35 instructions of tile function, and the
+  // loop around it was ~65 more: engine_bench's cached 1,000-node step).
+  // `plain`: computed into its scratch register and written nowhere else,
+  // in float32 mode: no alias check, rounding or copy after it (a register
+  // step never shares its register with an operand: see the constructor).
+  struct StepRun {
+    int row;
+    int args[3];         // value ids, the unused ones repeating args[0]
+    int64_t reg_offset;  // floats into the scratch; -1: its output, in place
+    double p0, p1;
+    bool plain;
+  };
+  std::vector<StepRun> runs_;
   std::vector<DType> output_dtypes_;
   int registers_ = 0;
   int alias_reg_ = -1;  // scratch for a step whose output buffer is also its operand
