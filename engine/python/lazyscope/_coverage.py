@@ -73,6 +73,10 @@ TORCH["normal"] = (DIFFERS, "draws from lazyscope's generator (the generator= ar
 TORCH["median"] = (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' "
                             "index unspecified)")
 TORCH.update(_supported("""
+    cummax cummin logcumsumexp get_rng_state set_rng_state initial_seed seed random.get_rng_state
+    random.set_rng_state random.manual_seed random.seed random.initial_seed random.fork_rng
+"""))
+TORCH.update(_supported("""
     bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift atan asin acos atan2
     arctan arcsin arccos arctan2
 """))
@@ -105,7 +109,7 @@ TENSOR.update({
                     square_ atan_ asin_ acos_ expm1_ lerp_ clamp_min_ clamp_max_ nan_to_num_ index_fill_
                     index_copy_ addmm_ addmv_ addr_ baddbmm_ logical_xor_ hypot_ logaddexp_ fmod_ remainder_
                     floor_divide_ atan2_ sinh_ cosh_ log2_ log10_ exp2_ logit_ heaviside_ deg2rad_ rad2deg_
-                    sgn_ register_hook retain_grad retains_grad"""),
+                    sgn_ register_hook retain_grad retains_grad cummax cummin logcumsumexp"""),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),
     "median": (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' index "
@@ -135,11 +139,13 @@ NN = _supported("""
     InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell TransformerDecoderLayer
     TransformerDecoder Transformer MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss
     TripletMarginLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss PairwiseDistance
+    Bilinear Fold Unfold
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
 """)
 NN.update({
+    "EmbeddingBag": (DIFFERS, "modes sum, mean, max; max_norm and scale_grad_by_freq are refused"),
     "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
     "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
     "Conv1d": (DIFFERS, "padding_mode 'zeros' only"),
@@ -164,7 +170,9 @@ FUNCTIONAL = _supported("""
     upsample_bilinear max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d adaptive_max_pool2d dropout1d
     instance_norm pairwise_distance margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss
     triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
+    bilinear unfold fold
 """)
+FUNCTIONAL["embedding_bag"] = (DIFFERS, "modes sum, mean, max; max_norm and scale_grad_by_freq are refused")
 FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),
     "max_pool2d": (DIFFERS, "return_indices=True is refused"),

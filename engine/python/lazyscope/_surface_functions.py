@@ -247,6 +247,71 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     return v, i
 
 
+def _scan(x, d, combine, fill):
+    """Inclusive scan along d in log2(n) steps (Hillis-Steele): each step
+    combines every element with the one `shift` before it (`fill` where
+    there is none). O(n log n) elementwise work in vector ops, no loop over n."""
+    lib = _lib()
+    n = _shape_of(x)[d]
+    shift = 1
+    while shift < n:
+        pad = [0, 0] * (x.dim() - 1 - d) + [shift, 0]
+        before = lib.nn.functional.pad(x.narrow(d, 0, n - shift), pad, value=fill)
+        x = combine(x, before)
+        shift *= 2
+    return x
+
+
+def _cum_extreme(op, input, dim, is_max):  # noqa: A002
+    lib = _lib()
+    if not _shape_of(input):
+        return input.clone(), lib.zeros((), dtype=lib.int64, device=input.device)
+    d = _wrap_dim(op, dim, len(_shape_of(input)))
+    n = _shape_of(input)[d]
+    if n == 0:
+        return input.clone(), lib.zeros(_shape_of(input), dtype=lib.int64, device=input.device)
+    x = input.detach()
+    worst = float("-inf") if is_max else float("inf")
+    if input.dtype == lib.bool:
+        running = _scan(x, d, lib.logical_or if is_max else lib.logical_and, not is_max)
+    elif input.dtype in (lib.uint8, lib.int32, lib.int64):
+        info = np.iinfo({lib.uint8: np.uint8, lib.int32: np.int32, lib.int64: np.int64}[input.dtype])
+        running = _scan(x, d, lib.maximum if is_max else lib.minimum, int(info.min if is_max else info.max))
+    else:
+        running = _scan(x, d, lib.maximum if is_max else lib.minimum, worst)  # NaN propagates
+    # PyTorch's index: the last position whose value reached the running
+    # extreme (ties move it on), or a NaN's (later NaNs move it on).
+    shape = [1] * input.dim()
+    shape[d] = n
+    position = lib.arange(n, device=input.device).reshape(shape).expand(*_shape_of(input))
+    reached = (x == running) | (x != x)
+    marked = lib.where(reached, position, lib.full_like(position, -1))
+    indices = _scan(marked, d, lib.maximum, -1)
+    # The values gathered at the indices: the gradient goes to the chosen element, as PyTorch's.
+    return input.gather(d, indices), indices
+
+
+def cummax(input, dim):  # noqa: A002
+    """The running maximum along dim and the index where each was reached (the last on ties), as torch.cummax."""
+    return _cum_extreme("cummax", input, dim, True)
+
+
+def cummin(input, dim):  # noqa: A002
+    """The running minimum along dim and the index where each was reached (the last on ties), as torch.cummin."""
+    return _cum_extreme("cummin", input, dim, False)
+
+
+def logcumsumexp(input, dim):  # noqa: A002
+    """log(cumsum(exp(x))) along dim without overflow: a scan of logaddexp."""
+    lib = _lib()
+    if not _shape_of(input):
+        return input.clone()
+    d = _wrap_dim("logcumsumexp", dim, len(_shape_of(input)))
+    if _shape_of(input)[d] == 0:
+        return input.clone()
+    return _scan(input, d, lib.logaddexp, float("-inf"))
+
+
 # --- builders and random draws -------------------------------------------------
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
@@ -694,11 +759,11 @@ _MORE_FUNCTIONS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "
 _MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "addmv", "addr", "inner", "kron",
                  "diag_embed", "fliplr", "flipud", "rot90", "msort", "argwhere", "logical_xor", "signbit",
                  "isposinf", "isneginf", "isreal", "is_nonzero")
-_FUNCTIONS = ("movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
+_FUNCTIONS = ("cummax", "cummin", "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
               "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
-_METHODS = ("movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
+_METHODS = ("cummax", "cummin", "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
             "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
             "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
 

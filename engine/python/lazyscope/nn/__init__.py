@@ -5,13 +5,13 @@ from lazyscope.nn.layers import (  # noqa: F401
     Identity, LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool2d, MultiheadAttention, ReLU, Sigmoid, SiLU,
     Softmax, Tanh, Softplus, Conv1d, GroupNorm, L1Loss, ELU, Hardtanh, ReLU6, LogSigmoid, Mish, GLU,
     CosineSimilarity, ConvTranspose1d, ConvTranspose2d, Hardswish, Hardsigmoid, SELU, Softsign, Tanhshrink, CELU,
-    PReLU, Softmin, Threshold, Softshrink, Hardshrink,
+    PReLU, Softmin, Threshold, Softshrink, Hardshrink, Bilinear, EmbeddingBag,
 )
 from lazyscope.nn.layers_spatial import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
     Dropout1d, InstanceNorm1d, InstanceNorm2d, MaxPool1d, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
     ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, Unflatten, Upsample, UpsamplingBilinear2d,
-    UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+    UpsamplingNearest2d, ZeroPad1d, ZeroPad2d, Fold, Unfold,
 )
 from lazyscope.nn.parameter_containers import ParameterDict, ParameterList  # noqa: F401
 from lazyscope.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401

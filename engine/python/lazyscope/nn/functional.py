@@ -853,3 +853,146 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     loss = (terms * (1 - own)).sum(1) / classes
     return _reduce_loss(loss if input.dim() == 2 else loss.reshape(()), reduction, "multi_margin_loss")
 
+
+
+# --- bilinear, unfold/fold, embedding_bag (session 9: PyTorch surface). -------
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = x1 W[o] x2ᵀ + b[o]: weight [out, in1, in2], inputs [..., in1] and [..., in2]."""
+    if weight.dim() != 3:
+        raise lazyscope.ShapeError(f"bilinear: expected a 3-D weight [out, in1, in2], got shape {tuple(weight.shape)}"
+                                   + lazyscope._C._at_user_line())
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1 or input2.shape[-1] != in2 or tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise lazyscope.ShapeError(f"bilinear: inputs {tuple(input1.shape)} and {tuple(input2.shape)} do not match "
+                                   f"the weight [{out_f}, {in1}, {in2}] (the same leading dims, last dims {in1} "
+                                   f"and {in2})" + lazyscope._C._at_user_line())
+    lead = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, in1), input2.reshape(-1, in2)
+    # x1 @ W as one product: [B, in1] x [in1, out * in2], then each output's dot with x2.
+    t = (x1 @ weight.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
+    y = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, out_f)
+
+
+def _fold_geometry(op, kernel_size, dilation, padding, stride):
+    def pair(v, name):
+        v = (v, v) if isinstance(v, int) else tuple(v)
+        if len(v) != 2 or any(not isinstance(x, int) for x in v):
+            raise ValueError(f"{op}: {name} must be an int or a pair of ints, got {v}")
+        return v
+    k, d, p, s = (pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                          (padding, "padding"), (stride, "stride")))
+    if min(k) < 1 or min(d) < 1 or min(s) < 1 or min(p) < 0:
+        raise ValueError(f"{op}: kernel_size, dilation and stride must be positive and padding non-negative, got "
+                         f"kernel_size={k}, dilation={d}, padding={p}, stride={s}")
+    return k, d, p, s
+
+
+def _selector(channels, k, like):
+    """[channels * kh * kw, 1, kh, kw]: channel c * K + i picks kernel position i
+    (a one-hot kernel per position, repeated for each channel): unfold is a
+    grouped convolution with it, fold its transpose."""
+    positions = k[0] * k[1]
+    eye = np.eye(positions, dtype=np.float64).reshape(positions, 1, k[0], k[1])
+    return lazyscope.tensor(np.tile(eye, (channels, 1, 1, 1)), dtype=like.dtype, device=like.device)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """Sliding blocks of a [N, C, H, W] (or [C, H, W]) input as columns:
+    [N, C * kh * kw, L], L the blocks (im2col), as torch.nn.functional.unfold."""
+    k, d, p, s = _fold_geometry("unfold", kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4):
+        raise lazyscope.ShapeError(f"unfold: expected a 3-D or 4-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
+    x = input if input.dim() == 4 else input.unsqueeze(0)
+    n, c = x.shape[0], x.shape[1]
+    cols = conv2d(x, _selector(c, k, x), None, s, p, d, groups=c)  # [N, C * K, oh, ow]
+    cols = cols.reshape(n, c * k[0] * k[1], -1)
+    return cols if input.dim() == 4 else cols.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """unfold's adjoint: columns [N, C * kh * kw, L] (or [C * kh * kw, L])
+    summed back into a [N, C, H, W] output (overlaps add), as
+    torch.nn.functional.fold."""
+    k, d, p, s = _fold_geometry("fold", kernel_size, dilation, padding, stride)
+    out_hw = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    if input.dim() not in (2, 3):
+        raise lazyscope.ShapeError(f"fold: expected a 2-D or 3-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
+    x = input if input.dim() == 3 else input.unsqueeze(0)
+    n, ck, length = x.shape
+    positions = k[0] * k[1]
+    blocks = [(out_hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    if ck % positions or blocks[0] * blocks[1] != length or min(blocks) < 1:
+        raise lazyscope.ShapeError(
+            f"fold: input {tuple(input.shape)} does not make output_size {out_hw} with kernel_size {k}, "
+            f"dilation {d}, padding {p}, stride {s}: expected [N, C * {positions}, {blocks[0] * blocks[1]}]"
+            + lazyscope._C._at_user_line())
+    c = ck // positions
+    grid = x.reshape(n, ck, blocks[0], blocks[1])
+    # The transposed convolution's output is the stride's span; output_padding covers the rest of output_size.
+    extra = [out_hw[i] + 2 * p[i] - ((blocks[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1) for i in range(2)]
+    out = conv_transpose2d(grid, _selector(c, k, x), None, s, p, tuple(extra), c, d)
+    return out if input.dim() == 3 else out.squeeze(0)
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxes of bags of embeddings, as torch.nn.functional.embedding_bag:
+    a 2-D input is one bag per row; a 1-D input with offsets (each bag's start)
+    is split there. padding_idx entries are left out of the bags (and their
+    counts); an empty bag gives zeros."""
+    if mode not in _BAG_MODES:
+        raise ValueError(f"embedding_bag: mode must be one of {_BAG_MODES}, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise ValueError(f"embedding_bag: per_sample_weights is only supported with mode='sum', got mode={mode!r}")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: max_norm and scale_grad_by_freq are not supported")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: offsets must be None for a 2-D input (each row is a bag)")
+        bags, length = input.shape
+        flat = input.reshape(-1)
+        bag_of = lazyscope.arange(bags, device=input.device).unsqueeze(1).expand(bags, length).reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None or offsets.dim() != 1:
+            raise ValueError("embedding_bag: a 1-D input needs 1-D offsets (each bag's first position)")
+        flat = input
+        starts = offsets[:-1] if include_last_offset else offsets
+        bags = starts.shape[0]
+        # Each position's bag: how many starts lie at or before it, less one.
+        positions = lazyscope.arange(flat.shape[0], device=input.device)
+        bag_of = (positions.unsqueeze(1) >= starts.unsqueeze(0)).long().sum(1) - 1
+    else:
+        raise lazyscope.ShapeError(f"embedding_bag: expected a 1-D or 2-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
+    dim = weight.shape[1]
+    rows = embedding(flat, weight)  # [P, D]
+    keep = lazyscope.ones(flat.shape[0], dtype=weight.dtype, device=weight.device)
+    if padding_idx is not None:
+        keep = (flat != padding_idx % weight.shape[0]).to(weight.dtype)
+    if per_sample_weights is not None:
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise lazyscope.ShapeError(f"embedding_bag: per_sample_weights {tuple(per_sample_weights.shape)} must "
+                                       f"have the input's shape {tuple(input.shape)}" + lazyscope._C._at_user_line())
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    if mode == "max":
+        # Left-out positions (padding) can never be the max: -inf, then empty bags give 0.
+        masked = lazyscope.where(keep.unsqueeze(1) > 0, rows, float("-inf"))
+        pick = lazyscope.nn.functional.one_hot(bag_of, bags).to(weight.dtype)  # [P, bags]
+        spread = lazyscope.where(pick.t().unsqueeze(2) > 0, masked.unsqueeze(0), float("-inf"))  # [bags, P, D]
+        best = spread.amax(1)
+        return lazyscope.where(best == float("-inf"), 0.0, best)
+    zeros = lazyscope.zeros(bags, dim, dtype=weight.dtype, device=weight.device)
+    total = zeros.index_add(0, bag_of, rows * keep.unsqueeze(1))
+    if mode == "sum":
+        return total
+    counts = lazyscope.zeros(bags, dtype=weight.dtype, device=weight.device).index_add(0, bag_of, keep)
+    return total / counts.clamp(min=1.0).unsqueeze(1)

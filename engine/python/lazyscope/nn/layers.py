@@ -74,6 +74,34 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Bilinear(Module):
+    """y = x1ᵀ W x2 + b per output; weight [out, in1, in2], PyTorch's init
+    (U(-1/√in1, 1/√in1) on weight and bias)."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.weight = Parameter(_empty(out_features, in1_features, in2_features, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(_empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -289,6 +317,45 @@ class Embedding(Module):
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxes of bags of embeddings (F.embedding_bag); weight
+    [num_embeddings, embedding_dim] drawn N(0, 1), as PyTorch."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                 mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
+                 dtype=None):
+        super().__init__()
+        if mode not in F._BAG_MODES:
+            raise ValueError(f"EmbeddingBag: mode must be one of {F._BAG_MODES}, got {mode!r}")
+        self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
+        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
+        self.include_last_offset = include_last_offset
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"EmbeddingBag: padding_idx {padding_idx} must be within num_embeddings "
+                                 f"({num_embeddings})")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is not None:
+            self.weight = Parameter(_weight)
+        else:
+            self.weight = Parameter(_empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+            self.reset_parameters()
+
+    def reset_parameters(self):
+        values = lazyscope._rng.standard_normal((self.num_embeddings, self.embedding_dim))
+        if self.padding_idx is not None:
+            values[self.padding_idx] = 0.0
+        init._fill(self.weight, values, "EmbeddingBag")
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
 
 
 class Dropout(Module):

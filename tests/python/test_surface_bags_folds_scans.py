@@ -1,0 +1,234 @@
+"""bilinear, unfold/fold, embedding_bag and the scans (cummax, cummin,
+logcumsumexp) on both devices, against NumPy (float64 references, loops
+where that is clearest) and float64 central finite differences."""
+import numpy as np
+import pytest
+
+import lazyscope
+from lazyscope import nn
+from test_autograd import check
+
+F = nn.functional
+DEVICES = ["cpu", "lazy:0"]
+rng = np.random.default_rng(909)
+
+
+# --- bilinear -------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bilinear_matches_numpy_and_finite_differences(device):
+    x1, x2 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 5))
+    w, b = rng.standard_normal((6, 4, 5)), rng.standard_normal(6)
+    got = F.bilinear(*(lazyscope.tensor(a, device=device) for a in (x1, x2, w, b)))
+    np.testing.assert_allclose(got.numpy(), np.einsum("...i,oij,...j->...o", x1, w, x2) + b, rtol=1e-10)
+    check(lambda a, c, ww, bb: F.bilinear(a, c, ww, bb),
+          lambda a, c, ww, bb: np.einsum("...i,oij,...j->...o", a, ww, c) + bb, [x1, x2, w, b], device)
+
+
+def test_bilinear_module_init_and_shape_errors():
+    lazyscope.manual_seed(0)
+    m = nn.Bilinear(16, 3, 7)
+    w = m.weight.numpy()
+    assert w.shape == (7, 16, 3) and m.bias.shape == (7,)
+    assert np.abs(w).max() <= 0.25 and np.abs(w).max() > 0.2  # U(-1/sqrt(16), 1/sqrt(16))
+    assert tuple(m(lazyscope.ones(5, 16), lazyscope.ones(5, 3)).shape) == (5, 7)
+    with pytest.raises(lazyscope.ShapeError, match="bilinear: inputs"):
+        m(lazyscope.ones(5, 16), lazyscope.ones(4, 3))
+
+
+# --- unfold / fold --------------------------------------------------------------
+
+def unfold_ref(x, k, d, p, s):
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    out = np.zeros((n, c * k[0] * k[1], oh * ow))
+    for ch in range(c):
+        for i in range(k[0]):
+            for j in range(k[1]):
+                row = (ch * k[0] + i) * k[1] + j
+                for a in range(oh):
+                    for b in range(ow):
+                        out[:, row, a * ow + b] = xp[:, ch, a * s[0] + i * d[0], b * s[1] + j * d[1]]
+    return out
+
+
+def fold_ref(cols, size, k, d, p, s):
+    n, ck, _ = cols.shape
+    c = ck // (k[0] * k[1])
+    hp, wp = size[0] + 2 * p[0], size[1] + 2 * p[1]
+    oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    out = np.zeros((n, c, hp, wp))
+    for ch in range(c):
+        for i in range(k[0]):
+            for j in range(k[1]):
+                row = (ch * k[0] + i) * k[1] + j
+                for a in range(oh):
+                    for b in range(ow):
+                        out[:, ch, a * s[0] + i * d[0], b * s[1] + j * d[1]] += cols[:, row, a * ow + b]
+    return out[:, :, p[0]:p[0] + size[0], p[1]:p[1] + size[1]]
+
+
+GEOMETRIES = [((2, 2), (1, 1), (0, 0), (1, 1)), ((3, 2), (1, 2), (1, 0), (2, 1)), ((2, 3), (2, 1), (2, 1), (3, 2))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("k, d, p, s", GEOMETRIES)
+def test_unfold_and_fold_match_numpy_loops(device, k, d, p, s):
+    x = rng.standard_normal((2, 3, 7, 8))
+    cols = F.unfold(lazyscope.tensor(x, device=device), k, d, p, s).numpy()
+    want = unfold_ref(x, k, d, p, s)
+    np.testing.assert_allclose(cols, want, rtol=1e-12, atol=1e-12)
+    y = rng.standard_normal(want.shape)
+    back = F.fold(lazyscope.tensor(y, device=device), (7, 8), k, d, p, s).numpy()
+    np.testing.assert_allclose(back, fold_ref(y, (7, 8), k, d, p, s), rtol=1e-12, atol=1e-12)
+    # fold is unfold's adjoint: <unfold(x), y> = <x, fold(y)>.
+    np.testing.assert_allclose((want * y).sum(), (x * back).sum(), rtol=1e-10)
+    # Unbatched inputs and the modules.
+    np.testing.assert_allclose(nn.Unfold(k, d, p, s)(lazyscope.tensor(x[0], device=device)).numpy(), want[0],
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(nn.Fold((7, 8), k, d, p, s)(lazyscope.tensor(y[0], device=device)).numpy(),
+                               fold_ref(y, (7, 8), k, d, p, s)[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unfold_and_fold_gradients_match_finite_differences(device):
+    x = rng.standard_normal((1, 2, 4, 5))
+    check(lambda t: F.unfold(t, (2, 2), 1, 1, (2, 1)), lambda a: unfold_ref(a, (2, 2), (1, 1), (1, 1), (2, 1)),
+          [x], device)
+    cols = rng.standard_normal((1, 2 * 4, 12))
+    check(lambda t: F.fold(t, (4, 5), (2, 2), 1, 0, 1), lambda a: fold_ref(a, (4, 5), (2, 2), (1, 1), (0, 0), (1, 1)),
+          [cols], device)
+
+
+def test_fold_refuses_columns_that_do_not_make_the_output():
+    with pytest.raises(lazyscope.ShapeError, match=r"fold: input \(1, 8, 11\) does not make output_size"):
+        F.fold(lazyscope.zeros(1, 8, 11), (4, 5), (2, 2))
+    with pytest.raises(ValueError, match="unfold: kernel_size"):
+        F.unfold(lazyscope.zeros(1, 1, 4, 4), 0)
+
+
+# --- embedding_bag --------------------------------------------------------------
+
+def bags_ref(weight, bags, mode, weights=None, padding_idx=None):
+    out = np.zeros((len(bags), weight.shape[1]))
+    for b, (idx, wts) in enumerate(zip(bags, weights or [None] * len(bags))):
+        rows = [(weight[i] * (wts[j] if wts is not None else 1.0)) for j, i in enumerate(idx) if i != padding_idx]
+        if not rows:
+            continue
+        rows = np.stack(rows)
+        out[b] = rows.sum(0) if mode == "sum" else rows.mean(0) if mode == "mean" else rows.max(0)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_with_offsets_and_rows_matches_numpy(device, mode):
+    weight = rng.standard_normal((10, 4))
+    flat = np.array([1, 2, 4, 5, 4, 3, 2, 9, 0], dtype=np.int64)
+    offsets = np.array([0, 3, 3, 7], dtype=np.int64)  # the second bag is empty
+    bags = [flat[0:3], flat[3:3], flat[3:7], flat[7:9]]
+    W = lazyscope.tensor(weight, device=device)
+    got = F.embedding_bag(lazyscope.tensor(flat, device=device), W, lazyscope.tensor(offsets, device=device),
+                          mode=mode)
+    np.testing.assert_allclose(got.numpy(), bags_ref(weight, bags, mode), rtol=1e-12, atol=1e-12)
+    last = F.embedding_bag(lazyscope.tensor(flat, device=device), W,
+                           lazyscope.tensor(np.append(offsets, 9), device=device), mode=mode, include_last_offset=True)
+    np.testing.assert_allclose(last.numpy(), bags_ref(weight, bags, mode), rtol=1e-12, atol=1e-12)
+    rows = np.array([[1, 2, 3], [4, 4, 0]], dtype=np.int64)
+    got2 = F.embedding_bag(lazyscope.tensor(rows, device=device), W, mode=mode, padding_idx=4)
+    np.testing.assert_allclose(got2.numpy(), bags_ref(weight, list(rows), mode, padding_idx=4), rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_bag_gradients_and_per_sample_weights(device):
+    weight = rng.standard_normal((6, 3))
+    flat = np.array([0, 2, 2, 5, 1], dtype=np.int64)
+    offsets = np.array([0, 2], dtype=np.int64)
+    psw = rng.standard_normal(5)
+    bags = [flat[:2], flat[2:]]
+    got = F.embedding_bag(lazyscope.tensor(flat, device=device), lazyscope.tensor(weight, device=device),
+                          lazyscope.tensor(offsets, device=device), mode="sum",
+                          per_sample_weights=lazyscope.tensor(psw, device=device))
+    np.testing.assert_allclose(got.numpy(), bags_ref(weight, bags, "sum", [psw[:2], psw[2:]]), rtol=1e-12)
+    idx, offs = lazyscope.tensor(flat, device=device), lazyscope.tensor(offsets, device=device)
+    check(lambda w: F.embedding_bag(idx, w, offs, mode="mean"), lambda w: bags_ref(w, bags, "mean"), [weight], device)
+    check(lambda w: F.embedding_bag(idx, w, offs, mode="max"), lambda w: bags_ref(w, bags, "max"), [weight], device)
+
+
+def test_embedding_bag_module_and_errors():
+    lazyscope.manual_seed(3)
+    m = nn.EmbeddingBag(10, 3, mode="sum", padding_idx=0)
+    assert np.all(m.weight.numpy()[0] == 0)
+    out = m(lazyscope.tensor(np.array([0, 1, 2], dtype=np.int64)), lazyscope.tensor(np.array([0], dtype=np.int64)))
+    np.testing.assert_allclose(out.numpy()[0], m.weight.numpy()[1] + m.weight.numpy()[2], rtol=1e-6)
+    with pytest.raises(ValueError, match="per_sample_weights is only supported with mode='sum'"):
+        F.embedding_bag(lazyscope.tensor(np.array([[1]])), m.weight, per_sample_weights=lazyscope.ones(1, 1))
+    with pytest.raises(ValueError, match="a 1-D input needs 1-D offsets"):
+        F.embedding_bag(lazyscope.tensor(np.array([1, 2])), m.weight)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        nn.EmbeddingBag(3, 2, mode="median")
+
+
+# --- scans ----------------------------------------------------------------------
+
+def cum_extreme_ref(x, axis, is_max):
+    x = np.moveaxis(x, axis, -1)
+    values, indices = np.empty_like(x), np.zeros(x.shape, dtype=np.int64)
+    for pos in np.ndindex(x.shape[:-1]):
+        best, at = x[pos][0], 0
+        for i, v in enumerate(x[pos]):
+            better = (v >= best) if is_max else (v <= best)
+            if np.isnan(v) or (not np.isnan(best) and better):
+                best, at = v, i
+            values[pos][i], indices[pos][i] = best, at
+    return np.moveaxis(values, -1, axis), np.moveaxis(indices, -1, axis)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op, is_max", [("cummax", True), ("cummin", False)])
+def test_cummax_and_cummin_values_and_indices_match_a_loop(device, op, is_max):
+    x = rng.integers(0, 4, size=(3, 11, 2)).astype(np.float32)  # many ties
+    x[1, 5, 0] = np.nan
+    for axis in (1, 0, -1):
+        v, i = getattr(lazyscope, op)(lazyscope.tensor(x, device=device), axis)
+        want_v, want_i = cum_extreme_ref(x, axis, is_max)
+        np.testing.assert_array_equal(v.numpy(), want_v)
+        np.testing.assert_array_equal(i.numpy(), want_i)
+    for xi in (rng.integers(-2**62, 2**62, size=(4, 9)), rng.integers(0, 255, size=(4, 9)).astype(np.uint8),
+               rng.integers(-9, 9, size=(4, 9)).astype(np.int32), rng.integers(0, 2, size=(4, 9)).astype(bool)):
+        v, i = getattr(lazyscope.tensor(xi, device=device), op)(1)
+        want_v, want_i = cum_extreme_ref(xi, 1, is_max)
+        assert v.numpy().dtype == xi.dtype
+        np.testing.assert_array_equal(v.numpy(), want_v)
+        np.testing.assert_array_equal(i.numpy(), want_i)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cummax_gradient_goes_to_the_chosen_elements(device):
+    x = rng.standard_normal((2, 9))
+    t = lazyscope.tensor(x, device=device, requires_grad=True)
+    g = rng.standard_normal((2, 9))
+    v, i = lazyscope.cummax(t, 1)
+    (v * lazyscope.tensor(g, device=device)).sum().backward()
+    want = np.zeros_like(x)
+    _, idx = cum_extreme_ref(x, 1, True)
+    for r in range(2):
+        np.add.at(want[r], idx[r], g[r])
+    np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_logcumsumexp_matches_float64_and_finite_differences(device):
+    x = rng.standard_normal((3, 13)) * 30
+    x[0, 4] = -np.inf
+    got = lazyscope.logcumsumexp(lazyscope.tensor(x, device=device), 1).numpy()
+    np.testing.assert_allclose(got, np.logaddexp.accumulate(x, axis=1), rtol=1e-12)
+    big = np.array([1000.0, 1000.0, -1000.0, 999.0])  # exp overflows: the scan must not
+    np.testing.assert_allclose(lazyscope.tensor(big, device=device).logcumsumexp(0).numpy(),
+                               np.logaddexp.accumulate(big), rtol=1e-12)
+    y = rng.standard_normal((2, 6))
+    check(lambda t: lazyscope.logcumsumexp(t, 1), lambda a: np.logaddexp.accumulate(a, axis=1), [y], device)
