@@ -232,3 +232,80 @@ def test_logcumsumexp_matches_float64_and_finite_differences(device):
                                np.logaddexp.accumulate(big), rtol=1e-12)
     y = rng.standard_normal((2, 6))
     check(lambda t: lazyscope.logcumsumexp(t, 1), lambda a: np.logaddexp.accumulate(a, axis=1), [y], device)
+
+
+# --- affine_grid / grid_sample --------------------------------------------------
+
+def _unnorm(c, size, ac):
+    return (c + 1) / 2 * (size - 1) if ac else ((c + 1) * size - 1) / 2
+
+
+def _reflect_ref(c, twice_low, twice_high):  # PyTorch's reflect_coordinates
+    if twice_low == twice_high:
+        return np.zeros_like(c)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = np.abs(c - low)
+    extra, flips = np.fmod(c, span), np.floor(c / span)
+    return np.where(flips % 2 == 0, extra + low, span - extra + low)
+
+
+def grid_sample_ref(x, grid, mode, padding, ac):
+    n, c, h, w = x.shape
+    _, ho, wo, _ = grid.shape
+    out = np.zeros((n, c, ho, wo))
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                gx, gy = _unnorm(grid[b, i, j, 0], w, ac), _unnorm(grid[b, i, j, 1], h, ac)
+                if padding == "border":
+                    gx, gy = np.clip(gx, 0, w - 1), np.clip(gy, 0, h - 1)
+                elif padding == "reflection":
+                    if ac:
+                        gx, gy = _reflect_ref(gx, 0, 2 * (w - 1)), _reflect_ref(gy, 0, 2 * (h - 1))
+                    else:
+                        gx, gy = _reflect_ref(gx, -1, 2 * w - 1), _reflect_ref(gy, -1, 2 * h - 1)
+                    gx, gy = np.clip(gx, 0, w - 1), np.clip(gy, 0, h - 1)
+
+                def at(ix, iy):
+                    ok = 0 <= ix <= w - 1 and 0 <= iy <= h - 1
+                    return x[b, :, int(iy), int(ix)] if ok else np.zeros(c)
+                if mode == "nearest":
+                    out[b, :, i, j] = at(np.rint(gx), np.rint(gy))
+                else:
+                    x0, y0 = np.floor(gx), np.floor(gy)
+                    fx, fy = gx - x0, gy - y0
+                    out[b, :, i, j] = (at(x0, y0) * (1 - fx) * (1 - fy) + at(x0 + 1, y0) * fx * (1 - fy)
+                                       + at(x0, y0 + 1) * (1 - fx) * fy + at(x0 + 1, y0 + 1) * fx * fy)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("ac", [False, True])
+def test_grid_sample_matches_a_numpy_loop(device, mode, padding, ac):
+    x = rng.standard_normal((2, 3, 5, 6))
+    grid = rng.uniform(-1.6, 1.6, size=(2, 4, 7, 2))
+    got = F.grid_sample(lazyscope.tensor(x, device=device), lazyscope.tensor(grid, device=device), mode, padding, ac)
+    np.testing.assert_allclose(got.numpy(), grid_sample_ref(x, grid, mode, padding, ac), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_affine_grid_and_grid_sample_gradients(device):
+    theta = np.array([[[0.9, 0.2, 0.05], [-0.1, 1.1, 0.1]]])
+    for ac in (False, True):
+        got = F.affine_grid(lazyscope.tensor(theta, device=device), (1, 2, 4, 5), align_corners=ac).numpy()
+        xs = np.linspace(-1, 1, 5) if ac else (np.arange(5) * 2 + 1) / 5 - 1
+        ys = np.linspace(-1, 1, 4) if ac else (np.arange(4) * 2 + 1) / 4 - 1
+        base = np.stack(np.meshgrid(xs, ys) + [np.ones((4, 5))], -1)
+        np.testing.assert_allclose(got[0], base @ theta[0].T, rtol=1e-12, atol=1e-12)
+    # Sample points a fraction 0.2-0.8 of the way between pixels: no finite difference steps across a pixel.
+    h, w = 4, 5
+    px = rng.integers(0, w - 1, size=(1, 3, 3)) + rng.uniform(0.2, 0.8, size=(1, 3, 3))
+    py = rng.integers(0, h - 1, size=(1, 3, 3)) + rng.uniform(0.2, 0.8, size=(1, 3, 3))
+    grid = np.stack([(2 * px + 1) / w - 1, (2 * py + 1) / h - 1], -1)
+    x = rng.standard_normal((1, 2, h, w))
+    check(lambda t, g: F.grid_sample(t, g, "bilinear", "zeros", False),
+          lambda a, g: grid_sample_ref(a, g, "bilinear", "zeros", False), [x, grid], device)
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        F.grid_sample(lazyscope.tensor(x), lazyscope.tensor(grid), padding_mode="wrap")

@@ -170,8 +170,9 @@ FUNCTIONAL = _supported("""
     upsample_bilinear max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d adaptive_max_pool2d dropout1d
     instance_norm pairwise_distance margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss
     triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
-    bilinear unfold fold
+    bilinear unfold fold affine_grid
 """)
+FUNCTIONAL["grid_sample"] = (DIFFERS, "2-D inputs, modes bilinear and nearest (no bicubic)")
 FUNCTIONAL["embedding_bag"] = (DIFFERS, "modes sum, mean, max; max_norm and scale_grad_by_freq are refused")
 FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),

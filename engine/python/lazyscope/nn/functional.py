@@ -996,3 +996,93 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         return total
     counts = lazyscope.zeros(bags, dtype=weight.dtype, device=weight.device).index_add(0, bag_of, keep)
     return total / counts.clamp(min=1.0).unsqueeze(1)
+
+
+# --- affine_grid, grid_sample (spatial transformers). ----------------------------
+
+def _base_coords(size, align_corners, like):
+    """The normalized [-1, 1] coordinates of `size` pixel centres (or corners with align_corners)."""
+    if size == 1:
+        values = np.zeros(1)
+    elif align_corners:
+        values = np.linspace(-1.0, 1.0, size)
+    else:
+        values = (np.arange(size) * 2 + 1) / size - 1.0
+    return lazyscope.tensor(values, dtype=like.dtype, device=like.device)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid [N, H, W, 2] (x, y) of 2-D affine transforms theta [N, 2, 3], as torch's."""
+    align_corners = bool(align_corners)
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise lazyscope.ShapeError(f"affine_grid: expected theta [N, 2, 3] for a 2-D grid, got shape "
+                                   f"{tuple(theta.shape)}" + lazyscope._C._at_user_line())
+    size = tuple(size)
+    if len(size) != 4 or size[0] != theta.shape[0]:
+        raise ValueError(f"affine_grid: expected size (N, C, H, W) with N = {theta.shape[0]}, got {size}")
+    n, _, h, w = size
+    xs, ys = _base_coords(w, align_corners, theta), _base_coords(h, align_corners, theta)
+    base = lazyscope.stack([xs.reshape(1, w).expand(h, w), ys.reshape(h, 1).expand(h, w),
+                            lazyscope.ones(h, w, dtype=theta.dtype, device=theta.device)], -1)  # [H, W, 3]
+    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+_GRID_MODES, _GRID_PADDINGS = ("bilinear", "nearest"), ("zeros", "border", "reflection")
+
+
+def _unnormalize(coord, size, align_corners):
+    return (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord, low, high):
+    """coord reflected into [low, high] (PyTorch's reflect_coordinates, any number of bounces)."""
+    span = high - low
+    if span <= 0:
+        return coord * 0 + low
+    c = (coord - low).abs()
+    flips = (c / span).floor()
+    extra = c - flips * span
+    even = (flips.remainder(2) == 0)
+    return lazyscope.where(even, extra + low, span - extra + low)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
+    """Samples input [N, C, H, W] at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]) -> [N, C, Ho, Wo],
+    as torch.nn.functional.grid_sample for 2-D inputs: modes bilinear and nearest, padding
+    zeros, border and reflection. Gradients reach the input and (bilinear) the grid."""
+    align_corners = bool(align_corners)
+    if mode not in _GRID_MODES:
+        raise ValueError(f"grid_sample: mode must be one of {_GRID_MODES} (2-D), got {mode!r}")
+    if padding_mode not in _GRID_PADDINGS:
+        raise ValueError(f"grid_sample: padding_mode must be one of {_GRID_PADDINGS}, got {padding_mode!r}")
+    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise lazyscope.ShapeError(f"grid_sample: expected input [N, C, H, W] and grid [N, Ho, Wo, 2], got "
+                                   f"{tuple(input.shape)} and {tuple(grid.shape)}" + lazyscope._C._at_user_line())
+    n, c, h, w = input.shape
+    _, ho, wo, _ = grid.shape
+    x = _unnormalize(grid[..., 0], w, align_corners)
+    y = _unnormalize(grid[..., 1], h, align_corners)
+    if padding_mode == "border":
+        x, y = x.clamp(0, w - 1), y.clamp(0, h - 1)
+    elif padding_mode == "reflection":
+        if align_corners:
+            x, y = _reflect(x, 0, w - 1), _reflect(y, 0, h - 1)
+        else:
+            x, y = _reflect(x, -0.5, w - 0.5), _reflect(y, -0.5, h - 0.5)
+        x, y = x.clamp(0, w - 1), y.clamp(0, h - 1)
+    flat = input.reshape(n, c, h * w)
+
+    def tap(ix, iy):
+        """input at integer (ix, iy) [N, Ho, Wo] -> [N, C, Ho, Wo], 0 outside."""
+        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
+        at = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1)).long().reshape(n, 1, ho * wo).expand(n, c, ho * wo)
+        got = flat.gather(2, at).reshape(n, c, ho, wo)
+        return got * inside.to(input.dtype).unsqueeze(1)
+
+    if mode == "nearest":
+        # Round half to even, as PyTorch's nearbyint.
+        return tap(x.round(), y.round())
+    x0, y0 = x.floor(), y.floor()
+    wx, wy = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
+    return (tap(x0, y0) * (1 - wx) * (1 - wy) + tap(x0 + 1, y0) * wx * (1 - wy)
+            + tap(x0, y0 + 1) * (1 - wx) * wy + tap(x0 + 1, y0 + 1) * wx * wy)
