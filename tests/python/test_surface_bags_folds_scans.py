@@ -309,3 +309,77 @@ def test_affine_grid_and_grid_sample_gradients(device):
           lambda a, g: grid_sample_ref(a, g, "bilinear", "zeros", False), [x, grid], device)
     with pytest.raises(ValueError, match="padding_mode must be one of"):
         F.grid_sample(lazyscope.tensor(x), lazyscope.tensor(grid), padding_mode="wrap")
+
+
+# --- ctc_loss -------------------------------------------------------------------
+
+def ctc_ref(lp, labels, t_len, blank):
+    """-log p(labels | lp[:t_len]) by the textbook forward recursion in float64 with -inf."""
+    ext = [blank]
+    for v in labels:
+        ext += [v, blank]
+    alpha = np.full(len(ext), -np.inf)
+    alpha[0] = lp[0, ext[0]]
+    if len(ext) > 1:
+        alpha[1] = lp[0, ext[1]]
+    for t in range(1, t_len):
+        new = np.full(len(ext), -np.inf)
+        for s in range(len(ext)):
+            terms = [alpha[s]] + ([alpha[s - 1]] if s >= 1 else [])
+            if s >= 2 and ext[s] != blank and ext[s] != ext[s - 2]:
+                terms.append(alpha[s - 2])
+            new[s] = np.logaddexp.reduce(terms) + lp[t, ext[s]]
+        alpha = new
+    tail = [alpha[-1]] + ([alpha[-2]] if len(ext) > 1 else [])
+    return -np.logaddexp.reduce(tail)
+
+
+def _log_softmax(x):
+    return x - np.logaddexp.reduce(x, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_loss_matches_the_textbook_recursion(device, reduction):
+    t_max, n, classes = 9, 4, 5
+    lp = _log_softmax(rng.standard_normal((t_max, n, classes)))
+    labels = [[1, 2, 2], [3], [], [4, 1, 4, 1]]           # a repeat (needs a blank between), an empty target
+    in_len = [9, 7, 3, 8]
+    padded = np.zeros((n, 4), dtype=np.int64)
+    for i, lab in enumerate(labels):
+        padded[i, :len(lab)] = lab
+    want = np.array([ctc_ref(lp[:, i], labels[i], in_len[i], 0) for i in range(n)])
+    tgt_len = [len(v) for v in labels]
+    got = F.ctc_loss(lazyscope.tensor(lp, device=device), lazyscope.tensor(padded, device=device), in_len, tgt_len,
+                     reduction=reduction).numpy()
+    expect = {"none": want, "sum": want.sum(), "mean": (want / np.maximum(tgt_len, 1)).mean()}[reduction]
+    np.testing.assert_allclose(got, expect, rtol=1e-10)
+    # The same targets concatenated (1-D), and the module.
+    flat = lazyscope.tensor(np.array(sum(labels, []), dtype=np.int64), device=device)
+    got_flat = nn.CTCLoss(reduction=reduction)(lazyscope.tensor(lp, device=device), flat,
+                                               lazyscope.tensor(np.array(in_len)), lazyscope.tensor(np.array(tgt_len)))
+    np.testing.assert_allclose(got_flat.numpy(), expect, rtol=1e-10)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ctc_loss_gradient_and_impossible_alignments(device):
+    t_max, classes = 5, 4
+    x = rng.standard_normal((t_max, 2, classes))
+    labels, in_len = np.array([[1, 2], [3, 3]]), [5, 5]
+
+    def ref(a):
+        lp = _log_softmax(a)
+        return np.array([ctc_ref(lp[:, i], list(labels[i]), in_len[i], 0) for i in range(2)])
+    check(lambda a: F.ctc_loss(a.log_softmax(-1), lazyscope.tensor(labels, device=device), in_len, [2, 2],
+                               reduction="none"), ref, [x], device)
+    # [3, 3] needs 3 frames; 2 cannot emit it: inf, or 0 (and a zero gradient) with zero_infinity.
+    lp = lazyscope.tensor(_log_softmax(x), device=device, requires_grad=True)
+    loss = F.ctc_loss(lp, lazyscope.tensor(labels, device=device), [5, 2], [2, 2], reduction="none")
+    assert np.isfinite(loss.numpy()[0]) and loss.numpy()[1] == np.inf
+    z = F.ctc_loss(lp, lazyscope.tensor(labels, device=device), [5, 2], [2, 2], reduction="sum", zero_infinity=True)
+    z.backward()
+    g = lp.grad.numpy()
+    assert np.isfinite(g).all() and np.all(g[:, 1] == 0)
+    np.testing.assert_allclose(z.numpy(), loss.numpy()[0], rtol=1e-12)
+    with pytest.raises(ValueError, match="targets must be classes other than the blank"):
+        F.ctc_loss(lp, lazyscope.tensor(np.array([[0, 1], [1, 2]])), [5, 5], [2, 2])

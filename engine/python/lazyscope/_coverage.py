@@ -145,6 +145,7 @@ NN = _supported("""
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
 """)
 NN.update({
+    "CTCLoss": (DIFFERS, "the lengths and targets are read on the host (a sync for lazy tensors)"),
     "EmbeddingBag": (DIFFERS, "modes sum, mean, max; max_norm and scale_grad_by_freq are refused"),
     "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
     "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
@@ -172,6 +173,8 @@ FUNCTIONAL = _supported("""
     triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
     bilinear unfold fold affine_grid
 """)
+FUNCTIONAL["ctc_loss"] = (DIFFERS, "the lengths and targets are read on the host (a sync for lazy tensors); the "
+                                   "forward variables are a scan over T traced op by op")
 FUNCTIONAL["grid_sample"] = (DIFFERS, "2-D inputs, modes bilinear and nearest (no bicubic)")
 FUNCTIONAL["embedding_bag"] = (DIFFERS, "modes sum, mean, max; max_norm and scale_grad_by_freq are refused")
 FUNCTIONAL.update({

@@ -21,7 +21,7 @@ from lazyscope.nn.transformer import (  # noqa: F401
 from lazyscope.nn.loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, MSELoss, NLLLoss, SmoothL1Loss,
     CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
-    MultiMarginLoss, PairwiseDistance, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+    MultiMarginLoss, PairwiseDistance, PoissonNLLLoss, CTCLoss, SoftMarginLoss, TripletMarginLoss,
 )
 from lazyscope.nn.module import Module, ModuleDict, ModuleList, Sequential  # noqa: F401
 from lazyscope.nn.parameter import Parameter  # noqa: F401

@@ -1086,3 +1086,92 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     wx, wy = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
     return (tap(x0, y0) * (1 - wx) * (1 - wy) + tap(x0 + 1, y0) * wx * (1 - wy)
             + tap(x0, y0 + 1) * (1 - wx) * wy + tap(x0 + 1, y0 + 1) * wx * wy)
+
+
+# --- ctc_loss ----------------------------------------------------------------------
+
+# Log-probabilities of unreachable CTC states: a large finite number, not
+# -inf, so the composition's gradients stay finite (logaddexp(-inf, -inf)'s
+# is NaN); exp of it is 0 in float32 and float64 alike.
+_CTC_NONE = -1e30
+
+
+def _host_ints(values, what):
+    if hasattr(values, "numpy"):
+        values = values.cpu().numpy() if hasattr(values, "cpu") else values.numpy()
+    return [int(v) for v in np.asarray(values).reshape(-1)]
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: A002
+             zero_infinity=False):
+    """Connectionist temporal classification loss, as torch.nn.functional.ctc_loss:
+    log_probs [T, N, C] (or [T, C]), targets [N, S] padded or 1-D concatenated,
+    the lengths as ints, lists or tensors (read on the host: a sync for a lazy
+    tensor). The forward variables are a scan over T of vector ops (autograd
+    gives the gradient); mean divides each loss by its target length, then
+    averages. An impossible alignment's loss is inf (0 with zero_infinity)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"ctc_loss: {reduction} is not a valid value for reduction (mean, sum, none)")
+    batched = log_probs.dim() == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    if lp.dim() != 3:
+        raise lazyscope.ShapeError(f"ctc_loss: expected log_probs [T, N, C] or [T, C], got shape "
+                                   f"{tuple(log_probs.shape)}" + lazyscope._C._at_user_line())
+    t_max, n, classes = lp.shape
+    in_len, tgt_len = _host_ints(input_lengths, "input_lengths"), _host_ints(target_lengths, "target_lengths")
+    if len(in_len) != n or len(tgt_len) != n:
+        raise ValueError(f"ctc_loss: expected {n} input and target lengths, got {len(in_len)} and {len(tgt_len)}")
+    if not 0 <= blank < classes:
+        raise ValueError(f"ctc_loss: blank {blank} is not a class of {classes}")
+    flat = _host_ints(targets, "targets")
+    tg = np.asarray(targets.cpu().numpy() if hasattr(targets, "cpu") else targets)
+    if tg.ndim == 2 or (tg.ndim == 1 and not batched):
+        rows = tg.reshape(n, -1)
+        labels = [list(rows[i, :tgt_len[i]]) for i in range(n)]
+    else:
+        starts = np.cumsum([0] + tgt_len)
+        labels = [flat[starts[i]:starts[i + 1]] for i in range(n)]
+    for i in range(n):
+        if len(labels[i]) != tgt_len[i] or not 0 <= in_len[i] <= t_max:
+            raise ValueError(f"ctc_loss: sample {i}: target length {tgt_len[i]} or input length {in_len[i]} does not "
+                             f"fit the targets given or T = {t_max}")
+        if any(int(v) == blank or not 0 <= int(v) < classes for v in labels[i]):
+            raise ValueError(f"ctc_loss: sample {i}: targets must be classes other than the blank ({blank})")
+    s_max = max(tgt_len) if tgt_len else 0
+    width = 2 * s_max + 1
+    ext = np.full((n, width), blank, dtype=np.int64)  # blank, l1, blank, l2, ..., blank
+    skip = np.zeros((n, width), dtype=bool)           # a state that may come from two before (l_s != l_{s-1})
+    for i in range(n):
+        ext[i, 1:2 * tgt_len[i]:2] = labels[i]
+        for s in range(3, 2 * tgt_len[i], 2):
+            skip[i, s] = ext[i, s] != ext[i, s - 2]
+    dev, dt = lp.device, lp.dtype
+    emit = lp.gather(2, lazyscope.tensor(ext, device=dev).unsqueeze(0).expand(t_max, n, width))  # [T, N, W]
+    none = lazyscope.full((n, width), _CTC_NONE, dtype=dt, device=dev)
+    start = np.full((n, width), _CTC_NONE)
+    start[:, :2] = 0.0
+    alpha = lazyscope.tensor(start, dtype=dt, device=dev) + emit[0]
+    skip_t = lazyscope.tensor(skip, device=dev)
+    # Each sample's loglikelihood is read at its last frame (t = T_n - 1).
+    ends = np.zeros((n, width), dtype=bool)
+    for i in range(n):
+        ends[i, 2 * tgt_len[i]] = True
+        if tgt_len[i] > 0:
+            ends[i, 2 * tgt_len[i] - 1] = True
+    ends_t = lazyscope.tensor(ends, device=dev)
+    final = none
+    for t in range(t_max):
+        if t > 0:
+            one = pad(alpha[:, :-1], [1, 0], value=_CTC_NONE)
+            two = lazyscope.where(skip_t, pad(alpha[:, :-2], [2, 0], value=_CTC_NONE), none)
+            alpha = lazyscope.logaddexp(lazyscope.logaddexp(alpha, one), two) + emit[t]
+        last = lazyscope.tensor(np.array([in_len[i] - 1 == t for i in range(n)]).reshape(n, 1), device=dev)
+        final = lazyscope.where(last & ends_t, alpha, final)
+    ll = lazyscope.logsumexp(final, 1)
+    impossible = ll < _CTC_NONE / 2
+    loss = lazyscope.where(impossible, 0.0 if zero_infinity else float("inf"), -ll)
+    if reduction == "mean":
+        return (loss / lazyscope.tensor(np.maximum(tgt_len, 1), dtype=dt, device=dev)).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss if batched else loss.squeeze(0)

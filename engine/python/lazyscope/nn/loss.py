@@ -144,6 +144,18 @@ MultiLabelSoftMarginLoss = _loss_module("MultiLabelSoftMarginLoss", F.multilabel
 MultiMarginLoss = _loss_module("MultiMarginLoss", F.multi_margin_loss, [("p", 1), ("margin", 1.0), ("weight", None)])
 
 
+
+class CTCLoss(_Loss):
+    """F.ctc_loss as a module: blank, reduction, zero_infinity."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
+
 class PairwiseDistance(Module):
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()
