@@ -285,30 +285,41 @@ class LayerNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
+def _embedding_table(module, owner, num_embeddings, embedding_dim, padding_idx, _weight, device, dtype):
+    """An embedding table's set-up, shared by Embedding and EmbeddingBag: the
+    padding row's index (checked, made non-negative) and the weight [num,
+    dim], given or drawn N(0, 1) with the padding row zeroed, as PyTorch."""
+    module.num_embeddings, module.embedding_dim = num_embeddings, embedding_dim
+    if padding_idx is not None:
+        if not -num_embeddings <= padding_idx < num_embeddings:
+            raise ValueError(f"{owner}: padding_idx {padding_idx} must be within num_embeddings "
+                             f"({num_embeddings})")
+        padding_idx %= num_embeddings
+    module.padding_idx = padding_idx
+    if _weight is not None:
+        module.weight = Parameter(_weight)
+    else:
+        module.weight = Parameter(_empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+        module.reset_parameters()
+
+
+def _reset_embedding_table(module, owner):
+    values = lazyscope._rng.standard_normal((module.num_embeddings, module.embedding_dim))
+    if module.padding_idx is not None:
+        values[module.padding_idx] = 0.0  # PyTorch zeroes the padding row
+    init._fill(module.weight, values, owner)
+
+
 class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, device=None, dtype=None):
         super().__init__()
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
-                                 f"({num_embeddings})")
-            padding_idx %= num_embeddings
-        self.padding_idx = padding_idx
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
-        if _weight is not None:
-            self.weight = Parameter(_weight)
-        else:
-            self.weight = Parameter(_empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
-            self.reset_parameters()
+        _embedding_table(self, "Embedding", num_embeddings, embedding_dim, padding_idx, _weight, device, dtype)
 
     def reset_parameters(self):
-        values = lazyscope._rng.standard_normal((self.num_embeddings, self.embedding_dim))
-        if self.padding_idx is not None:
-            values[self.padding_idx] = 0.0  # PyTorch zeroes the padding row
-        init._fill(self.weight, values, "Embedding")
+        _reset_embedding_table(self, "Embedding")
 
     def forward(self, input):  # noqa: A002
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -329,26 +340,13 @@ class EmbeddingBag(Module):
         super().__init__()
         if mode not in F._BAG_MODES:
             raise ValueError(f"EmbeddingBag: mode must be one of {F._BAG_MODES}, got {mode!r}")
-        self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
-        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
-        self.include_last_offset = include_last_offset
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"EmbeddingBag: padding_idx {padding_idx} must be within num_embeddings "
-                                 f"({num_embeddings})")
-            padding_idx %= num_embeddings
-        self.padding_idx = padding_idx
-        if _weight is not None:
-            self.weight = Parameter(_weight)
-        else:
-            self.weight = Parameter(_empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
-            self.reset_parameters()
+        self.mode, self.include_last_offset = mode, include_last_offset
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        _embedding_table(self, "EmbeddingBag", num_embeddings, embedding_dim, padding_idx, _weight, device, dtype)
 
     def reset_parameters(self):
-        values = lazyscope._rng.standard_normal((self.num_embeddings, self.embedding_dim))
-        if self.padding_idx is not None:
-            values[self.padding_idx] = 0.0
-        init._fill(self.weight, values, "EmbeddingBag")
+        _reset_embedding_table(self, "EmbeddingBag")
 
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
