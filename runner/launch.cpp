@@ -7,12 +7,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -53,11 +55,25 @@ const char* const kLaunchHelp = R"(multi-process and multi-host runs (like torch
                         serves the workers' rendezvous store (needed with --nnodes
                         above 1; without it one node's workers meet in a file
                         store under LAZYSCOPE_RDZV_DIR)
+  Each worker's thread pool gets its share of this node's cores (cores / N, at
+  least 1) unless LAZYSCOPE_NUM_THREADS is set.
   A worker that fails stops the job: the others get SIGTERM, and SIGKILL after
   LAZYSCOPE_WORKER_TIMEOUT_S (default 30) seconds.
 )";
 
 namespace {
+
+// LAZYSCOPE_NUM_THREADS for each of `workers` processes on this node: the
+// user's setting if any, else the cores this launcher may use shared out
+// (at least 1 each). Each engine otherwise sizes its pool to every core, and
+// N processes' pools oversubscribe the node N times over.
+std::string worker_threads(int workers) {
+  if (const char* set = std::getenv("LAZYSCOPE_NUM_THREADS"); set != nullptr && *set != '\0') return set;
+  cpu_set_t cores;
+  int count = sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 0;
+  if (count <= 0) count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::to_string(std::max(1, count / std::max(1, workers)));
+}
 
 constexpr const char* kEventFdVariable = "LAZYSCOPE_WORKER_EVENT_FD";
 
@@ -502,6 +518,7 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
   const std::vector<std::string> args = worker_args(run_args);
   std::vector<Worker> workers(static_cast<size_t>(o.nproc_per_node));
   std::vector<int> parent_ends;
+  const std::string threads = worker_threads(o.nproc_per_node);
   for (int local = 0; local < o.nproc_per_node; ++local) {
     Worker& w = workers[static_cast<size_t>(local)];
     w.rank = o.node_rank * o.nproc_per_node + local;
@@ -519,6 +536,7 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
         {"LAZYSCOPE_RDZV_ID", job_id},
         {"LAZYSCOPE_GLOO_HOST", gloo_host},
         {"LAZYSCOPE_DEVICE_COUNT", "1"},
+        {"LAZYSCOPE_NUM_THREADS", threads},
         {"RANK", std::to_string(w.rank)},
         {"LOCAL_RANK", std::to_string(local)},
         {"WORLD_SIZE", std::to_string(world)},
@@ -542,7 +560,8 @@ int launch(const RunOptions& o, const std::vector<std::string>& run_args) {
     }
   }
   std::cerr << "lazyscope run: started " << o.nproc_per_node << " worker(s), ranks " << o.node_rank * o.nproc_per_node
-            << ".." << (o.node_rank + 1) * o.nproc_per_node - 1 << " of " << world << "\n";
+            << ".." << (o.node_rank + 1) * o.nproc_per_node - 1 << " of " << world << ", " << threads
+            << " thread(s) each\n";
 
   // One loop: output and events from every worker, their exits, signals.
   auto pass_output = [&](Worker& w, bool is_err, std::string& partial, const char* data, size_t n, bool at_eof) {

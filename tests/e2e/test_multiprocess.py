@@ -416,6 +416,38 @@ def test_the_process_group_api_matches_numpy(build_dir, tmp_path):
             assert int(got["local"]) == rank and bool(got["master"]) == (rank == 0)
 
 
+THREADS_SCRIPT = textwrap.dedent("""
+    import os, sys
+    import lazyscope
+    rank = os.environ["LAZYSCOPE_RANK"]
+    with open(os.path.join(sys.argv[1], "threads" + rank), "w") as f:
+        f.write(f"{lazyscope.get_num_threads()} {os.environ.get('LAZYSCOPE_NUM_THREADS')}")
+""")
+
+
+def test_each_worker_gets_its_share_of_the_cores_unless_the_user_set_the_threads(build_dir, tmp_path):
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_SCRIPT)
+    cores = len(os.sched_getaffinity(0))
+    env = {k: v for k, v in os.environ.items() if k != "LAZYSCOPE_NUM_THREADS"}
+    result = subprocess.run([str(build_dir / "bin" / "lazyscope"), "run", "--nproc-per-node", "2", "--history",
+                             str(tmp_path / "h.sqlite"), str(script), str(tmp_path)],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    share = max(1, cores // 2)
+    assert f"{share} thread(s) each" in result.stderr
+    for rank in range(2):
+        assert (tmp_path / f"threads{rank}").read_text() == f"{share} {share}"
+    result = lazyscope(build_dir, "run", "--nproc-per-node", 2, "--history", tmp_path / "h2.sqlite", script,
+                       tmp_path, env={"LAZYSCOPE_NUM_THREADS": "3"})
+    assert result.returncode == 0, result.stderr
+    for rank in range(2):
+        assert (tmp_path / f"threads{rank}").read_text() == "3 3"
+    with pytest.raises(NotImplementedError, match="LAZYSCOPE_NUM_THREADS=2"):
+        import lazyscope as ls
+        ls.set_num_threads(2)
+
+
 def test_a_killed_rank_takes_the_job_down_naming_it_and_the_history_keeps_its_steps(build_dir, tmp_path):
     script = tmp_path / "dying.py"
     script.write_text(DYING_SCRIPT)

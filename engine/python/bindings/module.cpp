@@ -168,6 +168,7 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("data"), "Every rank's bytes (the same size on every rank), concatenated in rank order.");
   m.def("collective_timeout", &settings::collective_timeout_s);
+  m.def("_num_threads", &settings::num_threads, "The engine's thread pool size (LAZYSCOPE_NUM_THREADS).");
   m.def("set_collective_timeout", &settings::set_collective_timeout_s, py::arg("seconds"));
   m.def(
       "current_step", [](const Device& d) { return executor::current_step(d); }, py::arg("device"));

@@ -244,6 +244,20 @@ def manual_seed(seed):
     _C.manual_seed(seed)
 
 
+def get_num_threads():
+    """The engine's threads (its pool: LAZYSCOPE_NUM_THREADS, else the cores
+    this process may use; under `lazyscope run --nproc-per-node N`, each
+    worker's share), as torch.get_num_threads."""
+    return _C._num_threads()
+
+
+def set_num_threads(n):
+    """Refused: the pool is sized once, when the engine starts; set
+    LAZYSCOPE_NUM_THREADS before the process starts instead."""
+    raise NotImplementedError(f"set_num_threads({n}): the engine's thread pool is sized at start-up; set "
+                              f"LAZYSCOPE_NUM_THREADS={n} in the environment before starting the process")
+
+
 def initial_seed():
     """The seed manual_seed last set (0 before any)."""
     return _initial_seed
