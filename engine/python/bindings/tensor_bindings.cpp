@@ -746,6 +746,9 @@ void bind_tensor(py::module_& m) {
       .def("size", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def("dim", [](const Tensor& t) { return t.shape().size(); })
       .def("numel", &Tensor::numel)
+      // This Python tensor becomes `value` (a view of it, for the in-place
+      // shape ops squeeze_, t_, ...: the same data with a new shape).
+      .def("_rebind", [](Tensor& self, const Tensor& value) { self = value; })
       .def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
       .def("to", &to_any)

@@ -109,7 +109,8 @@ TENSOR.update({
                     square_ atan_ asin_ acos_ expm1_ lerp_ clamp_min_ clamp_max_ nan_to_num_ index_fill_
                     index_copy_ addmm_ addmv_ addr_ baddbmm_ logical_xor_ hypot_ logaddexp_ fmod_ remainder_
                     floor_divide_ atan2_ sinh_ cosh_ log2_ log10_ exp2_ logit_ heaviside_ deg2rad_ rad2deg_
-                    sgn_ register_hook retain_grad retains_grad cummax cummin logcumsumexp"""),
+                    sgn_ register_hook retain_grad retains_grad cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
+                    transpose_ swapaxes_ swapdims_"""),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),
     "median": (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' index "

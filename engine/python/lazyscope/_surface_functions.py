@@ -744,6 +744,24 @@ _INPLACE = ("sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "sq
             "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn")
 
 
+# In-place shape ops: the tensor becomes a view of its data with the new
+# shape (views of it taken before see its writes, as in PyTorch).
+_SHAPE_INPLACE = ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims")
+
+
+def _shape_inplace(name):
+    def method(self, *args, **kwargs):
+        lib = _lib()
+        if lib.is_grad_enabled() and self.requires_grad and self.is_leaf:
+            raise RuntimeError(f"{name}_: a leaf Variable that requires grad is being used in an in-place operation"
+                               f"{_at()}")
+        self._rebind(getattr(self, name)(*args, **kwargs))
+        return self
+    method.__name__ = name + "_"
+    method.__doc__ = f"{name}, this tensor taking the result's shape (its data shared)."
+    return method
+
+
 def _inplace(name):
     def method(self, *args, **kwargs):
         return self.copy_(getattr(self, name)(*args, **kwargs))
@@ -783,6 +801,8 @@ def install(namespace):
         setattr(Tensor, name, globals()[name])
     for name in _INPLACE:
         setattr(Tensor, name + "_", _inplace(name))
+    for name in _SHAPE_INPLACE:
+        setattr(Tensor, name + "_", _shape_inplace(name))
     from lazyscope._surface import baddbmm
     Tensor.baddbmm = baddbmm
     Tensor.unfold = _unfold
