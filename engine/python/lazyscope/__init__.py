@@ -845,6 +845,23 @@ from lazyscope._C import masked_select, nonzero, unique  # noqa: E402,F401
 from lazyscope import debug  # noqa: E402,F401
 from lazyscope import linalg  # noqa: E402,F401
 from lazyscope import random  # noqa: E402,F401
+from lazyscope import amp, backends  # noqa: E402,F401
+from lazyscope.amp import autocast  # noqa: E402,F401
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted and kept, as torch's: products here are float32 whatever it says."""
+    global _matmul_precision
+    if precision not in _MATMUL_PRECISIONS:
+        raise RuntimeError(f"set_float32_matmul_precision: expected one of {_MATMUL_PRECISIONS}, got {precision!r}")
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision
 from lazyscope.linalg import norm  # noqa: E402,F401
 
 Tensor.norm = norm

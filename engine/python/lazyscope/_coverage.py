@@ -58,6 +58,13 @@ TORCH["cuda.device_count"] = (DIFFERS, "always 0")
 TORCH["cuda.manual_seed"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
 TORCH["cuda.manual_seed_all"] = (DIFFERS, "seeds lazyscope's generator (as manual_seed)")
 TORCH.update(_supported("""
+    amp.GradScaler cuda.amp.GradScaler get_float32_matmul_precision backends.cudnn.is_available
+    backends.mps.is_available backends.mkldnn.is_available
+"""))
+for _name in ("autocast", "amp.autocast", "cuda.amp.autocast"):
+    TORCH[_name] = (DIFFERS, "accepted and checked; ops run in their tensors' own dtypes (no mixed precision)")
+TORCH["set_float32_matmul_precision"] = (DIFFERS, "kept; products are float32 whatever it says")
+TORCH.update(_supported("""
     expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero broadcast_to
     broadcast_tensors addcmul addcdiv cdist searchsorted bucketize conv_transpose2d
     movedim moveaxis swapaxes swapdims tile ravel take_along_dim nansum nanmean logaddexp logaddexp2 hypot sgn
@@ -144,6 +151,7 @@ NN = _supported("""
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
+    utils.rnn.pad_sequence utils.rnn.unpad_sequence
 """)
 NN.update({
     "CTCLoss": (DIFFERS, "the lengths and targets are read on the host (a sync for lazy tensors)"),
@@ -157,6 +165,8 @@ NN.update({
     "ParameterList": (DIFFERS, "holds tensors (made parameters) and None only, not other objects"),
     "ParameterDict": (DIFFERS, "holds tensors (made parameters) and None only, not other objects"),
 })
+NN.update({name: (REFUSED, "pad_sequence: the recurrent layers take padded batches") for name in (
+    "utils.rnn.pack_padded_sequence", "utils.rnn.pad_packed_sequence", "utils.rnn.pack_sequence")})
 NN.update({name: (REFUSED, instead) for name, instead in {
     "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
 }.items()})

@@ -520,6 +520,12 @@ class _Cuda:
 
     manual_seed_all = manual_seed
 
+    @property
+    def amp(self):
+        """torch.cuda.amp's autocast and GradScaler (the same as lazyscope.amp's)."""
+        import lazyscope.amp
+        return lazyscope.amp
+
     def __getattr__(self, name):
         raise NotImplementedError(f"torch.cuda.{name} is not supported by LazyScope (no CUDA backend); use a lazy "
                                   f"device (xm.xla_device() or 'lazy:0')")
