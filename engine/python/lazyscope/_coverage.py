@@ -80,7 +80,8 @@ TORCH["normal"] = (DIFFERS, "draws from lazyscope's generator (the generator= ar
 TORCH["median"] = (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' "
                             "index unspecified)")
 TORCH.update(_supported("""
-    cummax cummin logcumsumexp get_rng_state set_rng_state initial_seed seed random.get_rng_state
+    atleast_1d atleast_2d atleast_3d isin xlogy copysign float_power trapezoid trapz cumulative_trapezoid quantile
+    nanquantile histc cummax cummin logcumsumexp get_rng_state set_rng_state initial_seed seed random.get_rng_state
     random.set_rng_state random.manual_seed random.seed random.initial_seed random.fork_rng
 """))
 TORCH.update(_supported("""
@@ -116,7 +117,7 @@ TENSOR.update({
                     square_ atan_ asin_ acos_ expm1_ lerp_ clamp_min_ clamp_max_ nan_to_num_ index_fill_
                     index_copy_ addmm_ addmv_ addr_ baddbmm_ logical_xor_ hypot_ logaddexp_ fmod_ remainder_
                     floor_divide_ atan2_ sinh_ cosh_ log2_ log10_ exp2_ logit_ heaviside_ deg2rad_ rad2deg_
-                    sgn_ register_hook retain_grad retains_grad cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
+                    sgn_ register_hook retain_grad retains_grad xlogy copysign float_power quantile nanquantile histc cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
                     transpose_ swapaxes_ swapdims_"""),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),

@@ -312,6 +312,185 @@ def logcumsumexp(input, dim):  # noqa: A002
     return _scan(input, d, lib.logaddexp, float("-inf"))
 
 
+# --- more math: atleast_nd, isin, xlogy, copysign, float_power, trapezoid,
+# quantile, histc (session 9) ---------------------------------------------------
+
+def _atleast(n):
+    def fn(*tensors):
+        lib = _lib()
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        out = []
+        for t in tensors:
+            t = t if isinstance(t, Tensor) else lib.tensor(t)
+            if t.dim() < n:
+                shape = {0: [1] * n, 1: [1, t.numel()] if n >= 2 else [t.numel()], 2: list(t.shape)}[t.dim()]
+                if n == 3:
+                    shape = [1] * 3 if t.dim() == 0 else ([1, t.numel(), 1] if t.dim() == 1 else [*t.shape, 1])
+                t = t.reshape(shape)
+            out.append(t)
+        return out[0] if len(out) == 1 else tuple(out)
+    fn.__name__ = f"atleast_{n}d"
+    fn.__doc__ = f"Each tensor with at least {n} dims, as torch.atleast_{n}d (NumPy's placement of the new dims)."
+    return fn
+
+
+atleast_1d, atleast_2d, atleast_3d = _atleast(1), _atleast(2), _atleast(3)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element is among test_elements (a tensor or a number), as torch.isin."""
+    lib = _lib()
+    if not isinstance(elements, Tensor):
+        elements = lib.tensor(elements)
+    if not isinstance(test_elements, Tensor):
+        test_elements = lib.tensor(test_elements, device=elements.device)
+    found = (elements.reshape(-1, 1) == test_elements.reshape(1, -1)).any(1).reshape(elements.shape)
+    return found.logical_not() if invert else found
+
+
+def xlogy(input, other):  # noqa: A002
+    """x * log(y), 0 where x == 0 (unless y is NaN), as torch.xlogy."""
+    lib = _lib()
+    x = input if isinstance(input, Tensor) else lib.tensor(float(input), device=other.device)
+    y = other if isinstance(other, Tensor) else lib.full_like(x, float(other))
+    product = x * y.log()
+    return lib.where((x == 0) & ~y.isnan(), lib.zeros_like(product), product)
+
+
+def copysign(input, other):  # noqa: A002
+    """|input| with the sign of other (its sign bit: -0.0 counts as negative), as torch.copysign."""
+    lib = _lib()
+    x = input.float() if not input.is_floating_point() else input
+    y = other if isinstance(other, Tensor) else lib.full_like(x, float(other))
+    return lib.where(y.signbit(), -x.abs(), x.abs())
+
+
+def float_power(input, exponent):  # noqa: A002
+    """input ** exponent in float64, as torch.float_power."""
+    lib = _lib()
+    base = input.double() if isinstance(input, Tensor) else lib.tensor(float(input), dtype=lib.float64)
+    exp = exponent.double() if isinstance(exponent, Tensor) else float(exponent)
+    return base.pow(exp)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along dim: spacing dx (default 1) or sample points x, as torch.trapezoid."""
+    lib = _lib()
+    d = _wrap_dim("trapezoid", dim, len(_shape_of(y)))
+    n = _shape_of(y)[d]
+    if n == 0:
+        return y.sum(d)
+    mid = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
+    if x is None:
+        return mid.sum(d) * (1.0 if dx is None else float(dx))
+    if not isinstance(x, Tensor):
+        x = lib.tensor(x, dtype=y.dtype, device=y.device)
+    xd = d if x.dim() == y.dim() else x.dim() - 1
+    m = _shape_of(x)[xd]
+    step = x.narrow(xd, 1, m - 1) - x.narrow(xd, 0, m - 1)
+    if x.dim() == 1 and y.dim() > 1:
+        shape = [1] * y.dim()
+        shape[d] = m - 1
+        step = step.reshape(shape)
+    return (mid * step).sum(d)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral along dim (one fewer element), as torch.cumulative_trapezoid."""
+    lib = _lib()
+    d = _wrap_dim("cumulative_trapezoid", dim, len(_shape_of(y)))
+    n = _shape_of(y)[d]
+    mid = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
+    if x is None:
+        return (mid * (1.0 if dx is None else float(dx))).cumsum(d)
+    if not isinstance(x, Tensor):
+        x = lib.tensor(x, dtype=y.dtype, device=y.device)
+    xd = d if x.dim() == y.dim() else x.dim() - 1
+    m = _shape_of(x)[xd]
+    step = x.narrow(xd, 1, m - 1) - x.narrow(xd, 0, m - 1)
+    if x.dim() == 1 and y.dim() > 1:
+        shape = [1] * y.dim()
+        shape[d] = m - 1
+        step = step.reshape(shape)
+    return (mid * step).cumsum(d)
+
+
+_QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
+    lib = _lib()
+    if interpolation not in _QUANTILE_MODES:
+        raise ValueError(f"{op}: interpolation must be one of {_QUANTILE_MODES}, got {interpolation!r}")
+    scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0
+    qs = np.atleast_1d(np.asarray(q.cpu().numpy() if isinstance(q, Tensor) else q, dtype=np.float64))
+    if qs.ndim != 1 or np.any((qs < 0) | (qs > 1)):
+        raise ValueError(f"{op}: q must be a scalar or 1-D, with values in [0, 1], got {qs.tolist()}")
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else _wrap_dim(op, dim, len(_shape_of(input)))
+    values, _ = lib.sort(x, dim=d)  # NaNs last
+    n = _shape_of(x)[d]
+    nan = x.isnan().sum(d, keepdim=True)
+    count = (n - nan) if ignore_nan else lib.full_like(nan, n)
+    outs = []
+    for qv in qs:
+        pos = (count.to(values.dtype) - 1).clamp(min=0) * float(qv)
+        lo, hi = pos.floor(), pos.ceil()
+        if interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        elif interpolation == "nearest":
+            lo = hi = pos.round()
+        a, b = values.gather(d, lo.long()), values.gather(d, hi.long())
+        frac = 0.5 if interpolation == "midpoint" else (pos - lo)
+        r = a + (b - a) * frac if interpolation in ("linear", "midpoint") else a
+        if not ignore_nan:
+            r = lib.where(nan > 0, lib.full_like(r, float("nan")), r)
+        else:
+            r = lib.where(count == 0, lib.full_like(r, float("nan")), r)
+        outs.append(r if keepdim else r.squeeze(d))
+    if scalar_q:
+        return outs[0] if dim is not None or keepdim else outs[0].reshape(())
+    stacked = lib.stack(outs, 0)
+    return stacked if dim is not None or keepdim else stacked.reshape(len(qs))
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """The q-th quantiles along dim (or of all elements), as torch.quantile: a NaN makes the result NaN."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """quantile ignoring NaNs (all NaN: NaN), as torch.nanquantile."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """Counts of the elements in `bins` equal bins over [min, max] (both 0: the data's range; a
+    sync reads it), elements outside ignored, as torch.histc."""
+    lib = _lib()
+    if bins < 1:
+        raise ValueError(f"histc: bins must be positive, got {bins}")
+    x = input.reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi == 0 and x.numel():
+        lo, hi = float(x.min().item()), float(x.max().item())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise ValueError(f"histc: max ({hi}) must be larger than min ({lo})")
+    inside = (x >= lo) & (x <= hi)
+    idx = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).long()
+    counts = lib.nn.functional.one_hot(idx, bins).to(input.dtype) * inside.to(input.dtype).unsqueeze(1)
+    return counts.sum(0)
+
+
 # --- builders and random draws -------------------------------------------------
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
@@ -777,11 +956,14 @@ _MORE_FUNCTIONS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "
 _MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "addmv", "addr", "inner", "kron",
                  "diag_embed", "fliplr", "flipud", "rot90", "msort", "argwhere", "logical_xor", "signbit",
                  "isposinf", "isneginf", "isreal", "is_nonzero")
-_FUNCTIONS = ("cummax", "cummin", "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
+_FUNCTIONS = ("atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
+              "trapz", "cumulative_trapezoid", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
+              "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
               "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
-_METHODS = ("cummax", "cummin", "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
+_METHODS = ("xlogy", "copysign", "float_power", "quantile", "nanquantile", "histc", "cummax", "cummin",
+            "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
             "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
             "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
 

@@ -1,0 +1,103 @@
+"""atleast_1d/2d/3d, isin, xlogy, copysign, float_power, trapezoid, trapz,
+cumulative_trapezoid, quantile, nanquantile and histc on both devices,
+against NumPy (and finite differences for quantile's and xlogy's
+gradients)."""
+import numpy as np
+import pytest
+
+import lazyscope
+from test_autograd import check
+
+DEVICES = ["cpu", "lazy:0"]
+rng = np.random.default_rng(77)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_atleast_nd_and_isin_match_numpy(device):
+    for shape in [(), (4,), (2, 3), (2, 3, 4)]:
+        a = rng.standard_normal(shape)
+        t = lazyscope.tensor(a, device=device)
+        for n, ref in ((1, np.atleast_1d), (2, np.atleast_2d), (3, np.atleast_3d)):
+            got = getattr(lazyscope, f"atleast_{n}d")(t).numpy()
+            assert got.shape == ref(a).shape, (n, shape)
+            np.testing.assert_array_equal(got, ref(a))
+    x, y = lazyscope.atleast_2d(lazyscope.tensor(1.0), lazyscope.ones(3))
+    assert tuple(x.shape) == (1, 1) and tuple(y.shape) == (1, 3)
+    e = rng.integers(0, 10, size=(3, 5))
+    tests = np.array([1, 4, 7])
+    got = lazyscope.isin(lazyscope.tensor(e, device=device), lazyscope.tensor(tests, device=device))
+    np.testing.assert_array_equal(got.numpy(), np.isin(e, tests))
+    np.testing.assert_array_equal(lazyscope.isin(lazyscope.tensor(e, device=device), 4, invert=True).numpy(),
+                                  np.isin(e, [4], invert=True))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_xlogy_copysign_float_power_match_numpy(device):
+    x = np.array([0.0, 0.0, 1.5, -2.0, 3.0, 0.0])
+    y = np.array([0.0, np.nan, 2.0, 3.0, 0.5, 4.0])
+    with np.errstate(all="ignore"):
+        want = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+    got = lazyscope.xlogy(lazyscope.tensor(x, device=device), lazyscope.tensor(y, device=device)).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-12)
+    check(lambda a, b: lazyscope.xlogy(a, b), lambda a, b: a * np.log(b),
+          [rng.standard_normal(4), np.abs(rng.standard_normal(4)) + 0.5], device)
+    a = np.array([1.0, -2.0, 3.0, -0.0, 5.0])
+    b = np.array([-1.0, 2.0, -0.0, 1.0, np.inf])
+    np.testing.assert_array_equal(lazyscope.copysign(lazyscope.tensor(a, device=device),
+                                                     lazyscope.tensor(b, device=device)).numpy(), np.copysign(a, b))
+    f = lazyscope.float_power(lazyscope.tensor(np.array([2, 3, 4], dtype=np.int32), device=device), 0.5)
+    assert f.dtype == lazyscope.float64
+    np.testing.assert_allclose(f.numpy(), np.float_power([2, 3, 4], 0.5), rtol=1e-15)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_trapezoid_and_cumulative_trapezoid_match_numpy(device):
+    y = rng.standard_normal((3, 7))
+    x = np.sort(rng.uniform(0, 5, size=7))
+    t = lazyscope.tensor(y, device=device)
+    np.testing.assert_allclose(lazyscope.trapezoid(t).numpy(), np.trapz(y), rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.trapz(t, dx=0.5).numpy(), np.trapz(y, dx=0.5), rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.trapezoid(t, lazyscope.tensor(x, device=device)).numpy(), np.trapz(y, x),
+                               rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.trapezoid(t, dim=0).numpy(), np.trapz(y, axis=0), rtol=1e-12)
+    mid = (y[:, 1:] + y[:, :-1]) / 2
+    np.testing.assert_allclose(lazyscope.cumulative_trapezoid(t, lazyscope.tensor(x, device=device)).numpy(),
+                               np.cumsum(mid * np.diff(x), axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_and_nanquantile_match_numpy(device, method):
+    a = rng.standard_normal((4, 9))
+    t = lazyscope.tensor(a, device=device)
+    q = [0.0, 0.1, 0.5, 0.75, 1.0]
+    np.testing.assert_allclose(lazyscope.quantile(t, lazyscope.tensor(q, dtype=lazyscope.float64), dim=1, interpolation=method).numpy(),
+                               np.quantile(a, q, axis=1, method=method), rtol=1e-12)
+    np.testing.assert_allclose(t.quantile(0.3, dim=0, keepdim=True, interpolation=method).numpy(),
+                               np.quantile(a, 0.3, axis=0, keepdims=True, method=method), rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.quantile(t, 0.6, interpolation=method).numpy(),
+                               np.quantile(a, 0.6, method=method), rtol=1e-12)
+    b = a.copy()
+    b[1, 3] = b[2, 0] = b[2, 5] = np.nan
+    b[3, :] = np.nan
+    tb = lazyscope.tensor(b, device=device)
+    with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
+        sup.filter(RuntimeWarning)
+        np.testing.assert_allclose(lazyscope.nanquantile(tb, 0.4, dim=1, interpolation=method).numpy(),
+                                   np.nanquantile(b, 0.4, axis=1, method=method), rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.quantile(tb, 0.4, dim=1).numpy(), np.quantile(b, 0.4, axis=1),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="q must be a scalar or 1-D, with values in"):
+        lazyscope.quantile(t, 1.5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quantile_gradient_and_histc(device):
+    check(lambda t: lazyscope.quantile(t, 0.35, dim=1), lambda a: np.quantile(a, 0.35, axis=1),
+          [rng.standard_normal((3, 6))], device)
+    a = rng.standard_normal(200)
+    got = lazyscope.histc(lazyscope.tensor(a, device=device), bins=7, min=-1.5, max=2.0).numpy()
+    np.testing.assert_array_equal(got, np.histogram(a, bins=7, range=(-1.5, 2.0))[0])
+    got = lazyscope.tensor(a, device=device).histc(bins=5).numpy()  # the data's range
+    np.testing.assert_array_equal(got, np.histogram(a, bins=5)[0])
