@@ -101,3 +101,52 @@ def test_quantile_gradient_and_histc(device):
     np.testing.assert_array_equal(got, np.histogram(a, bins=7, range=(-1.5, 2.0))[0])
     got = lazyscope.tensor(a, device=device).histc(bins=5).numpy()  # the data's range
     np.testing.assert_array_equal(got, np.histogram(a, bins=5)[0])
+
+
+def scatter_reduce_ref(self, dim, index, src, reduce, include_self):
+    out = self.astype(np.float64).copy()
+    groups = {}
+    for pos in np.ndindex(index.shape):
+        target = list(pos)
+        target[dim] = index[pos]
+        groups.setdefault(tuple(target), []).append(src[pos])
+    for target, vals in groups.items():
+        vals = ([self[target]] if include_self else []) + vals
+        f = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce]
+        out[target] = f(vals)
+        if reduce == "mean" and not np.issubdtype(self.dtype, np.floating):
+            out[target] = np.floor(out[target])
+    return out.astype(self.dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_matches_a_loop(device, reduce, include_self):
+    self_ = rng.standard_normal((3, 5))
+    src = rng.standard_normal((3, 7))
+    index = rng.integers(0, 4, size=(3, 6))  # slot 4 never written; src's last column not read
+    got = lazyscope.tensor(self_, device=device).scatter_reduce(
+        1, lazyscope.tensor(index, device=device), lazyscope.tensor(src, device=device), reduce,
+        include_self=include_self)
+    np.testing.assert_allclose(got.numpy(), scatter_reduce_ref(self_, 1, index, src, reduce, include_self),
+                               rtol=1e-12)
+    idx0 = rng.integers(0, 3, size=(4, 5))
+    src0 = rng.integers(-9, 9, size=(4, 5))
+    self0 = rng.integers(-9, 9, size=(3, 5))
+    got0 = lazyscope.scatter_reduce(lazyscope.tensor(self0, device=device), 0, lazyscope.tensor(idx0, device=device),
+                                    lazyscope.tensor(src0, device=device), reduce, include_self=include_self)
+    np.testing.assert_array_equal(got0.numpy(), scatter_reduce_ref(self0, 0, idx0, src0, reduce, include_self))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax"])
+def test_scatter_reduce_gradients_and_errors(device, reduce):
+    index = lazyscope.tensor(np.array([[0, 2, 0, 1]]), device=device)
+    check(lambda s, x: s.scatter_reduce(1, index, x, reduce),
+          lambda s, x: scatter_reduce_ref(s, 1, np.array([[0, 2, 0, 1]]), x, reduce, True),
+          [rng.standard_normal((1, 3)), rng.standard_normal((1, 4))], device)
+    with pytest.raises(ValueError, match="reduce must be one of"):
+        lazyscope.ones(3).scatter_reduce(0, lazyscope.tensor(np.array([0])), lazyscope.ones(1), "max")
+    with pytest.raises(IndexError, match="index out of range for dimension 0 of size 3"):
+        lazyscope.ones(3).scatter_reduce(0, lazyscope.tensor(np.array([3])), lazyscope.ones(1), "sum")

@@ -63,6 +63,9 @@ TORCH.update(_supported("""
 """))
 for _name in ("autocast", "amp.autocast", "cuda.amp.autocast"):
     TORCH[_name] = (DIFFERS, "accepted and checked; ops run in their tensors' own dtypes (no mixed precision)")
+TORCH["scatter_reduce"] = (DIFFERS, "reads the index's range (a sync on a lazy device) to refuse one out of range; "
+                                    "memory slots x sources along dim")
+TENSOR_SCATTER_REDUCE = TORCH["scatter_reduce"]
 TORCH["set_float32_matmul_precision"] = (DIFFERS, "kept; products are float32 whatever it says")
 TORCH.update(_supported("""
     expm1 exp2 log2 log10 sinh cosh frac logit clamp_min clamp_max nan_to_num count_nonzero broadcast_to
@@ -120,6 +123,7 @@ TENSOR.update({
                     sgn_ register_hook retain_grad retains_grad xlogy copysign float_power quantile nanquantile histc cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
                     transpose_ swapaxes_ swapdims_"""),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
+    "scatter_reduce": TENSOR_SCATTER_REDUCE,
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),
     "median": (DIFFERS, "over a dim, the index is the element's in a stable sort (PyTorch leaves ties' index "
                         "unspecified)"),

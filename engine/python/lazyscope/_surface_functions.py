@@ -956,13 +956,13 @@ _MORE_FUNCTIONS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "
 _MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "addmv", "addr", "inner", "kron",
                  "diag_embed", "fliplr", "flipud", "rot90", "msort", "argwhere", "logical_xor", "signbit",
                  "isposinf", "isneginf", "isreal", "is_nonzero")
-_FUNCTIONS = ("atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
+_FUNCTIONS = ("scatter_reduce", "atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
               "trapz", "cumulative_trapezoid", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
               "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
               "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
-_METHODS = ("xlogy", "copysign", "float_power", "quantile", "nanquantile", "histc", "cummax", "cummin",
+_METHODS = ("scatter_reduce", "xlogy", "copysign", "float_power", "quantile", "nanquantile", "histc", "cummax", "cummin",
             "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
             "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
             "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
@@ -997,3 +997,64 @@ def install(namespace):
     Tensor.ndimension = lambda self: len(_shape_of(self))
     Tensor.nelement = lambda self: int(np.prod(_shape_of(self), dtype=np.int64))
     Tensor.is_complex = lambda self: False
+
+
+# --- scatter_reduce (session 9) --------------------------------------------------
+
+_SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """self with src's values reduced into the positions index names along dim, as
+    torch.scatter_reduce (sum, prod, mean, amax, amin; include_self). Each
+    output slot along dim reduces the src elements sent to it (a [.., out, src, ..]
+    mask: memory out x src along dim); slots nothing is sent to keep self's value.
+    index must cover self in the other dims (src may be larger: its front is read)."""
+    lib = _lib()
+    if reduce not in _SCATTER_REDUCES:
+        raise ValueError(f"scatter_reduce: reduce must be one of {_SCATTER_REDUCES}, got {reduce!r}")
+    shape = _shape_of(input)
+    rank = len(shape)
+    d = _wrap_dim("scatter_reduce", dim, rank)
+    ishape, sshape = _shape_of(index), _shape_of(src)
+    if len(ishape) != rank or len(sshape) != rank or any(
+            ishape[k] > sshape[k] or (k != d and ishape[k] != shape[k]) for k in range(rank)):
+        raise lib.ShapeError(f"scatter_reduce: index {list(ishape)} must match self {list(shape)} in every dim but "
+                             f"{d} and be no larger than src {list(sshape)}{_at()}")
+    s = src
+    for k in range(rank):
+        if sshape[k] != ishape[k]:
+            s = s.narrow(k, 0, ishape[k])
+    if ishape[d] and (index.min().item() < 0 or index.max().item() >= shape[d]):
+        raise IndexError(f"scatter_reduce: index out of range for dimension {d} of size {shape[d]}{_at()}")
+    slots_shape = [1] * (rank + 1)
+    slots_shape[d] = shape[d]
+    slots = lib.arange(shape[d], device=input.device).reshape(slots_shape)
+    mask = index.unsqueeze(d) == slots                     # [.., O, S, ..]: src element j goes to slot o
+    vals = s.to(input.dtype).unsqueeze(d)                  # [.., 1, S, ..]
+    hit = mask.any(d + 1)                                  # [.., O, ..]
+    if reduce in ("sum", "mean"):
+        total = lib.where(mask, vals, lib.zeros_like(vals)).sum(d + 1)
+    elif reduce == "prod":
+        total = lib.where(mask, vals, lib.ones_like(vals)).prod(d + 1)
+    else:
+        if input.is_floating_point():
+            worst = float("-inf") if reduce == "amax" else float("inf")
+        else:
+            info = np.iinfo(np.int64 if input.dtype == lib.int64 else np.int32)
+            worst = int(info.min if reduce == "amax" else info.max)
+        masked = lib.where(mask, vals, lib.full_like(vals, worst))
+        total = masked.amax(d + 1) if reduce == "amax" else masked.amin(d + 1)
+    if include_self:
+        if reduce in ("sum", "mean"):
+            total = total + input
+        elif reduce == "prod":
+            total = total * input
+        else:
+            total = lib.maximum(total, input) if reduce == "amax" else lib.minimum(total, input)
+    if reduce == "mean":
+        count = mask.to(input.dtype).sum(d + 1) + (1 if include_self else 0)
+        total = total / count.clamp(min=1)
+        if not input.is_floating_point():
+            total = total.floor()
+    return lib.where(hit, total.to(input.dtype), input)
