@@ -150,3 +150,54 @@ def test_scatter_reduce_gradients_and_errors(device, reduce):
         lazyscope.ones(3).scatter_reduce(0, lazyscope.tensor(np.array([0])), lazyscope.ones(1), "max")
     with pytest.raises(IndexError, match="index out of range for dimension 0 of size 3"):
         lazyscope.ones(3).scatter_reduce(0, lazyscope.tensor(np.array([3])), lazyscope.ones(1), "sum")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tan_and_the_inverse_hyperbolics_match_numpy_and_finite_differences(device):
+    x = np.array([-1.2, -0.3, 1e-9, 0.7, 1.4])
+    np.testing.assert_allclose(lazyscope.tan(lazyscope.tensor(x, device=device)).numpy(), np.tan(x), rtol=1e-14)
+    a = np.array([-1e200, -3.0, -0.5, -1e-12, 0.0, 1e-9, 0.5, 2.0, 1e200])
+    np.testing.assert_allclose(lazyscope.asinh(lazyscope.tensor(a, device=device)).numpy(), np.arcsinh(a),
+                               rtol=1e-14)
+    b = np.array([1.0, 1.0 + 1e-12, 1.5, 10.0, 1e200])
+    np.testing.assert_allclose(lazyscope.tensor(b, device=device).arccosh().numpy(), np.arccosh(b), rtol=1e-12,
+                               atol=1e-15)
+    c = np.array([-0.99, -1e-9, 0.3, 0.999999])
+    np.testing.assert_allclose(lazyscope.arctanh(lazyscope.tensor(c, device=device)).numpy(), np.arctanh(c),
+                               rtol=1e-14)
+    with np.errstate(all="ignore"):
+        edge = lazyscope.atanh(lazyscope.tensor(np.array([-1.0, 1.0, 2.0]), device=device)).numpy()
+    assert edge[0] == -np.inf and edge[1] == np.inf and np.isnan(edge[2])
+    f32 = lazyscope.asinh(lazyscope.tensor(np.array([1e-6, 3.0, 1e30], dtype=np.float32), device=device)).numpy()
+    np.testing.assert_allclose(f32, np.arcsinh(np.array([1e-6, 3.0, 1e30])), rtol=1e-6)
+    for fn, ref, pts in ((lazyscope.tan, np.tan, [-1.0, 0.2, 1.1]), (lazyscope.asinh, np.arcsinh, [-2.0, 0.3, 4.0]),
+                         (lazyscope.acosh, np.arccosh, [1.2, 2.0, 7.0]), (lazyscope.atanh, np.arctanh, [-0.8, 0.1])):
+        check(lambda t, f=fn: f(t), ref, [np.array(pts)], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_aliases_real_tensors_var_mean_renorm_ldexp_mvlgamma(device):
+    import math
+    a = rng.standard_normal((3, 4))
+    t = lazyscope.tensor(a, device=device)
+    np.testing.assert_array_equal(lazyscope.absolute(t).numpy(), np.abs(a))
+    np.testing.assert_array_equal(t.multiply(2.0).numpy(), a * 2.0)
+    np.testing.assert_array_equal(lazyscope.subtract(t, 1.0).numpy(), a - 1.0)
+    np.testing.assert_array_equal(lazyscope.positive(t).numpy(), a)
+    np.testing.assert_array_equal(t.conj().numpy(), a)
+    np.testing.assert_array_equal(t.real.numpy(), a)
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        t.imag
+    v, m = t.var_mean(1)
+    np.testing.assert_allclose(v.numpy(), a.var(1, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(m.numpy(), a.mean(1), rtol=1e-12)
+    r = lazyscope.renorm(t, 2, 0, 1.0).numpy()
+    norms = np.linalg.norm(a, axis=1, keepdims=True)
+    np.testing.assert_allclose(r, np.where(norms > 1.0, a / (norms + 1e-7), a), rtol=1e-12)
+    np.testing.assert_allclose(lazyscope.ldexp(t, lazyscope.tensor(np.array([1, 2, -1, 0]), device=device)).numpy(),
+                               np.ldexp(a, [1, 2, -1, 0]), rtol=1e-15)
+    x = np.array([2.5, 4.0, 10.0])
+    want = np.array([sum(math.lgamma(v - i / 2) for i in range(3)) + 3 * 2 / 4 * math.log(math.pi) for v in x])
+    np.testing.assert_allclose(lazyscope.mvlgamma(lazyscope.tensor(x, device=device), 3).numpy(), want, rtol=1e-13)
+    with pytest.raises(ValueError, match="greater than"):
+        lazyscope.mvlgamma(lazyscope.tensor(np.array([0.5])), 3)

@@ -845,7 +845,12 @@ from lazyscope._C import masked_select, nonzero, unique  # noqa: E402,F401
 from lazyscope import debug  # noqa: E402,F401
 from lazyscope import linalg  # noqa: E402,F401
 from lazyscope import random  # noqa: E402,F401
-from lazyscope import amp, backends  # noqa: E402,F401
+from lazyscope import amp, backends, special  # noqa: E402,F401
+from lazyscope.special import digamma, erfinv, lgamma  # noqa: E402,F401
+
+Tensor.lgamma = lgamma
+Tensor.digamma = digamma
+Tensor.erfinv = erfinv
 from lazyscope.amp import autocast  # noqa: E402,F401
 
 _MATMUL_PRECISIONS = ("highest", "high", "medium")

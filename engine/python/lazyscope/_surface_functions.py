@@ -151,7 +151,17 @@ def sinc(input):  # noqa: A002
 
 
 def erfc(input):  # noqa: A002
-    return 1.0 - input.erf()
+    """1 - erf(x), accurate in the right tail: 1 - erf(x) loses every digit past x ~ 6 (erfc(3) is
+    2.2e-5), so above 2 it is exp(-x^2) / sqrt(pi) over the continued fraction x + (1/2) / (x + 1 / (x +
+    (3/2) / ...)), 60 levels deep (2e-16 relative from x = 2 on)."""
+    lib = _lib()
+    x = input if input.is_floating_point() else input.to(lib.get_default_dtype())
+    a = x.clamp(min=2.0)
+    t = a
+    for k in range(60, 0, -1):
+        t = a + (k / 2) / t
+    tail = (-(a * a)).exp() / (math.sqrt(math.pi) * t)
+    return lib.where(x > 2.0, tail, 1.0 - x.erf())
 
 
 def dist(input, other, p=2):  # noqa: A002
@@ -917,7 +927,8 @@ def _get_device(self):
     return -1 if dev == "cpu" else int(dev.split(":")[1])
 
 
-_INPLACE = ("sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square", "atan", "asin", "acos",
+_INPLACE = ("tan", "asinh", "acosh", "atanh", "ldexp", "renorm",
+            "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square", "atan", "asin", "acos",
             "expm1", "lerp", "clamp_min", "clamp_max", "nan_to_num", "index_fill", "index_copy", "addmm", "addmv",
             "addr", "baddbmm", "logical_xor", "hypot", "logaddexp", "fmod", "remainder", "floor_divide", "atan2",
             "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn")
@@ -956,13 +967,15 @@ _MORE_FUNCTIONS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "
 _MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "addmv", "addr", "inner", "kron",
                  "diag_embed", "fliplr", "flipud", "rot90", "msort", "argwhere", "logical_xor", "signbit",
                  "isposinf", "isneginf", "isreal", "is_nonzero")
-_FUNCTIONS = ("scatter_reduce", "atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
+_FUNCTIONS = ("tan", "asinh", "acosh", "atanh", "positive", "ldexp", "var_mean", "renorm", "mvlgamma", "conj",
+              "conj_physical", "resolve_conj", "resolve_neg", "real", "imag", "scatter_reduce", "atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
               "trapz", "cumulative_trapezoid", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
               "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
               "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
-_METHODS = ("scatter_reduce", "xlogy", "copysign", "float_power", "quantile", "nanquantile", "histc", "cummax", "cummin",
+_METHODS = ("tan", "asinh", "acosh", "atanh", "positive", "ldexp", "var_mean", "std_mean", "renorm", "mvlgamma",
+            "conj", "conj_physical", "resolve_conj", "resolve_neg", "scatter_reduce", "xlogy", "copysign", "float_power", "quantile", "nanquantile", "histc", "cummax", "cummin",
             "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
             "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
             "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
@@ -977,6 +990,15 @@ def install(namespace):
         setattr(Tensor, name, globals()[name])
     Tensor.moveaxis = movedim
     Tensor.swapdims = swapaxes
+    for alias, name in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
+        namespace[alias] = globals()[name]
+        setattr(Tensor, alias, globals()[name])
+    namespace["absolute"], namespace["multiply"], namespace["subtract"] = namespace["abs"], namespace["mul"], \
+        namespace["sub"]
+    Tensor.absolute, Tensor.multiply, Tensor.subtract = Tensor.abs, Tensor.mul, Tensor.sub
+    # real/imag are properties on tensors, as in PyTorch.
+    Tensor.real = property(real)
+    Tensor.imag = property(imag)
     for name in _MORE_FUNCTIONS:
         namespace[name] = globals()[name]
     for name in _MORE_METHODS:
@@ -997,6 +1019,108 @@ def install(namespace):
     Tensor.ndimension = lambda self: len(_shape_of(self))
     Tensor.nelement = lambda self: int(np.prod(_shape_of(self), dtype=np.int64))
     Tensor.is_complex = lambda self: False
+
+
+# --- trigonometric and hyperbolic inverses, aliases (session 9) -----------------
+
+def _floating(x):
+    lib = _lib()
+    return x if x.is_floating_point() else x.to(lib.get_default_dtype())
+
+
+def tan(input):  # noqa: A002
+    """sin / cos (its gradient 1 / cos^2 by the quotient rule)."""
+    x = _floating(input)
+    return x.sin() / x.cos()
+
+
+def asinh(input):  # noqa: A002
+    """sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation near 0, no overflow of x^2 inside
+    sqrt for large |x| (past 1e150 in float64, 1e18 in float32, log(2|x|))."""
+    lib = _lib()
+    x = _floating(input)
+    a = x.abs()
+    big = 1e150 if x.dtype == lib.float64 else 1e18
+    safe = a.clamp(max=big)
+    small = (safe + safe * safe / (1.0 + (1.0 + safe * safe).sqrt())).log1p()
+    value = lib.where(a > big, (a * 2.0).log(), small)
+    return lib.where(x < 0, -value, value)
+
+
+def acosh(input):  # noqa: A002
+    """log1p((x - 1) + sqrt((x - 1)(x + 1))) for x >= 1 (NaN below)."""
+    lib = _lib()
+    x = _floating(input)
+    big = 1e150 if x.dtype == lib.float64 else 1e18
+    t = x.clamp(max=big) - 1.0
+    value = (t + (t * (x.clamp(max=big) + 1.0)).sqrt()).log1p()
+    return lib.where(x > big, (x * 2.0).log(), value)
+
+
+def atanh(input):  # noqa: A002
+    """0.5 log1p(2x / (1 - x)): ±inf at ±1, NaN beyond."""
+    x = _floating(input)
+    return 0.5 * (2.0 * x / (1.0 - x)).log1p()
+
+
+def positive(input):  # noqa: A002
+    return input
+
+
+def ldexp(input, other):  # noqa: A002
+    """input * 2^other."""
+    lib = _lib()
+    e = other if isinstance(other, Tensor) else lib.tensor(float(other), device=input.device)
+    return _floating(input) * lib.tensor(2.0, dtype=_floating(input).dtype, device=input.device).pow(e)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
+    return input.var(dim, unbiased, keepdim, correction=correction), mean
+
+
+def renorm(input, p, dim, maxnorm):  # noqa: A002
+    """Each slice along dim whose p-norm exceeds maxnorm scaled down to maxnorm, as torch.renorm."""
+    lib = _lib()
+    d = _wrap_dim("renorm", dim, len(_shape_of(input)))
+    others = [k for k in range(input.dim()) if k != d]
+    norms = input.abs().pow(float(p)).sum(others, keepdim=True).pow(1.0 / float(p)) if others else input.abs()
+    scale = lib.where(norms > maxnorm, maxnorm / (norms + 1e-7), lib.ones_like(norms))
+    return input * scale
+
+
+def mvlgamma(input, p):  # noqa: A002
+    """The multivariate log-gamma of dimension p: sum_i lgamma(x - i/2) + p(p-1)/4 log(pi)."""
+    lib = _lib()
+    if p < 1:
+        raise ValueError(f"mvlgamma: p must be at least 1, got {p}")
+    x = _floating(input)
+    if bool((x <= (p - 1) / 2).any().item()):
+        raise ValueError(f"mvlgamma: all elements must be greater than (p-1)/2 = {(p - 1) / 2}{_at()}")
+    total = sum(lib.lgamma(x - i / 2) for i in range(p))
+    return total + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def _real_only(name, value):
+    def fn(input):  # noqa: A002
+        return value(input)
+    fn.__name__ = name
+    fn.__doc__ = f"{name}: LazyScope's tensors are real, so {name} is " + (
+        "the tensor itself" if name != "imag" else "refused")
+    return fn
+
+
+def _no_imag(input):  # noqa: A002
+    raise RuntimeError(f"imag is not implemented for tensors with non-complex dtypes (LazyScope has no complex "
+                       f"dtypes){_at()}")
+
+
+conj = _real_only("conj", lambda t: t)
+conj_physical = _real_only("conj_physical", lambda t: t)
+resolve_conj = _real_only("resolve_conj", lambda t: t)
+resolve_neg = _real_only("resolve_neg", lambda t: t)
+real = _real_only("real", lambda t: t)
+imag = _real_only("imag", _no_imag)
 
 
 # --- scatter_reduce (session 9) --------------------------------------------------
