@@ -440,6 +440,29 @@ Table make_table() {
     if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, g)));
     return {ops::neg(ops::mul(picked, scale)), Tensor()};
   });
+  // attention: one attention_backward kernel (the probabilities recomputed
+  // per block from q and k) gives dq, dk and dv packed; each is a
+  // contiguous slice of it reshaped (views in a compiled program). The
+  // mask gets no gradient (the front end takes the composed path for a
+  // mask that requires one).
+  set(t, OpKind::kAttention, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    std::vector<Tensor> operands{c.input(0), c.input(1), c.input(2), g};
+    if (c.num_inputs() == 4) operands.push_back(c.input(3));
+    const Tensor packed = ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs);
+    Grads out;
+    int64_t start = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      const int64_t n = numel(c.shape(i));
+      out.push_back(c.needs(i) ? ops::reshape(ops::narrow(packed, 0, start, n), c.shape(i)) : Tensor());
+      start += n;
+    }
+    if (c.num_inputs() == 4) out.push_back(Tensor());
+    return out;
+  });
+  set(t, OpKind::kAttentionBackward, kNothing, [](const Ctx&, const Tensor&) -> Grads {
+    throw EngineError("attention_backward has no gradient: a second derivative through the fused attention "
+                      "is not supported (LAZYSCOPE_FUSED_ATTENTION=0 composes it from matmul and softmax)");
+  });
   // cat: each operand's slice of the gradient.
   set(t, OpKind::kCat, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const auto dim = wrap_dim(c.attrs.get_int("dim"), g.shape().size(), "cat");

@@ -406,6 +406,61 @@ TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs)
   return {Shape{t[0], classes}, in[0].dtype};
 }
 
+// attention (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask])
+// -> [N, Lq, H, Dv]; attention_backward (q, k, v, grad [N, Lq, H, Dv][,
+// mask]) -> [dq | dk | dv] flat. The mask broadcasts to [N, H, Lq, Lk].
+TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward) {
+  const size_t tensors = backward ? 4 : 3;
+  if (in.size() != tensors && in.size() != tensors + 1) {
+    throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " +
+                      std::to_string(tensors + 1) + " operands, got " + std::to_string(in.size()));
+  }
+  const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
+  const DType dt = in[0].dtype;
+  for (size_t i = 0; i < tensors; ++i) {
+    if (in[i].dtype != dt || (dt != DType::kFloat32 && dt != DType::kFloat64)) {
+      throw EngineError(std::string(op) + ": expected float32 or float64 operands of one dtype, got " +
+                        std::string(dtype_name(in[i].dtype)) + " for operand " + std::to_string(i));
+    }
+  }
+  const bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && k[0] == q[0] && v[0] == q[0] &&
+                  k[2] == q[2] && v[2] == q[2] && k[3] == q[3] && v[1] == k[1];
+  if (!ok) {
+    throw ShapeError(std::string(op) + ": expected q [N, Lq, H, D], k [N, Lk, H, D] and v [N, Lk, H, Dv], got " +
+                     shape_str(q) + ", " + shape_str(k) + " and " + shape_str(v));
+  }
+  const Shape out{q[0], q[1], q[2], v[3]};
+  if (backward && in[3].shape != out) {
+    throw ShapeError(std::string(op) + ": expected a gradient of shape " + shape_str(out) + ", got " +
+                     shape_str(in[3].shape));
+  }
+  if (in.size() == tensors + 1) {
+    const TensorSpec& m = in[tensors];
+    const Shape scores{q[0], q[2], q[1], k[1]};
+    bool fits = m.shape.size() <= 4;
+    for (size_t i = 0; fits && i < m.shape.size(); ++i) {
+      const int64_t size = m.shape[m.shape.size() - 1 - i];
+      fits = size == 1 || size == scores[3 - i];
+    }
+    if (!fits) {
+      throw ShapeError(std::string(op) + ": the mask " + shape_str(m.shape) +
+                       " does not broadcast to the scores [N, H, Lq, Lk] " + shape_str(scores));
+    }
+    if (m.dtype != DType::kBool && m.dtype != dt) {
+      throw EngineError(std::string(op) + ": expected a bool mask or one of the operands' dtype, got " +
+                        std::string(dtype_name(m.dtype)));
+    }
+  }
+  if (!backward) return {out, dt};
+  return {Shape{numel(q) + numel(k) + numel(v)}, dt};
+}
+TensorSpec infer_attention_forward(const char* op, Specs in, const Attrs& attrs) {
+  return infer_attention(op, in, attrs, false);
+}
+TensorSpec infer_attention_backward(const char* op, Specs in, const Attrs& attrs) {
+  return infer_attention(op, in, attrs, true);
+}
+
 TensorSpec infer_cat(const char* op, Specs in, const Attrs& attrs) {
   if (in.empty()) throw ShapeError(std::string(op) + ": expected a non-empty list of tensors");
   const Shape& first = in[0].shape;
@@ -729,6 +784,8 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"bitwise_left_shift", 2, infer_binary, Promote::kIntegral},
     {"bitwise_right_shift", 2, infer_binary, Promote::kIntegral},
     {"nll_loss_backward", 2, infer_nll_loss_backward, Promote::kNone},
+    {"attention", -1, infer_attention_forward, Promote::kNone},
+    {"attention_backward", -1, infer_attention_backward, Promote::kNone},
 }};
 
 }  // namespace
@@ -843,6 +900,8 @@ OpCategory op_category(OpKind op) {
     case OpKind::kTril:
     case OpKind::kTriu: return OpCategory::kElementwise;
     case OpKind::kMatmul:
+    case OpKind::kAttention:
+    case OpKind::kAttentionBackward:
     case OpKind::kConv2d:
     case OpKind::kConv2dBackwardInput:
     case OpKind::kConv2dBackwardWeight:

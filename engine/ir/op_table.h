@@ -164,6 +164,18 @@ enum class OpKind : uint16_t {
   // ignored target's row is -(0 * scale)). It was ten ops (ne, where,
   // one_hot, casts, sum, div, mul, neg), five kernels in a step.
   kNllLossBackward,
+  // Scaled dot-product attention in one kernel (appended: op codes are
+  // stored). (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask]) ->
+  // [N, Lq, H, Dv]: per (n, h) softmax(q k^T * scale + mask) v, heads
+  // interleaved as a projection's output is laid out (no permute). attrs
+  // scale, causal (1: key j > query i masked out, PyTorch's is_causal).
+  // mask: broadcastable to [N, H, Lq, Lk]; bool (true = attend) or of q's
+  // dtype (added to the scores). Kernels in kernels_layout.cpp.
+  kAttention,
+  // Its gradient, the probabilities recomputed per block: (q, k, v, grad
+  // [N, Lq, H, Dv][, mask]) -> the 1-d packed [dq | dk | dv] (each in its
+  // operand's layout; gradients.cpp slices and reshapes them, views).
+  kAttentionBackward,
   kNumOps
 };
 

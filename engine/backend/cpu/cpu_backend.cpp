@@ -115,7 +115,7 @@ metrics::Counter* donated_counter() {
 // operations and bytes read plus written. Rows by cost shape; an op with no
 // row (a newly added one) counts one operation per output element, the
 // elementwise estimate — a lower bound for anything heavier.
-enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv };
+enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv, kAttention };
 struct CostRow {
   OpKind op;
   Cost cost;
@@ -151,6 +151,8 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kNllLoss, Cost::kPerOutput, 1},
     {OpKind::kNllLossBackward, Cost::kPerOutput, 1},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
+    {OpKind::kAttention, Cost::kAttention, 2},
+    {OpKind::kAttentionBackward, Cost::kAttention, 2},
 };
 
 struct KernelCost {
@@ -180,6 +182,13 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
     case Cost::kMatmul:  // a multiply and an add per (output element, k)
       c.flops = inputs.empty() || inputs[0]->shape.empty() ? 0 : per * numel(out.shape) * inputs[0]->shape.back();
       break;
+    case Cost::kAttention: {  // its products: q k^T and P v; backward also dO v^T, P^T dO, dS k and dS^T q
+      if (inputs.size() < 3) break;
+      const Shape &q = inputs[0]->shape, &k = inputs[1]->shape, &v = inputs[2]->shape;
+      const int64_t scores = q[0] * q[2] * q[1] * k[1];
+      c.flops = op == OpKind::kAttention ? per * scores * (q[3] + v[3]) : per * scores * (3 * q[3] + 2 * v[3]);
+      break;
+    }
     case Cost::kConv: {  // a multiply and an add per (output position, weight element of one output channel)
       if (inputs.size() < 2) break;
       const auto tail = [](const Shape& s) { return s.empty() ? int64_t{0} : numel(s) / s[0]; };

@@ -7,10 +7,13 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cmath>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <type_traits>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/gemm_dnnl.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/thread_pool.h"
@@ -562,6 +565,196 @@ template <typename T> void matmul_kernel(const KernelArgs& k) {
   matmul_typed<T>(*k.inputs[0], false, *k.inputs[1], false, k.out);
 }
 
+// Scaled dot-product attention, one pass per block of query rows of one
+// (batch, head) while the block's scores stay in L1/L2: S = q k^T (one
+// GEMM), scaled and masked in place, softmax rows into P, then P v (one
+// GEMM) written at the output's strides. q, k, v and the output are
+// [N, L, H, D] (heads interleaved, a projection's layout): a head's rows
+// are read through a leading dimension H*D, so no permute is copied. The
+// backward recomputes P per block (a GEMM and a softmax, cheaper than
+// saving and reading back [N, H, Lq, Lk]) and runs the four gradient GEMMs
+// on the block: dP = dO v^T, dS = P (dP - rowsum(P dP)) * scale (zero
+// where masked out), dV += P^T dO, dQ = dS k, dK += dS^T q.
+constexpr int64_t kAttentionRows = 64;  // query rows per block: 64 x Lk scores (16 KiB at Lk = 64)
+
+// The mask's element (n, h, i, j) through broadcast strides of [N, H, Lq, Lk].
+struct AttentionMask {
+  const Buffer* buffer = nullptr;
+  std::array<int64_t, 4> strides{};
+  int64_t row(int64_t n, int64_t h, int64_t i) const { return n * strides[0] + h * strides[1] + i * strides[2]; }
+};
+
+AttentionMask attention_mask(const KernelArgs& k, size_t operand, const std::array<int64_t, 4>& scores) {
+  AttentionMask m;
+  if (k.inputs.size() <= operand) return m;
+  m.buffer = k.inputs[operand];
+  const Shape& s = m.buffer->shape();
+  int64_t stride = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t d = 3 - i;
+    const int64_t size = s[s.size() - 1 - i];
+    m.strides[d] = size == 1 && scores[d] != 1 ? 0 : stride;
+    stride *= size;
+  }
+  return m;
+}
+
+template <typename T> void softmax_block(T* out, const T* in, int64_t rows, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    softmax_rows()(out, in, rows, n, false);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* x = in + r * n;
+      T* o = out + r * n;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+      if (std::isinf(m)) m = 0;
+      T sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += (o[j] = std::exp(x[j] - m));
+      for (int64_t j = 0; j < n; ++j) o[j] /= sum;
+    }
+  }
+}
+
+struct AttentionGeometry {
+  int64_t batch, lq, lk, heads, d, dv;
+  double scale;
+  bool causal;
+};
+
+AttentionGeometry attention_geometry(const KernelArgs& k) {
+  const Shape &q = k.inputs[0]->shape(), &v = k.inputs[2]->shape();
+  return {q[0], q[1], k.inputs[1]->shape()[1], q[2], q[3], v[3], k.attrs.get_double("scale"),
+          k.attrs.get_int("causal") != 0};
+}
+
+// Rows [i0, i0 + rows) of (n, h)'s scores into p (row stride lk): q k^T,
+// scaled, masked (-inf where masked out), softmax; s is scratch of the
+// same size.
+template <typename T>
+void attention_probs(const AttentionGeometry& g, const AttentionMask& mask, const T* q, const T* kp, int64_t n,
+                     int64_t h, int64_t i0, int64_t rows, T* s, T* p) {
+  const int64_t ld = g.heads * g.d;
+  gemm_ld(q + (n * g.lq + i0) * ld + h * g.d, ld, false, kp + n * g.lk * ld + h * g.d, ld, true, s, g.lk, rows, g.d,
+          g.lk);
+  const T scale = static_cast<T>(g.scale), ninf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = s + r * g.lk;
+    for (int64_t j = 0; j < g.lk; ++j) row[j] *= scale;
+    const int64_t i = i0 + r;
+    if (mask.buffer) {
+      const int64_t off = mask.row(n, h, i), step = mask.strides[3];
+      if (mask.buffer->dtype() == DType::kBool) {
+        const bool* keep = mask.buffer->as<bool>() + off;
+        for (int64_t j = 0; j < g.lk; ++j) row[j] = keep[j * step] ? row[j] : ninf;
+      } else {
+        const T* add = mask.buffer->as<T>() + off;
+        for (int64_t j = 0; j < g.lk; ++j) row[j] += add[j * step];
+      }
+    }
+    if (g.causal) {
+      for (int64_t j = i + 1; j < g.lk; ++j) row[j] = ninf;
+    }
+  }
+  softmax_block(p, s, rows, g.lk);
+}
+
+// Per-thread scratch, grown once: a kernel run allocates nothing after the first.
+template <typename T> T* attention_scratch(int64_t elements) {
+  thread_local std::vector<T> scratch;
+  if (static_cast<int64_t>(scratch.size()) < elements) scratch.resize(static_cast<size_t>(elements));
+  return scratch.data();
+}
+
+template <typename T> void attention_kernel(const KernelArgs& k) {
+  const AttentionGeometry g = attention_geometry(k);
+  const AttentionMask mask = attention_mask(k, 3, {g.batch, g.heads, g.lq, g.lk});
+  const T *q = k.inputs[0]->as<T>(), *kp = k.inputs[1]->as<T>(), *v = k.inputs[2]->as<T>();
+  T* out = k.out.as<T>();
+  const int64_t blocks = (g.lq + kAttentionRows - 1) / kAttentionRows;
+  set_blas_threads(1);
+  parallel_for(g.batch * g.heads * blocks, 1, [&](int64_t begin, int64_t end) {
+    T* s = attention_scratch<T>(2 * kAttentionRows * g.lk);
+    T* p = s + kAttentionRows * g.lk;
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / (g.heads * blocks), h = t / blocks % g.heads, i0 = t % blocks * kAttentionRows;
+      const int64_t rows = std::min(kAttentionRows, g.lq - i0);
+      attention_probs(g, mask, q, kp, n, h, i0, rows, s, p);
+      const int64_t ldv = g.heads * g.dv;
+      gemm_ld(p, g.lk, false, v + n * g.lk * ldv + h * g.dv, ldv, false, out + (n * g.lq + i0) * ldv + h * g.dv, ldv,
+              rows, g.lk, g.dv);
+    }
+  });
+}
+
+// out[r, c] (+)= in[r, c] over a [rows, cols] block at row strides ld_out, ld_in.
+template <typename T> void add_block(T* out, int64_t ld_out, const T* in, int64_t ld_in, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) out[r * ld_out + c] += in[r * ld_in + c];
+  }
+}
+
+template <typename T> void attention_backward_kernel(const KernelArgs& k) {
+  const AttentionGeometry g = attention_geometry(k);
+  const AttentionMask mask = attention_mask(k, 4, {g.batch, g.heads, g.lq, g.lk});
+  const T *q = k.inputs[0]->as<T>(), *kp = k.inputs[1]->as<T>(), *v = k.inputs[2]->as<T>();
+  const T* dout = k.inputs[3]->as<T>();
+  T* dq = k.out.as<T>();
+  T* dk = dq + g.batch * g.lq * g.heads * g.d;
+  T* dv = dk + g.batch * g.lk * g.heads * g.d;
+  const int64_t ld = g.heads * g.d, ldv = g.heads * g.dv;
+  const T scale = static_cast<T>(g.scale);
+  set_blas_threads(1);
+  // One (n, h) per task: dk and dv sum over every block of query rows.
+  parallel_for(g.batch * g.heads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t block = kAttentionRows * g.lk, wide = g.lk * std::max(g.d, g.dv);
+    T* s = attention_scratch<T>(3 * block + wide);
+    T *p = s + block, *dp = p + block, *partial = dp + block;
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / g.heads, h = t % g.heads;
+      const T* kh = kp + n * g.lk * ld + h * g.d;
+      const T* vh = v + n * g.lk * ldv + h * g.dv;
+      T* dkh = dk + n * g.lk * ld + h * g.d;
+      T* dvh = dv + n * g.lk * ldv + h * g.dv;
+      for (int64_t i0 = 0; i0 < g.lq; i0 += kAttentionRows) {
+        const int64_t rows = std::min(kAttentionRows, g.lq - i0);
+        const T* qb = q + (n * g.lq + i0) * ld + h * g.d;
+        const T* dob = dout + (n * g.lq + i0) * ldv + h * g.dv;
+        attention_probs(g, mask, q, kp, n, h, i0, rows, s, p);
+        // dV (+)= P^T dO.
+        if (i0 == 0) {
+          gemm_ld(p, g.lk, true, dob, ldv, false, dvh, ldv, g.lk, rows, g.dv);
+        } else {
+          gemm_ld(p, g.lk, true, dob, ldv, false, partial, g.dv, g.lk, rows, g.dv);
+          add_block(dvh, ldv, partial, g.dv, g.lk, g.dv);
+        }
+        // dP = dO v^T, then dS in place: P (dP - rowsum(P dP)) * scale;
+        // zero where the scores were masked out to -inf (a fully masked
+        // row's NaNs stay out of dq and dk, as the composed where's
+        // gradient keeps them out).
+        gemm_ld(dob, ldv, false, vh, ldv, true, dp, g.lk, rows, g.dv, g.lk);
+        const T ninf = -std::numeric_limits<T>::infinity();
+        for (int64_t r = 0; r < rows; ++r) {
+          const T *pr = p + r * g.lk, *sr = s + r * g.lk;
+          T* dr = dp + r * g.lk;
+          double dot = 0;
+          for (int64_t j = 0; j < g.lk; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);
+          const T rowsum = static_cast<T>(dot);
+          for (int64_t j = 0; j < g.lk; ++j) dr[j] = sr[j] == ninf ? T(0) : pr[j] * (dr[j] - rowsum) * scale;
+        }
+        // dQ = dS k (its own rows), dK (+)= dS^T q.
+        gemm_ld(dp, g.lk, false, kh, ld, false, dq + (n * g.lq + i0) * ld + h * g.d, ld, rows, g.lk, g.d);
+        if (i0 == 0) {
+          gemm_ld(dp, g.lk, true, qb, ld, false, dkh, ld, g.lk, rows, g.d);
+        } else {
+          gemm_ld(dp, g.lk, true, qb, ld, false, partial, g.d, g.lk, rows, g.d);
+          add_block(dkh, ld, partial, g.d, g.lk, g.d);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void add_layout_kernels(Table& t) {
@@ -572,6 +765,8 @@ void add_layout_kernels(Table& t) {
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kExpand,
                                                                        LAZYSCOPE_KERNEL(expand_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
+  rows<float, double>(t, OpKind::kAttention, LAZYSCOPE_KERNEL(attention_kernel));
+  rows<float, double>(t, OpKind::kAttentionBackward, LAZYSCOPE_KERNEL(attention_backward_kernel));
   for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
                   DType::kFloat32, DType::kFloat64}) {
     t.emplace(Key{OpKind::kCat, d}, cat_kernel);

@@ -164,6 +164,18 @@ void bind_nn(py::module_& m) {
         return ops::dropout2d(input, p, training);
       },
       py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
+  m.def(
+      "attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, const py::object& mask, double scale, bool causal) {
+        std::vector<Tensor> operands{q, k, v};
+        if (!mask.is_none()) operands.push_back(mask.cast<Tensor>());
+        return ops::apply(OpKind::kAttention, std::move(operands),
+                          {{"scale", scale}, {"causal", static_cast<int64_t>(causal)}});
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask") = py::none(), py::arg("scale"),
+      py::arg("causal") = false,
+      "softmax(q k^T * scale + mask) v per (batch, head) in one kernel: q [N, Lq, H, D], k [N, Lk, H, D], "
+      "v [N, Lk, H, Dv] -> [N, Lq, H, Dv]; a bool mask keeps True, a float one is added.");
   m.def("manual_seed", &ops::manual_seed, py::arg("seed"), "Seeds the engine's rng (dropout masks).");
 }
 
