@@ -628,29 +628,95 @@ AttentionGeometry attention_geometry(const KernelArgs& k) {
           k.attrs.get_int("causal") != 0};
 }
 
+// The block's elementwise rows, compiled per instruction set (GCC's
+// target_clones, never -march=native; the rest of this file is baseline
+// x86-64): the scores scaled and masked, and dS from P and dP. Selects
+// are bit masks, so every loop vectorises (a conditional store of -inf
+// was a branch per element).
+#define LAZYSCOPE_ATTENTION_ROWS(T, Bits)                                                                           \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_keep_row(                                \
+      T* __restrict row, const uint8_t* __restrict keep, int64_t n, T scale) {                                     \
+    const Bits ninf = std::bit_cast<Bits>(-std::numeric_limits<T>::infinity());                                    \
+    for (int64_t j = 0; j < n; ++j) {                                                                              \
+      const Bits m = Bits(0) - static_cast<Bits>(keep[j] != 0);                                                    \
+      row[j] = std::bit_cast<T>((std::bit_cast<Bits>(row[j] * scale) & m) | (ninf & ~m));                          \
+    }                                                                                                              \
+  }                                                                                                                \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_add_row(                                 \
+      T* __restrict row, const T* __restrict add, int64_t step, int64_t n, T scale) {                              \
+    if (step == 1) {                                                                                               \
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j];                                            \
+    } else {                                                                                                       \
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j * step];                                     \
+    }                                                                                                              \
+  }                                                                                                                \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_row(T* __restrict row, int64_t n,         \
+                                                                              T scale) {                           \
+    for (int64_t j = 0; j < n; ++j) row[j] *= scale;                                                               \
+  }                                                                                                                \
+  /* dr = P (dP - sum_j P dP) * scale, 0 where the score was -inf; the sum in 8 double lanes. */                  \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_grad_row(                              \
+      T* __restrict dr, const T* __restrict pr, const T* __restrict sr, int64_t n, T scale) {                      \
+    double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                                    \
+    int64_t j = 0;                                                                                                 \
+    for (; j + 8 <= n; j += 8) {                                                                                   \
+      for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(pr[j + l]) * static_cast<double>(dr[j + l]);     \
+    }                                                                                                              \
+    double dot = 0;                                                                                                \
+    for (double l : lanes) dot += l;                                                                               \
+    for (; j < n; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);                             \
+    const T rowsum = static_cast<T>(dot), ninf = -std::numeric_limits<T>::infinity();                              \
+    for (j = 0; j < n; ++j) {                                                                                      \
+      const Bits keep = Bits(0) - static_cast<Bits>(sr[j] != ninf);                                                \
+      dr[j] = std::bit_cast<T>(std::bit_cast<Bits>(pr[j] * (dr[j] - rowsum) * scale) & keep);                      \
+    }                                                                                                              \
+  }
+LAZYSCOPE_ATTENTION_ROWS(float, uint32_t)
+LAZYSCOPE_ATTENTION_ROWS(double, uint64_t)
+#undef LAZYSCOPE_ATTENTION_ROWS
+
+// out [cols, rows] = in [rows, cols]^T (in's row stride ld), in 8x8 tiles.
+// OpenBLAS (0.3.21, SkylakeX kernels) sends a row-major product with B
+// transposed (q k^T, dO v^T) of more than 1200 outputs to its packing path,
+// ~2x its small-matrix kernel's time at 64^3: B transposed first is a small
+// part of that. (A transposed, P^T dO and dS^T q, it keeps small.)
+template <typename T>
+void transpose_block(T* __restrict out, const T* __restrict in, int64_t rows, int64_t cols, int64_t ld) {
+  constexpr int64_t kTile = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) out[c * rows + r] = in[r * ld + c];
+      }
+    }
+  }
+}
+
 // Rows [i0, i0 + rows) of (n, h)'s scores into p (row stride lk): q k^T,
 // scaled, masked (-inf where masked out), softmax; s is scratch of the
-// same size.
+// same size; kt holds (n, h)'s k^T [D, Lk] (transpose_block).
 template <typename T>
-void attention_probs(const AttentionGeometry& g, const AttentionMask& mask, const T* q, const T* kp, int64_t n,
+void attention_probs(const AttentionGeometry& g, const AttentionMask& mask, const T* q, const T* kt, int64_t n,
                      int64_t h, int64_t i0, int64_t rows, T* s, T* p) {
   const int64_t ld = g.heads * g.d;
-  gemm_ld(q + (n * g.lq + i0) * ld + h * g.d, ld, false, kp + n * g.lk * ld + h * g.d, ld, true, s, g.lk, rows, g.d,
-          g.lk);
+  gemm_ld(q + (n * g.lq + i0) * ld + h * g.d, ld, false, kt, g.lk, false, s, g.lk, rows, g.d, g.lk);
   const T scale = static_cast<T>(g.scale), ninf = -std::numeric_limits<T>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     T* row = s + r * g.lk;
-    for (int64_t j = 0; j < g.lk; ++j) row[j] *= scale;
     const int64_t i = i0 + r;
-    if (mask.buffer) {
-      const int64_t off = mask.row(n, h, i), step = mask.strides[3];
-      if (mask.buffer->dtype() == DType::kBool) {
-        const bool* keep = mask.buffer->as<bool>() + off;
-        for (int64_t j = 0; j < g.lk; ++j) row[j] = keep[j * step] ? row[j] : ninf;
+    if (!mask.buffer) {
+      scale_row(row, g.lk, scale);
+    } else if (mask.buffer->dtype() == DType::kBool) {
+      const uint8_t* keep = mask.buffer->as<uint8_t>() + mask.row(n, h, i);
+      if (mask.strides[3] == 1) {
+        scale_keep_row(row, keep, g.lk, scale);
       } else {
-        const T* add = mask.buffer->as<T>() + off;
-        for (int64_t j = 0; j < g.lk; ++j) row[j] += add[j * step];
+        for (int64_t j = 0; j < g.lk; ++j) row[j] = keep[0] != 0 ? row[j] * scale : ninf;
       }
+    } else {
+      scale_add_row(row, mask.buffer->as<T>() + mask.row(n, h, i), mask.strides[3], g.lk, scale);
     }
     if (g.causal) {
       for (int64_t j = i + 1; j < g.lk; ++j) row[j] = ninf;
@@ -674,12 +740,17 @@ template <typename T> void attention_kernel(const KernelArgs& k) {
   const int64_t blocks = (g.lq + kAttentionRows - 1) / kAttentionRows;
   set_blas_threads(1);
   parallel_for(g.batch * g.heads * blocks, 1, [&](int64_t begin, int64_t end) {
-    T* s = attention_scratch<T>(2 * kAttentionRows * g.lk);
-    T* p = s + kAttentionRows * g.lk;
+    T* s = attention_scratch<T>(2 * kAttentionRows * g.lk + g.lk * g.d);
+    T *p = s + kAttentionRows * g.lk, *kt = p + kAttentionRows * g.lk;
+    int64_t kt_of = -1;  // the (n, h) whose k^T kt holds
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = t / (g.heads * blocks), h = t / blocks % g.heads, i0 = t % blocks * kAttentionRows;
       const int64_t rows = std::min(kAttentionRows, g.lq - i0);
-      attention_probs(g, mask, q, kp, n, h, i0, rows, s, p);
+      if (kt_of != t / blocks) {
+        transpose_block(kt, kp + n * g.lk * g.heads * g.d + h * g.d, g.lk, g.d, g.heads * g.d);
+        kt_of = t / blocks;
+      }
+      attention_probs(g, mask, q, kt, n, h, i0, rows, s, p);
       const int64_t ldv = g.heads * g.dv;
       gemm_ld(p, g.lk, false, v + n * g.lk * ldv + h * g.dv, ldv, false, out + (n * g.lq + i0) * ldv + h * g.dv, ldv,
               rows, g.lk, g.dv);
@@ -708,19 +779,21 @@ template <typename T> void attention_backward_kernel(const KernelArgs& k) {
   // One (n, h) per task: dk and dv sum over every block of query rows.
   parallel_for(g.batch * g.heads, 1, [&](int64_t begin, int64_t end) {
     const int64_t block = kAttentionRows * g.lk, wide = g.lk * std::max(g.d, g.dv);
-    T* s = attention_scratch<T>(3 * block + wide);
-    T *p = s + block, *dp = p + block, *partial = dp + block;
+    T* s = attention_scratch<T>(3 * block + 3 * wide);
+    T *p = s + block, *dp = p + block, *partial = dp + block, *kt = partial + wide, *vt = kt + wide;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = t / g.heads, h = t % g.heads;
       const T* kh = kp + n * g.lk * ld + h * g.d;
       const T* vh = v + n * g.lk * ldv + h * g.dv;
+      transpose_block(kt, kh, g.lk, g.d, ld);
+      transpose_block(vt, vh, g.lk, g.dv, ldv);
       T* dkh = dk + n * g.lk * ld + h * g.d;
       T* dvh = dv + n * g.lk * ldv + h * g.dv;
       for (int64_t i0 = 0; i0 < g.lq; i0 += kAttentionRows) {
         const int64_t rows = std::min(kAttentionRows, g.lq - i0);
         const T* qb = q + (n * g.lq + i0) * ld + h * g.d;
         const T* dob = dout + (n * g.lq + i0) * ldv + h * g.dv;
-        attention_probs(g, mask, q, kp, n, h, i0, rows, s, p);
+        attention_probs(g, mask, q, kt, n, h, i0, rows, s, p);
         // dV (+)= P^T dO.
         if (i0 == 0) {
           gemm_ld(p, g.lk, true, dob, ldv, false, dvh, ldv, g.lk, rows, g.dv);
@@ -732,16 +805,8 @@ template <typename T> void attention_backward_kernel(const KernelArgs& k) {
         // zero where the scores were masked out to -inf (a fully masked
         // row's NaNs stay out of dq and dk, as the composed where's
         // gradient keeps them out).
-        gemm_ld(dob, ldv, false, vh, ldv, true, dp, g.lk, rows, g.dv, g.lk);
-        const T ninf = -std::numeric_limits<T>::infinity();
-        for (int64_t r = 0; r < rows; ++r) {
-          const T *pr = p + r * g.lk, *sr = s + r * g.lk;
-          T* dr = dp + r * g.lk;
-          double dot = 0;
-          for (int64_t j = 0; j < g.lk; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);
-          const T rowsum = static_cast<T>(dot);
-          for (int64_t j = 0; j < g.lk; ++j) dr[j] = sr[j] == ninf ? T(0) : pr[j] * (dr[j] - rowsum) * scale;
-        }
+        gemm_ld(dob, ldv, false, vt, g.lk, false, dp, g.lk, rows, g.dv, g.lk);
+        for (int64_t r = 0; r < rows; ++r) softmax_grad_row(dp + r * g.lk, p + r * g.lk, s + r * g.lk, g.lk, scale);
         // dQ = dS k (its own rows), dK (+)= dS^T q.
         gemm_ld(dp, g.lk, false, kh, ld, false, dq + (n * g.lq + i0) * ld + h * g.d, ld, rows, g.lk, g.d);
         if (i0 == 0) {
