@@ -117,7 +117,8 @@ def test_float64_attention_matches_numpy_closely(device):
         np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-12)
 
 
-def test_gradients_match_finite_differences():
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_match_finite_differences(device):
     """The engine's float64 gradients against central differences of its own forward (which the test
     above ties to NumPy): checks the closed form used as the oracle too."""
     n, lq, lk, h, d, dv = 1, 4, 5, 2, 3, 2
@@ -129,8 +130,9 @@ def test_gradients_match_finite_differences():
         out, _, _ = ref_forward(q_, k_, v_, mask, 0.8, False)
         return (out * w).sum()
 
-    tq, tk, tv = (lazyscope.tensor(x, requires_grad=True) for x in (q, k, v))
-    (_C.attention(tq, tk, tv, lazyscope.tensor(mask), 0.8, False) * lazyscope.tensor(w)).sum().backward()
+    tq, tk, tv = (lazyscope.tensor(x, device=device, requires_grad=True) for x in (q, k, v))
+    (_C.attention(tq, tk, tv, lazyscope.tensor(mask, device=device), 0.8, False)
+     * lazyscope.tensor(w, device=device)).sum().backward()
     for i, (x, t) in enumerate(((q, tq), (k, tk), (v, tv))):
         fd = np.zeros_like(x)
         for idx in np.ndindex(x.shape):
