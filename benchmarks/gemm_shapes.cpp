@@ -45,8 +45,8 @@
 
 #include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
-#include "ir/attrs.h"
 #include "backend/cpu/thread_pool.h"
+#include "ir/attrs.h"
 
 namespace lazyscope {
 namespace {
@@ -235,9 +235,24 @@ int run_attention(int rounds, int calls) {
   };
   const double product = 2.0 * static_cast<double>(n * h * l * l * d);
   std::vector<Setup> setups = {
-      {"attention", [&] { fwd({fwd_in, *out, attrs}); }, {}, 2 * product},
-      {"attention_backward", [&] { bwd({bwd_in, *grads, attrs}); }, {}, 5 * product},
-      {"softmax (composed)", [&] { softmax({softmax_in, *probs, softmax_attrs}); }, {}, 0},
+      {"attention",
+       [&] {
+         fwd({fwd_in, *out, attrs});
+       },
+       {},
+       2 * product},
+      {"attention_backward",
+       [&] {
+         bwd({bwd_in, *grads, attrs});
+       },
+       {},
+       5 * product},
+      {"softmax (composed)",
+       [&] {
+         softmax({softmax_in, *probs, softmax_attrs});
+       },
+       {},
+       0},
   };
   if (cold) std::printf("operands out of the caches before each call (LAZYSCOPE_GEMM_SHAPES_COLD)\n");
   std::printf("%d threads; the fused attention on [16, 64, 4, 64], causal bool mask; median and p10 us per call\n",
@@ -255,8 +270,8 @@ int run_attention(int rounds, int calls) {
   }
   for (const auto& setup : setups) {
     const double us = median(setup.us);
-    std::printf("  %-22s %9.1f us %8.1f GFLOP/s (products) %9.1f p10\n", setup.name, us,
-                setup.flop / us / 1e3, p10(setup.us));
+    std::printf("  %-22s %9.1f us %8.1f GFLOP/s (products) %9.1f p10\n", setup.name, us, setup.flop / us / 1e3,
+                p10(setup.us));
   }
   return 0;
 }

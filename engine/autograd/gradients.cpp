@@ -460,8 +460,9 @@ Table make_table() {
     return out;
   });
   set(t, OpKind::kAttentionBackward, kNothing, [](const Ctx&, const Tensor&) -> Grads {
-    throw EngineError("attention_backward has no gradient: a second derivative through the fused attention "
-                      "is not supported (LAZYSCOPE_FUSED_ATTENTION=0 composes it from matmul and softmax)");
+    throw EngineError(
+        "attention_backward has no gradient: a second derivative through the fused attention "
+        "is not supported (LAZYSCOPE_FUSED_ATTENTION=0 composes it from matmul and softmax)");
   });
   // cat: each operand's slice of the gradient.
   set(t, OpKind::kCat, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {

@@ -412,8 +412,8 @@ TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs)
 TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward) {
   const size_t tensors = backward ? 4 : 3;
   if (in.size() != tensors && in.size() != tensors + 1) {
-    throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " +
-                      std::to_string(tensors + 1) + " operands, got " + std::to_string(in.size()));
+    throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " + std::to_string(tensors + 1) +
+                      " operands, got " + std::to_string(in.size()));
   }
   const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
   const DType dt = in[0].dtype;
@@ -423,8 +423,8 @@ TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward
                         std::string(dtype_name(in[i].dtype)) + " for operand " + std::to_string(i));
     }
   }
-  const bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && k[0] == q[0] && v[0] == q[0] &&
-                  k[2] == q[2] && v[2] == q[2] && k[3] == q[3] && v[1] == k[1];
+  const bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && k[0] == q[0] && v[0] == q[0] && k[2] == q[2] &&
+                  v[2] == q[2] && k[3] == q[3] && v[1] == k[1];
   if (!ok) {
     throw ShapeError(std::string(op) + ": expected q [N, Lq, H, D], k [N, Lk, H, D] and v [N, Lk, H, Dv], got " +
                      shape_str(q) + ", " + shape_str(k) + " and " + shape_str(v));

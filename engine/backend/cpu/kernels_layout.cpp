@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -627,8 +627,16 @@ struct AttentionGeometry {
 
 AttentionGeometry attention_geometry(const KernelArgs& k) {
   const Shape &q = k.inputs[0]->shape(), &v = k.inputs[2]->shape();
-  return {q[0], q[1], k.inputs[1]->shape()[1], q[2], q[3], v[3], k.attrs.get_double("scale"),
-          k.attrs.get_int("causal") != 0};
+  AttentionGeometry g{};
+  g.batch = q[0];
+  g.lq = q[1];
+  g.lk = k.inputs[1]->shape()[1];
+  g.heads = q[2];
+  g.d = q[3];
+  g.dv = v[3];
+  g.scale = k.attrs.get_double("scale");
+  g.causal = k.attrs.get_int("causal") != 0;
+  return g;
 }
 
 // The block's elementwise rows, compiled per instruction set (GCC's
@@ -636,43 +644,42 @@ AttentionGeometry attention_geometry(const KernelArgs& k) {
 // x86-64): the scores scaled and masked, and dS from P and dP. Selects
 // are bit masks, so every loop vectorises (a conditional store of -inf
 // was a branch per element).
-#define LAZYSCOPE_ATTENTION_ROWS(T, Bits)                                                                           \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_keep_row(                                \
-      T* __restrict row, const uint8_t* __restrict keep, int64_t n, T scale) {                                     \
-    const Bits ninf = std::bit_cast<Bits>(-std::numeric_limits<T>::infinity());                                    \
-    for (int64_t j = 0; j < n; ++j) {                                                                              \
-      const Bits m = Bits(0) - static_cast<Bits>(keep[j] != 0);                                                    \
-      row[j] = std::bit_cast<T>((std::bit_cast<Bits>(row[j] * scale) & m) | (ninf & ~m));                          \
-    }                                                                                                              \
-  }                                                                                                                \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_add_row(                                 \
-      T* __restrict row, const T* __restrict add, int64_t step, int64_t n, T scale) {                              \
-    if (step == 1) {                                                                                               \
-      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j];                                            \
-    } else {                                                                                                       \
-      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j * step];                                     \
-    }                                                                                                              \
-  }                                                                                                                \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_row(T* __restrict row, int64_t n,         \
-                                                                              T scale) {                           \
-    for (int64_t j = 0; j < n; ++j) row[j] *= scale;                                                               \
-  }                                                                                                                \
-  /* dr = P (dP - sum_j P dP) * scale, 0 where the score was -inf; the sum in 8 double lanes. */                  \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_grad_row(                              \
-      T* __restrict dr, const T* __restrict pr, const T* __restrict sr, int64_t n, T scale) {                      \
-    double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                                    \
-    int64_t j = 0;                                                                                                 \
-    for (; j + 8 <= n; j += 8) {                                                                                   \
-      for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(pr[j + l]) * static_cast<double>(dr[j + l]);     \
-    }                                                                                                              \
-    double dot = 0;                                                                                                \
-    for (double l : lanes) dot += l;                                                                               \
-    for (; j < n; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);                             \
-    const T rowsum = static_cast<T>(dot), ninf = -std::numeric_limits<T>::infinity();                              \
-    for (j = 0; j < n; ++j) {                                                                                      \
-      const Bits keep = Bits(0) - static_cast<Bits>(sr[j] != ninf);                                                \
-      dr[j] = std::bit_cast<T>(std::bit_cast<Bits>(pr[j] * (dr[j] - rowsum) * scale) & keep);                      \
-    }                                                                                                              \
+#define LAZYSCOPE_ATTENTION_ROWS(T, Bits)                                                                              \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_keep_row(                                    \
+      T* __restrict row, const uint8_t* __restrict keep, int64_t n, T scale) {                                         \
+    const Bits ninf = std::bit_cast<Bits>(-std::numeric_limits<T>::infinity());                                        \
+    for (int64_t j = 0; j < n; ++j) {                                                                                  \
+      const Bits m = Bits(0) - static_cast<Bits>(keep[j] != 0);                                                        \
+      row[j] = std::bit_cast<T>((std::bit_cast<Bits>(row[j] * scale) & m) | (ninf & ~m));                              \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_add_row(                                     \
+      T* __restrict row, const T* __restrict add, int64_t step, int64_t n, T scale) {                                  \
+    if (step == 1) {                                                                                                   \
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j];                                                \
+    } else {                                                                                                           \
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j * step];                                         \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_row(T* __restrict row, int64_t n, T scale) { \
+    for (int64_t j = 0; j < n; ++j) row[j] *= scale;                                                                   \
+  }                                                                                                                    \
+  /* dr = P (dP - sum_j P dP) * scale, 0 where the score was -inf; the sum in 8 double lanes. */                       \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_grad_row(                                  \
+      T* __restrict dr, const T* __restrict pr, const T* __restrict sr, int64_t n, T scale) {                          \
+    double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                                        \
+    int64_t j = 0;                                                                                                     \
+    for (; j + 8 <= n; j += 8) {                                                                                       \
+      for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(pr[j + l]) * static_cast<double>(dr[j + l]);         \
+    }                                                                                                                  \
+    double dot = 0;                                                                                                    \
+    for (double l : lanes) dot += l;                                                                                   \
+    for (; j < n; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);                                 \
+    const T rowsum = static_cast<T>(dot), ninf = -std::numeric_limits<T>::infinity();                                  \
+    for (j = 0; j < n; ++j) {                                                                                          \
+      const Bits keep = Bits(0) - static_cast<Bits>(sr[j] != ninf);                                                    \
+      dr[j] = std::bit_cast<T>(std::bit_cast<Bits>(pr[j] * (dr[j] - rowsum) * scale) & keep);                          \
+    }                                                                                                                  \
   }
 LAZYSCOPE_ATTENTION_ROWS(float, uint32_t)
 LAZYSCOPE_ATTENTION_ROWS(double, uint64_t)
@@ -803,8 +810,8 @@ template <typename T> void attention_kernel(const KernelArgs& k) {
       }
       const int64_t width = attended_keys(g, mask, n, h, i0, rows);
       attention_probs(g, mask, q, kt, n, h, i0, rows, width, s, p);
-      gemm_ld(p, width, false, v + n * g.lk * ldv + h * g.dv, ldv, false, out + (n * g.lq + i0) * ldv + h * g.dv,
-              ldv, rows, width, g.dv);
+      gemm_ld(p, width, false, v + n * g.lk * ldv + h * g.dv, ldv, false, out + (n * g.lq + i0) * ldv + h * g.dv, ldv,
+              rows, width, g.dv);
     }
   });
 }
@@ -823,8 +830,8 @@ void gemm_add(const double* a, int64_t lda, bool ta, const double* b, int64_t ld
               int64_t kk, int64_t n) {
   if (m == 0 || n == 0 || kk == 0) return;
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, i32(m), i32(n), i32(kk), 1.0, a, i32(lda),
-              b, i32(ldb), 1.0, out, i32(ldc));
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, i32(m), i32(n), i32(kk), 1.0, a, i32(lda), b,
+              i32(ldb), 1.0, out, i32(ldc));
 }
 
 template <typename T> void attention_backward_kernel(const KernelArgs& k) {
