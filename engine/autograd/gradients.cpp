@@ -446,6 +446,13 @@ Table make_table() {
   // mask gets no gradient (the front end takes the composed path for a
   // mask that requires one).
   set(t, OpKind::kAttention, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    if (c.shape(0).size() == 5) {  // packed q/k/v: the kernel writes its gradient in its layout
+      std::vector<Tensor> operands{c.input(0), g};
+      if (c.num_inputs() == 2) operands.push_back(c.input(1));
+      Grads out{ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs)};
+      if (c.num_inputs() == 2) out.push_back(Tensor());
+      return out;
+    }
     std::vector<Tensor> operands{c.input(0), c.input(1), c.input(2), g};
     if (c.num_inputs() == 4) operands.push_back(c.input(3));
     const Tensor packed = ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs);

@@ -406,10 +406,55 @@ TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs)
   return {Shape{t[0], classes}, in[0].dtype};
 }
 
+// The mask must broadcast to the scores [N, H, Lq, Lk] and be bool or of the operands' dtype.
+void check_attention_mask(const char* op, const TensorSpec& m, const Shape& scores, DType dt) {
+  bool fits = m.shape.size() <= 4;
+  for (size_t i = 0; fits && i < m.shape.size(); ++i) {
+    const int64_t size = m.shape[m.shape.size() - 1 - i];
+    fits = size == 1 || size == scores[3 - i];
+  }
+  if (!fits) {
+    throw ShapeError(std::string(op) + ": the mask " + shape_str(m.shape) +
+                     " does not broadcast to the scores [N, H, Lq, Lk] " + shape_str(scores));
+  }
+  if (m.dtype != DType::kBool && m.dtype != dt) {
+    throw EngineError(std::string(op) + ": expected a bool mask or one of the operands' dtype, got " +
+                      std::string(dtype_name(m.dtype)));
+  }
+}
+
 // attention (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask])
 // -> [N, Lq, H, Dv]; attention_backward (q, k, v, grad [N, Lq, H, Dv][,
 // mask]) -> [dq | dk | dv] flat. The mask broadcasts to [N, H, Lq, Lk].
+// Packed: (qkv [N, L, 3, H, D][, mask]) -> [N, L, H, D]; attention_backward
+// (qkv, grad[, mask]) -> qkv's gradient [N, L, 3, H, D].
 TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward) {
+  if (!in.empty() && in[0].shape.size() == 5) {  // packed [N, L, 3, H, D]: q, k, v heads of one value
+    const Shape& qkv = in[0].shape;
+    const size_t tensors = backward ? 2 : 1;
+    if (in.size() != tensors && in.size() != tensors + 1) {
+      throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " +
+                        std::to_string(tensors + 1) + " operands with a packed [N, L, 3, H, D] q/k/v, got " +
+                        std::to_string(in.size()));
+    }
+    if (qkv[2] != 3) {
+      throw ShapeError(std::string(op) + ": expected a packed q/k/v [N, L, 3, H, D], got " + shape_str(qkv));
+    }
+    const DType dt = in[0].dtype;
+    for (size_t i = 0; i < tensors; ++i) {
+      if (in[i].dtype != dt || (dt != DType::kFloat32 && dt != DType::kFloat64)) {
+        throw EngineError(std::string(op) + ": expected float32 or float64 operands of one dtype, got " +
+                          std::string(dtype_name(in[i].dtype)) + " for operand " + std::to_string(i));
+      }
+    }
+    const Shape out{qkv[0], qkv[1], qkv[3], qkv[4]};
+    if (backward && in[1].shape != out) {
+      throw ShapeError(std::string(op) + ": expected a gradient of shape " + shape_str(out) + ", got " +
+                       shape_str(in[1].shape));
+    }
+    if (in.size() == tensors + 1) check_attention_mask(op, in[tensors], {qkv[0], qkv[3], qkv[1], qkv[1]}, dt);
+    return {backward ? qkv : out, dt};
+  }
   const size_t tensors = backward ? 4 : 3;
   if (in.size() != tensors && in.size() != tensors + 1) {
     throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " + std::to_string(tensors + 1) +
@@ -434,23 +479,7 @@ TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward
     throw ShapeError(std::string(op) + ": expected a gradient of shape " + shape_str(out) + ", got " +
                      shape_str(in[3].shape));
   }
-  if (in.size() == tensors + 1) {
-    const TensorSpec& m = in[tensors];
-    const Shape scores{q[0], q[2], q[1], k[1]};
-    bool fits = m.shape.size() <= 4;
-    for (size_t i = 0; fits && i < m.shape.size(); ++i) {
-      const int64_t size = m.shape[m.shape.size() - 1 - i];
-      fits = size == 1 || size == scores[3 - i];
-    }
-    if (!fits) {
-      throw ShapeError(std::string(op) + ": the mask " + shape_str(m.shape) +
-                       " does not broadcast to the scores [N, H, Lq, Lk] " + shape_str(scores));
-    }
-    if (m.dtype != DType::kBool && m.dtype != dt) {
-      throw EngineError(std::string(op) + ": expected a bool mask or one of the operands' dtype, got " +
-                        std::string(dtype_name(m.dtype)));
-    }
-  }
+  if (in.size() == tensors + 1) check_attention_mask(op, in[tensors], {q[0], q[2], q[1], k[1]}, dt);
   if (!backward) return {out, dt};
   return {Shape{numel(q) + numel(k) + numel(v)}, dt};
 }

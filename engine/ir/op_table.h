@@ -170,11 +170,14 @@ enum class OpKind : uint16_t {
   // interleaved as a projection's output is laid out (no permute). attrs
   // scale, causal (1: key j > query i masked out, PyTorch's is_causal).
   // mask: broadcastable to [N, H, Lq, Lk]; bool (true = attend) or of q's
-  // dtype (added to the scores). Kernels in kernels_layout.cpp.
+  // dtype (added to the scores). Or packed: (qkv [N, L, 3, H, D][, mask])
+  // -> [N, L, H, D], q, k, v the heads of one self-attention projection.
+  // Kernels in kernels_layout.cpp.
   kAttention,
   // Its gradient, the probabilities recomputed per block: (q, k, v, grad
   // [N, Lq, H, Dv][, mask]) -> the 1-d packed [dq | dk | dv] (each in its
-  // operand's layout; gradients.cpp slices and reshapes them, views).
+  // operand's layout; gradients.cpp slices and reshapes them, views);
+  // packed: (qkv, grad[, mask]) -> qkv's gradient [N, L, 3, H, D].
   kAttentionBackward,
   kNumOps
 };

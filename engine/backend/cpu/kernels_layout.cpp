@@ -619,21 +619,44 @@ template <typename T> void softmax_block(T* out, const T* in, int64_t rows, int6
   }
 }
 
+// The operands' geometry. q, k, v are [N, L, H, D] each, or heads of one
+// packed [N, L, 3, H, D] value (a self-attention's single in-projection:
+// q, k, v at element offsets 0, H*D, 2*H*D of each row of 3*H*D); their
+// rows are read (and their gradients written) at row strides ldq, ldk,
+// ldv, and the output and its gradient at ldo = H*Dv.
 struct AttentionGeometry {
   int64_t batch, lq, lk, heads, d, dv;
+  int64_t ldq, ldk, ldv, ldo;
+  int64_t k_offset, v_offset;  // of k and v from operand 0's first element (packed), else 0
   double scale;
-  bool causal;
+  bool causal, packed;
+  size_t next_operand;  // the first operand after q, k, v: the gradient (backward) or the mask
 };
 
 AttentionGeometry attention_geometry(const KernelArgs& k) {
-  const Shape &q = k.inputs[0]->shape(), &v = k.inputs[2]->shape();
+  const Shape& q = k.inputs[0]->shape();
   AttentionGeometry g{};
+  g.packed = q.size() == 5;
   g.batch = q[0];
   g.lq = q[1];
-  g.lk = k.inputs[1]->shape()[1];
-  g.heads = q[2];
-  g.d = q[3];
-  g.dv = v[3];
+  if (g.packed) {
+    g.heads = q[3];
+    g.d = g.dv = q[4];
+    g.lk = g.lq;
+    g.ldq = g.ldk = g.ldv = 3 * g.heads * g.d;
+    g.k_offset = g.heads * g.d;
+    g.v_offset = 2 * g.heads * g.d;
+    g.next_operand = 1;
+  } else {
+    g.heads = q[2];
+    g.d = q[3];
+    g.lk = k.inputs[1]->shape()[1];
+    g.dv = k.inputs[2]->shape()[3];
+    g.ldq = g.ldk = g.heads * g.d;
+    g.ldv = g.heads * g.dv;
+    g.next_operand = 3;
+  }
+  g.ldo = g.heads * g.dv;
   g.scale = k.attrs.get_double("scale");
   g.causal = k.attrs.get_int("causal") != 0;
   return g;
@@ -748,8 +771,7 @@ int64_t attended_keys(const AttentionGeometry& g, const AttentionMask& mask, int
 template <typename T>
 void attention_probs(const AttentionGeometry& g, const AttentionMask& mask, const T* q, const T* kt, int64_t n,
                      int64_t h, int64_t i0, int64_t rows, int64_t width, T* s, T* p) {
-  const int64_t ld = g.heads * g.d;
-  gemm_ld(q + (n * g.lq + i0) * ld + h * g.d, ld, false, kt, g.lk, false, s, width, rows, g.d, width);
+  gemm_ld(q + (n * g.lq + i0) * g.ldq + h * g.d, g.ldq, false, kt, g.lk, false, s, width, rows, g.d, width);
   const T scale = static_cast<T>(g.scale), ninf = -std::numeric_limits<T>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     T* row = s + r * width;
@@ -782,11 +804,12 @@ template <typename T> T* attention_scratch(int64_t elements) {
 
 template <typename T> void attention_kernel(const KernelArgs& k) {
   const AttentionGeometry g = attention_geometry(k);
-  const AttentionMask mask = attention_mask(k, 3, {g.batch, g.heads, g.lq, g.lk});
-  const T *q = k.inputs[0]->as<T>(), *kp = k.inputs[1]->as<T>(), *v = k.inputs[2]->as<T>();
+  const AttentionMask mask = attention_mask(k, g.next_operand, {g.batch, g.heads, g.lq, g.lk});
+  const T* q = k.inputs[0]->as<T>();
+  const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
+  const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
   T* out = k.out.as<T>();
   const int64_t blocks = (g.lq + kAttentionRows - 1) / kAttentionRows;
-  const int64_t ld = g.heads * g.d, ldv = g.heads * g.dv;
   set_blas_threads(1);
   parallel_for(g.batch * g.heads * blocks, 1, [&](int64_t begin, int64_t end) {
     T* s = attention_scratch<T>(2 * kAttentionRows * g.lk + g.lk * g.d);
@@ -796,22 +819,22 @@ template <typename T> void attention_kernel(const KernelArgs& k) {
       const int64_t n = t / (g.heads * blocks), h = t / blocks % g.heads, i0 = t % blocks * kAttentionRows;
       const int64_t rows = std::min(kAttentionRows, g.lq - i0);
       if (kt_of != t / blocks) {
-        transpose_block(kt, kp + n * g.lk * ld + h * g.d, g.lk, g.d, ld);
+        transpose_block(kt, kp + n * g.lk * g.ldk + h * g.d, g.lk, g.d, g.ldk);
         kt_of = t / blocks;
       }
       if (t + 1 < end) {  // the next block's operands
         const int64_t n1 = (t + 1) / (g.heads * blocks), h1 = (t + 1) / blocks % g.heads;
         const int64_t i1 = (t + 1) % blocks * kAttentionRows;
-        prefetch_rows(q + (n1 * g.lq + i1) * ld + h1 * g.d, std::min(kAttentionRows, g.lq - i1), g.d, ld);
+        prefetch_rows(q + (n1 * g.lq + i1) * g.ldq + h1 * g.d, std::min(kAttentionRows, g.lq - i1), g.d, g.ldq);
         if ((t + 1) / blocks != t / blocks) {
-          prefetch_rows(kp + n1 * g.lk * ld + h1 * g.d, g.lk, g.d, ld);
-          prefetch_rows(v + n1 * g.lk * ldv + h1 * g.dv, g.lk, g.dv, ldv);
+          prefetch_rows(kp + n1 * g.lk * g.ldk + h1 * g.d, g.lk, g.d, g.ldk);
+          prefetch_rows(v + n1 * g.lk * g.ldv + h1 * g.dv, g.lk, g.dv, g.ldv);
         }
       }
       const int64_t width = attended_keys(g, mask, n, h, i0, rows);
       attention_probs(g, mask, q, kt, n, h, i0, rows, width, s, p);
-      gemm_ld(p, width, false, v + n * g.lk * ldv + h * g.dv, ldv, false, out + (n * g.lq + i0) * ldv + h * g.dv, ldv,
-              rows, width, g.dv);
+      gemm_ld(p, width, false, v + n * g.lk * g.ldv + h * g.dv, g.ldv, false, out + (n * g.lq + i0) * g.ldo + h * g.dv,
+              g.ldo, rows, width, g.dv);
     }
   });
 }
@@ -836,13 +859,16 @@ void gemm_add(const double* a, int64_t lda, bool ta, const double* b, int64_t ld
 
 template <typename T> void attention_backward_kernel(const KernelArgs& k) {
   const AttentionGeometry g = attention_geometry(k);
-  const AttentionMask mask = attention_mask(k, 4, {g.batch, g.heads, g.lq, g.lk});
-  const T *q = k.inputs[0]->as<T>(), *kp = k.inputs[1]->as<T>(), *v = k.inputs[2]->as<T>();
-  const T* dout = k.inputs[3]->as<T>();
+  const AttentionMask mask = attention_mask(k, g.next_operand + 1, {g.batch, g.heads, g.lq, g.lk});
+  const T* q = k.inputs[0]->as<T>();
+  const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
+  const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
+  const T* dout = k.inputs[g.next_operand]->as<T>();
+  // The gradients in their operands' layouts: packed as q, k, v are, else
+  // one after the other.
   T* dq = k.out.as<T>();
-  T* dk = dq + g.batch * g.lq * g.heads * g.d;
-  T* dv = dk + g.batch * g.lk * g.heads * g.d;
-  const int64_t ld = g.heads * g.d, ldv = g.heads * g.dv;
+  T* dk = g.packed ? dq + g.k_offset : dq + g.batch * g.lq * g.ldq;
+  T* dv = g.packed ? dq + g.v_offset : dk + g.batch * g.lk * g.ldk;
   const T scale = static_cast<T>(g.scale);
   set_blas_threads(1);
   // One (n, h) per task: dk and dv sum over every block of query rows.
@@ -852,40 +878,40 @@ template <typename T> void attention_backward_kernel(const KernelArgs& k) {
     T *p = s + block, *dp = p + block, *kt = dp + block, *vt = kt + wide;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = t / g.heads, h = t % g.heads;
-      const T* kh = kp + n * g.lk * ld + h * g.d;
-      const T* vh = v + n * g.lk * ldv + h * g.dv;
-      transpose_block(kt, kh, g.lk, g.d, ld);
-      transpose_block(vt, vh, g.lk, g.dv, ldv);
-      T* dkh = dk + n * g.lk * ld + h * g.d;
-      T* dvh = dv + n * g.lk * ldv + h * g.dv;
+      const T* kh = kp + n * g.lk * g.ldk + h * g.d;
+      const T* vh = v + n * g.lk * g.ldv + h * g.dv;
+      transpose_block(kt, kh, g.lk, g.d, g.ldk);
+      transpose_block(vt, vh, g.lk, g.dv, g.ldv);
+      T* dkh = dk + n * g.lk * g.ldk + h * g.d;
+      T* dvh = dv + n * g.lk * g.ldv + h * g.dv;
       for (int64_t j = 0; j < g.lk; ++j) {
-        std::fill(dkh + j * ld, dkh + j * ld + g.d, T(0));
-        std::fill(dvh + j * ldv, dvh + j * ldv + g.dv, T(0));
+        std::fill(dkh + j * g.ldk, dkh + j * g.ldk + g.d, T(0));
+        std::fill(dvh + j * g.ldv, dvh + j * g.ldv + g.dv, T(0));
       }
       if (t + 1 < end) {  // the next (n, h)'s operands
         const int64_t n1 = (t + 1) / g.heads, h1 = (t + 1) % g.heads;
-        prefetch_rows(q + n1 * g.lq * ld + h1 * g.d, g.lq, g.d, ld);
-        prefetch_rows(kp + n1 * g.lk * ld + h1 * g.d, g.lk, g.d, ld);
-        prefetch_rows(v + n1 * g.lk * ldv + h1 * g.dv, g.lk, g.dv, ldv);
-        prefetch_rows(dout + n1 * g.lq * ldv + h1 * g.dv, g.lq, g.dv, ldv);
+        prefetch_rows(q + n1 * g.lq * g.ldq + h1 * g.d, g.lq, g.d, g.ldq);
+        prefetch_rows(kp + n1 * g.lk * g.ldk + h1 * g.d, g.lk, g.d, g.ldk);
+        prefetch_rows(v + n1 * g.lk * g.ldv + h1 * g.dv, g.lk, g.dv, g.ldv);
+        prefetch_rows(dout + n1 * g.lq * g.ldo + h1 * g.dv, g.lq, g.dv, g.ldo);
       }
       for (int64_t i0 = 0; i0 < g.lq; i0 += kAttentionRows) {
         const int64_t rows = std::min(kAttentionRows, g.lq - i0);
-        const T* qb = q + (n * g.lq + i0) * ld + h * g.d;
-        const T* dob = dout + (n * g.lq + i0) * ldv + h * g.dv;
+        const T* qb = q + (n * g.lq + i0) * g.ldq + h * g.d;
+        const T* dob = dout + (n * g.lq + i0) * g.ldo + h * g.dv;
         const int64_t width = attended_keys(g, mask, n, h, i0, rows);
         attention_probs(g, mask, q, kt, n, h, i0, rows, width, s, p);
         // dV[:width] += P^T dO.
-        gemm_add(p, width, true, dob, ldv, dvh, ldv, width, rows, g.dv);
+        gemm_add(p, width, true, dob, g.ldo, dvh, g.ldv, width, rows, g.dv);
         // dP = dO v^T, then dS in place: P (dP - rowsum(P dP)) * scale;
         // zero where the scores were masked out to -inf (a fully masked
         // row's NaNs stay out of dq and dk, as the composed where's
         // gradient keeps them out).
-        gemm_ld(dob, ldv, false, vt, g.lk, false, dp, width, rows, g.dv, width);
+        gemm_ld(dob, g.ldo, false, vt, g.lk, false, dp, width, rows, g.dv, width);
         for (int64_t r = 0; r < rows; ++r) softmax_grad_row(dp + r * width, p + r * width, s + r * width, width, scale);
         // dQ = dS k (its own rows), dK[:width] += dS^T q.
-        gemm_ld(dp, width, false, kh, ld, false, dq + (n * g.lq + i0) * ld + h * g.d, ld, rows, width, g.d);
-        gemm_add(dp, width, true, qb, ld, dkh, ld, width, rows, g.d);
+        gemm_ld(dp, width, false, kh, g.ldk, false, dq + (n * g.lq + i0) * g.ldq + h * g.d, g.ldq, rows, width, g.d);
+        gemm_add(dp, width, true, qb, g.ldq, dkh, g.ldk, width, rows, g.d);
       }
     }
   });

@@ -2,6 +2,7 @@
 // PyTorch's signatures: spatial arguments are an int or a pair.
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <string>
 
 #include "bindings/tensor_bindings.h"
@@ -166,16 +167,27 @@ void bind_nn(py::module_& m) {
       py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
   m.def(
       "attention",
-      [](const Tensor& q, const Tensor& k, const Tensor& v, const py::object& mask, double scale, bool causal) {
-        std::vector<Tensor> operands{q, k, v};
+      [](const Tensor& q, const py::object& k, const py::object& v, const py::object& mask, const py::object& scale,
+         bool causal) {
+        std::vector<Tensor> operands{q};
+        if (k.is_none() != v.is_none()) throw py::value_error("attention: give both k and v, or neither (q packed)");
+        if (!k.is_none()) {
+          operands.push_back(k.cast<Tensor>());
+          operands.push_back(v.cast<Tensor>());
+        }
         if (!mask.is_none()) operands.push_back(mask.cast<Tensor>());
+        // None: 1/sqrt(D), as scaled_dot_product_attention's default.
+        const double factor = scale.is_none()
+                                  ? 1.0 / std::sqrt(static_cast<double>(q.shape().empty() ? 1 : q.shape().back()))
+                                  : scale.cast<double>();
         return ops::apply(OpKind::kAttention, std::move(operands),
-                          {{"scale", scale}, {"causal", static_cast<int64_t>(causal)}});
+                          {{"scale", factor}, {"causal", static_cast<int64_t>(causal)}});
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask") = py::none(), py::arg("scale"),
-      py::arg("causal") = false,
+      py::arg("q"), py::arg("k") = py::none(), py::arg("v") = py::none(), py::arg("mask") = py::none(),
+      py::arg("scale") = py::none(), py::arg("causal") = false,
       "softmax(q k^T * scale + mask) v per (batch, head) in one kernel: q [N, Lq, H, D], k [N, Lk, H, D], "
-      "v [N, Lk, H, Dv] -> [N, Lq, H, Dv]; a bool mask keeps True, a float one is added.");
+      "v [N, Lk, H, Dv] -> [N, Lq, H, Dv], or q a packed [N, L, 3, H, D] self-attention q/k/v with k and v "
+      "None; a bool mask keeps True, a float one is added.");
   m.def("manual_seed", &ops::manual_seed, py::arg("seed"), "Seeds the engine's rng (dropout masks).");
 }
 

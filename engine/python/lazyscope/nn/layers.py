@@ -481,6 +481,7 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
+        self_attention = query is key and key is value
         if query.dim() != 3:
             raise lazyscope.ShapeError(f"MultiheadAttention: expected a 3-D query, got shape {tuple(query.shape)}"
                                        + lazyscope._C._at_user_line())
@@ -504,8 +505,15 @@ class MultiheadAttention(Module):
             def split(x, w, b, length):
                 return F.linear(x, w, b).reshape(n, length, h, d)
             mask = _keep_mask(attn_mask, key_padding_mask, n, h, lq, lk, query.dtype)
-            out = _C.attention(split(query, w_q, b_q, lq), split(key, w_k, b_k, lk), split(value, w_v, b_v, lk),
-                               mask, 1.0 / math.sqrt(d), bool(is_causal and attn_mask is None))
+            causal = bool(is_causal and attn_mask is None)
+            if self_attention:
+                # One in-projection [N, L, 3E] read as q, k, v heads in place: its gradient comes back
+                # whole, so the weight's gradient is one product (no cat of three) and x's another.
+                qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias).reshape(n, lq, 3, h, d)
+                out = _C.attention(qkv, None, None, mask, 1.0 / math.sqrt(d), causal)
+            else:
+                out = _C.attention(split(query, w_q, b_q, lq), split(key, w_k, b_k, lk),
+                                   split(value, w_v, b_v, lk), mask, 1.0 / math.sqrt(d), causal)
             out = self.out_proj(out.reshape(n, lq, e))
             return (out if self.batch_first else out.transpose(0, 1)), None
         q, k, v = heads(query, w_q, b_q, lq), heads(key, w_k, b_k, lk), heads(value, w_v, b_v, lk)
