@@ -210,8 +210,10 @@ int run_attention(int rounds, int calls) {
     for (int64_t i = 0; i < b->numel(); ++i) b->as<float>()[i] = dist(rng);
     return b;
   };
-  auto q = filled({n, l, h, d}), k = filled({n, l, h, d}), v = filled({n, l, h, d}), dout = filled({n, l, h, d});
-  auto out = Buffer::allocate(DType::kFloat32, {n, l, h, d});
+  // The forward's output is [O | P] flat; the backward reads its gradient's O part and P.
+  const int64_t saved = n * l * h * d + n * h * l * l;
+  auto q = filled({n, l, h, d}), k = filled({n, l, h, d}), v = filled({n, l, h, d}), dout = filled({saved});
+  auto out = Buffer::allocate(DType::kFloat32, {saved});
   auto grads = Buffer::allocate(DType::kFloat32, {3 * n * l * h * d});
   auto mask = Buffer::allocate(DType::kBool, {l, l});
   for (int64_t i = 0; i < l; ++i) {
@@ -222,7 +224,7 @@ int run_attention(int rounds, int calls) {
   const Attrs attrs{{"scale", 0.125}, {"causal", int64_t{0}}};
   const Attrs softmax_attrs{{"dim", int64_t{-1}}};
   const Buffer* fwd_in[] = {q.get(), k.get(), v.get(), mask.get()};
-  const Buffer* bwd_in[] = {q.get(), k.get(), v.get(), dout.get(), mask.get()};
+  const Buffer* bwd_in[] = {q.get(), k.get(), v.get(), dout.get(), out.get()};
   const Buffer* softmax_in[] = {scores.get()};
   const cpu::KernelFn fwd = cpu::find_kernel(OpKind::kAttention, DType::kFloat32);
   const cpu::KernelFn bwd = cpu::find_kernel(OpKind::kAttentionBackward, DType::kFloat32);
@@ -257,7 +259,7 @@ int run_attention(int rounds, int calls) {
   if (cold) std::printf("operands out of the caches before each call (LAZYSCOPE_GEMM_SHAPES_COLD)\n");
   std::printf("%d threads; the fused attention on [16, 64, 4, 64], causal bool mask; median and p10 us per call\n",
               cpu::num_threads());
-  for (auto& setup : setups) setup.call();
+  for (auto& setup : setups) setup.call();  // the forward first: P for the backward
   for (int r = 0; r < rounds; ++r) {
     for (auto& setup : setups) {
       for (int i = 0; i < calls; ++i) {

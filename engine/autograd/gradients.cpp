@@ -440,30 +440,31 @@ Table make_table() {
     if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, g)));
     return {ops::neg(ops::mul(picked, scale)), Tensor()};
   });
-  // attention: one attention_backward kernel (the probabilities recomputed
-  // per block from q and k) gives dq, dk and dv packed; each is a
-  // contiguous slice of it reshaped (views in a compiled program). The
-  // mask gets no gradient (the front end takes the composed path for a
-  // mask that requires one).
-  set(t, OpKind::kAttention, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
-    if (c.shape(0).size() == 5) {  // packed q/k/v: the kernel writes its gradient in its layout
-      std::vector<Tensor> operands{c.input(0), g};
-      if (c.num_inputs() == 2) operands.push_back(c.input(1));
-      Grads out{ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs)};
-      if (c.num_inputs() == 2) out.push_back(Tensor());
-      return out;
-    }
-    std::vector<Tensor> operands{c.input(0), c.input(1), c.input(2), g};
-    if (c.num_inputs() == 4) operands.push_back(c.input(3));
-    const Tensor packed = ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs);
+  // attention: one attention_backward kernel reading the forward's saved
+  // probabilities (the tail of its output) gives dq, dk and dv: packed as
+  // q, k, v were, or one after the other, each a contiguous slice
+  // reshaped (views in a compiled program). The mask gets no gradient (the
+  // front end takes the composed path for a mask that requires one).
+  set(t, OpKind::kAttention, kInputsAndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const bool packed = c.shape(0).size() == 5;
+    const size_t tensors = packed ? 1 : 3;
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < tensors; ++i) operands.push_back(c.input(i));
+    operands.push_back(g);
+    operands.push_back(c.output());
+    const Tensor grads = ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs);
     Grads out;
-    int64_t start = 0;
-    for (size_t i = 0; i < 3; ++i) {
-      const int64_t n = numel(c.shape(i));
-      out.push_back(c.needs(i) ? ops::reshape(ops::narrow(packed, 0, start, n), c.shape(i)) : Tensor());
-      start += n;
+    if (packed) {
+      out.push_back(grads);
+    } else {
+      int64_t start = 0;
+      for (size_t i = 0; i < 3; ++i) {
+        const int64_t n = numel(c.shape(i));
+        out.push_back(c.needs(i) ? ops::reshape(ops::narrow(grads, 0, start, n), c.shape(i)) : Tensor());
+        start += n;
+      }
     }
-    if (c.num_inputs() == 4) out.push_back(Tensor());
+    if (c.num_inputs() > tensors) out.push_back(Tensor());
     return out;
   });
   set(t, OpKind::kAttentionBackward, kNothing, [](const Ctx&, const Tensor&) -> Grads {

@@ -424,64 +424,58 @@ void check_attention_mask(const char* op, const TensorSpec& m, const Shape& scor
 }
 
 // attention (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask])
-// -> [N, Lq, H, Dv]; attention_backward (q, k, v, grad [N, Lq, H, Dv][,
-// mask]) -> [dq | dk | dv] flat. The mask broadcasts to [N, H, Lq, Lk].
-// Packed: (qkv [N, L, 3, H, D][, mask]) -> [N, L, H, D]; attention_backward
-// (qkv, grad[, mask]) -> qkv's gradient [N, L, 3, H, D].
+// -> flat [O | P]: the output O [N, Lq, H, Dv], then the probabilities P
+// [N, H, Lq, Lk] its gradient reads (one op, one output: the binding
+// slices O out, a view); packed: (qkv [N, L, 3, H, D][, mask]). The mask
+// broadcasts to [N, H, Lq, Lk]. attention_backward (q, k, v, grad,
+// forward output) or (qkv, grad, forward output), grad and forward output
+// [O | P] flat -> [dq | dk | dv] flat, or qkv's gradient [N, L, 3, H, D].
 TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward) {
-  if (!in.empty() && in[0].shape.size() == 5) {  // packed [N, L, 3, H, D]: q, k, v heads of one value
-    const Shape& qkv = in[0].shape;
-    const size_t tensors = backward ? 2 : 1;
-    if (in.size() != tensors && in.size() != tensors + 1) {
-      throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " +
-                        std::to_string(tensors + 1) + " operands with a packed [N, L, 3, H, D] q/k/v, got " +
-                        std::to_string(in.size()));
-    }
-    if (qkv[2] != 3) {
-      throw ShapeError(std::string(op) + ": expected a packed q/k/v [N, L, 3, H, D], got " + shape_str(qkv));
-    }
-    const DType dt = in[0].dtype;
-    for (size_t i = 0; i < tensors; ++i) {
-      if (in[i].dtype != dt || (dt != DType::kFloat32 && dt != DType::kFloat64)) {
-        throw EngineError(std::string(op) + ": expected float32 or float64 operands of one dtype, got " +
-                          std::string(dtype_name(in[i].dtype)) + " for operand " + std::to_string(i));
-      }
-    }
-    const Shape out{qkv[0], qkv[1], qkv[3], qkv[4]};
-    if (backward && in[1].shape != out) {
-      throw ShapeError(std::string(op) + ": expected a gradient of shape " + shape_str(out) + ", got " +
-                       shape_str(in[1].shape));
-    }
-    if (in.size() == tensors + 1) check_attention_mask(op, in[tensors], {qkv[0], qkv[3], qkv[1], qkv[1]}, dt);
-    return {backward ? qkv : out, dt};
+  const bool packed = !in.empty() && in[0].shape.size() == 5;  // [N, L, 3, H, D]: q, k, v heads of one value
+  const size_t tensors = packed ? 1 : 3;
+  const size_t arity = backward ? tensors + 2 : tensors;
+  if (in.size() != arity && (backward || in.size() != arity + 1)) {
+    throw EngineError(std::string(op) + ": expected " + std::to_string(arity) +
+                      (backward ? "" : " or " + std::to_string(arity + 1)) + " operands" +
+                      (packed ? " with a packed [N, L, 3, H, D] q/k/v" : "") + ", got " + std::to_string(in.size()));
   }
-  const size_t tensors = backward ? 4 : 3;
-  if (in.size() != tensors && in.size() != tensors + 1) {
-    throw EngineError(std::string(op) + ": expected " + std::to_string(tensors) + " or " + std::to_string(tensors + 1) +
-                      " operands, got " + std::to_string(in.size()));
-  }
-  const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
   const DType dt = in[0].dtype;
-  for (size_t i = 0; i < tensors; ++i) {
+  for (size_t i = 0; i < arity; ++i) {
     if (in[i].dtype != dt || (dt != DType::kFloat32 && dt != DType::kFloat64)) {
       throw EngineError(std::string(op) + ": expected float32 or float64 operands of one dtype, got " +
                         std::string(dtype_name(in[i].dtype)) + " for operand " + std::to_string(i));
     }
   }
-  const bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && k[0] == q[0] && v[0] == q[0] && k[2] == q[2] &&
-                  v[2] == q[2] && k[3] == q[3] && v[1] == k[1];
-  if (!ok) {
-    throw ShapeError(std::string(op) + ": expected q [N, Lq, H, D], k [N, Lk, H, D] and v [N, Lk, H, Dv], got " +
-                     shape_str(q) + ", " + shape_str(k) + " and " + shape_str(v));
+  Shape q, k, v;
+  if (packed) {
+    const Shape& qkv = in[0].shape;
+    if (qkv[2] != 3) {
+      throw ShapeError(std::string(op) + ": expected a packed q/k/v [N, L, 3, H, D], got " + shape_str(qkv));
+    }
+    q = k = v = Shape{qkv[0], qkv[1], qkv[3], qkv[4]};
+  } else {
+    q = in[0].shape;
+    k = in[1].shape;
+    v = in[2].shape;
+    const bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && k[0] == q[0] && v[0] == q[0] && k[2] == q[2] &&
+                    v[2] == q[2] && k[3] == q[3] && v[1] == k[1];
+    if (!ok) {
+      throw ShapeError(std::string(op) + ": expected q [N, Lq, H, D], k [N, Lk, H, D] and v [N, Lk, H, Dv], got " +
+                       shape_str(q) + ", " + shape_str(k) + " and " + shape_str(v));
+    }
   }
-  const Shape out{q[0], q[1], q[2], v[3]};
-  if (backward && in[3].shape != out) {
-    throw ShapeError(std::string(op) + ": expected a gradient of shape " + shape_str(out) + ", got " +
-                     shape_str(in[3].shape));
+  const int64_t saved = q[0] * q[1] * q[2] * v[3] + q[0] * q[2] * q[1] * k[1];  // O, then P
+  if (backward) {
+    for (size_t i = tensors; i < arity; ++i) {
+      if (in[i].shape != Shape{saved}) {
+        throw ShapeError(std::string(op) + ": expected the forward's flat output and its gradient [" +
+                         std::to_string(saved) + "], got " + shape_str(in[i].shape));
+      }
+    }
+    return {packed ? in[0].shape : Shape{numel(q) + numel(k) + numel(v)}, dt};
   }
-  if (in.size() == tensors + 1) check_attention_mask(op, in[tensors], {q[0], q[2], q[1], k[1]}, dt);
-  if (!backward) return {out, dt};
-  return {Shape{numel(q) + numel(k) + numel(v)}, dt};
+  if (in.size() == arity + 1) check_attention_mask(op, in[arity], {q[0], q[2], q[1], k[1]}, dt);
+  return {Shape{saved}, dt};
 }
 TensorSpec infer_attention_forward(const char* op, Specs in, const Attrs& attrs) {
   return infer_attention(op, in, attrs, false);

@@ -165,19 +165,21 @@ enum class OpKind : uint16_t {
   // one_hot, casts, sum, div, mul, neg), five kernels in a step.
   kNllLossBackward,
   // Scaled dot-product attention in one kernel (appended: op codes are
-  // stored). (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask]) ->
-  // [N, Lq, H, Dv]: per (n, h) softmax(q k^T * scale + mask) v, heads
-  // interleaved as a projection's output is laid out (no permute). attrs
-  // scale, causal (1: key j > query i masked out, PyTorch's is_causal).
-  // mask: broadcastable to [N, H, Lq, Lk]; bool (true = attend) or of q's
-  // dtype (added to the scores). Or packed: (qkv [N, L, 3, H, D][, mask])
-  // -> [N, L, H, D], q, k, v the heads of one self-attention projection.
-  // Kernels in kernels_layout.cpp.
+  // stored). (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask]),
+  // or (qkv [N, L, 3, H, D][, mask]) (q, k, v the heads of one
+  // self-attention projection) -> flat [O | P]: O [N, Lq, H, Dv] =
+  // softmax(q k^T * scale + mask) v per (n, h), heads interleaved as a
+  // projection's output is laid out (no permute), then the probabilities
+  // P [N, H, Lq, Lk] the gradient reads (one output: the front end slices
+  // O out, a view). attrs scale, causal (1: key j > query i masked out,
+  // PyTorch's is_causal). mask: broadcastable to [N, H, Lq, Lk]; bool
+  // (true = attend) or of q's dtype (added to the scores). Kernels in
+  // kernels_layout.cpp.
   kAttention,
-  // Its gradient, the probabilities recomputed per block: (q, k, v, grad
-  // [N, Lq, H, Dv][, mask]) -> the 1-d packed [dq | dk | dv] (each in its
-  // operand's layout; gradients.cpp slices and reshapes them, views);
-  // packed: (qkv, grad[, mask]) -> qkv's gradient [N, L, 3, H, D].
+  // Its gradient: (q, k, v, grad, forward output) or (qkv, grad, forward
+  // output), grad and the forward output [O | P] flat -> [dq | dk | dv]
+  // flat (gradients.cpp slices and reshapes them, views), or qkv's
+  // gradient [N, L, 3, H, D].
   kAttentionBackward,
   kNumOps
 };

@@ -687,9 +687,9 @@ AttentionGeometry attention_geometry(const KernelArgs& k) {
   __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_row(T* __restrict row, int64_t n, T scale) { \
     for (int64_t j = 0; j < n; ++j) row[j] *= scale;                                                                   \
   }                                                                                                                    \
-  /* dr = P (dP - sum_j P dP) * scale, 0 where the score was -inf; the sum in 8 double lanes. */                       \
+  /* dr = P (dP - sum_j P dP) * scale; the sum in 8 double lanes. */                                                   \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_grad_row(                                  \
-      T* __restrict dr, const T* __restrict pr, const T* __restrict sr, int64_t n, T scale) {                          \
+      T* __restrict dr, const T* __restrict pr, int64_t n, T scale) {                                                  \
     double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                                        \
     int64_t j = 0;                                                                                                     \
     for (; j + 8 <= n; j += 8) {                                                                                       \
@@ -698,11 +698,8 @@ AttentionGeometry attention_geometry(const KernelArgs& k) {
     double dot = 0;                                                                                                    \
     for (double l : lanes) dot += l;                                                                                   \
     for (; j < n; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);                                 \
-    const T rowsum = static_cast<T>(dot), ninf = -std::numeric_limits<T>::infinity();                                  \
-    for (j = 0; j < n; ++j) {                                                                                          \
-      const Bits keep = Bits(0) - static_cast<Bits>(sr[j] != ninf);                                                    \
-      dr[j] = std::bit_cast<T>(std::bit_cast<Bits>(pr[j] * (dr[j] - rowsum) * scale) & keep);                          \
-    }                                                                                                                  \
+    const T rowsum = static_cast<T>(dot);                                                                              \
+    for (j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - rowsum) * scale;                                                  \
   }
 LAZYSCOPE_ATTENTION_ROWS(float, uint32_t)
 LAZYSCOPE_ATTENTION_ROWS(double, uint64_t)
@@ -809,6 +806,7 @@ template <typename T> void attention_kernel(const KernelArgs& k) {
   const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
   const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
   T* out = k.out.as<T>();
+  T* saved = out + g.batch * g.lq * g.ldo;  // P [N, H, Lq, Lk], for the gradient
   const int64_t blocks = (g.lq + kAttentionRows - 1) / kAttentionRows;
   set_blas_threads(1);
   parallel_for(g.batch * g.heads * blocks, 1, [&](int64_t begin, int64_t end) {
@@ -835,6 +833,11 @@ template <typename T> void attention_kernel(const KernelArgs& k) {
       attention_probs(g, mask, q, kt, n, h, i0, rows, width, s, p);
       gemm_ld(p, width, false, v + n * g.lk * g.ldv + h * g.dv, g.ldv, false, out + (n * g.lq + i0) * g.ldo + h * g.dv,
               g.ldo, rows, width, g.dv);
+      T* keep = saved + ((n * g.heads + h) * g.lq + i0) * g.lk;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy(p + r * width, p + (r + 1) * width, keep + r * g.lk);
+        std::fill(keep + r * g.lk + width, keep + (r + 1) * g.lk, T(0));
+      }
     }
   });
 }
@@ -857,13 +860,28 @@ void gemm_add(const double* a, int64_t lda, bool ta, const double* b, int64_t ld
               i32(ldb), 1.0, out, i32(ldc));
 }
 
+// The keys rows [0, rows) of a block of P (row stride ld) give weight to:
+// past the last non-zero column every probability is 0 (masked out, or
+// under flow), so dS and the block's share of dV and dK are 0 there.
+template <typename T> int64_t weighted_keys(const T* p, int64_t rows, int64_t lk, int64_t ld) {
+  int64_t width = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t j = lk;
+    while (j > width && p[r * ld + j - 1] == T(0)) --j;
+    width = std::max(width, j);
+  }
+  return width;
+}
+
 template <typename T> void attention_backward_kernel(const KernelArgs& k) {
   const AttentionGeometry g = attention_geometry(k);
-  const AttentionMask mask = attention_mask(k, g.next_operand + 1, {g.batch, g.heads, g.lq, g.lk});
   const T* q = k.inputs[0]->as<T>();
   const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
   const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
+  // The gradient of the forward's [O | P] (its P part, zeros unless the
+  // output's tail was used, is not read) and the forward's P.
   const T* dout = k.inputs[g.next_operand]->as<T>();
+  const T* saved = k.inputs[g.next_operand + 1]->as<T>() + g.batch * g.lq * g.ldo;
   // The gradients in their operands' layouts: packed as q, k, v are, else
   // one after the other.
   T* dq = k.out.as<T>();
@@ -873,14 +891,13 @@ template <typename T> void attention_backward_kernel(const KernelArgs& k) {
   set_blas_threads(1);
   // One (n, h) per task: dk and dv sum over every block of query rows.
   parallel_for(g.batch * g.heads, 1, [&](int64_t begin, int64_t end) {
-    const int64_t block = kAttentionRows * g.lk, wide = g.lk * std::max(g.d, g.dv);
-    T* s = attention_scratch<T>(3 * block + 2 * wide);
-    T *p = s + block, *dp = p + block, *kt = dp + block, *vt = kt + wide;
+    T* dp = attention_scratch<T>(kAttentionRows * g.lk + g.lk * g.dv);
+    T* vt = dp + kAttentionRows * g.lk;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = t / g.heads, h = t % g.heads;
       const T* kh = kp + n * g.lk * g.ldk + h * g.d;
       const T* vh = v + n * g.lk * g.ldv + h * g.dv;
-      transpose_block(kt, kh, g.lk, g.d, g.ldk);
+      const T* ph = saved + t * g.lq * g.lk;
       transpose_block(vt, vh, g.lk, g.dv, g.ldv);
       T* dkh = dk + n * g.lk * g.ldk + h * g.d;
       T* dvh = dv + n * g.lk * g.ldv + h * g.dv;
@@ -894,21 +911,19 @@ template <typename T> void attention_backward_kernel(const KernelArgs& k) {
         prefetch_rows(kp + n1 * g.lk * g.ldk + h1 * g.d, g.lk, g.d, g.ldk);
         prefetch_rows(v + n1 * g.lk * g.ldv + h1 * g.dv, g.lk, g.dv, g.ldv);
         prefetch_rows(dout + n1 * g.lq * g.ldo + h1 * g.dv, g.lq, g.dv, g.ldo);
+        prefetch_rows(ph + g.lq * g.lk, g.lq, g.lk, g.lk);
       }
       for (int64_t i0 = 0; i0 < g.lq; i0 += kAttentionRows) {
         const int64_t rows = std::min(kAttentionRows, g.lq - i0);
         const T* qb = q + (n * g.lq + i0) * g.ldq + h * g.d;
         const T* dob = dout + (n * g.lq + i0) * g.ldo + h * g.dv;
-        const int64_t width = attended_keys(g, mask, n, h, i0, rows);
-        attention_probs(g, mask, q, kt, n, h, i0, rows, width, s, p);
+        const T* p = ph + i0 * g.lk;
+        const int64_t width = weighted_keys(p, rows, g.lk, g.lk);
         // dV[:width] += P^T dO.
-        gemm_add(p, width, true, dob, g.ldo, dvh, g.ldv, width, rows, g.dv);
-        // dP = dO v^T, then dS in place: P (dP - rowsum(P dP)) * scale;
-        // zero where the scores were masked out to -inf (a fully masked
-        // row's NaNs stay out of dq and dk, as the composed where's
-        // gradient keeps them out).
+        gemm_add(p, g.lk, true, dob, g.ldo, dvh, g.ldv, width, rows, g.dv);
+        // dP = dO v^T, then dS in place: P (dP - rowsum(P dP)) * scale.
         gemm_ld(dob, g.ldo, false, vt, g.lk, false, dp, width, rows, g.dv, width);
-        for (int64_t r = 0; r < rows; ++r) softmax_grad_row(dp + r * width, p + r * width, s + r * width, width, scale);
+        for (int64_t r = 0; r < rows; ++r) softmax_grad_row(dp + r * width, p + r * g.lk, width, scale);
         // dQ = dS k (its own rows), dK[:width] += dS^T q.
         gemm_ld(dp, width, false, kh, g.ldk, false, dq + (n * g.lq + i0) * g.ldq + h * g.d, g.ldq, rows, width, g.d);
         gemm_add(dp, width, true, qb, g.ldq, dkh, g.ldk, width, rows, g.d);

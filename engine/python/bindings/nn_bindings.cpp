@@ -180,8 +180,13 @@ void bind_nn(py::module_& m) {
         const double factor = scale.is_none()
                                   ? 1.0 / std::sqrt(static_cast<double>(q.shape().empty() ? 1 : q.shape().back()))
                                   : scale.cast<double>();
-        return ops::apply(OpKind::kAttention, std::move(operands),
-                          {{"scale", factor}, {"causal", static_cast<int64_t>(causal)}});
+        const Tensor both = ops::apply(OpKind::kAttention, std::move(operands),
+                                       {{"scale", factor}, {"causal", static_cast<int64_t>(causal)}});
+        // O, the output's head (a view); its tail, the probabilities, is for the gradient.
+        const Shape& qs = q.shape();
+        const Shape out_shape = qs.size() == 5 ? Shape{qs[0], qs[1], qs[3], qs[4]}
+                                               : Shape{qs[0], qs[1], qs[2], v.cast<Tensor>().shape()[3]};
+        return ops::reshape(ops::narrow(both, 0, 0, numel(out_shape)), out_shape);
       },
       py::arg("q"), py::arg("k") = py::none(), py::arg("v") = py::none(), py::arg("mask") = py::none(),
       py::arg("scale") = py::none(), py::arg("causal") = false,
