@@ -210,9 +210,9 @@ int run_attention(int rounds, int calls) {
     for (int64_t i = 0; i < b->numel(); ++i) b->as<float>()[i] = dist(rng);
     return b;
   };
-  // The forward's output is [O | P] flat; the backward reads its gradient's O part and P.
+  // The forward's output is [O | P] flat; the backward reads O's gradient and P.
   const int64_t saved = n * l * h * d + n * h * l * l;
-  auto q = filled({n, l, h, d}), k = filled({n, l, h, d}), v = filled({n, l, h, d}), dout = filled({saved});
+  auto q = filled({n, l, h, d}), k = filled({n, l, h, d}), v = filled({n, l, h, d}), dout = filled({n, l, h, d});
   auto out = Buffer::allocate(DType::kFloat32, {saved});
   auto grads = Buffer::allocate(DType::kFloat32, {3 * n * l * h * d});
   auto mask = Buffer::allocate(DType::kBool, {l, l});

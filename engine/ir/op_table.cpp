@@ -427,8 +427,8 @@ void check_attention_mask(const char* op, const TensorSpec& m, const Shape& scor
 // -> flat [O | P]: the output O [N, Lq, H, Dv], then the probabilities P
 // [N, H, Lq, Lk] its gradient reads (one op, one output: the binding
 // slices O out, a view); packed: (qkv [N, L, 3, H, D][, mask]). The mask
-// broadcasts to [N, H, Lq, Lk]. attention_backward (q, k, v, grad,
-// forward output) or (qkv, grad, forward output), grad and forward output
+// broadcasts to [N, H, Lq, Lk]. attention_backward (q, k, v, O's grad,
+// forward output) or (qkv, O's grad, forward output), the forward output
 // [O | P] flat -> [dq | dk | dv] flat, or qkv's gradient [N, L, 3, H, D].
 TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward) {
   const bool packed = !in.empty() && in[0].shape.size() == 5;  // [N, L, 3, H, D]: q, k, v heads of one value
@@ -466,11 +466,11 @@ TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward
   }
   const int64_t saved = q[0] * q[1] * q[2] * v[3] + q[0] * q[2] * q[1] * k[1];  // O, then P
   if (backward) {
-    for (size_t i = tensors; i < arity; ++i) {
-      if (in[i].shape != Shape{saved}) {
-        throw ShapeError(std::string(op) + ": expected the forward's flat output and its gradient [" +
-                         std::to_string(saved) + "], got " + shape_str(in[i].shape));
-      }
+    const Shape o{q[0], q[1], q[2], v[3]};
+    if (in[tensors].shape != o || in[tensors + 1].shape != Shape{saved}) {
+      throw ShapeError(std::string(op) + ": expected the output's gradient " + shape_str(o) +
+                       " and the forward's flat output [" + std::to_string(saved) + "], got " +
+                       shape_str(in[tensors].shape) + " and " + shape_str(in[tensors + 1].shape));
     }
     return {packed ? in[0].shape : Shape{numel(q) + numel(k) + numel(v)}, dt};
   }

@@ -176,8 +176,8 @@ enum class OpKind : uint16_t {
   // (true = attend) or of q's dtype (added to the scores). Kernels in
   // kernels_layout.cpp.
   kAttention,
-  // Its gradient: (q, k, v, grad, forward output) or (qkv, grad, forward
-  // output), grad and the forward output [O | P] flat -> [dq | dk | dv]
+  // Its gradient: (q, k, v, O's grad, forward output) or (qkv, O's grad,
+  // forward output), the forward output [O | P] flat -> [dq | dk | dv]
   // flat (gradients.cpp slices and reshapes them, views), or qkv's
   // gradient [N, L, 3, H, D].
   kAttentionBackward,

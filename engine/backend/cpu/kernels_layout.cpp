@@ -878,8 +878,7 @@ template <typename T> void attention_backward_kernel(const KernelArgs& k) {
   const T* q = k.inputs[0]->as<T>();
   const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
   const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
-  // The gradient of the forward's [O | P] (its P part, zeros unless the
-  // output's tail was used, is not read) and the forward's P.
+  // O's gradient and the forward's P (the tail of its output).
   const T* dout = k.inputs[g.next_operand]->as<T>();
   const T* saved = k.inputs[g.next_operand + 1]->as<T>() + g.batch * g.lq * g.ldo;
   // The gradients in their operands' layouts: packed as q, k, v are, else
