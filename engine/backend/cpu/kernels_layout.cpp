@@ -570,11 +570,12 @@ template <typename T> void matmul_kernel(const KernelArgs& k) {
 // GEMM), scaled and masked in place, softmax rows into P, then P v (one
 // GEMM) written at the output's strides. q, k, v and the output are
 // [N, L, H, D] (heads interleaved, a projection's layout): a head's rows
-// are read through a leading dimension H*D, so no permute is copied. The
-// backward recomputes P per block (a GEMM and a softmax, cheaper than
-// saving and reading back [N, H, Lq, Lk]) and runs the four gradient GEMMs
-// on the block: dP = dO v^T, dS = P (dP - rowsum(P dP)) * scale (zero
-// where masked out), dV += P^T dO, dQ = dS k, dK += dS^T q.
+// are read through a leading dimension H*D (3*H*D packed), so no permute
+// is copied. P is kept in the output's tail ([O | P]: one op, one output);
+// the backward reads it and runs the four gradient GEMMs per block: dP =
+// dO v^T, dS = P (dP - rowsum(P dP)) * scale, dV += P^T dO, dQ = dS k,
+// dK += dS^T q. (Recomputing P there cost a GEMM, a softmax and a
+// transpose per block: ~25% more time, ARCHITECTURE.md.)
 // Query rows per block: 16 x Lk scores. Smaller blocks stop nearer each
 // block's last attended key (a causal mask: 62.5% of the products' work
 // at L = 64 in blocks of 16, 75% in blocks of 32), at some GEMM efficiency.
