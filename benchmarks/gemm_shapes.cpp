@@ -46,6 +46,7 @@
 #include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "ir/attrs.h"
 
 namespace lazyscope {
 namespace {
@@ -192,7 +193,93 @@ void evict() {
   std::fill(junk.begin(), junk.end(), value);
 }
 
+// Filter "attention op": the fused attention kernels (op attention and
+// attention_backward, kernels_layout.cpp) on the transformer's heads
+// ([16, 64, 4, 64] q, k, v, the causal boolean mask), beside the step's
+// softmax over the same scores, alternated; with
+// LAZYSCOPE_GEMM_SHAPES_COLD, every operand out of the caches first, as
+// the step finds them. Compare with the strided shapes' products (the
+// composed attention: q k^T, p v forward; p^T do, do v^T, ds^T q, ds k
+// backward) measured the same way.
+int run_attention(int rounds, int calls) {
+  const int64_t n = kHeadBatch, l = 64, h = kHeads, d = 64;
+  std::mt19937 rng(0);
+  std::normal_distribution<float> dist;
+  const auto filled = [&](Shape shape) {
+    auto b = Buffer::allocate(DType::kFloat32, std::move(shape));
+    for (int64_t i = 0; i < b->numel(); ++i) b->as<float>()[i] = dist(rng);
+    return b;
+  };
+  // The forward's output is [O | P] flat; the backward reads O's gradient and P.
+  const int64_t saved = n * l * h * d + n * h * l * l;
+  auto q = filled({n, l, h, d}), k = filled({n, l, h, d}), v = filled({n, l, h, d}), dout = filled({n, l, h, d});
+  auto out = Buffer::allocate(DType::kFloat32, {saved});
+  auto grads = Buffer::allocate(DType::kFloat32, {3 * n * l * h * d});
+  auto mask = Buffer::allocate(DType::kBool, {l, l});
+  for (int64_t i = 0; i < l; ++i) {
+    for (int64_t j = 0; j < l; ++j) mask->as<bool>()[i * l + j] = j <= i;
+  }
+  auto scores = filled({n, h, l, l});
+  auto probs = Buffer::allocate(DType::kFloat32, {n, h, l, l});
+  const Attrs attrs{{"scale", 0.125}, {"causal", int64_t{0}}};
+  const Attrs softmax_attrs{{"dim", int64_t{-1}}};
+  const Buffer* fwd_in[] = {q.get(), k.get(), v.get(), mask.get()};
+  const Buffer* bwd_in[] = {q.get(), k.get(), v.get(), dout.get(), out.get()};
+  const Buffer* softmax_in[] = {scores.get()};
+  const cpu::KernelFn fwd = cpu::find_kernel(OpKind::kAttention, DType::kFloat32);
+  const cpu::KernelFn bwd = cpu::find_kernel(OpKind::kAttentionBackward, DType::kFloat32);
+  const cpu::KernelFn softmax = cpu::find_kernel(OpKind::kSoftmax, DType::kFloat32);
+  struct Setup {
+    const char* name;
+    std::function<void()> call;
+    std::vector<double> us;
+    double flop;
+  };
+  const double product = 2.0 * static_cast<double>(n * h * l * l * d);
+  std::vector<Setup> setups = {
+      {"attention",
+       [&] {
+         fwd({fwd_in, *out, attrs});
+       },
+       {},
+       2 * product},
+      {"attention_backward",
+       [&] {
+         bwd({bwd_in, *grads, attrs});
+       },
+       {},
+       5 * product},
+      {"softmax (composed)",
+       [&] {
+         softmax({softmax_in, *probs, softmax_attrs});
+       },
+       {},
+       0},
+  };
+  if (cold) std::printf("operands out of the caches before each call (LAZYSCOPE_GEMM_SHAPES_COLD)\n");
+  std::printf("%d threads; the fused attention on [16, 64, 4, 64], causal bool mask; median and p10 us per call\n",
+              cpu::num_threads());
+  for (auto& setup : setups) setup.call();  // the forward first: P for the backward
+  for (int r = 0; r < rounds; ++r) {
+    for (auto& setup : setups) {
+      for (int i = 0; i < calls; ++i) {
+        if (cold) evict();
+        const auto t0 = std::chrono::steady_clock::now();
+        setup.call();
+        setup.us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+  }
+  for (const auto& setup : setups) {
+    const double us = median(setup.us);
+    std::printf("  %-22s %9.1f us %8.1f GFLOP/s (products) %9.1f p10\n", setup.name, us, setup.flop / us / 1e3,
+                p10(setup.us));
+  }
+  return 0;
+}
+
 int run(int rounds, int calls, const std::string& filter, const std::string& wanted) {
+  if (filter == "attention op") return run_attention(rounds, calls);
   const int threads = cpu::num_threads();
   if (cold) std::printf("operands out of the caches before each call (LAZYSCOPE_GEMM_SHAPES_COLD)\n");
   std::printf("%d threads; median us per call over %d rounds x %d calls, set-ups alternated\n", threads, rounds, calls);

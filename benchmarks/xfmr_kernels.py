@@ -27,7 +27,9 @@ before the step with LAZYSCOPE_FUSION_JIT_SYNC=1):
 Prints, per set-up, the median per-step time of each group (and their
 count and GB/s), the GEMMs' and the other kernels' totals, and the median
 wall time of a step, and the other kernels' time over the GEMMs' (the
-median of each process's ratio: steadier than either under load).
+median of each process's ratio: steadier than either under load). The
+fused attention's kernels (attention, attention_backward) count as GEMMs:
+they are the attention's products, with its softmax between them.
 """
 import argparse
 import json
@@ -111,6 +113,15 @@ def first_steps(setups, rounds, n):
               f"{' '.join(f'{t:.0f}' for t in med)}; first {n} steps in all {total:.0f} ms")
 
 
+# Kernels counted as products: GEMMs, and the fused attention (its kernels
+# are the attention's products with their softmax between).
+PRODUCTS = ("gemm", "attention", "attention_backward")
+
+
+def is_product(kind):
+    return kind in PRODUCTS
+
+
 def run_child(setup, steps):
     env = setup_env(setup)
     out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(steps)], env=env,
@@ -153,8 +164,8 @@ def main():
         for s in setups:  # A B A B ...
             groups, step = run_child(s, args.steps)
             runs[s].append((groups, step))
-            gemm = sum(g[1] for g in groups.values() if g[3] == "gemm")
-            other = sum(g[1] for g in groups.values() if g[3] != "gemm")
+            gemm = sum(g[1] for g in groups.values() if is_product(g[3]))
+            other = sum(g[1] for g in groups.values() if not is_product(g[3]))
             print(f"round {r} {s}: gemm {gemm / 1e3:.1f} ms, other kernels {other / 1e3:.1f} ms, "
                   f"step {step:.1f} ms", flush=True)
     print(f"(load average {os.getloadavg()[0]:.1f})")
@@ -172,15 +183,15 @@ def main():
         print(f"  {'us/step':>9s} {'n':>4s} {'GB/s':>6s}  kernel")
         for us, count, gbs, name, label in table[:args.top]:
             print(f"  {us:9.1f} {count:4d} {gbs:6.1f}  {label}")
-        for what, keep in (("gemm", lambda n: n == "gemm"), ("other", lambda n: n != "gemm")):
+        for what, keep in (("gemm", is_product), ("other", lambda n: not is_product(n))):
             total = statistics.median(sum(g[1] for g in groups.values() if keep(g[3])) for groups, _ in runs[s])
             print(f"  {what} kernels {total / 1e3:.2f} ms/step")
         # Load slows every kernel of a process alike, GEMMs included: the
         # other kernels' time as a share of the GEMMs' in the same process
         # compares set-ups across a loaded run's swings.
         share = statistics.median(
-            sum(g[1] for g in groups.values() if g[3] != "gemm") / max(1e-9, sum(
-                g[1] for g in groups.values() if g[3] == "gemm")) for groups, _ in runs[s])
+            sum(g[1] for g in groups.values() if not is_product(g[3])) / max(1e-9, sum(
+                g[1] for g in groups.values() if is_product(g[3]))) for groups, _ in runs[s])
         print(f"  other kernels / gemm kernels, per process: median {share:.4f}")
         print(f"  step {statistics.median(step for _, step in runs[s]):.1f} ms (median)")
 

@@ -8,7 +8,9 @@
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "ir/node.h"
 #include "tensor/ops.h"
+#include "tensor/tensor.h"
 
 namespace lazyscope::autograd {
 namespace {
@@ -50,6 +52,26 @@ Grads extreme_pair(const Ctx& c, const Tensor& g, bool is_max) {
   const Tensor b_wins = is_max ? ops::gt(b, a) : ops::lt(b, a);
   const Tensor tie = ops::eq(a, b);
   return {ops::where(tie, half, zeros_where_not(a_wins, g)), ops::where(tie, half, zeros_where_not(b_wins, g))};
+}
+
+// attention's output is [O | P] flat and the front end hands out O, a
+// slice: O's gradient reaches the op as slice_backward(dO), dO written into
+// zeros the size of both (a 3 MiB pass per layer of the transformer step).
+// The gradient rule wants dO only: on a lazy device, when nothing else
+// added to it, the slice_backward's operand is taken as it is (the
+// slice_backward is then read by nothing and not computed); otherwise O's
+// part of the gradient is sliced back out (a view in a compiled program).
+Tensor output_head_gradient(const Tensor& g, const Ctx& c) {
+  const Shape& q = c.shape(0);
+  const bool packed = q.size() == 5;
+  const Shape o = packed ? Shape{q[0], q[1], q[3], q[4]} : Shape{q[0], q[1], q[2], c.shape(2)[3]};
+  const NodePtr& node = g.impl()->ir;
+  if (node && node->op() == OpKind::kSliceBackward && node->operands().size() == 1 &&
+      node->attrs().get_ints("starts") == std::vector<int64_t>{0} &&
+      node->attrs().get_ints("steps") == std::vector<int64_t>{1} && numel(node->operands()[0]->shape()) == numel(o)) {
+    return ops::reshape(Tensor::lazy(node->operands()[0], g.device()), o);
+  }
+  return ops::reshape(ops::narrow(g, 0, 0, numel(o)), o);
 }
 
 Grads amax_amin(const Ctx& c, const Tensor& g) {
@@ -463,6 +485,38 @@ Table make_table() {
     Tensor scale = reduction == 0 ? ops::unsqueeze(g, 1) : g;
     if (reduction == 1) scale = ops::div(scale, ops::sum(as_mask(kept, g)));
     return {ops::neg(ops::mul(picked, scale)), Tensor()};
+  });
+  // attention: one attention_backward kernel reading the forward's saved
+  // probabilities (the tail of its output) gives dq, dk and dv: packed as
+  // q, k, v were, or one after the other, each a contiguous slice
+  // reshaped (views in a compiled program). The mask gets no gradient (the
+  // front end takes the composed path for a mask that requires one).
+  set(t, OpKind::kAttention, kInputsAndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const bool packed = c.shape(0).size() == 5;
+    const size_t tensors = packed ? 1 : 3;
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < tensors; ++i) operands.push_back(c.input(i));
+    operands.push_back(output_head_gradient(g, c));
+    operands.push_back(c.output());
+    const Tensor grads = ops::apply(OpKind::kAttentionBackward, std::move(operands), c.attrs);
+    Grads out;
+    if (packed) {
+      out.push_back(grads);
+    } else {
+      int64_t start = 0;
+      for (size_t i = 0; i < 3; ++i) {
+        const int64_t n = numel(c.shape(i));
+        out.push_back(c.needs(i) ? ops::reshape(ops::narrow(grads, 0, start, n), c.shape(i)) : Tensor());
+        start += n;
+      }
+    }
+    if (c.num_inputs() > tensors) out.push_back(Tensor());
+    return out;
+  });
+  set(t, OpKind::kAttentionBackward, kNothing, [](const Ctx&, const Tensor&) -> Grads {
+    throw EngineError(
+        "attention_backward has no gradient: a second derivative through the fused attention "
+        "is not supported (LAZYSCOPE_FUSED_ATTENTION=0 composes it from matmul and softmax)");
   });
   // cat: each operand's slice of the gradient.
   set(t, OpKind::kCat, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {

@@ -462,6 +462,84 @@ TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs)
   return {Shape{t[0], classes}, in[0].dtype};
 }
 
+// The mask must broadcast to the scores [N, H, Lq, Lk] and be bool or of the operands' dtype.
+void check_attention_mask(const char* op, const TensorSpec& m, const Shape& scores, DType dt) {
+  bool fits = m.shape.size() <= 4;
+  for (size_t i = 0; fits && i < m.shape.size(); ++i) {
+    const int64_t size = m.shape[m.shape.size() - 1 - i];
+    fits = size == 1 || size == scores[3 - i];
+  }
+  if (!fits) {
+    throw ShapeError(std::string(op) + ": the mask " + shape_str(m.shape) +
+                     " does not broadcast to the scores [N, H, Lq, Lk] " + shape_str(scores));
+  }
+  if (m.dtype != DType::kBool && m.dtype != dt) {
+    throw EngineError(std::string(op) + ": expected a bool mask or one of the operands' dtype, got " +
+                      std::string(dtype_name(m.dtype)));
+  }
+}
+
+// attention (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask])
+// -> flat [O | P]: the output O [N, Lq, H, Dv], then the probabilities P
+// [N, H, Lq, Lk] its gradient reads (one op, one output: the binding
+// slices O out, a view); packed: (qkv [N, L, 3, H, D][, mask]). The mask
+// broadcasts to [N, H, Lq, Lk]. attention_backward (q, k, v, O's grad,
+// forward output) or (qkv, O's grad, forward output), the forward output
+// [O | P] flat -> [dq | dk | dv] flat, or qkv's gradient [N, L, 3, H, D].
+TensorSpec infer_attention(const char* op, Specs in, const Attrs&, bool backward) {
+  const bool packed = !in.empty() && in[0].shape.size() == 5;  // [N, L, 3, H, D]: q, k, v heads of one value
+  const size_t tensors = packed ? 1 : 3;
+  const size_t arity = backward ? tensors + 2 : tensors;
+  if (in.size() != arity && (backward || in.size() != arity + 1)) {
+    throw EngineError(std::string(op) + ": expected " + std::to_string(arity) +
+                      (backward ? "" : " or " + std::to_string(arity + 1)) + " operands" +
+                      (packed ? " with a packed [N, L, 3, H, D] q/k/v" : "") + ", got " + std::to_string(in.size()));
+  }
+  const DType dt = in[0].dtype;
+  for (size_t i = 0; i < arity; ++i) {
+    if (in[i].dtype != dt || (dt != DType::kFloat32 && dt != DType::kFloat64)) {
+      throw EngineError(std::string(op) + ": expected float32 or float64 operands of one dtype, got " +
+                        std::string(dtype_name(in[i].dtype)) + " for operand " + std::to_string(i));
+    }
+  }
+  Shape q, k, v;
+  if (packed) {
+    const Shape& qkv = in[0].shape;
+    if (qkv[2] != 3) {
+      throw ShapeError(std::string(op) + ": expected a packed q/k/v [N, L, 3, H, D], got " + shape_str(qkv));
+    }
+    q = k = v = Shape{qkv[0], qkv[1], qkv[3], qkv[4]};
+  } else {
+    q = in[0].shape;
+    k = in[1].shape;
+    v = in[2].shape;
+    const bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && k[0] == q[0] && v[0] == q[0] && k[2] == q[2] &&
+                    v[2] == q[2] && k[3] == q[3] && v[1] == k[1];
+    if (!ok) {
+      throw ShapeError(std::string(op) + ": expected q [N, Lq, H, D], k [N, Lk, H, D] and v [N, Lk, H, Dv], got " +
+                       shape_str(q) + ", " + shape_str(k) + " and " + shape_str(v));
+    }
+  }
+  const int64_t saved = q[0] * q[1] * q[2] * v[3] + q[0] * q[2] * q[1] * k[1];  // O, then P
+  if (backward) {
+    const Shape o{q[0], q[1], q[2], v[3]};
+    if (in[tensors].shape != o || in[tensors + 1].shape != Shape{saved}) {
+      throw ShapeError(std::string(op) + ": expected the output's gradient " + shape_str(o) +
+                       " and the forward's flat output [" + std::to_string(saved) + "], got " +
+                       shape_str(in[tensors].shape) + " and " + shape_str(in[tensors + 1].shape));
+    }
+    return {packed ? in[0].shape : Shape{numel(q) + numel(k) + numel(v)}, dt};
+  }
+  if (in.size() == arity + 1) check_attention_mask(op, in[arity], {q[0], q[2], q[1], k[1]}, dt);
+  return {Shape{saved}, dt};
+}
+TensorSpec infer_attention_forward(const char* op, Specs in, const Attrs& attrs) {
+  return infer_attention(op, in, attrs, false);
+}
+TensorSpec infer_attention_backward(const char* op, Specs in, const Attrs& attrs) {
+  return infer_attention(op, in, attrs, true);
+}
+
 TensorSpec infer_cat(const char* op, Specs in, const Attrs& attrs) {
   if (in.empty()) throw ShapeError(std::string(op) + ": expected a non-empty list of tensors");
   const Shape& first = in[0].shape;
@@ -788,6 +866,8 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"layer_norm", -1, infer_layer_norm, Promote::kNone},
     {"layer_norm_backward", -1, infer_layer_norm_backward, Promote::kNone},
     {"layer_norm_param_grads", 2, infer_layer_norm_param_grads, Promote::kNone},
+    {"attention", -1, infer_attention_forward, Promote::kNone},
+    {"attention_backward", -1, infer_attention_backward, Promote::kNone},
 }};
 
 }  // namespace
@@ -902,6 +982,8 @@ OpCategory op_category(OpKind op) {
     case OpKind::kTril:
     case OpKind::kTriu: return OpCategory::kElementwise;
     case OpKind::kMatmul:
+    case OpKind::kAttention:
+    case OpKind::kAttentionBackward:
     case OpKind::kConv2d:
     case OpKind::kConv2dBackwardInput:
     case OpKind::kConv2dBackwardWeight:

@@ -179,6 +179,23 @@ enum class OpKind : uint16_t {
   // of grad * xhat, row 1 of grad. It was layer_norm again (xhat), a mul
   // and two column sums, each reading the [rows, C] values.
   kLayerNormParamGrads,
+  // Scaled dot-product attention in one kernel (appended: op codes are
+  // stored). (q [N, Lq, H, D], k [N, Lk, H, D], v [N, Lk, H, Dv][, mask]),
+  // or (qkv [N, L, 3, H, D][, mask]) (q, k, v the heads of one
+  // self-attention projection) -> flat [O | P]: O [N, Lq, H, Dv] =
+  // softmax(q k^T * scale + mask) v per (n, h), heads interleaved as a
+  // projection's output is laid out (no permute), then the probabilities
+  // P [N, H, Lq, Lk] the gradient reads (one output: the front end slices
+  // O out, a view). attrs scale, causal (1: key j > query i masked out,
+  // PyTorch's is_causal). mask: broadcastable to [N, H, Lq, Lk]; bool
+  // (true = attend) or of q's dtype (added to the scores). Kernels in
+  // kernels_layout.cpp.
+  kAttention,
+  // Its gradient: (q, k, v, O's grad, forward output) or (qkv, O's grad,
+  // forward output), the forward output [O | P] flat -> [dq | dk | dv]
+  // flat (gradients.cpp slices and reshapes them, views), or qkv's
+  // gradient [N, L, 3, H, D].
+  kAttentionBackward,
   kNumOps
 };
 

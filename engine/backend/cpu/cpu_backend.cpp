@@ -115,7 +115,7 @@ metrics::Counter* donated_counter() {
 // operations and bytes read plus written. Rows by cost shape; an op with no
 // row (a newly added one) counts one operation per output element, the
 // elementwise estimate — a lower bound for anything heavier.
-enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv };
+enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv, kAttention };
 struct CostRow {
   OpKind op;
   Cost cost;
@@ -154,6 +154,8 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kLayerNormBackward, Cost::kPerOutput, 14},
     {OpKind::kLayerNormParamGrads, Cost::kPerInput, 6},
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
+    {OpKind::kAttention, Cost::kAttention, 2},
+    {OpKind::kAttentionBackward, Cost::kAttention, 2},
 };
 
 struct KernelCost {
@@ -183,6 +185,16 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
     case Cost::kMatmul:  // a multiply and an add per (output element, k)
       c.flops = inputs.empty() || inputs[0]->shape.empty() ? 0 : per * numel(out.shape) * inputs[0]->shape.back();
       break;
+    case Cost::kAttention: {  // its products: q k^T and P v; backward dO v^T, P^T dO, dS k and dS^T q
+      const Shape& q = inputs[0]->shape;
+      const bool packed = q.size() == 5;  // [N, L, 3, H, D]
+      if (inputs.size() < (packed ? 1 : 3) || q.size() < 4) break;
+      const int64_t heads = q[packed ? 3 : 2], d = q.back(), keys = packed ? q[1] : inputs[1]->shape[1];
+      const int64_t dv = packed ? d : inputs[2]->shape.back();
+      const int64_t scores = q[0] * heads * q[1] * keys;
+      c.flops = op == OpKind::kAttention ? per * scores * (d + dv) : per * scores * (2 * d + 2 * dv);
+      break;
+    }
     case Cost::kConv: {  // a multiply and an add per (output position, weight element of one output channel)
       if (inputs.size() < 2) break;
       const auto tail = [](const Shape& s) { return s.empty() ? int64_t{0} : numel(s) / s[0]; };

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <type_traits>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/gemm_dnnl.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/thread_pool.h"
@@ -562,6 +565,373 @@ template <typename T> void matmul_kernel(const KernelArgs& k) {
   matmul_typed<T>(*k.inputs[0], false, *k.inputs[1], false, k.out);
 }
 
+// Scaled dot-product attention, one pass per block of query rows of one
+// (batch, head) while the block's scores stay in L1/L2: S = q k^T (one
+// GEMM), scaled and masked in place, softmax rows into P, then P v (one
+// GEMM) written at the output's strides. q, k, v and the output are
+// [N, L, H, D] (heads interleaved, a projection's layout): a head's rows
+// are read through a leading dimension H*D (3*H*D packed), so no permute
+// is copied. P is kept in the output's tail ([O | P]: one op, one output);
+// the backward reads it and runs the four gradient GEMMs per block: dP =
+// dO v^T, dS = P (dP - rowsum(P dP)) * scale, dV += P^T dO, dQ = dS k,
+// dK += dS^T q. (Recomputing P there cost a GEMM, a softmax and a
+// transpose per block: ~25% more time, ARCHITECTURE.md.)
+// Query rows per block: 16 x Lk scores. Smaller blocks stop nearer each
+// block's last attended key (a causal mask: 62.5% of the products' work
+// at L = 64 in blocks of 16, 75% in blocks of 32), at some GEMM efficiency.
+constexpr int64_t kAttentionRows = 16;
+
+// The mask's element (n, h, i, j) through broadcast strides of [N, H, Lq, Lk].
+struct AttentionMask {
+  const Buffer* buffer = nullptr;
+  std::array<int64_t, 4> strides{};
+  int64_t row(int64_t n, int64_t h, int64_t i) const { return n * strides[0] + h * strides[1] + i * strides[2]; }
+};
+
+AttentionMask attention_mask(const KernelArgs& k, size_t operand, const std::array<int64_t, 4>& scores) {
+  AttentionMask m;
+  if (k.inputs.size() <= operand) return m;
+  m.buffer = k.inputs[operand];
+  const Shape& s = m.buffer->shape();
+  int64_t stride = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t d = 3 - i;
+    const int64_t size = s[s.size() - 1 - i];
+    m.strides[d] = size == 1 && scores[d] != 1 ? 0 : stride;
+    stride *= size;
+  }
+  return m;
+}
+
+template <typename T> void softmax_block(T* out, const T* in, int64_t rows, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    softmax_rows()(out, in, rows, n, false);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* x = in + r * n;
+      T* o = out + r * n;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+      if (std::isinf(m)) m = 0;
+      T sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += (o[j] = std::exp(x[j] - m));
+      for (int64_t j = 0; j < n; ++j) o[j] /= sum;
+    }
+  }
+}
+
+// The operands' geometry. q, k, v are [N, L, H, D] each, or heads of one
+// packed [N, L, 3, H, D] value (a self-attention's single in-projection:
+// q, k, v at element offsets 0, H*D, 2*H*D of each row of 3*H*D); their
+// rows are read (and their gradients written) at row strides ldq, ldk,
+// ldv, and the output and its gradient at ldo = H*Dv.
+struct AttentionGeometry {
+  int64_t batch, lq, lk, heads, d, dv;
+  int64_t ldq, ldk, ldv, ldo;
+  int64_t k_offset, v_offset;  // of k and v from operand 0's first element (packed), else 0
+  double scale;
+  bool causal, packed;
+  size_t next_operand;  // the first operand after q, k, v: the gradient (backward) or the mask
+};
+
+AttentionGeometry attention_geometry(const KernelArgs& k) {
+  const Shape& q = k.inputs[0]->shape();
+  AttentionGeometry g{};
+  g.packed = q.size() == 5;
+  g.batch = q[0];
+  g.lq = q[1];
+  if (g.packed) {
+    g.heads = q[3];
+    g.d = g.dv = q[4];
+    g.lk = g.lq;
+    g.ldq = g.ldk = g.ldv = 3 * g.heads * g.d;
+    g.k_offset = g.heads * g.d;
+    g.v_offset = 2 * g.heads * g.d;
+    g.next_operand = 1;
+  } else {
+    g.heads = q[2];
+    g.d = q[3];
+    g.lk = k.inputs[1]->shape()[1];
+    g.dv = k.inputs[2]->shape()[3];
+    g.ldq = g.ldk = g.heads * g.d;
+    g.ldv = g.heads * g.dv;
+    g.next_operand = 3;
+  }
+  g.ldo = g.heads * g.dv;
+  g.scale = k.attrs.get_double("scale");
+  g.causal = k.attrs.get_int("causal") != 0;
+  return g;
+}
+
+// The block's elementwise rows, compiled per instruction set (GCC's
+// target_clones, never -march=native; the rest of this file is baseline
+// x86-64): the scores scaled and masked, and dS from P and dP. Selects
+// are bit masks, so every loop vectorises (a conditional store of -inf
+// was a branch per element).
+#define LAZYSCOPE_ATTENTION_ROWS(T, Bits)                                                                              \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_keep_row(                                    \
+      T* __restrict row, const uint8_t* __restrict keep, int64_t n, T scale) {                                         \
+    const Bits ninf = std::bit_cast<Bits>(-std::numeric_limits<T>::infinity());                                        \
+    for (int64_t j = 0; j < n; ++j) {                                                                                  \
+      const Bits m = Bits(0) - static_cast<Bits>(keep[j] != 0);                                                        \
+      row[j] = std::bit_cast<T>((std::bit_cast<Bits>(row[j] * scale) & m) | (ninf & ~m));                              \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_add_row(                                     \
+      T* __restrict row, const T* __restrict add, int64_t step, int64_t n, T scale) {                                  \
+    if (step == 1) {                                                                                                   \
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j];                                                \
+    } else {                                                                                                           \
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j * step];                                         \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_row(T* __restrict row, int64_t n, T scale) { \
+    for (int64_t j = 0; j < n; ++j) row[j] *= scale;                                                                   \
+  }                                                                                                                    \
+  /* dr = P (dP - sum_j P dP) * scale; the sum in 8 double lanes. */                                                   \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_grad_row(                                  \
+      T* __restrict dr, const T* __restrict pr, int64_t n, T scale) {                                                  \
+    double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                                        \
+    int64_t j = 0;                                                                                                     \
+    for (; j + 8 <= n; j += 8) {                                                                                       \
+      for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(pr[j + l]) * static_cast<double>(dr[j + l]);         \
+    }                                                                                                                  \
+    double dot = 0;                                                                                                    \
+    for (double l : lanes) dot += l;                                                                                   \
+    for (; j < n; ++j) dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);                                 \
+    const T rowsum = static_cast<T>(dot);                                                                              \
+    for (j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - rowsum) * scale;                                                  \
+  }
+LAZYSCOPE_ATTENTION_ROWS(float, uint32_t)
+LAZYSCOPE_ATTENTION_ROWS(double, uint64_t)
+#undef LAZYSCOPE_ATTENTION_ROWS
+
+// out [cols, rows] = in [rows, cols]^T (in's row stride ld), in 8x8 tiles.
+// OpenBLAS (0.3.21, SkylakeX kernels) sends a row-major product with B
+// transposed (q k^T, dO v^T) of more than 1200 outputs to its packing path,
+// ~2x its small-matrix kernel's time at 64^3: B transposed first is a small
+// part of that. (A transposed, P^T dO and dS^T q, it keeps small.)
+template <typename T>
+void transpose_block(T* __restrict out, const T* __restrict in, int64_t rows, int64_t cols, int64_t ld) {
+  constexpr int64_t kTile = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) out[c * rows + r] = in[r * ld + c];
+      }
+    }
+  }
+}
+
+// Asks for `rows` rows of `cols` elements at row stride ld to be brought
+// into the cache: the next block's operands while this block computes.
+// Each (batch, head) block's rows are 1/H of every row of the [N, L, H, D]
+// operands, which in a step come back from memory (written kernels
+// before), and strided, so the hardware prefetchers do not run ahead
+// (gemm_shapes "attention op", operands evicted: 5-10% less time).
+template <typename T> void prefetch_rows(const T* base, int64_t rows, int64_t cols, int64_t ld) {
+  constexpr int64_t kLine = 64 / sizeof(T);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; c += kLine) __builtin_prefetch(base + r * ld + c, 0, 2);
+  }
+}
+
+// How many leading keys rows [i0, i0 + rows) of (n, h) attend: past the
+// last key any of them keeps, every score is masked out (a causal mask's
+// upper triangle), so the block's products and softmax stop there. Where
+// a row keeps no key at all, the whole width (the row's NaNs, as the
+// composed softmax gives them).
+int64_t attended_keys(const AttentionGeometry& g, const AttentionMask& mask, int64_t n, int64_t h, int64_t i0,
+                      int64_t rows) {
+  int64_t width = g.causal ? std::min(g.lk, i0 + rows) : g.lk;
+  if (mask.buffer && mask.buffer->dtype() == DType::kBool && mask.strides[3] == 1) {
+    int64_t last = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* keep = mask.buffer->as<uint8_t>() + mask.row(n, h, i0 + r);
+      int64_t j = width;
+      while (j > 0 && keep[j - 1] == 0) --j;
+      if (j == 0) return g.lk;
+      last = std::max(last, j);
+    }
+    width = last;
+  }
+  return width;
+}
+
+// Rows [i0, i0 + rows) of (n, h)'s scores over the first `width` keys into
+// p (row stride width): q k^T, scaled, masked (-inf where masked out),
+// softmax; s is scratch of the same size, left holding the masked scores;
+// kt holds (n, h)'s k^T [D, Lk] (transpose_block). The keys past `width`
+// are masked out for every row (attended_keys): their probabilities are
+// exactly 0, and the sums over the rest are the same.
+template <typename T>
+void attention_probs(const AttentionGeometry& g, const AttentionMask& mask, const T* q, const T* kt, int64_t n,
+                     int64_t h, int64_t i0, int64_t rows, int64_t width, T* s, T* p) {
+  gemm_ld(q + (n * g.lq + i0) * g.ldq + h * g.d, g.ldq, false, kt, g.lk, false, s, width, rows, g.d, width);
+  const T scale = static_cast<T>(g.scale), ninf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = s + r * width;
+    const int64_t i = i0 + r;
+    if (!mask.buffer) {
+      scale_row(row, width, scale);
+    } else if (mask.buffer->dtype() == DType::kBool) {
+      const uint8_t* keep = mask.buffer->as<uint8_t>() + mask.row(n, h, i);
+      if (mask.strides[3] == 1) {
+        scale_keep_row(row, keep, width, scale);
+      } else {
+        for (int64_t j = 0; j < width; ++j) row[j] = keep[0] != 0 ? row[j] * scale : ninf;
+      }
+    } else {
+      scale_add_row(row, mask.buffer->as<T>() + mask.row(n, h, i), mask.strides[3], width, scale);
+    }
+    if (g.causal) {
+      for (int64_t j = i + 1; j < width; ++j) row[j] = ninf;
+    }
+  }
+  softmax_block(p, s, rows, width);
+}
+
+// Per-thread scratch, grown once: a kernel run allocates nothing after the first.
+template <typename T> T* attention_scratch(int64_t elements) {
+  thread_local std::vector<T> scratch;
+  if (static_cast<int64_t>(scratch.size()) < elements) scratch.resize(static_cast<size_t>(elements));
+  return scratch.data();
+}
+
+template <typename T> void attention_kernel(const KernelArgs& k) {
+  const AttentionGeometry g = attention_geometry(k);
+  const AttentionMask mask = attention_mask(k, g.next_operand, {g.batch, g.heads, g.lq, g.lk});
+  const T* q = k.inputs[0]->as<T>();
+  const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
+  const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
+  T* out = k.out.as<T>();
+  T* saved = out + g.batch * g.lq * g.ldo;  // P [N, H, Lq, Lk], for the gradient
+  const int64_t blocks = (g.lq + kAttentionRows - 1) / kAttentionRows;
+  set_blas_threads(1);
+  parallel_for(g.batch * g.heads * blocks, 1, [&](int64_t begin, int64_t end) {
+    T* s = attention_scratch<T>(2 * kAttentionRows * g.lk + g.lk * g.d);
+    T *p = s + kAttentionRows * g.lk, *kt = p + kAttentionRows * g.lk;
+    int64_t kt_of = -1;  // the (n, h) whose k^T kt holds
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / (g.heads * blocks), h = t / blocks % g.heads, i0 = t % blocks * kAttentionRows;
+      const int64_t rows = std::min(kAttentionRows, g.lq - i0);
+      if (kt_of != t / blocks) {
+        transpose_block(kt, kp + n * g.lk * g.ldk + h * g.d, g.lk, g.d, g.ldk);
+        kt_of = t / blocks;
+      }
+      if (t + 1 < end) {  // the next block's operands
+        const int64_t n1 = (t + 1) / (g.heads * blocks), h1 = (t + 1) / blocks % g.heads;
+        const int64_t i1 = (t + 1) % blocks * kAttentionRows;
+        prefetch_rows(q + (n1 * g.lq + i1) * g.ldq + h1 * g.d, std::min(kAttentionRows, g.lq - i1), g.d, g.ldq);
+        if ((t + 1) / blocks != t / blocks) {
+          prefetch_rows(kp + n1 * g.lk * g.ldk + h1 * g.d, g.lk, g.d, g.ldk);
+          prefetch_rows(v + n1 * g.lk * g.ldv + h1 * g.dv, g.lk, g.dv, g.ldv);
+        }
+      }
+      const int64_t width = attended_keys(g, mask, n, h, i0, rows);
+      attention_probs(g, mask, q, kt, n, h, i0, rows, width, s, p);
+      gemm_ld(p, width, false, v + n * g.lk * g.ldv + h * g.dv, g.ldv, false, out + (n * g.lq + i0) * g.ldo + h * g.dv,
+              g.ldo, rows, width, g.dv);
+      T* keep = saved + ((n * g.heads + h) * g.lq + i0) * g.lk;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy(p + r * width, p + (r + 1) * width, keep + r * g.lk);
+        std::fill(keep + r * g.lk + width, keep + (r + 1) * g.lk, T(0));
+      }
+    }
+  });
+}
+
+// out [m, n] (row stride ldc) += op(a) b, a stored [k, m] when ta: the
+// gradients of k and v summed over the blocks of query rows (BLAS's beta
+// of 1; OpenBLAS's small-matrix kernels take it at these sizes).
+void gemm_add(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, float* out, int64_t ldc, int64_t m,
+              int64_t kk, int64_t n) {
+  if (m == 0 || n == 0 || kk == 0) return;
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, i32(m), i32(n), i32(kk), 1.0f, a, i32(lda),
+              b, i32(ldb), 1.0f, out, i32(ldc));
+}
+void gemm_add(const double* a, int64_t lda, bool ta, const double* b, int64_t ldb, double* out, int64_t ldc, int64_t m,
+              int64_t kk, int64_t n) {
+  if (m == 0 || n == 0 || kk == 0) return;
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, i32(m), i32(n), i32(kk), 1.0, a, i32(lda), b,
+              i32(ldb), 1.0, out, i32(ldc));
+}
+
+// The keys rows [0, rows) of a block of P (row stride ld) give weight to:
+// past the last non-zero column every probability is 0 (masked out, or
+// under flow), so dS and the block's share of dV and dK are 0 there.
+template <typename T> int64_t weighted_keys(const T* p, int64_t rows, int64_t lk, int64_t ld) {
+  int64_t width = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t j = lk;
+    while (j > width && p[r * ld + j - 1] == T(0)) --j;
+    width = std::max(width, j);
+  }
+  return width;
+}
+
+template <typename T> void attention_backward_kernel(const KernelArgs& k) {
+  const AttentionGeometry g = attention_geometry(k);
+  const T* q = k.inputs[0]->as<T>();
+  const T* kp = g.packed ? q + g.k_offset : k.inputs[1]->as<T>();
+  const T* v = g.packed ? q + g.v_offset : k.inputs[2]->as<T>();
+  // O's gradient and the forward's P (the tail of its output).
+  const T* dout = k.inputs[g.next_operand]->as<T>();
+  const T* saved = k.inputs[g.next_operand + 1]->as<T>() + g.batch * g.lq * g.ldo;
+  // The gradients in their operands' layouts: packed as q, k, v are, else
+  // one after the other.
+  T* dq = k.out.as<T>();
+  T* dk = g.packed ? dq + g.k_offset : dq + g.batch * g.lq * g.ldq;
+  T* dv = g.packed ? dq + g.v_offset : dk + g.batch * g.lk * g.ldk;
+  const T scale = static_cast<T>(g.scale);
+  set_blas_threads(1);
+  // One (n, h) per task: dk and dv sum over every block of query rows.
+  parallel_for(g.batch * g.heads, 1, [&](int64_t begin, int64_t end) {
+    T* dp = attention_scratch<T>(kAttentionRows * g.lk + g.lk * g.dv);
+    T* vt = dp + kAttentionRows * g.lk;
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / g.heads, h = t % g.heads;
+      const T* kh = kp + n * g.lk * g.ldk + h * g.d;
+      const T* vh = v + n * g.lk * g.ldv + h * g.dv;
+      const T* ph = saved + t * g.lq * g.lk;
+      transpose_block(vt, vh, g.lk, g.dv, g.ldv);
+      T* dkh = dk + n * g.lk * g.ldk + h * g.d;
+      T* dvh = dv + n * g.lk * g.ldv + h * g.dv;
+      for (int64_t j = 0; j < g.lk; ++j) {
+        std::fill(dkh + j * g.ldk, dkh + j * g.ldk + g.d, T(0));
+        std::fill(dvh + j * g.ldv, dvh + j * g.ldv + g.dv, T(0));
+      }
+      if (t + 1 < end) {  // the next (n, h)'s operands
+        const int64_t n1 = (t + 1) / g.heads, h1 = (t + 1) % g.heads;
+        prefetch_rows(q + n1 * g.lq * g.ldq + h1 * g.d, g.lq, g.d, g.ldq);
+        prefetch_rows(kp + n1 * g.lk * g.ldk + h1 * g.d, g.lk, g.d, g.ldk);
+        prefetch_rows(v + n1 * g.lk * g.ldv + h1 * g.dv, g.lk, g.dv, g.ldv);
+        prefetch_rows(dout + n1 * g.lq * g.ldo + h1 * g.dv, g.lq, g.dv, g.ldo);
+        prefetch_rows(ph + g.lq * g.lk, g.lq, g.lk, g.lk);
+      }
+      for (int64_t i0 = 0; i0 < g.lq; i0 += kAttentionRows) {
+        const int64_t rows = std::min(kAttentionRows, g.lq - i0);
+        const T* qb = q + (n * g.lq + i0) * g.ldq + h * g.d;
+        const T* dob = dout + (n * g.lq + i0) * g.ldo + h * g.dv;
+        const T* p = ph + i0 * g.lk;
+        const int64_t width = weighted_keys(p, rows, g.lk, g.lk);
+        // dV[:width] += P^T dO.
+        gemm_add(p, g.lk, true, dob, g.ldo, dvh, g.ldv, width, rows, g.dv);
+        // dP = dO v^T, then dS in place: P (dP - rowsum(P dP)) * scale.
+        gemm_ld(dob, g.ldo, false, vt, g.lk, false, dp, width, rows, g.dv, width);
+        for (int64_t r = 0; r < rows; ++r) softmax_grad_row(dp + r * width, p + r * g.lk, width, scale);
+        // dQ = dS k (its own rows), dK[:width] += dS^T q.
+        gemm_ld(dp, width, false, kh, g.ldk, false, dq + (n * g.lq + i0) * g.ldq + h * g.d, g.ldq, rows, width, g.d);
+        gemm_add(dp, width, true, qb, g.ldq, dkh, g.ldk, width, rows, g.d);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void add_layout_kernels(Table& t) {
@@ -572,6 +942,8 @@ void add_layout_kernels(Table& t) {
   rows<bool, uint8_t, int32_t, int64_t, Half, BFloat16, float, double>(t, OpKind::kExpand,
                                                                        LAZYSCOPE_KERNEL(expand_kernel));
   rows<uint8_t, int32_t, int64_t, float, double>(t, OpKind::kMatmul, LAZYSCOPE_KERNEL(matmul_kernel));
+  rows<float, double>(t, OpKind::kAttention, LAZYSCOPE_KERNEL(attention_kernel));
+  rows<float, double>(t, OpKind::kAttentionBackward, LAZYSCOPE_KERNEL(attention_backward_kernel));
   for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
                   DType::kFloat32, DType::kFloat64}) {
     t.emplace(Key{OpKind::kCat, d}, cat_kernel);

@@ -2,6 +2,7 @@
 // PyTorch's signatures: spatial arguments are an int or a pair.
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <string>
 
 #include "bindings/tensor_bindings.h"
@@ -164,6 +165,34 @@ void bind_nn(py::module_& m) {
         return ops::dropout2d(input, p, training);
       },
       py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::arg("inplace") = false);
+  m.def(
+      "attention",
+      [](const Tensor& q, const py::object& k, const py::object& v, const py::object& mask, const py::object& scale,
+         bool causal) {
+        std::vector<Tensor> operands{q};
+        if (k.is_none() != v.is_none()) throw py::value_error("attention: give both k and v, or neither (q packed)");
+        if (!k.is_none()) {
+          operands.push_back(k.cast<Tensor>());
+          operands.push_back(v.cast<Tensor>());
+        }
+        if (!mask.is_none()) operands.push_back(mask.cast<Tensor>());
+        // None: 1/sqrt(D), as scaled_dot_product_attention's default.
+        const double factor = scale.is_none()
+                                  ? 1.0 / std::sqrt(static_cast<double>(q.shape().empty() ? 1 : q.shape().back()))
+                                  : scale.cast<double>();
+        const Tensor both = ops::apply(OpKind::kAttention, std::move(operands),
+                                       {{"scale", factor}, {"causal", static_cast<int64_t>(causal)}});
+        // O, the output's head (a view); its tail, the probabilities, is for the gradient.
+        const Shape& qs = q.shape();
+        const Shape out_shape = qs.size() == 5 ? Shape{qs[0], qs[1], qs[3], qs[4]}
+                                               : Shape{qs[0], qs[1], qs[2], v.cast<Tensor>().shape()[3]};
+        return ops::reshape(ops::narrow(both, 0, 0, numel(out_shape)), out_shape);
+      },
+      py::arg("q"), py::arg("k") = py::none(), py::arg("v") = py::none(), py::arg("mask") = py::none(),
+      py::arg("scale") = py::none(), py::arg("causal") = false,
+      "softmax(q k^T * scale + mask) v per (batch, head) in one kernel: q [N, Lq, H, D], k [N, Lk, H, D], "
+      "v [N, Lk, H, Dv] -> [N, Lq, H, Dv], or q a packed [N, L, 3, H, D] self-attention q/k/v with k and v "
+      "None; a bool mask keeps True, a float one is added.");
   m.def("manual_seed", &ops::manual_seed, py::arg("seed"), "Seeds the engine's rng (dropout masks).");
   m.def("_rng_state", &ops::rng_state, "The engine rng's (seed, offset).");
   m.def("_set_rng_state", &ops::set_rng_state, py::arg("seed"), py::arg("offset"),

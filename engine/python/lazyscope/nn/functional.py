@@ -226,9 +226,46 @@ binary_cross_entropy = _C.binary_cross_entropy
 binary_cross_entropy_with_logits = _C.binary_cross_entropy_with_logits
 
 
+# LAZYSCOPE_FUSED_ATTENTION (default 1): scaled_dot_product_attention and
+# nn.MultiheadAttention run as the engine's attention op (one kernel per
+# pass, _C.attention) where it applies; 0 composes them from matmul, where
+# and softmax, as before (A/B runs, and the way to higher-order gradients).
+# Read once, at import.
+import os as _os  # noqa: E402
+
+FUSED_ATTENTION = _os.environ.get("LAZYSCOPE_FUSED_ATTENTION", "1") != "0"
+
+
+def _fusable(query, key, value, masks, dropout):
+    """Whether the attention op takes these: float32/64 operands of one dtype, no dropout, and
+    no mask that needs a gradient (the op gives none to its mask)."""
+    return (FUSED_ATTENTION and dropout == 0.0 and query.dtype in (lazyscope.float32, lazyscope.float64)
+            and key.dtype == query.dtype and value.dtype == query.dtype
+            and not any(m is not None and m.requires_grad for m in masks))
+
+
+def _attention_heads_last(q, k, v, mask, scale, is_causal):
+    """The attention op on [..., L, D] operands with one batch dim and an optional head dim
+    ([N, H, L, D] or [N, L, D]); the result in the operands' layout."""
+    if mask is not None and mask.dtype != lazyscope.bool and mask.dtype != q.dtype:
+        mask = mask.to(q.dtype)
+    if q.dim() == 3:
+        if mask is not None and mask.dim() == 3:  # [N, Lq, Lk] over [N, 1, Lq, Lk]
+            mask = mask.unsqueeze(1)
+        out = _C.attention(q.unsqueeze(2), k.unsqueeze(2), v.unsqueeze(2), mask, scale, is_causal)
+        return out.squeeze(2)
+    out = _C.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask, scale, is_causal)
+    return out.transpose(1, 2)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     """softmax(Q Kᵀ · scale + mask) V over the last two dims; a boolean mask keeps True positions."""
     d = query.shape[-1]
+    if (query.dim() in (3, 4) and key.dim() == query.dim() and value.dim() == query.dim()
+            and (attn_mask is None or attn_mask.dim() <= query.dim())
+            and _fusable(query, key, value, (attn_mask,), dropout_p)):
+        return _attention_heads_last(query, key, value, attn_mask,
+                                     scale if scale is not None else 1.0 / math.sqrt(d), is_causal)
     scores = (query @ key.transpose(-2, -1)) * (scale if scale is not None else 1.0 / math.sqrt(d))
     if is_causal:
         n, m = query.shape[-2], key.shape[-2]

@@ -546,6 +546,7 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
+        self_attention = query is key and key is value
         if query.dim() != 3:
             raise lazyscope.ShapeError(f"MultiheadAttention: expected a 3-D query, got shape {tuple(query.shape)}"
                                        + lazyscope._C._at_user_line())
@@ -562,6 +563,24 @@ class MultiheadAttention(Module):
 
         def heads(x, w, b, length):  # (N, L, E) -> (N, H, L, D)
             return F.linear(x, w, b).reshape(n, length, h, d).transpose(1, 2)
+        dropout = self.dropout if self.training else 0.0
+        masks = (attn_mask, key_padding_mask)
+        if not need_weights and F._fusable(query, key, value, masks, dropout):
+            # One attention kernel per pass over [N, L, H, D] (the projections' layout: no permute).
+            def split(x, w, b, length):
+                return F.linear(x, w, b).reshape(n, length, h, d)
+            mask = _keep_mask(attn_mask, key_padding_mask, n, h, lq, lk, query.dtype)
+            causal = bool(is_causal and attn_mask is None)
+            if self_attention:
+                # One in-projection [N, L, 3E] read as q, k, v heads in place: its gradient comes back
+                # whole, so the weight's gradient is one product (no cat of three) and x's another.
+                qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias).reshape(n, lq, 3, h, d)
+                out = _C.attention(qkv, None, None, mask, 1.0 / math.sqrt(d), causal)
+            else:
+                out = _C.attention(split(query, w_q, b_q, lq), split(key, w_k, b_k, lk),
+                                   split(value, w_v, b_v, lk), mask, 1.0 / math.sqrt(d), causal)
+            out = self.out_proj(out.reshape(n, lq, e))
+            return (out if self.batch_first else out.transpose(0, 1)), None
         q, k, v = heads(query, w_q, b_q, lq), heads(key, w_k, b_k, lk), heads(value, w_v, b_v, lk)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))  # (N, H, Lq, Lk)
         if is_causal and attn_mask is None:
@@ -582,6 +601,29 @@ class MultiheadAttention(Module):
         if not need_weights:
             return out, None
         return out, (weights.mean(1) if average_attn_weights else weights)
+
+
+def _keep_mask(attn_mask, key_padding_mask, n, h, lq, lk, dtype):
+    """MultiheadAttention's masks (bool: True = not allowed; float: added) as one mask of the attention
+    op's convention (bool: True = attend; float of `dtype`: added), broadcastable to [N, H, Lq, Lk];
+    None for none."""
+    masks = []
+    if attn_mask is not None:
+        masks.append(attn_mask.reshape(n, h, lq, lk) if attn_mask.dim() == 3 else attn_mask)
+    if key_padding_mask is not None:
+        masks.append(key_padding_mask.reshape(n, 1, 1, lk))
+    if not masks:
+        return None
+    if all(m.dtype == lazyscope.bool for m in masks):
+        keep = masks[0].logical_not()
+        for m in masks[1:]:
+            keep = lazyscope.logical_and(keep, m.logical_not())
+        return keep
+    total = None
+    for m in masks:
+        term = lazyscope.where(m, float("-inf"), 0.0) if m.dtype == lazyscope.bool else m
+        total = term if total is None else total + term
+    return total.to(dtype)
 
 
 class Softplus(Module):
