@@ -845,7 +845,7 @@ from lazyscope._C import masked_select, nonzero, unique  # noqa: E402,F401
 from lazyscope import debug  # noqa: E402,F401
 from lazyscope import linalg  # noqa: E402,F401
 from lazyscope import random  # noqa: E402,F401
-from lazyscope import amp, backends, special  # noqa: E402,F401
+from lazyscope import amp, autograd, backends, special  # noqa: E402,F401
 from lazyscope.special import digamma, erfinv, lgamma  # noqa: E402,F401
 
 Tensor.lgamma = lgamma

@@ -66,6 +66,11 @@ for _name in ("autocast", "amp.autocast", "cuda.amp.autocast"):
 TORCH["scatter_reduce"] = (DIFFERS, "reads the index's range (a sync on a lazy device) to refuse one out of range; "
                                     "memory slots x sources along dim")
 TENSOR_SCATTER_REDUCE = TORCH["scatter_reduce"]
+TORCH.update(_supported("""
+    autograd.Function autograd.backward autograd.no_grad autograd.enable_grad autograd.set_grad_enabled
+"""))
+TORCH["autograd.grad"] = (REFUSED, "loss.backward() and read .grad (autograd.grad's functional form is not "
+                                   "implemented); use torch.autograd.Function for a custom gradient")
 TORCH["special.ndtri"] = (DIFFERS, "sqrt(2) erfinv(2p - 1): ~1e-11 relative below p ~ 1e-4 in float64 (PyTorch's "
                                    "Cephes ndtri is exact there)")
 TORCH["imag"] = (DIFFERS, "raises: LazyScope has no complex dtypes")

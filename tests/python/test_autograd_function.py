@@ -1,0 +1,137 @@
+"""torch.autograd.Function's contract on both devices: forward without a
+graph, the user's backward run by the engine's backward (against finite
+differences), saved tensors, needs_input_grad, several outputs (an unused
+one's gradient materialized as zeros), non-differentiable outputs, values
+left exactly as forward made them, and a clear error for a wrong gradient."""
+import numpy as np
+import pytest
+
+import lazyscope
+from lazyscope.autograd import Function
+
+DEVICES = ["cpu", "lazy:0"]
+
+
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3.0 * x * x
+
+
+class ScaledPair(Function):
+    """(x * k + y, x - y) with a Python number k between the tensors."""
+
+    @staticmethod
+    def forward(ctx, x, k, y):
+        ctx.k = k
+        ctx.seen = ctx.needs_input_grad
+        return x * k + y, x - y
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return ga * ctx.k + gb, None, ga - gb
+
+
+def numeric(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_custom_backward_runs_where_the_engine_would_differentiate(device):
+    a = np.array([[0.5, -1.5, 2.0], [1.0, -0.3, 0.7]])
+    w = np.array([[1.0, 2.0, -1.0], [0.5, 0.0, 3.0]])
+    x = lazyscope.tensor(a, device=device, requires_grad=True)
+    y = Cube.apply(x.sin())  # inside a graph: before and after it
+    loss = (y * lazyscope.tensor(w, device=device)).sum()
+    loss.backward()
+    np.testing.assert_allclose(y.numpy(), np.sin(a) ** 3, rtol=1e-15)
+    np.testing.assert_allclose(x.grad.numpy(), numeric(lambda v: (np.sin(v) ** 3 * w).sum(), a), rtol=1e-7)
+    assert y.grad_fn is not None and not y.is_leaf
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_several_outputs_a_number_argument_and_an_unused_output(device):
+    a, b = np.array([1.0, 2.0, -3.0]), np.array([0.5, -1.0, 4.0])
+    x = lazyscope.tensor(a, device=device, requires_grad=True)
+    y = lazyscope.tensor(b, device=device, requires_grad=True)
+    p, q = ScaledPair.apply(x, 2.5, y)
+    np.testing.assert_array_equal(p.numpy(), a * 2.5 + b)
+    np.testing.assert_array_equal(q.numpy(), a - b)
+    (p * p).sum().backward()  # q unused: its gradient is zeros in backward
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (a * 2.5 + b) * 2.5, rtol=1e-14)
+    np.testing.assert_allclose(y.grad.numpy(), 2 * (a * 2.5 + b), rtol=1e-14)
+    x.grad = None
+    y.grad = None
+    p, q = ScaledPair.apply(x, 2.5, lazyscope.tensor(b, device=device))
+    (p.sum() + 3.0 * q.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.5 + 3.0), rtol=1e-14)
+
+
+def test_values_stay_exact_and_no_graph_without_grad():
+    a = np.array([-0.0, np.inf, -np.inf, np.nan, 1e-310])
+    x = lazyscope.tensor(a, requires_grad=True)
+
+    class Same(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    out = Same.apply(x).numpy()
+    np.testing.assert_array_equal(out, a)
+    assert np.signbit(out[0])
+    with lazyscope.no_grad():
+        plain = Same.apply(x)
+    assert plain.grad_fn is None and not plain.requires_grad
+
+
+def test_non_differentiable_outputs_and_a_wrong_gradient_shape():
+    class ArgmaxAndMax(Function):
+        @staticmethod
+        def forward(ctx, t):
+            i = t.argmax()
+            ctx.mark_non_differentiable(i)
+            ctx.save_for_backward(t, i)
+            return t.max(), i
+
+        @staticmethod
+        def backward(ctx, g, _):
+            t, i = ctx.saved_tensors
+            grad = lazyscope.zeros_like(t)
+            grad[i] = g
+            return grad
+    x = lazyscope.tensor(np.array([1.0, 5.0, 2.0]), requires_grad=True)
+    m, i = ArgmaxAndMax.apply(x)
+    assert not i.requires_grad and int(i.item()) == 1
+    m.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
+
+    class Wrong(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum()
+    with pytest.raises(RuntimeError, match=r"Wrong.backward: the gradient of input 0 has shape \(\), expected \(3,\)"):
+        Wrong.apply(lazyscope.ones(3, requires_grad=True)).sum().backward()
+
+
+def test_autograd_backward_sums_several_roots():
+    x = lazyscope.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    lazyscope.autograd.backward([(x * x).sum(), (x * 3.0).sum()])
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 7.0])
