@@ -159,39 +159,55 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
   out.impl()->requires_grad = true;
 }
 
-void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-  if (!root.defined()) throw EngineError("backward: undefined tensor");
+namespace {
+
+// root's seed gradient: `gradient` checked against it, or ones for a
+// one-element root. `op` names the caller in errors.
+Tensor seed_of(const Tensor& root, const Tensor& gradient, const char* op) {
+  if (!root.defined()) throw EngineError(std::string(op) + ": undefined tensor");
   views::refresh_if_view(root);
   if (!root.requires_grad()) {
-    throw EngineError(
-        "backward: the tensor does not require grad and has no grad_fn; mark a leaf with "
-        "requires_grad_() before computing it");
+    throw EngineError(std::string(op) +
+                      ": the tensor does not require grad and has no grad_fn; mark a leaf with "
+                      "requires_grad_() before computing it");
   }
   Tensor seed = gradient;
   if (!seed.defined()) {
     if (root.numel() != 1) {
-      throw EngineError("backward: a gradient can be created implicitly only for outputs of one element, got shape " +
+      throw EngineError(std::string(op) +
+                        ": a gradient can be created implicitly only for outputs of one element, got shape " +
                         shape_str(root.shape()) + "; pass gradient=");
     }
     seed = ones_like(root);
   } else if (seed.shape() != root.shape()) {
-    throw ShapeError("backward: gradient of shape " + shape_str(seed.shape()) + " for a tensor of shape " +
+    throw ShapeError(std::string(op) + ": gradient of shape " + shape_str(seed.shape()) + " for a tensor of shape " +
                      shape_str(root.shape()));
   } else if (seed.device() != root.device()) {
-    throw DeviceMismatchError("backward: gradient on " + seed.device().str() + " for a tensor on " +
+    throw DeviceMismatchError(std::string(op) + ": gradient on " + seed.device().str() + " for a tensor on " +
                               root.device().str());
   }
+  return fit(seed, root.shape(), root.dtype());
+}
+
+// The reverse pass of backward() and grad(): from the roots (their seeds
+// given), every node reachable once, with the sum of its incoming
+// gradients. With `captured`, no leaf's .grad is written: the gradient that
+// reaches each node named in it is stored there instead (grad()).
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
+                  std::unordered_map<GradFn*, Tensor>* captured) {
   // The backward pass builds no graph of its own (no higher-order gradients).
   NoGradGuard no_grad;
-  const std::shared_ptr<GradFn> start = edge_to(root);
-  seed = fit(seed, root.shape(), root.dtype());
+  std::vector<std::shared_ptr<GradFn>> starts;
+  for (const Tensor& root : roots) starts.push_back(edge_to(root));
 
   // Count, for every node reachable from the root, how many edges lead to
   // it; a node runs once all of them have delivered (Kahn's algorithm), so
   // each runs once with the sum of its incoming gradients.
   std::unordered_map<GradFn*, int> dependencies;
-  std::vector<GradFn*> stack{start.get()};
-  dependencies[start.get()] = 0;
+  std::vector<GradFn*> stack;
+  for (const auto& start : starts) {
+    if (dependencies.try_emplace(start.get(), 0).second) stack.push_back(start.get());
+  }
   while (!stack.empty()) {
     GradFn* fn = stack.back();
     stack.pop_back();
@@ -204,8 +220,11 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   }
 
   std::unordered_map<GradFn*, Tensor> pending;
-  pending[start.get()] = seed;
-  std::vector<GradFn*> ready{start.get()};
+  for (size_t r = 0; r < starts.size(); ++r) accumulate(pending, starts[r].get(), seeds[r]);
+  std::vector<GradFn*> ready;
+  for (const auto& [fn, count] : dependencies) {
+    if (count == 0) ready.push_back(fn);
+  }
   while (!ready.empty()) {
     GradFn* fn = ready.back();
     ready.pop_back();
@@ -220,6 +239,10 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       if (!grad.defined()) continue;
       TensorImpl& leaf = *fn->leaf;
       grad = apply_hooks(leaf, std::move(grad));
+      if (captured) {
+        if (auto c = captured->find(fn); c != captured->end()) c->second = grad.detach();
+        continue;
+      }
       // Never the caller's tensor itself: an in-place op on .grad (zero_())
       // must not write into it.
       grad = grad.detach();
@@ -236,6 +259,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     // its hooks (register_hook) and, below, its value for the rule.
     std::shared_ptr<TensorImpl> live = grad.defined() ? fn->live_output.lock() : nullptr;
     if (live && live->grad_hooks) grad = apply_hooks(*live, std::move(grad));
+    if (captured && grad.defined()) {
+      if (auto c = captured->find(fn); c != captured->end()) c->second = grad;
+    }
     if (grad.defined()) check_versions(*fn);
     if (grad.defined()) {
       std::vector<bool> needs;
@@ -258,6 +284,50 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       fn->released = true;
     }
   }
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  const Tensor seed = seed_of(root, gradient, "backward");
+  run_backward({root}, {seed}, retain_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused) {
+  if (outputs.empty()) throw EngineError("grad: no outputs to differentiate");
+  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
+    throw EngineError("grad: " + std::to_string(grad_outputs.size()) + " grad_outputs for " +
+                      std::to_string(outputs.size()) + " outputs");
+  }
+  std::vector<Tensor> seeds;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    seeds.push_back(seed_of(outputs[i], grad_outputs.empty() ? Tensor() : grad_outputs[i], "grad"));
+  }
+  std::unordered_map<GradFn*, Tensor> captured;
+  std::vector<GradFn*> node_of;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    if (!in.defined()) throw EngineError("grad: input " + std::to_string(i) + " is undefined");
+    const std::shared_ptr<GradFn> node = edge_to(in);
+    if (!node) {
+      throw EngineError("grad: input " + std::to_string(i) + " of shape " + shape_str(in.shape()) +
+                        " does not require grad");
+    }
+    captured.try_emplace(node.get());
+    node_of.push_back(node.get());
+  }
+  run_backward(outputs, seeds, retain_graph, &captured);
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& g = captured[node_of[i]];
+    if (!g.defined() && !allow_unused) {
+      throw EngineError("grad: input " + std::to_string(i) + " of shape " + shape_str(inputs[i].shape()) +
+                        " was not used to compute the outputs; pass allow_unused=True to get None for it");
+    }
+    result.push_back(g.defined() ? fit(g, inputs[i].shape(), inputs[i].dtype()) : Tensor());
+  }
+  return result;
 }
 
 }  // namespace lazyscope::autograd

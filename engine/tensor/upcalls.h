@@ -110,4 +110,11 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
 // freed, and a second backward through them is an error.
 void backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
+// torch.autograd.grad without create_graph: the gradients of the outputs
+// (seeded with grad_outputs, or ones for one-element outputs) with respect to
+// `inputs`, returned, no .grad written anywhere. An input the outputs do not
+// depend on is an error, or undefined with allow_unused.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused);
+
 }  // namespace lazyscope::autograd

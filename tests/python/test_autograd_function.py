@@ -135,3 +135,45 @@ def test_autograd_backward_sums_several_roots():
     x = lazyscope.tensor(np.array([1.0, 2.0]), requires_grad=True)
     lazyscope.autograd.backward([(x * x).sum(), (x * 3.0).sum()])
     np.testing.assert_array_equal(x.grad.numpy(), [5.0, 7.0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autograd_grad_returns_gradients_and_writes_no_grad(device):
+    a, b = np.array([[0.5, -1.0], [2.0, 0.3]]), np.array([1.5, -0.5])
+    w = lazyscope.tensor(a, device=device, requires_grad=True)
+    x = lazyscope.tensor(b, device=device, requires_grad=True)
+    h = (w @ x).tanh()                       # a non-leaf input too
+    y = (h * h).sum() + (x * 3.0).sum()
+    gw, gx, gh = lazyscope.autograd.grad(y, [w, x, h])
+    hv = np.tanh(a @ b)
+    dh = 2 * hv
+    dz = dh * (1 - hv ** 2)
+    np.testing.assert_allclose(gh.numpy(), dh, rtol=1e-13)
+    np.testing.assert_allclose(gw.numpy(), np.outer(dz, b), rtol=1e-13)
+    np.testing.assert_allclose(gx.numpy(), a.T @ dz + 3.0, rtol=1e-13)
+    assert w.grad is None and x.grad is None    # nothing accumulated
+    # Several outputs with their gradients; the FGSM pattern (the input's gradient only).
+    g1 = lazyscope.tensor(np.array([2.0, -1.0]), device=device)
+    z = w @ x
+    (gx2,) = lazyscope.autograd.grad([z, (x * x).sum()], x, grad_outputs=[g1, None])
+    np.testing.assert_allclose(gx2.numpy(), a.T @ np.array([2.0, -1.0]) + 2 * b, rtol=1e-13)
+
+
+def test_autograd_grad_unused_inputs_and_refusals():
+    x = lazyscope.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    u = lazyscope.tensor(np.array([5.0]), requires_grad=True)
+    with pytest.raises(Exception, match="input 1 of shape \\[1\\] was not used"):
+        lazyscope.autograd.grad((x * x).sum(), [x, u])
+    gx, gu = lazyscope.autograd.grad((x * x).sum(), [x, u], allow_unused=True)
+    np.testing.assert_array_equal(gx.numpy(), [2.0, 4.0])
+    assert gu is None
+    gx, gu = lazyscope.autograd.grad((x * x).sum(), [x, u], materialize_grads=True)
+    np.testing.assert_array_equal(gu.numpy(), [0.0])
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        lazyscope.autograd.grad((x * x).sum(), x, create_graph=True)
+    with pytest.raises(Exception, match="does not require grad"):
+        lazyscope.autograd.grad((x * x).sum(), lazyscope.ones(2))
+    y = (x * x).sum()
+    lazyscope.autograd.grad(y, x)
+    with pytest.raises(Exception, match="second time"):
+        lazyscope.autograd.grad(y, x)  # the graph was freed (retain_graph=False)

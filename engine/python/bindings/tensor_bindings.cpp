@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "executor/graph_executor.h"
 #include "tensor/ops.h"
+#include "tensor/upcalls.h"
 #include "tensor/views.h"
 
 namespace py = pybind11;
@@ -936,6 +937,19 @@ void bind_tensor(py::module_& m) {
   cls.def_property_readonly("retains_grad", [](const Tensor& t) {
     return !t.is_leaf() && t.impl()->grad_hooks && t.impl()->grad_hooks->retain;
   });
+  m.def(
+      "_autograd_grad",
+      [](const std::vector<Tensor>& outputs, const std::vector<std::optional<Tensor>>& grad_outputs,
+         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused) {
+        std::vector<Tensor> seeds;
+        for (const auto& g : grad_outputs) seeds.push_back(g.value_or(Tensor()));
+        py::list result;
+        for (const Tensor& g : autograd::grad(outputs, seeds, inputs, retain_graph, allow_unused)) {
+          result.append(g.defined() ? py::cast(g) : py::none());
+        }
+        return result;
+      },
+      py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"), py::arg("allow_unused"));
   m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
   m.def("is_grad_enabled", &autograd::grad_enabled);
   bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");

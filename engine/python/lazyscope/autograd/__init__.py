@@ -133,8 +133,25 @@ def backward(tensors, grad_tensors=None, retain_graph=None):
         t.backward(g, retain_graph=keep)
 
 
-def grad(*args, **kwargs):
-    """Refused: the functional form needs the engine to keep gradients out of
-    every leaf's .grad, which it does not yet do."""
-    raise NotImplementedError("torch.autograd.grad is not supported by LazyScope yet: use loss.backward() and read "
-                              "the inputs' .grad, or torch.autograd.Function for a custom gradient")
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, returned as a tuple
+    (no .grad is written), as torch.autograd.grad. create_graph=True
+    (higher-order gradients) and is_grads_batched are refused."""
+    if create_graph:
+        raise NotImplementedError("autograd.grad: create_graph=True (higher-order gradients) is not supported: "
+                                  "gradient rules read saved outputs without their history")
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad: is_grads_batched is not supported; loop over the grad_outputs")
+    single_input = isinstance(inputs, Tensor)
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if single_input else list(inputs)
+    if grad_outputs is None:
+        seeds = [None] * len(outs)
+    else:
+        seeds = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    allow = bool(allow_unused) or bool(materialize_grads)
+    result = _ls._C._autograd_grad(outs, seeds, ins, bool(retain_graph), allow)
+    if materialize_grads:
+        result = [_ls.zeros_like(x) if g is None else g for g, x in zip(result, ins)]
+    return tuple(result)
