@@ -221,9 +221,13 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& s
 
   std::unordered_map<GradFn*, Tensor> pending;
   for (size_t r = 0; r < starts.size(); ++r) accumulate(pending, starts[r].get(), seeds[r]);
+  // Only roots can start with no incoming edges (a root another root leads
+  // to waits for it): no pass over every node of the graph per backward.
   std::vector<GradFn*> ready;
-  for (const auto& [fn, count] : dependencies) {
-    if (count == 0) ready.push_back(fn);
+  for (const auto& start : starts) {
+    if (dependencies[start.get()] == 0 && std::find(ready.begin(), ready.end(), start.get()) == ready.end()) {
+      ready.push_back(start.get());
+    }
   }
   while (!ready.empty()) {
     GradFn* fn = ready.back();

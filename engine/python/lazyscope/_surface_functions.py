@@ -384,16 +384,15 @@ def float_power(input, exponent):  # noqa: A002
     return base.pow(exp)
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
-    """The trapezoidal rule along dim: spacing dx (default 1) or sample points x, as torch.trapezoid."""
+def _trapezoid_terms(op, y, x, dx, dim):
+    """Each interval's area along dim (the mean of its ends times its width: dx, default 1,
+    or the step between sample points x) and the dim."""
     lib = _lib()
-    d = _wrap_dim("trapezoid", dim, len(_shape_of(y)))
+    d = _wrap_dim(op, dim, len(_shape_of(y)))
     n = _shape_of(y)[d]
-    if n == 0:
-        return y.sum(d)
     mid = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
     if x is None:
-        return mid.sum(d) * (1.0 if dx is None else float(dx))
+        return mid * (1.0 if dx is None else float(dx)), d
     if not isinstance(x, Tensor):
         x = lib.tensor(x, dtype=y.dtype, device=y.device)
     xd = d if x.dim() == y.dim() else x.dim() - 1
@@ -403,7 +402,16 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         shape = [1] * y.dim()
         shape[d] = m - 1
         step = step.reshape(shape)
-    return (mid * step).sum(d)
+    return mid * step, d
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along dim: spacing dx (default 1) or sample points x, as torch.trapezoid."""
+    d = _wrap_dim("trapezoid", dim, len(_shape_of(y)))
+    if _shape_of(y)[d] == 0:
+        return y.sum(d)
+    terms, d = _trapezoid_terms("trapezoid", y, x, dx, dim)
+    return terms.sum(d)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -412,22 +420,8 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal integral along dim (one fewer element), as torch.cumulative_trapezoid."""
-    lib = _lib()
-    d = _wrap_dim("cumulative_trapezoid", dim, len(_shape_of(y)))
-    n = _shape_of(y)[d]
-    mid = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
-    if x is None:
-        return (mid * (1.0 if dx is None else float(dx))).cumsum(d)
-    if not isinstance(x, Tensor):
-        x = lib.tensor(x, dtype=y.dtype, device=y.device)
-    xd = d if x.dim() == y.dim() else x.dim() - 1
-    m = _shape_of(x)[xd]
-    step = x.narrow(xd, 1, m - 1) - x.narrow(xd, 0, m - 1)
-    if x.dim() == 1 and y.dim() > 1:
-        shape = [1] * y.dim()
-        shape[d] = m - 1
-        step = step.reshape(shape)
-    return (mid * step).cumsum(d)
+    terms, d = _trapezoid_terms("cumulative_trapezoid", y, x, dx, dim)
+    return terms.cumsum(d)
 
 
 _QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -1149,7 +1143,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     for k in range(rank):
         if sshape[k] != ishape[k]:
             s = s.narrow(k, 0, ishape[k])
-    if ishape[d] and (index.min().item() < 0 or index.max().item() >= shape[d]):
+    if ishape[d] and bool(((index < 0) | (index >= shape[d])).any().item()):  # one read, not two
         raise IndexError(f"scatter_reduce: index out of range for dimension {d} of size {shape[d]}{_at()}")
     slots_shape = [1] * (rank + 1)
     slots_shape[d] = shape[d]
