@@ -206,6 +206,161 @@ void add_index_rules(Table& t) {
       [](const Ctx& c, const Tensor& g) -> Grads { return {ops::triu(g, c.attrs.get_int("diagonal"))}; });
 }
 
+// Linear algebra. Each rule is the textbook adjoint written in the
+// engine's ops (so it runs on either device and traces on a lazy one), as
+// PyTorch's FunctionsManual.cpp has them for real matrices.
+Tensor mT(const Tensor& x) { return ops::transpose(x, -2, -1); }
+Tensor mm(const Tensor& a, const Tensor& b) { return ops::matmul(a, b); }
+Tensor linalg_solve(const Tensor& a, const Tensor& b, bool transpose) {
+  return ops::apply(OpKind::kLinalgSolve, {a, b}, {{"transpose", transpose}});
+}
+Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool transpose, bool unit) {
+  return ops::apply(OpKind::kLinalgSolveTriangular, {a, b},
+                    {{"upper", upper}, {"transpose", transpose}, {"unitriangular", unit}});
+}
+// 1 on the diagonal of each [n, n] matrix of `like`'s shape, 0 elsewhere.
+Tensor eye_mask(const Tensor& like) {
+  const Tensor ones = ops::expand(num(1, like), like.shape());
+  return ops::triu(ops::tril(ones));
+}
+// v [..., n] as the diagonals of [..., n, n] matrices.
+Tensor diag_embed(const Tensor& v, const Tensor& like_matrix) {
+  return ops::mul(ops::unsqueeze(v, -2), eye_mask(like_matrix));
+}
+// Part of a packed output's last dim from `start`: [..., rows, cols], or a
+// vector [..., rows] when cols is 0.
+Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols) {
+  Shape s = packed.shape();
+  s.pop_back();
+  const Tensor part = ops::narrow(packed, static_cast<int64_t>(packed.shape().size()) - 1, start,
+                                  cols ? rows * cols : rows);
+  if (cols == 0) return part;  // a vector part: kept [..., rows]
+  s.push_back(rows);
+  s.push_back(cols);
+  return ops::reshape(part, s);
+}
+Tensor skew(const Tensor& x) { return ops::sub(x, mT(x)); }
+
+void add_linalg_rules(Table& t) {
+  // X = op(A)^-1 B: dB = op(A)^-T dX; dA = -dB X^T (or -X dB^T for op = ^T).
+  set(t, OpKind::kLinalgSolve, kInputsAndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const bool tr = c.attrs.get_bool("transpose");
+    const Tensor gb = linalg_solve(in0(c), g, !tr);
+    Tensor ga;
+    if (c.needs(0)) ga = ops::neg(tr ? mm(c.output(), mT(gb)) : mm(gb, mT(c.output())));
+    return {ga, gb};
+  });
+  // X = A^-1: dA = -X^T dX X^T.
+  set(t, OpKind::kLinalgInv, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor xt = mT(c.output());
+    return {ops::neg(mm(mm(xt, g), xt))};
+  });
+  // log|det A|: dA = g A^-T (the sign is piecewise constant). A singular A
+  // fails here, in the solve, where PyTorch's SVD-based rule gives a value.
+  set(t, OpKind::kLinalgSlogdet, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Tensor& a = in0(c);
+    const Tensor g_log = unpack(g, 1, 1, 0);  // [..., 1]
+    const Tensor eye = ops::expand(diag_embed(ops::expand(num(1, a), {a.shape().back()}), a), a.shape());
+    const Tensor inv_t = linalg_solve(a, eye, /*transpose=*/true);  // A^-T
+    return {ops::mul(ops::unsqueeze(g_log, -1), inv_t)};
+  });
+  // A = L L^T: dA = sym(L^-T Phi(L^T dL) L^-1), Phi the lower triangle with
+  // its diagonal halved (Murray 2016); U = L^T for upper.
+  set(t, OpKind::kLinalgCholesky, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const bool upper = c.attrs.get_bool("upper");
+    const Tensor l = upper ? mT(c.output()) : c.output();
+    const Tensor gl = upper ? mT(g) : g;
+    const Tensor lower = ops::tril(mm(mT(l), gl));
+    const Tensor phi = ops::sub(lower, ops::mul(num(0.5, g), ops::mul(lower, eye_mask(lower))));
+    const Tensor y = solve_triangular(l, phi, /*upper=*/false, /*transpose=*/true, false);        // L^-T Phi
+    const Tensor s = mT(solve_triangular(l, mT(y), /*upper=*/false, /*transpose=*/true, false));  // Y L^-1
+    return {ops::mul(num(0.5, g), ops::add(s, mT(s)))};
+  });
+  // X = op(A)^-1 B, A triangular: dB = op(A)^-T dX; dA = -dB X^T (or -X
+  // dB^T), kept to A's triangle (its strict part when unitriangular).
+  set(t, OpKind::kLinalgSolveTriangular, kInputsAndOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const bool upper = c.attrs.get_bool("upper"), tr = c.attrs.get_bool("transpose"),
+               unit = c.attrs.get_bool("unitriangular");
+    const Tensor gb = solve_triangular(in0(c), g, upper, !tr, unit);
+    Tensor ga;
+    if (c.needs(0)) {
+      const Tensor full = ops::neg(tr ? mm(c.output(), mT(gb)) : mm(gb, mT(c.output())));
+      const int64_t off = unit ? 1 : 0;
+      ga = upper ? ops::triu(full, off) : ops::tril(full, -off);
+    }
+    return {ga, gb};
+  });
+  // A = V diag(L) V^T: dA = V (diag(dL) + skew(V^T dV) / 2 / E) V^T, E_ij =
+  // L_j - L_i off the diagonal (equal eigenvalues divide by zero, as in
+  // PyTorch).
+  set(t, OpKind::kLinalgEigh, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const int64_t n = c.shape(0).back();
+    const Tensor vals = unpack(c.output(), 0, n, 0), v = unpack(c.output(), n, n, n);
+    const Tensor gvals = unpack(g, 0, n, 0), gv = unpack(g, n, n, n);
+    const Tensor eye = eye_mask(v);
+    const Tensor e = ops::add(ops::sub(ops::unsqueeze(vals, -2), ops::unsqueeze(vals, -1)), eye);  // 1 on the diagonal
+    const Tensor off = ops::div(ops::mul(num(0.5, g), skew(mm(mT(v), gv))), e);
+    const Tensor inner = ops::add(ops::mul(off, ops::sub(num(1, g), eye)), diag_embed(gvals, v));
+    return {mm(mm(v, inner), mT(v))};
+  });
+  // A = Q R, reduced with m >= n (R square): dA = [dQ + Q copyltu(M)] R^-T,
+  // M = R dR^T - dQ^T Q (Walter & Lehmann; as BackwardsLinalg's qr_back).
+  set(t, OpKind::kLinalgQr, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& as = c.shape(0);
+    const int64_t m = as[as.size() - 2], n = as.back();
+    if (m < n || c.attrs.get_bool("complete")) {
+      throw EngineError(
+          "linalg.qr: the gradient is supported for mode='reduced' with at least as many rows as "
+          "columns (got " +
+          std::to_string(m) + "x" + std::to_string(n) + (c.attrs.get_bool("complete") ? ", mode='complete'" : "") +
+          "); differentiate the QR of the transpose, or detach Q and R");
+    }
+    const Tensor q = unpack(c.output(), 0, m, n), r = unpack(c.output(), m * n, n, n);
+    const Tensor gq = unpack(g, 0, m, n), gr = unpack(g, m * n, n, n);
+    const Tensor qdq = mm(mT(q), gq);
+    const Tensor ut = ops::tril(ops::add(skew(qdq), skew(mm(r, mT(gr)))));
+    // x R^-T = (R^-1 x^T)^T: a triangular solve, R upper.
+    const auto times_r_inv_t = [&](const Tensor& x) { return mT(solve_triangular(r, mT(x), true, false, false)); };
+    const Tensor ga = ops::add(mm(q, ops::add(gr, times_r_inv_t(ut))), times_r_inv_t(ops::sub(gq, mm(q, qdq))));
+    return {ga};
+  });
+  // A = U diag(S) Vh (PyTorch's svd_backward for real matrices): the
+  // diagonal part diag(dS), the rotations' parts (skew(U^T dU) S + S
+  // skew(V^T dV)) / E with E_ij = S_j^2 - S_i^2, and, for a non-square A,
+  // the parts of dU (or dV) outside U's (V's) span. Equal singular values
+  // divide by zero, as in PyTorch.
+  set(t, OpKind::kLinalgSvd, kOutput, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& as = c.shape(0);
+    const int64_t m = as[as.size() - 2], n = as.back(), k = std::min(m, n);
+    if (c.attrs.get_bool("full") && m != n) {
+      throw EngineError(
+          "linalg.svd: the gradient with full_matrices=True of a non-square matrix is not "
+          "defined (U or Vh is not unique); use full_matrices=False");
+    }
+    const Tensor u = unpack(c.output(), 0, m, k), s = unpack(c.output(), m * k, k, 0),
+                 vh = unpack(c.output(), m * k + k, k, n);
+    const Tensor gu = unpack(g, 0, m, k), gs = unpack(g, m * k, k, 0), gvh = unpack(g, m * k + k, k, n);
+    const Tensor v = mT(vh), gv = mT(gvh);
+    const Tensor uhgu = skew(mm(mT(u), gu)), vhgv = skew(mm(mT(v), gv));
+    const Tensor s2 = ops::mul(s, s);
+    const Tensor eye = eye_mask(uhgu);
+    const Tensor e = ops::add(ops::sub(ops::unsqueeze(s2, -2), ops::unsqueeze(s2, -1)), eye);
+    Tensor inner = ops::div(ops::add(ops::mul(uhgu, ops::unsqueeze(s, -2)), ops::mul(ops::unsqueeze(s, -1), vhgv)), e);
+    inner = ops::add(ops::mul(inner, ops::sub(num(1, g), eye)), diag_embed(gs, uhgu));
+    if (m > k) {
+      const Tensor gu_sinv = ops::div(gu, ops::unsqueeze(s, -2));
+      const Tensor left = ops::add(mm(u, inner), ops::sub(gu_sinv, mm(u, mm(mT(u), gu_sinv))));
+      return {mm(left, vh)};
+    }
+    if (n > k) {
+      const Tensor sinv_gvh = ops::div(mT(gv), ops::unsqueeze(s, -1));
+      const Tensor right = ops::add(mm(inner, vh), ops::sub(sinv_gvh, mm(mm(sinv_gvh, v), vh)));
+      return {mm(u, right)};
+    }
+    return {mm(u, mm(inner, vh))};
+  });
+}
+
 Table make_table() {
   Table t{};
   // The engine casts each gradient back to its input's dtype.
@@ -549,6 +704,7 @@ Table make_table() {
     return {g, Tensor(), c.needs(2) ? ops::index_select(g, c.attrs.get_int("dim"), in1(c)) : Tensor()};
   });
   add_index_rules(t);
+  add_linalg_rules(t);
   // Rounding is piecewise constant: zero gradient, as in PyTorch.
   for (OpKind op : {OpKind::kSign, OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) {
     set(t, op, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {zeros_of(c.shape(0), g)}; });

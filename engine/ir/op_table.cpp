@@ -437,6 +437,77 @@ TensorSpec infer_layer_norm_param_grads(const char* op, Specs in, const Attrs& a
   return {out, dx.dtype};
 }
 
+// Linear algebra: a batch of matrices [..., rows, cols], floating point.
+void check_matrices(const char* op, const TensorSpec& t, bool square) {
+  if (t.shape.size() < 2) {
+    throw ShapeError(std::string(op) + ": expected a matrix or a batch of matrices [..., rows, cols], got shape " +
+                     shape_str(t.shape));
+  }
+  if (t.dtype != DType::kFloat32 && t.dtype != DType::kFloat64) {
+    throw EngineError(std::string(op) + ": expected float32 or float64 matrices, got " +
+                      std::string(dtype_name(t.dtype)));
+  }
+  if (square && t.shape[t.shape.size() - 2] != t.shape.back()) {
+    throw ShapeError(std::string(op) + ": expected square matrices, got shape " + shape_str(t.shape));
+  }
+}
+
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// (A [..., n, n], B [..., n, k]), batch dims equal -> B's spec.
+TensorSpec infer_linalg_solve(const char* op, Specs in, const Attrs&) {
+  check_matrices(op, in[0], true);
+  check_matrices(op, in[1], false);
+  const Shape& a = in[0].shape;
+  const Shape& b = in[1].shape;
+  if (batch_of(a) != batch_of(b) || b[b.size() - 2] != a.back()) {
+    throw ShapeError(std::string(op) + ": the coefficients " + shape_str(a) + " and the right-hand side " +
+                     shape_str(b) + " do not match (expected [..., n, n] and [..., n, k], batch dims equal)");
+  }
+  if (in[0].dtype != in[1].dtype) {
+    throw EngineError(std::string(op) + ": the coefficients are " + std::string(dtype_name(in[0].dtype)) +
+                      " and the right-hand side " + std::string(dtype_name(in[1].dtype)));
+  }
+  return in[1];
+}
+
+TensorSpec infer_linalg_square(const char* op, Specs in, const Attrs&) {
+  check_matrices(op, in[0], true);
+  return in[0];
+}
+
+// A batch of matrices -> batch dims + [per-matrix elements of the packed output].
+TensorSpec packed_per_matrix(const TensorSpec& a, int64_t per) {
+  Shape out = batch_of(a.shape);
+  out.push_back(per);
+  return {out, a.dtype};
+}
+
+TensorSpec infer_linalg_slogdet(const char* op, Specs in, const Attrs&) {
+  check_matrices(op, in[0], true);
+  return packed_per_matrix(in[0], 2);
+}
+
+TensorSpec infer_linalg_eigh(const char* op, Specs in, const Attrs&) {
+  check_matrices(op, in[0], true);
+  const int64_t n = in[0].shape.back();
+  return packed_per_matrix(in[0], n + n * n);
+}
+
+TensorSpec infer_linalg_qr(const char* op, Specs in, const Attrs& attrs) {
+  check_matrices(op, in[0], false);
+  const int64_t m = in[0].shape[in[0].shape.size() - 2], n = in[0].shape.back();
+  const int64_t q = attrs.get_bool("complete") ? m : std::min(m, n);
+  return packed_per_matrix(in[0], m * q + q * n);
+}
+
+TensorSpec infer_linalg_svd(const char* op, Specs in, const Attrs& attrs) {
+  check_matrices(op, in[0], false);
+  const int64_t m = in[0].shape[in[0].shape.size() - 2], n = in[0].shape.back(), q = std::min(m, n);
+  const bool full = attrs.get_bool("full");
+  return packed_per_matrix(in[0], m * (full ? m : q) + q + (full ? n : q) * n);
+}
+
 // (grad, int64 targets [N]) -> [N, classes] of grad's dtype; grad is [N]
 // for reduction none, a scalar otherwise (what nll_loss gave).
 TensorSpec infer_nll_loss_backward(const char* op, Specs in, const Attrs& attrs) {
@@ -868,6 +939,14 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"layer_norm_param_grads", 2, infer_layer_norm_param_grads, Promote::kNone},
     {"attention", -1, infer_attention_forward, Promote::kNone},
     {"attention_backward", -1, infer_attention_backward, Promote::kNone},
+    {"linalg.solve", 2, infer_linalg_solve, Promote::kNone},
+    {"linalg.inv", 1, infer_linalg_square, Promote::kNone},
+    {"linalg.slogdet", 1, infer_linalg_slogdet, Promote::kNone},
+    {"linalg.cholesky", 1, infer_linalg_square, Promote::kNone},
+    {"linalg.solve_triangular", 2, infer_linalg_solve, Promote::kNone},
+    {"linalg.eigh", 1, infer_linalg_eigh, Promote::kNone},
+    {"linalg.qr", 1, infer_linalg_qr, Promote::kNone},
+    {"linalg.svd", 1, infer_linalg_svd, Promote::kNone},
 }};
 
 }  // namespace
@@ -1029,6 +1108,16 @@ OpCategory op_category(OpKind op) {
     case OpKind::kIndexPut:
     case OpKind::kArgsort: return OpCategory::kIndexing;
     case OpKind::kAllReduce: return OpCategory::kCollective;
+    // Matrix factorizations: matrix work for the workbench; the CPU backend
+    // knows which can fail on their values (may_fail_on_values).
+    case OpKind::kLinalgSolve:
+    case OpKind::kLinalgInv:
+    case OpKind::kLinalgSlogdet:
+    case OpKind::kLinalgCholesky:
+    case OpKind::kLinalgSolveTriangular:
+    case OpKind::kLinalgEigh:
+    case OpKind::kLinalgQr:
+    case OpKind::kLinalgSvd: return OpCategory::kMatmulConv;
     case OpKind::kNumOps: break;
   }
   return OpCategory::kOther;

@@ -196,6 +196,35 @@ enum class OpKind : uint16_t {
   // flat (gradients.cpp slices and reshapes them, views), or qkv's
   // gradient [N, L, 3, H, D].
   kAttentionBackward,
+  // Linear algebra (torch.linalg), LAPACK kernels in kernels_linalg.cpp,
+  // each over a batch [..., rows, cols] of float32 or float64 matrices,
+  // batch dims already equal (the front end broadcasts). Appended: op codes
+  // are stored. A singular or indefinite matrix is an error at the sync,
+  // before any parameter is written (cpu_backend.cpp: may_fail_on_values).
+  // (A [..., n, n], B [..., n, k]) -> X with op(A) X = B; attr transpose
+  // (op(A) = A^T: the gradient's solve, no transposed copy of A).
+  kLinalgSolve,
+  // A [..., n, n] -> A^-1.
+  kLinalgInv,
+  // A [..., n, n] -> [..., 2]: sign(det A) and log|det A| ((0, -inf) when
+  // singular); det and logdet are composed from it.
+  kLinalgSlogdet,
+  // A [..., n, n] (lower triangle read) -> L with A = L L^T, or U = L^T
+  // (attr upper).
+  kLinalgCholesky,
+  // (A [..., n, n] triangular, B [..., n, k]) -> X with op(A) X = B; attrs
+  // upper, transpose, unitriangular.
+  kLinalgSolveTriangular,
+  // A [..., n, n] symmetric (attr upper: which triangle is read) ->
+  // [..., n + n*n]: eigenvalues ascending, then the eigenvectors as the
+  // columns of an [n, n] matrix (one output: the front end slices both).
+  kLinalgEigh,
+  // A [..., m, n] -> [..., m*q + q*n]: Q [m, q] then R [q, n], q = min(m, n),
+  // or m with attr complete.
+  kLinalgQr,
+  // A [..., m, n] -> [..., m*u + q + v*n]: U [m, u], S [q] descending, Vh
+  // [v, n]; q = min(m, n), u = v = q, or u = m and v = n with attr full.
+  kLinalgSvd,
   kNumOps
 };
 

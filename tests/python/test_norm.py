@@ -65,8 +65,13 @@ def test_norm_on_lazy_does_not_sync():
 def test_norm_errors_are_clear():
     with pytest.raises(TypeError, match="floating point"):
         lazyscope.ones(3, dtype=lazyscope.int64).norm()
-    with pytest.raises(NotImplementedError, match="nuc"):
-        lazyscope.ones(2, 2).norm("nuc")
+    with pytest.raises(ValueError, match="'bogus' is not a norm"):
+        lazyscope.ones(2, 2).norm("bogus")
+    with pytest.raises(ValueError, match="nuc"):
+        lazyscope.ones(2, 2, 2).norm("nuc")  # which two dims: not said
+    # 'nuc' is the nuclear norm (the SVD's values summed), as NumPy's.
+    m = np.array([[3.0, 1.0], [2.0, -4.0]])
+    np.testing.assert_allclose(lazyscope.tensor(m).norm("nuc").numpy(), np.linalg.norm(m, "nuc"), rtol=1e-12)
     with pytest.raises(IndexError, match="out of range"):
         lazyscope.ones(2, 2).norm(dim=2)
     # dtype= converts first, as PyTorch

@@ -1717,6 +1717,16 @@ int64_t donatable_bytes(const std::vector<Donation>& donations, const GraphView&
 // values are taken to be safe, anything else (a new op included) may fail.
 bool may_fail_on_values(const GraphView& graph, const Instruction& ins) {
   if (ins.kind != Kind::kKernel) return false;
+  switch (ins.op) {
+    // Factorizations refuse a singular or indefinite matrix (or one LAPACK
+    // cannot converge on: eigh, svd).
+    case OpKind::kLinalgSolve:
+    case OpKind::kLinalgInv:
+    case OpKind::kLinalgCholesky:
+    case OpKind::kLinalgEigh:
+    case OpKind::kLinalgSvd: return true;
+    default: break;
+  }
   switch (op_category(ins.op)) {
     case OpCategory::kLayout:
     case OpCategory::kReduction:

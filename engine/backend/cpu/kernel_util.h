@@ -195,5 +195,10 @@ void add_random_kernels(Table& t);
 void add_index_kernels(Table& t);
 void add_collective_kernels(
     Table& t);  // all_reduce (kernels_collective.cpp)  // gather/scatter, advanced indexing, sort, scans, triangles
+void add_linalg_kernels(Table& t);  // LAPACK: solve, inv, slogdet, cholesky, eigh, qr, svd (kernels_linalg.cpp)
+
+// Sets OpenBLAS's process-wide thread count where it differs
+// (kernels_layout.cpp): the pool's parts and LAPACK calls hold it at one.
+void set_blas_threads(int n);
 
 }  // namespace lazyscope::cpu

@@ -91,6 +91,7 @@ const Table& kernel_table() {
     add_layout_kernels(t);
     add_reduction_kernels(t);
     add_nn_kernels(t);
+    add_linalg_kernels(t);
     // Convolution, pooling, normalization, dropout
     add_conv_kernels(t);
     add_pool_kernels(t);

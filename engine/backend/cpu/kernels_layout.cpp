@@ -303,9 +303,13 @@ int gemm_parts_per_thread() { return gemm_parts().load(std::memory_order_relaxed
 // each pool thread would then start OpenBLAS's threads too, two callers
 // queueing on one OpenBLAS worker that spins in sched_yield afterwards.
 // Checked per product (a read of a global), set only when it differs.
+}  // namespace
+
 void set_blas_threads(int n) {
   if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
+
+namespace {
 
 template <typename T>
 void parallel_gemm(const T* a, bool ta, const T* b, bool tb, T* out, int64_t m, int64_t kk, int64_t n,

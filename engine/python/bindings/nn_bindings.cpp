@@ -2,7 +2,9 @@
 // PyTorch's signatures: spatial arguments are an int or a pair.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "bindings/tensor_bindings.h"
@@ -193,6 +195,36 @@ void bind_nn(py::module_& m) {
       "softmax(q k^T * scale + mask) v per (batch, head) in one kernel: q [N, Lq, H, D], k [N, Lk, H, D], "
       "v [N, Lk, H, Dv] -> [N, Lq, H, Dv], or q a packed [N, L, 3, H, D] self-attention q/k/v with k and v "
       "None; a bool mask keeps True, a float one is added.");
+  // The linear-algebra ops (lazyscope/linalg.py shapes their operands and
+  // unpacks their outputs): one entry, the op by its table name.
+  m.def(
+      "_linalg",
+      [](const std::string& name, const std::vector<Tensor>& operands, const std::map<std::string, bool>& flags) {
+        static const std::map<std::string, OpKind> kOps{
+            {"solve", OpKind::kLinalgSolve},     {"inv", OpKind::kLinalgInv},
+            {"slogdet", OpKind::kLinalgSlogdet}, {"cholesky", OpKind::kLinalgCholesky},
+            {"eigh", OpKind::kLinalgEigh},       {"solve_triangular", OpKind::kLinalgSolveTriangular},
+            {"qr", OpKind::kLinalgQr},           {"svd", OpKind::kLinalgSvd},
+        };
+        const auto op = kOps.find(name);
+        if (op == kOps.end()) throw py::value_error("_linalg: unknown op '" + name + "'");
+        // Attribute names are string literals (attrs.h): the flags by name.
+        static constexpr const char* kFlags[] = {"transpose", "upper", "unitriangular", "complete", "full"};
+        std::vector<Attr> items;
+        for (const auto& [key, value] : flags) {
+          const auto* known = std::find_if(std::begin(kFlags), std::end(kFlags),
+                                           [&](const char* f) { return key == f; });
+          if (known == std::end(kFlags)) throw py::value_error("_linalg: unknown flag '" + key + "'");
+          items.push_back({*known, value});
+        }
+        Attrs attrs;
+        if (items.size() == 1) attrs = Attrs{items[0]};
+        if (items.size() == 2) attrs = Attrs{items[0], items[1]};
+        if (items.size() == 3) attrs = Attrs{items[0], items[1], items[2]};
+        if (items.size() > 3) throw py::value_error("_linalg: at most three flags");
+        return ops::apply(op->second, operands, std::move(attrs));
+      },
+      py::arg("op"), py::arg("operands"), py::arg("flags") = std::map<std::string, bool>{});
   m.def("manual_seed", &ops::manual_seed, py::arg("seed"), "Seeds the engine's rng (dropout masks).");
   m.def("_rng_state", &ops::rng_state, "The engine rng's (seed, offset).");
   m.def("_set_rng_state", &ops::set_rng_state, py::arg("seed"), py::arg("offset"),

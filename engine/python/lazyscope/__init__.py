@@ -868,8 +868,44 @@ def set_float32_matmul_precision(precision):
 def get_float32_matmul_precision():
     return _matmul_precision
 from lazyscope.linalg import norm  # noqa: E402,F401
+from lazyscope.linalg import (  # noqa: E402,F401  (torch's top-level names of torch.linalg's functions)
+    det, slogdet, logdet, cholesky_solve, cholesky_inverse, matrix_power)
 
 Tensor.norm = norm
+
+
+def inverse(input):  # noqa: A002  (PyTorch's name)
+    """torch.inverse: linalg.inv."""
+    return linalg.inv(input)
+
+
+def cholesky(input, upper=False):  # noqa: A002
+    """torch.cholesky (deprecated in PyTorch for linalg.cholesky): L, or U with upper=True."""
+    return linalg.cholesky(input, upper=upper)
+
+
+def pinverse(input, rcond=1e-15):  # noqa: A002
+    """torch.pinverse: linalg.pinv with singular values below rcond * max dropped."""
+    return linalg.pinv(input, rtol=rcond)
+
+
+def qr(input, some=True):  # noqa: A002
+    """torch.qr: (Q, R), reduced when some=True, else complete."""
+    return linalg.qr(input, mode="reduced" if some else "complete")
+
+
+def svd(input, some=True, compute_uv=True):  # noqa: A002
+    """torch.svd: (U, S, V) (V, not linalg.svd's Vh), reduced when some=True."""
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    if not compute_uv:
+        return linalg.SVDResult(U * 0, S, Vh.mT * 0)
+    return linalg.SVDResult(U, S, Vh.mT)
+
+
+for _name, _fn in {"det": det, "slogdet": slogdet, "logdet": logdet, "inverse": inverse, "cholesky": cholesky,
+                   "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse, "pinverse": pinverse,
+                   "matrix_power": matrix_power, "qr": qr, "svd": svd}.items():
+    setattr(Tensor, _name, _fn)
 
 
 def log(input, value=None):  # noqa: A002  (PyTorch's name)

@@ -47,8 +47,6 @@ TORCH.update({
     "dtype": (DIFFERS, "no int16, int8, complex or float8 dtypes"),
 })
 TORCH.update({name: (REFUSED, instead) for name, instead in {
-    "det": "numpy.linalg.det(t.numpy()) on the host (LazyScope has no decompositions)",
-    "inverse": "numpy.linalg.inv(t.numpy()) on the host, or lazyscope.linalg.solve where it fits",
     "fft": "numpy.fft on the host (LazyScope has no FFT)",
     "compile": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
     "jit": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
@@ -100,6 +98,25 @@ TORCH.update(_supported("""
     nanquantile histc cummax cummin logcumsumexp get_rng_state set_rng_state initial_seed seed random.get_rng_state
     random.set_rng_state random.manual_seed random.seed random.initial_seed random.fork_rng
 """))
+# torch.linalg and its top-level names (LAPACK kernels, gradients by the textbook adjoints).
+TORCH.update(_supported("""
+    det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse pinverse matrix_power qr svd
+    linalg.solve linalg.inv linalg.det linalg.slogdet linalg.cholesky linalg.solve_triangular linalg.eigh
+    linalg.eigvalsh linalg.qr linalg.svd linalg.svdvals linalg.pinv linalg.matrix_rank linalg.matrix_norm
+    linalg.norm linalg.vector_norm linalg.matrix_power linalg.multi_dot linalg.vecdot linalg.cross
+"""))
+TORCH["linalg.lstsq"] = (DIFFERS, "through the pseudo-inverse (gelsd's answer, rank-deficient A included); "
+                                  "residuals and rank are empty tensors")
+TORCH["linalg.qr"] = (DIFFERS, "the gradient needs mode='reduced' and at least as many rows as columns")
+TORCH["linalg.det"] = (DIFFERS, "the gradient of a singular matrix's determinant is an error (PyTorch's "
+                                "SVD-based rule gives the adjugate)")
+TORCH["det"] = TORCH["linalg.det"]
+TORCH.update({name: (REFUSED, instead) for name, instead in {
+    "linalg.eig": "linalg.eigh for symmetric matrices (LazyScope has no complex dtypes for a general eig)",
+    "linalg.eigvals": "linalg.eigvalsh for symmetric matrices (no complex dtypes)",
+    "linalg.matrix_exp": "a truncated series with linalg.matrix_power, or scipy.linalg.expm on the host",
+    "linalg.lu_factor": "linalg.solve, which factors and solves in one op",
+}.items()})
 TORCH.update(_supported("""
     bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift atan asin acos atan2
     arctan arcsin arccos arctan2
@@ -137,6 +154,8 @@ TENSOR.update({
                     std_mean renorm mvlgamma conj conj_physical resolve_conj resolve_neg real lgamma digamma erfinv
                     tan_ asinh_ acosh_ atanh_ ldexp_ renorm_ xlogy copysign float_power quantile nanquantile histc cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
                     transpose_ swapaxes_ swapdims_"""),
+    **_supported("""det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse pinverse matrix_power qr
+                    svd"""),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
     "scatter_reduce": TENSOR_SCATTER_REDUCE,
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),
@@ -280,8 +299,10 @@ def install_refusals():
         root = importlib.import_module(path) if path != "lazyscope.Tensor" else importlib.import_module(
             "lazyscope").Tensor
         for name, (status, instead) in table.items():
-            if status == REFUSED and "." not in name and getattr(root, name, None) is None:
-                setattr(root, name, _refusal(f"{title}.{name}", instead))
+            parent_name, _, leaf = name.rpartition(".")
+            parent = resolve(root, parent_name) if parent_name else root
+            if status == REFUSED and parent is not None and getattr(parent, leaf, None) is None:
+                setattr(parent, leaf, _refusal(f"{title}.{name}", instead))
 
 
 def markdown():
