@@ -204,8 +204,10 @@ NN.update({
     "ParameterList": (DIFFERS, "holds tensors (made parameters) and None only, not other objects"),
     "ParameterDict": (DIFFERS, "holds tensors (made parameters) and None only, not other objects"),
 })
-NN.update({name: (REFUSED, "pad_sequence: the recurrent layers take padded batches") for name in (
-    "utils.rnn.pack_padded_sequence", "utils.rnn.pad_packed_sequence", "utils.rnn.pack_sequence")})
+NN.update({name: (DIFFERS, "the lengths are read on the host (PyTorch too wants them on the CPU); RNN, LSTM and "
+                          "GRU run the padded batch with each state held past its length") for name in (
+    "utils.rnn.pack_padded_sequence", "utils.rnn.pad_packed_sequence", "utils.rnn.pack_sequence",
+    "utils.rnn.unpack_sequence", "utils.rnn.PackedSequence")})
 NN.update({name: (REFUSED, instead) for name, instead in {
     "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
 }.items()})

@@ -12,6 +12,7 @@ from lazyscope.nn import init
 from lazyscope.nn.layers import _empty
 from lazyscope.nn.module import Module
 from lazyscope.nn.parameter import Parameter
+from lazyscope.nn.utils import rnn as rnn_utils
 
 
 class _RNNBase(Module):
@@ -64,6 +65,15 @@ class _RNNBase(Module):
                                        f"{self.input_size}, got {input.shape[-1]}" + lazyscope._C._at_user_line())
 
     def forward(self, input, hx=None):  # noqa: A002
+        packed = input if isinstance(input, rnn_utils.PackedSequence) else None
+        lengths = None
+        if packed is not None:
+            # The padded batch in its original order; each sequence's state is
+            # held past its length (so h_n is its last step's, and the reverse
+            # direction starts at its own last step), outputs there unused.
+            input, lengths = rnn_utils._unpack(packed)
+            if self.batch_first:
+                input = input.transpose(0, 1)
         self._check(input, hx)
         unbatched = input.dim() == 2
         x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
@@ -72,6 +82,10 @@ class _RNNBase(Module):
         states = self._initial_states(hx, unbatched, batch, directions, x)
         finals = [[] for _ in states]
         layer_input = [x[t] for t in range(steps)]
+        running = None
+        if lengths is not None:
+            length_tensor = lazyscope.tensor(lengths, dtype=lazyscope.int64, device=x.device).unsqueeze(-1)
+            running = [length_tensor > t for t in range(steps)]  # [B, 1] each: still inside its sequence
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
@@ -81,7 +95,10 @@ class _RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh = self._params(layer, direction)
                 seq = [None] * steps
                 for t in order:
-                    state = self._cell(layer_input[t], state, w_ih, w_hh, b_ih, b_hh)
+                    new = self._cell(layer_input[t], state, w_ih, w_hh, b_ih, b_hh)
+                    if running is not None and min(lengths) <= t:
+                        new = tuple(n.where(running[t], s) for n, s in zip(new, state))
+                    state = new
                     seq[t] = state[0]
                 outputs.append(seq)
                 for k, s in enumerate(state):
@@ -92,6 +109,10 @@ class _RNNBase(Module):
                 layer_input = [F.dropout(h, self.dropout, True) for h in layer_input]
         output = lazyscope.stack(layer_input, 0)
         finals = [lazyscope.stack(f, 0) for f in finals]
+        if packed is not None:
+            sizes = [int(v) for v in packed.batch_sizes.tolist()]
+            out = rnn_utils._pack(output, sizes, packed.sorted_indices)
+            return out, (tuple(finals) if len(finals) > 1 else finals[0])
         if unbatched:
             output = output.squeeze(1)
             finals = [f.squeeze(1) for f in finals]
