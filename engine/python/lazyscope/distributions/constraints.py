@@ -6,6 +6,7 @@ ops on the value's device, so checking a lazy tensor adds to the step's
 graph and reads nothing back (Distribution decides when the answer is read).
 """
 import lazyscope as _ls
+from lazyscope.distributions.utils import batch_diagonal
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
@@ -188,7 +189,7 @@ class _LowerCholesky(Constraint):
 
     def check(self, value):
         tril = (value.tril() == value).reshape(*value.shape[:-2], -1).all(-1)
-        return tril & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return tril & (batch_diagonal(value) > 0).all(-1)
 
 
 class _PositiveDefinite(Constraint):

@@ -8,7 +8,7 @@ from lazyscope.distributions.discrete import Bernoulli, Categorical, OneHotCateg
 from lazyscope.distributions.gamma import Beta, Dirichlet, Gamma
 from lazyscope.distributions.independent import Independent
 from lazyscope.distributions.multivariate_normal import MultivariateNormal, batch_mahalanobis, solve_lower
-from lazyscope.distributions.utils import sum_rightmost
+from lazyscope.distributions.utils import batch_diagonal, sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -142,7 +142,7 @@ def _kl_mvn_mvn(p, q):
                          "computed")
     n = p.event_shape[0]
     lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
-    half_term1 = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    half_term1 = batch_diagonal(lq).log().sum(-1) - batch_diagonal(lp).log().sum(-1)
     term2 = (solve_lower(lq, lp) ** 2).sum((-2, -1))  # tr(Σq⁻¹ Σp) = |Lq⁻¹ Lp|²_F
     term3 = batch_mahalanobis(lq, q.loc - p.loc)
     result = half_term1 + 0.5 * (term2 + term3 - n)

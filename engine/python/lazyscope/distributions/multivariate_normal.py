@@ -13,7 +13,7 @@ import lazyscope as _ls
 from lazyscope import Size
 from lazyscope.distributions import constraints
 from lazyscope.distributions.distribution import Distribution
-from lazyscope.distributions.utils import lazy_property, standard_normal
+from lazyscope.distributions.utils import batch_diagonal, lazy_property, standard_normal
 
 __all__ = ["MultivariateNormal"]
 
@@ -128,7 +128,7 @@ class MultivariateNormal(Distribution):
         return self.loc + (self._unbroadcasted_scale_tril * eps.unsqueeze(-2)).sum(-1)
 
     def _half_log_det(self):
-        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return batch_diagonal(self._unbroadcasted_scale_tril).log().sum(-1)
 
     def log_prob(self, value):
         if self._validate_args:

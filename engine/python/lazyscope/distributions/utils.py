@@ -102,3 +102,10 @@ def open_uniform(shape, like):
 def host_values(tensor):
     """A parameter's values on the host, float64: the samplers that need them (a sync on a lazy device)."""
     return np.asarray(tensor.detach().double().numpy(), dtype=np.float64)
+
+
+def batch_diagonal(matrix):
+    """The diagonals of a batch of square matrices [..., n, n] -> [..., n] (the engine's
+    diagonal takes 2-D tensors only): the matrices masked by the identity, summed over rows."""
+    n = matrix.shape[-1]
+    return (matrix * _ls.eye(n, dtype=matrix.dtype, device=matrix.device)).sum(-1)
