@@ -14,8 +14,8 @@ __all__ = ["Exponential", "Laplace", "Normal", "Uniform"]
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class Normal(Distribution):
-    """N(loc, scale²)."""
+class _LocationScale(Distribution):
+    """Normal's and Laplace's shared frame: a real loc, a positive scale, reparameterized."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -27,6 +27,10 @@ class Normal(Distribution):
 
     mean = property(lambda self: self.loc)
     mode = property(lambda self: self.loc)
+
+
+class Normal(_LocationScale):
+    """N(loc, scale²)."""
     stddev = property(lambda self: self.scale)
     variance = property(lambda self: self.scale ** 2)
 
@@ -133,19 +137,8 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """exp(-|x - loc| / scale) / (2 scale)."""
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-    _expand_params = ("loc", "scale")
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    mean = property(lambda self: self.loc)
-    mode = property(lambda self: self.loc)
     stddev = property(lambda self: math.sqrt(2) * self.scale)
     variance = property(lambda self: 2 * self.scale ** 2)
 

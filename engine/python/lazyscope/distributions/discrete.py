@@ -23,7 +23,21 @@ def _one_of(name, probs, logits):
         raise ValueError(f"{name}: either `probs` or `logits` must be specified, but not both")
 
 
-class Bernoulli(Distribution):
+class _BinaryParam:
+    """Bernoulli's and Binomial's probs and logits, each derived from the other when not given."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    param_shape = property(lambda self: self._param.shape)
+
+
+class Bernoulli(_BinaryParam, Distribution):
     """1 with probability probs (or sigmoid(logits)), else 0."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
@@ -39,15 +53,6 @@ class Bernoulli(Distribution):
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    param_shape = property(lambda self: self._param.shape)
     mean = property(lambda self: self.probs)
     variance = property(lambda self: self.probs * (1 - self.probs))
 
@@ -200,7 +205,7 @@ class OneHotCategorical(Distribution):
         return f"OneHotCategorical({self._categorical!r})"
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryParam, Distribution):
     """The number of successes in total_count trials of probability probs (or sigmoid(logits))."""
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
@@ -222,15 +227,6 @@ class Binomial(Distribution):
     def support(self):
         return constraints.integer_interval(0, self.total_count)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    param_shape = property(lambda self: self._param.shape)
     mean = property(lambda self: self.total_count * self.probs)
     mode = property(lambda self: _ls.minimum(((self.total_count + 1) * self.probs).floor(), self.total_count))
     variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))

@@ -38,24 +38,20 @@ class Transform:
         return self if self._cache_size == cache_size else type(self)(cache_size=cache_size)
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, 0, self._call)
 
     def _inv_call(self, y):
+        return self._through_cache(y, 1, self._inverse)
+
+    def _through_cache(self, given, side, compute):
+        """compute(given), or the other side of the cached pair when ``given`` is its ``side``."""
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return compute(given)
+        if given is self._cached_x_y[side]:
+            return self._cached_x_y[1 - side]
+        other = compute(given)
+        self._cached_x_y = (given, other) if side == 0 else (other, given)
+        return other
 
     def _call(self, x):
         raise NotImplementedError
