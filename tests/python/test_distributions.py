@@ -704,3 +704,21 @@ def test_training_loop_on_lazy_matches_cpu_and_syncs_only_at_mark_step():
     assert counters["SyncCause.mark_step"] >= 6
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert want[-1] < want[0] and np.all(np.isfinite(want))  # it trains
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sample_records_no_gradient_rsample_does_and_float32_stays_float32(device):
+    loc = lazyscope.tensor([0.0, 1.0], device=device, requires_grad=True)
+    d = D.Normal(loc, 1.0)
+    assert not d.sample().requires_grad and d.rsample().requires_grad
+    assert D.Categorical(logits=loc).sample((3,)).dtype == lazyscope.int64
+    x = lazyscope.tensor(np.array([[0.2, -0.5, 1.0]], dtype=np.float32), device=device)
+    for family in (D.Normal(x, 1.0), D.Laplace(x, 2.0), D.Exponential(x.exp()), D.Uniform(x, x + 1),
+                   D.LogNormal(x, 0.5), D.Gamma(x.exp(), 1.0), D.Beta(x.exp(), 2.0), D.Bernoulli(logits=x),
+                   D.Categorical(logits=x), D.Poisson(x.exp()), D.Independent(D.Normal(x, 1.0), 1)):
+        draws = family.sample((4,))
+        log_prob = family.log_prob(draws)
+        assert log_prob.dtype == lazyscope.float32, type(family).__name__
+        assert np.all(np.isfinite(host(log_prob))), type(family).__name__
+    if device != "cpu":
+        lm.mark_step()
