@@ -724,3 +724,19 @@ def test_sample_records_no_gradient_rsample_does_and_float32_stays_float32(devic
         assert np.all(np.isfinite(host(log_prob))), type(family).__name__
     if device != "cpu":
         lm.mark_step()
+
+
+def test_covariance_and_precision_use_linalg_cholesky_when_it_exists(monkeypatch):
+    # Stands in for the lead's lazyscope.linalg.cholesky (NumPy's, on the host): the routes from
+    # covariance_matrix and precision_matrix to scale_tril are ready for it.
+    def cholesky(a):
+        return lazyscope.tensor(np.linalg.cholesky(host(a)), device=a.device)
+    monkeypatch.setattr(lazyscope.linalg, "cholesky", cholesky, raising=False)
+    loc, L = _mvn_setup()
+    cov = L @ L.T
+    x = np.array([0.3, -0.2, 1.0])
+    want = -0.5 * (3 * math.log(2 * math.pi) + np.linalg.slogdet(cov)[1] + (x - loc) @ np.linalg.inv(cov) @ (x - loc))
+    for kw, m in (("covariance_matrix", cov), ("precision_matrix", np.linalg.inv(cov))):
+        d = D.MultivariateNormal(t(loc, "cpu"), **{kw: t(m, "cpu")})
+        close(d.log_prob(t(x, "cpu")), want, rtol=1e-9)
+        close(d.scale_tril @ d.scale_tril.transpose(-2, -1), cov, rtol=1e-9, atol=1e-12)
