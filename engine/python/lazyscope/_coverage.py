@@ -188,7 +188,8 @@ NN = _supported("""
     TripletMarginLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss PairwiseDistance
     Bilinear Fold Unfold
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
-    init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain
+    init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain init.eye_ init.dirac_
+    init.sparse_
     utils.clip_grad_norm_ utils.clip_grad_value_ utils.parameters_to_vector utils.vector_to_parameters
     utils.rnn.pad_sequence utils.rnn.unpad_sequence
 """)
@@ -237,6 +238,49 @@ FUNCTIONAL.update({
     "adaptive_max_pool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
 })
 
+NN["init.orthogonal_"] = (DIFFERS, "the QR runs on the host in float64 with NumPy (the same distribution; other "
+                                   "draws than PyTorch's for a seed)")
+
+# torch.distributions.X
+_HOST_DRAW = "sampled on the host with NumPy from the parameters' values (a sync on a lazy device)"
+DISTRIBUTIONS = _supported("""
+    Normal Uniform Bernoulli OneHotCategorical MultivariateNormal Exponential Laplace LogNormal Independent
+    TransformedDistribution
+    kl_divergence register_kl kl.kl_divergence kl.register_kl
+    transforms.Transform transforms.ExpTransform transforms.AffineTransform transforms.SigmoidTransform
+    transforms.TanhTransform transforms.ComposeTransform
+    constraints.Constraint constraints.real constraints.real_vector constraints.positive constraints.nonnegative
+    constraints.unit_interval constraints.interval constraints.half_open_interval constraints.greater_than
+    constraints.greater_than_eq constraints.less_than constraints.boolean constraints.integer_interval
+    constraints.nonnegative_integer constraints.positive_integer constraints.simplex constraints.one_hot
+    constraints.lower_triangular constraints.lower_cholesky constraints.independent constraints.dependent
+    constraints.dependent_property constraints.is_dependent
+""")
+DISTRIBUTIONS.update({
+    "Distribution": (DIFFERS, "validation on a lazy device is read after the next mark_step (the ValueError comes "
+                              "from mark_step): reading it at the call would sync every step; draws come from "
+                              "lazyscope's generator (other values than PyTorch's for a seed)"),
+    "Categorical": (DIFFERS, "samples by Gumbel-max on the parameters' device (the same distribution as PyTorch's "
+                             "multinomial, other draws; no sync)"),
+    "Gamma": (DIFFERS, _HOST_DRAW + " by Marsaglia-Tsang; rsample's gradient by implicit differentiation on the "
+                       "host; cdf refused (no gammainc)"),
+    "Beta": (DIFFERS, "normalized Gamma draws: " + _HOST_DRAW),
+    "Dirichlet": (DIFFERS, "normalized Gamma draws: " + _HOST_DRAW),
+    "Poisson": (DIFFERS, _HOST_DRAW),
+    "Binomial": (DIFFERS, _HOST_DRAW + "; entropy and enumerate_support read total_count"),
+    "constraints.positive_definite": (DIFFERS, "symmetric with positive eigvalsh (PyTorch: cholesky_ex's info)"),
+})
+DISTRIBUTIONS.update({name: (REFUSED, instead) for name, instead in {
+    "Cauchy": "loc + scale * tan(pi * (lazyscope.rand(...) - 0.5)) for draws, or Normal/Laplace",
+    "StudentT": "Normal, or a Normal whose precision is a Gamma draw (the scale mixture)",
+    "HalfNormal": "Normal(0, scale) with .abs() of its draws and log_prob + log(2)",
+    "Multinomial": "Categorical.sample((n,)) counted with nn.functional.one_hot(...).sum(0)",
+    "MixtureSameFamily": "lazyscope.logsumexp of the components' log_prob plus the mixture's Categorical logits",
+    "LowRankMultivariateNormal": "MultivariateNormal with scale_tril",
+    "RelaxedOneHotCategorical": "softmax((logits + Gumbel noise) / temperature), the noise from lazyscope.rand",
+    "RelaxedBernoulli": "sigmoid((logits + logistic noise) / temperature), the noise from lazyscope.rand",
+}.items()})
+
 # torch.optim.X
 OPTIM = _supported("""
     Optimizer SGD Adam AdamW RMSprop Adagrad lr_scheduler.LRScheduler lr_scheduler.StepLR lr_scheduler.CosineAnnealingLR
@@ -261,6 +305,7 @@ SECTIONS = [
     ("torch.Tensor", "lazyscope.Tensor", TENSOR),
     ("torch.nn", "lazyscope.nn", NN),
     ("torch.nn.functional", "lazyscope.nn.functional", FUNCTIONAL),
+    ("torch.distributions", "lazyscope.distributions", DISTRIBUTIONS),
     ("torch.optim", "lazyscope.optim", OPTIM),
     ("torch.utils", "lazyscope.utils", UTILS),
 ]

@@ -66,12 +66,17 @@ def _fan(tensor, mode):
     raise ValueError(f"mode {mode!r} not supported, use 'fan_in' or 'fan_out'")
 
 
+def _source(generator):
+    """The NumPy generator behind ``generator`` (a lazyscope.Generator), or the shared one."""
+    return _rng() if generator is None else generator._rng
+
+
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    return _fill(tensor, (generator or _rng()).uniform(a, b, tuple(tensor.shape)), "uniform_")
+    return _fill(tensor, _source(generator).uniform(a, b, tuple(tensor.shape)), "uniform_")
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    return _fill(tensor, (generator or _rng()).normal(mean, std, tuple(tensor.shape)), "normal_")
+    return _fill(tensor, _source(generator).normal(mean, std, tuple(tensor.shape)), "normal_")
 
 
 def constant_(tensor, val):
@@ -123,10 +128,74 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     inverse-CDF method)."""
     if not a < b:
         raise ValueError(f"nn.init.trunc_normal_: expected a < b, got a={a}, b={b}")
-    rng = _rng() if generator is None else generator._rng
+    rng = _source(generator)
     n = int(np.prod(tuple(tensor.shape), dtype=np.int64))
     values = np.empty(0)
     while values.size < n:
         draw = rng.normal(mean, std, size=max(2 * (n - values.size), 16))
         values = np.concatenate([values, draw[(draw >= a) & (draw <= b)]])
     return _fill(tensor, values[:n], "trunc_normal_")
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """A (semi-)orthogonal matrix, as torch.nn.init.orthogonal_: the Q of a QR decomposition
+    of a Gaussian matrix [rows, numel / rows] (transposed when wider than tall), its columns'
+    signs set by R's diagonal so the result is uniform (Haar), times ``gain``. The QR runs on
+    the host in float64 with NumPy."""
+    if tensor.dim() < 2:
+        raise ValueError(f"nn.init.orthogonal_: only tensors with 2 or more dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _source(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, gain * q, "orthogonal_")
+
+
+def eye_(tensor):
+    """The identity matrix (ones on the diagonal of a 2-D tensor, rectangular allowed)."""
+    if tensor.dim() != 2:
+        raise ValueError(f"nn.init.eye_: only tensors with 2 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    return _fill(tensor, np.eye(*tuple(tensor.shape)), "eye_")
+
+
+def dirac_(tensor, groups=1):
+    """The Dirac delta of a convolution's weight [out, in, *kernel]: each of the first
+    min(out/groups, in) channels of every group passes its input channel through unchanged."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError(f"nn.init.dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError(f"nn.init.dirac_: dim 0 ({shape[0]}) must be divisible by groups ({groups})")
+    out_per_group = shape[0] // groups
+    values = np.zeros(shape)
+    center = tuple(k // 2 for k in shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, shape[1])):
+            values[(g * out_per_group + d, d) + center] = 1
+    return _fill(tensor, values, "dirac_")
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """N(0, std²) with ceil(sparsity · rows) entries of every column set to zero (rows picked at
+    random), as torch.nn.init.sparse_ for a 2-D tensor."""
+    if tensor.dim() != 2:
+        raise ValueError(f"nn.init.sparse_: only tensors with 2 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    rows, cols = tuple(tensor.shape)
+    rng = _source(generator)
+    values = rng.normal(0.0, std, (rows, cols))
+    num_zeros = int(math.ceil(sparsity * rows))
+    for col in range(cols):
+        values[rng.permutation(rows)[:num_zeros], col] = 0
+    return _fill(tensor, values, "sparse_")
