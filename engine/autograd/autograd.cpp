@@ -12,6 +12,8 @@ namespace lazyscope::autograd {
 namespace {
 
 thread_local bool tls_grad_enabled = true;
+// A create_graph pass is running: see building_higher_order().
+thread_local bool tls_higher_order = false;
 
 std::shared_ptr<GradFn> accumulator_of(const std::shared_ptr<TensorImpl>& leaf) {
   std::shared_ptr<GradFn> acc = leaf->grad_accumulator.lock();
@@ -125,16 +127,26 @@ const Tensor& SavedContext::output() const {
 bool grad_enabled() { return tls_grad_enabled; }
 void set_grad_enabled(bool enabled) { tls_grad_enabled = enabled; }
 
+bool building_higher_order() { return tls_higher_order; }
+
 void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, const Tensor& out) {
   if (!tls_grad_enabled || !is_floating(out.dtype())) return;
   const GradRule rule = grad_rule(op);
-  if (!rule) return;
+  if (!rule && !tls_higher_order) return;
   // Most ops of a forward pass without parameters, and every op under a
   // frozen model, record nothing: decide that before allocating anything.
   const bool any_input_needs_grad = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
     return t.impl()->grad_fn != nullptr || t.impl()->requires_grad;
   });
   if (!any_input_needs_grad) return;
+  if (!rule) {
+    // Only gradient kernels lack a rule and carry a float result that
+    // depends on what requires grad: a create_graph pass reached one.
+    throw EngineError("backward with create_graph=True: the gradient of this graph runs " + std::string(op_name(op)) +
+                      ", which has no derivative of its own, so a higher-order gradient through it is not "
+                      "supported (ops with a second derivative: elementwise, matmul, reductions, softmax, "
+                      "cross-entropy, layer_norm, convolutions and average pooling; not max pooling or attention)");
+  }
   std::vector<std::shared_ptr<GradFn>> next;
   bool any = false;
   for (const Tensor& t : inputs) {
@@ -193,12 +205,51 @@ Tensor seed_of(const Tensor& root, const Tensor& gradient, const char* op) {
 // given), every node reachable once, with the sum of its incoming
 // gradients. With `captured`, no leaf's .grad is written: the gradient that
 // reaches each node named in it is stored there instead (grad()).
+// Sets grad mode and the higher-order flag for one backward pass.
+class PassMode {
+ public:
+  explicit PassMode(bool create_graph) : grad_(grad_enabled()), higher_(tls_higher_order) {
+    set_grad_enabled(create_graph);
+    tls_higher_order = create_graph;
+  }
+  ~PassMode() {
+    set_grad_enabled(grad_);
+    tls_higher_order = higher_;
+  }
+  PassMode(const PassMode&) = delete;
+  PassMode& operator=(const PassMode&) = delete;
+
+ private:
+  bool grad_, higher_;
+};
+
+// The saved output of `fn` with `fn` as its GradFn again, for a create_graph
+// pass whose rule reads it after the caller dropped the result: the alias
+// is saved without its GradFn (no cycle fn -> output -> fn), and a rule
+// reading it must still differentiate through it.
+Tensor output_with_history(const Tensor& alias, const std::shared_ptr<GradFn>& fn) {
+  auto impl = pool::make_pooled<TensorImpl>();
+  impl->device = alias.device();
+  impl->spec = alias.impl()->spec;
+  impl->buffer = alias.impl()->buffer;
+  impl->ir = alias.impl()->ir;
+  impl->grad_fn = fn;
+  impl->requires_grad = true;
+  return Tensor(std::move(impl));
+}
+
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
-                  std::unordered_map<GradFn*, Tensor>* captured) {
-  // The backward pass builds no graph of its own (no higher-order gradients).
-  NoGradGuard no_grad;
+                  std::unordered_map<GradFn*, Tensor>* captured, bool create_graph) {
+  // The backward pass builds no graph of its own, unless create_graph asks
+  // for higher-order gradients: then every op of the rules is recorded.
+  PassMode mode(create_graph);
   std::vector<std::shared_ptr<GradFn>> starts;
   for (const Tensor& root : roots) starts.push_back(edge_to(root));
+  // create_graph: each node's owner, for output_with_history.
+  std::unordered_map<GradFn*, std::shared_ptr<GradFn>> owners;
+  if (create_graph) {
+    for (const auto& start : starts) owners.try_emplace(start.get(), start);
+  }
 
   // Count, for every node reachable from the root, how many edges lead to
   // it; a node runs once all of them have delivered (Kahn's algorithm), so
@@ -213,6 +264,7 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& s
     stack.pop_back();
     for (const auto& n : fn->next) {
       if (!n) continue;
+      if (create_graph) owners.try_emplace(n.get(), n);
       auto [it, inserted] = dependencies.try_emplace(n.get(), 0);
       ++it->second;
       if (inserted) stack.push_back(n.get());
@@ -243,13 +295,14 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& s
       if (!grad.defined()) continue;
       TensorImpl& leaf = *fn->leaf;
       grad = apply_hooks(leaf, std::move(grad));
+      // Never the caller's tensor itself: an in-place op on .grad (zero_())
+      // must not write into it. With create_graph the gradient keeps its
+      // graph (x.grad of a gradient penalty is differentiated again).
       if (captured) {
-        if (auto c = captured->find(fn); c != captured->end()) c->second = grad.detach();
+        if (auto c = captured->find(fn); c != captured->end()) c->second = create_graph ? grad : grad.detach();
         continue;
       }
-      // Never the caller's tensor itself: an in-place op on .grad (zero_())
-      // must not write into it.
-      grad = grad.detach();
+      if (!create_graph) grad = grad.detach();
       leaf.grad = leaf.grad ? ops::add(Tensor(leaf.grad), grad).impl() : grad.impl();
       continue;
     }
@@ -270,7 +323,10 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& s
     if (grad.defined()) {
       std::vector<bool> needs;
       for (const auto& n : fn->next) needs.push_back(n != nullptr);
-      const Tensor output = live ? Tensor(live) : fn->output;
+      const Tensor output = live                   ? Tensor(live)
+                            : !create_graph        ? fn->output
+                            : fn->output.defined() ? output_with_history(fn->output, owners[fn])
+                                                   : fn->output;
       grads = grad_rule(fn->op)(
           SavedContext{fn->op, saved_use(fn->op), fn->inputs, output, fn->input_shapes, fn->attrs, needs}, grad);
     }
@@ -292,13 +348,13 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& s
 
 }  // namespace
 
-void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph) {
   const Tensor seed = seed_of(root, gradient, "backward");
-  run_backward({root}, {seed}, retain_graph, nullptr);
+  run_backward({root}, {seed}, retain_graph, nullptr, create_graph);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused) {
+                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused, bool create_graph) {
   if (outputs.empty()) throw EngineError("grad: no outputs to differentiate");
   if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
     throw EngineError("grad: " + std::to_string(grad_outputs.size()) + " grad_outputs for " +
@@ -321,7 +377,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     captured.try_emplace(node.get());
     node_of.push_back(node.get());
   }
-  run_backward(outputs, seeds, retain_graph, &captured);
+  run_backward(outputs, seeds, retain_graph, &captured, create_graph);
   std::vector<Tensor> result;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& g = captured[node_of[i]];

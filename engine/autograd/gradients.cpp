@@ -361,6 +361,64 @@ void add_linalg_rules(Table& t) {
   });
 }
 
+// layer_norm's gradients in differentiable ops, for a create_graph pass
+// (its kernels have no derivative of their own): over the last `dims` dims,
+// xhat = (x - mean) * rstd, dx = rstd * (gw - mean(gw) - xhat * mean(gw *
+// xhat)) with gw = g * weight, dweight = sum over rows of g * xhat, dbias =
+// sum of g.
+Grads layer_norm_composite_gradients(const Ctx& c, const Tensor& g) {
+  const bool weight = c.attrs.get_bool("weight"), bias = c.attrs.get_bool("bias");
+  const int64_t dims = c.attrs.get_int("dims");
+  const Tensor& x = in0(c);
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  std::vector<int64_t> norm_dims, row_dims;
+  for (int64_t d = 0; d < rank; ++d) (d >= rank - dims ? norm_dims : row_dims).push_back(d);
+  const Tensor mean = ops::mean(x, norm_dims, true);
+  const Tensor centered = ops::sub(x, mean);
+  const Tensor var = ops::mean(ops::mul(centered, centered), norm_dims, true);
+  const Tensor rstd = ops::rsqrt(ops::add(var, num(c.attrs.get_double("eps"), x)));
+  const Tensor xhat = ops::mul(centered, rstd);
+  const Tensor gw = weight ? ops::mul(g, in1(c)) : g;
+  Grads out{c.needs(0) ? ops::mul(rstd, ops::sub(ops::sub(gw, ops::mean(gw, norm_dims, true)),
+                                                 ops::mul(xhat, ops::mean(ops::mul(gw, xhat), norm_dims, true))))
+                       : Tensor()};
+  const auto over_rows = [&](const Tensor& v) { return row_dims.empty() ? v : ops::sum(v, row_dims); };
+  if (weight) out.push_back(c.needs(1) ? over_rows(ops::mul(g, xhat)) : Tensor());
+  if (bias) out.push_back(c.needs(weight ? 2 : 1) ? over_rows(g) : Tensor());
+  return out;
+}
+
+// Gradient kernels that are linear (or bilinear) in their operands, so a
+// create_graph pass can differentiate through them: their adjoints are the
+// forward ops again.
+void add_second_order_rules(Table& t) {
+  // conv2d's weight gradient of (x, g): <dW(x, g), G> = <conv2d(x, G), g> =
+  // <x, conv2d_backward_input(g, G)>.
+  set(t, OpKind::kConv2dBackwardWeight, kInputs, [](const Ctx& c, const Tensor& gw) -> Grads {
+    const Shape& x = c.shape(0);
+    const Attr stride{"stride", c.attrs.get_ints("stride")}, padding{"padding", c.attrs.get_ints("padding")},
+        dilation{"dilation", c.attrs.get_ints("dilation")}, groups{"groups", c.attrs.get_int("groups")};
+    return {c.needs(0) ? ops::apply(OpKind::kConv2dBackwardInput, {in1(c), gw},
+                                    {stride, padding, dilation, groups, {"input_size", Shape{x[2], x[3]}}})
+                       : Tensor(),
+            c.needs(1) ? ops::apply(OpKind::kConv2d, {in0(c), gw}, {stride, padding, dilation, groups}) : Tensor()};
+  });
+  // avg_pool2d's gradient spreads g over the windows: its adjoint averages them.
+  set(t, OpKind::kAvgPool2dBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(OpKind::kAvgPool2d, {g},
+                       {{"kernel_size", c.attrs.get_ints("kernel_size")},
+                        {"stride", c.attrs.get_ints("stride")},
+                        {"padding", c.attrs.get_ints("padding")},
+                        {"ceil_mode", c.attrs.get_bool("ceil_mode")},
+                        {"count_include_pad", c.attrs.get_bool("count_include_pad")},
+                        {"divisor", c.attrs.get_int("divisor")}})};
+  });
+  set(t, OpKind::kAdaptiveAvgPool2dBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    const Shape& out = c.shape(0);
+    return {ops::apply(OpKind::kAdaptiveAvgPool2d, {g}, {{"output_size", Shape{out[2], out[3]}}})};
+  });
+}
+
 Table make_table() {
   Table t{};
   // The engine casts each gradient back to its input's dtype.
@@ -601,6 +659,7 @@ Table make_table() {
     const bool weight = c.attrs.get_bool("weight"), bias = c.attrs.get_bool("bias");
     const int64_t dims = c.attrs.get_int("dims");
     const double eps = c.attrs.get_double("eps");
+    if (building_higher_order()) return layer_norm_composite_gradients(c, g);
     std::vector<Tensor> operands{g, in0(c)};
     if (weight) operands.push_back(in1(c));
     Grads out{c.needs(0)
@@ -623,7 +682,9 @@ Table make_table() {
   set(t, OpKind::kNllLoss, kInput1, [](const Ctx& c, const Tensor& g) -> Grads {
     // Only the input's shape is needed (g has its dtype): the log-probs are not a saved value.
     const Tensor& target = in1(c);
-    if ((g.dtype() == DType::kFloat32 || g.dtype() == DType::kFloat64) && settings::nll_backward_kernel()) {
+    // The kernel has no derivative of its own: a create_graph pass composes.
+    if ((g.dtype() == DType::kFloat32 || g.dtype() == DType::kFloat64) && settings::nll_backward_kernel() &&
+        !building_higher_order()) {
       // One kernel; the composite below (for the dtypes it has none for, or
       // LAZYSCOPE_NLL_BACKWARD_KERNEL=0) computes the same values.
       return {ops::apply(OpKind::kNllLossBackward, {g, target},
@@ -705,6 +766,7 @@ Table make_table() {
   });
   add_index_rules(t);
   add_linalg_rules(t);
+  add_second_order_rules(t);
   // Rounding is piecewise constant: zero gradient, as in PyTorch.
   for (OpKind op : {OpKind::kSign, OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) {
     set(t, op, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {zeros_of(c.shape(0), g)}; });

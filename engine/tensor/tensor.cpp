@@ -162,8 +162,8 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::backward(*this, gradient, retain_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  autograd::backward(*this, gradient, retain_graph, create_graph);
 }
 
 }  // namespace lazyscope

@@ -129,7 +129,7 @@ class Tensor {
   Tensor detach() const;
   // Accumulates d(this)/d(leaf) . gradient into every leaf's grad. Without a
   // gradient the tensor must hold one element (the gradient is 1).
-  void backward(const Tensor& gradient = {}, bool retain_graph = false) const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

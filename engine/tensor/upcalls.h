@@ -107,14 +107,24 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
 // Runs the graph behind `root` in reverse topological order, accumulating
 // into the .grad of every leaf that requires grad. `gradient` undefined:
 // root must hold one element. Without retain_graph the saved tensors are
-// freed, and a second backward through them is an error.
-void backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+// freed, and a second backward through them is an error. With
+// create_graph the pass itself is recorded (grad mode on while the rules
+// run), so the gradients it leaves have a graph of their own: higher-order
+// gradients (a gradient op without a rule of its own is then an error
+// naming it).
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph = false);
 
-// torch.autograd.grad without create_graph: the gradients of the outputs
-// (seeded with grad_outputs, or ones for one-element outputs) with respect to
-// `inputs`, returned, no .grad written anywhere. An input the outputs do not
-// depend on is an error, or undefined with allow_unused.
+// torch.autograd.grad: the gradients of the outputs (seeded with
+// grad_outputs, or ones for one-element outputs) with respect to `inputs`,
+// returned, no .grad written anywhere. An input the outputs do not depend
+// on is an error, or undefined with allow_unused. create_graph as backward.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused);
+                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused,
+                         bool create_graph = false);
+
+// Whether a backward pass with create_graph is running on this thread (the
+// rules then compose differentiable ops where they would call a gradient
+// kernel that has no rule of its own).
+bool building_higher_order();
 
 }  // namespace lazyscope::autograd

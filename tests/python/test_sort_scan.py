@@ -142,7 +142,9 @@ def test_prod_gradient_is_exact_with_zeros(device):
     lm.mark_step()
 
 
-def test_create_graph_is_a_clear_not_implemented_error():
+def test_backward_with_create_graph_leaves_a_differentiable_grad():
     w = lazyscope.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(NotImplementedError, match="create_graph=True"):
-        (w * w).sum().backward(create_graph=True)
+    (w * w * w).sum().backward(create_graph=True)
+    g = w.grad  # 3 w^2, with a graph
+    (g * g).sum().backward()  # adds d(9 w^4)/dw = 36 w^3 to the 3 w^2 there
+    np.testing.assert_allclose(w.grad.detach().numpy(), [3 + 36, 12 + 288])

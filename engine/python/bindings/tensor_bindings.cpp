@@ -872,17 +872,9 @@ void bind_tensor(py::module_& m) {
           "backward",
           [](const Tensor& t, const std::optional<Tensor>& gradient, std::optional<bool> retain_graph,
              bool create_graph) {
-            // Rules read saved outputs through detached aliases (no cycle from a
-            // result to its own GradFn), so a backward pass traced with grad
-            // mode on would miss those paths: a wrong second derivative. Refuse.
-            if (create_graph) {
-              PyErr_SetString(
-                  PyExc_NotImplementedError,
-                  "backward: create_graph=True (higher-order gradients) is not supported: gradient rules read "
-                  "saved outputs without their history, so a double backward would be wrong");
-              throw py::error_already_set();
-            }
-            t.backward(gradient.value_or(Tensor()), retain_graph.value_or(false));
+            // retain_graph defaults to create_graph, as in PyTorch: a graph
+            // differentiated again keeps its saved values.
+            t.backward(gradient.value_or(Tensor()), retain_graph.value_or(create_graph), create_graph);
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);
   // Tensor.register_hook / retain_grad (the package wraps the id in a
@@ -940,16 +932,17 @@ void bind_tensor(py::module_& m) {
   m.def(
       "_autograd_grad",
       [](const std::vector<Tensor>& outputs, const std::vector<std::optional<Tensor>>& grad_outputs,
-         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused) {
+         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused, bool create_graph) {
         std::vector<Tensor> seeds;
         for (const auto& g : grad_outputs) seeds.push_back(g.value_or(Tensor()));
         py::list result;
-        for (const Tensor& g : autograd::grad(outputs, seeds, inputs, retain_graph, allow_unused)) {
+        for (const Tensor& g : autograd::grad(outputs, seeds, inputs, retain_graph, allow_unused, create_graph)) {
           result.append(g.defined() ? py::cast(g) : py::none());
         }
         return result;
       },
-      py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"), py::arg("allow_unused"));
+      py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"), py::arg("allow_unused"),
+      py::arg("create_graph") = false);
   m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
   m.def("is_grad_enabled", &autograd::grad_enabled);
   bind_binary(cls, m, "add", &ops::add, "__add__", "__radd__");

@@ -123,24 +123,28 @@ class Function:
         return tied[0] if single else tuple(tied)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None):
-    """torch.autograd.backward: each tensor's backward with its gradient (summed into the leaves)."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """torch.autograd.backward: each tensor's backward with its gradient (summed into the leaves);
+    create_graph records the pass (higher-order gradients)."""
+    if inputs is not None:
+        raise NotImplementedError("autograd.backward: inputs= is not supported; use autograd.grad(outputs, inputs) "
+                                  "to get the gradients of chosen tensors")
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     grads = [None] * len(tensors) if grad_tensors is None else (
         [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors))
+    retain = bool(create_graph) if retain_graph is None else bool(retain_graph)
     for k, (t, g) in enumerate(zip(tensors, grads)):
-        keep = bool(retain_graph) or k < len(tensors) - 1
-        t.backward(g, retain_graph=keep)
+        keep = retain or k < len(tensors) - 1
+        t.backward(g, retain_graph=keep, create_graph=bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, returned as a tuple
-    (no .grad is written), as torch.autograd.grad. create_graph=True
-    (higher-order gradients) and is_grads_batched are refused."""
-    if create_graph:
-        raise NotImplementedError("autograd.grad: create_graph=True (higher-order gradients) is not supported: "
-                                  "gradient rules read saved outputs without their history")
+    (no .grad is written), as torch.autograd.grad. create_graph=True records
+    the backward pass, so the gradients can be differentiated again
+    (higher-order gradients; retain_graph then defaults to True).
+    is_grads_batched is refused."""
     if is_grads_batched:
         raise NotImplementedError("autograd.grad: is_grads_batched is not supported; loop over the grad_outputs")
     single_input = isinstance(inputs, Tensor)
@@ -151,7 +155,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     else:
         seeds = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
     allow = bool(allow_unused) or bool(materialize_grads)
-    result = _ls._C._autograd_grad(outs, seeds, ins, bool(retain_graph), allow)
+    retain = bool(create_graph) if retain_graph is None else bool(retain_graph)
+    result = _ls._C._autograd_grad(outs, seeds, ins, retain, allow, bool(create_graph))
     if materialize_grads:
         result = [_ls.zeros_like(x) if g is None else g for g, x in zip(result, ins)]
     return tuple(result)
