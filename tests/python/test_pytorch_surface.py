@@ -373,3 +373,36 @@ def test_bitwise_ops_on_masks_match_numpy(device):
     mixed = (x > 0) | 1  # a mask with an int: integers, as PyTorch (and NumPy)
     assert mixed.dtype == lazyscope.int64
     np.testing.assert_array_equal(mixed.numpy(), (x.numpy() > 0) | 1)
+
+
+def test_compile_returns_the_model_and_a_compiled_lazy_step_caches_as_before():
+    """torch.compile is what a lazy device does already: compile() hands the
+    module (or function, or a decorator) back; a lazy training step through
+    it compiles once and then hits the cache."""
+    from lazyscope.core import lazy_model as lm
+    net = lazyscope.nn.Linear(3, 2)
+    assert lazyscope.compile(net) is net
+    assert lazyscope.compile(net, mode="max-autotune", fullgraph=True, dynamic=False) is net
+
+    @lazyscope.compile(mode="reduce-overhead")
+    def double(x):
+        return x * 2
+
+    np.testing.assert_array_equal(double(lazyscope.tensor([1.0, 2.0])).numpy(), [2.0, 4.0])
+    assert lazyscope.compiler.disable(double) is double and not lazyscope.compiler.is_compiling()
+    with pytest.raises(RuntimeError, match="unrecognized mode 'fastest'"):
+        lazyscope.compile(net, mode="fastest")
+    with pytest.raises(TypeError, match="expected a module or a function"):
+        lazyscope.compile(3)
+    dev = lm.lazy_device()
+    model = lazyscope.compile(lazyscope.nn.Linear(3, 2).to(dev))
+    opt = lazyscope.optim.SGD(model.parameters(), lr=0.1)
+    x = lazyscope.tensor(np.ones((4, 3), np.float32), device=dev)
+    lazyscope._C.clear_compile_cache()
+    lazyscope._C.reset_metrics()
+    for _ in range(3):
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        lm.optimizer_step(opt, barrier=True)
+    counters = lm.counters()
+    assert counters["UncachedCompile"] == 1 and counters["CachedCompile"] == 2, counters

@@ -874,6 +874,40 @@ from lazyscope.linalg import (  # noqa: E402,F401  (torch's top-level names of t
 Tensor.norm = norm
 
 
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """torch.compile: returns ``model`` (a module or a function) itself, or a
+    decorator doing so. On a lazy device LazyScope already traces each step
+    into a graph, compiles it once and reuses it while the shapes hold (the
+    compile cache): what torch.compile is asked for. The arguments are
+    accepted and checked, and change nothing; on the cpu device code runs
+    eagerly, as with torch.compile(disable=True)."""
+    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        raise RuntimeError(f"compile: unrecognized mode {mode!r}")
+    if model is None:
+        return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                  options=options, disable=disable)
+    if not callable(model):
+        raise TypeError(f"compile: expected a module or a function, got {type(model).__name__}")
+    return model
+
+
+class compiler:  # noqa: N801  (torch.compiler, a namespace)
+    """torch.compiler's helpers that scripts call around compiled code."""
+
+    @staticmethod
+    def disable(fn=None, recursive=True):
+        return fn if fn is not None else (lambda f: f)
+
+    @staticmethod
+    def is_compiling():
+        return False
+
+    @staticmethod
+    def reset():
+        return None
+
+
 def inverse(input):  # noqa: A002  (PyTorch's name)
     """torch.inverse: linalg.inv."""
     return linalg.inv(input)

@@ -48,7 +48,6 @@ TORCH.update({
 })
 TORCH.update({name: (REFUSED, instead) for name, instead in {
     "fft": "numpy.fft on the host (LazyScope has no FFT)",
-    "compile": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
     "jit": "plain eager code on a lazy device: LazyScope traces and caches graphs itself",
 }.items()})
 TORCH["cuda.is_available"] = (DIFFERS, "always False: LazyScope has no CUDA backend")
@@ -105,6 +104,9 @@ TORCH.update(_supported("""
     linalg.eigvalsh linalg.qr linalg.svd linalg.svdvals linalg.pinv linalg.matrix_rank linalg.matrix_norm
     linalg.norm linalg.vector_norm linalg.matrix_power linalg.multi_dot linalg.vecdot linalg.cross
 """))
+TORCH["compile"] = (DIFFERS, "returns the module or function itself: a lazy device already traces each step "
+                             "into a graph compiled once and cached; arguments are checked and change nothing")
+TORCH.update(_supported("compiler.disable compiler.is_compiling compiler.reset"))
 TORCH["linalg.lstsq"] = (DIFFERS, "through the pseudo-inverse (gelsd's answer, rank-deficient A included); "
                                   "residuals and rank are empty tensors")
 TORCH["linalg.qr"] = (DIFFERS, "the gradient needs mode='reduced' and at least as many rows as columns")
