@@ -406,3 +406,26 @@ def test_compile_returns_the_model_and_a_compiled_lazy_step_caches_as_before():
         lm.optimizer_step(opt, barrier=True)
     counters = lm.counters()
     assert counters["UncachedCompile"] == 1 and counters["CachedCompile"] == 2, counters
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy:0"])
+def test_where_with_the_condition_alone_is_nonzero_as_a_tuple(device):
+    c = np.array([[True, False, True], [False, False, True]])
+    got = lazyscope.where(lazyscope.tensor(c, device=device))
+    want = np.nonzero(c)
+    assert len(got) == 2
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(
+        lazyscope.where(lazyscope.tensor(c, device=device), lazyscope.tensor(x, device=device), -1.0).numpy(),
+        np.where(c, x, -1.0))
+    with pytest.raises(TypeError, match="got one of input and other"):
+        lazyscope.where(lazyscope.tensor(c), lazyscope.tensor(x))
+
+
+def test_the_package_says_its_version():
+    import pathlib
+    import re as regex
+    cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    assert lazyscope.__version__ == regex.search(r"project\(LazyScope VERSION ([\d.]+)", cmake).group(1)

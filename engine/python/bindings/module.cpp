@@ -27,6 +27,8 @@ using namespace lazyscope;
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "LazyScope engine bindings";
+  // The project's version (CMakeLists.txt's project()): lazyscope.__version__.
+  m.attr("__version__") = LAZYSCOPE_VERSION;
 
   // RuntimeError subclasses, so that code written for PyTorch's errors works.
   static py::exception<EngineError> engine_error(m, "EngineError", PyExc_RuntimeError);

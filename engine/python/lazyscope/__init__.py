@@ -19,6 +19,8 @@ import numpy as _np
 from lazyscope import _C
 from lazyscope import _signatures
 
+__version__ = _C.__version__  # LazyScope's own (not a PyTorch version a script could compare against)
+
 # Before any name is taken from _C: argument-type errors in PyTorch's words.
 _signatures.install(_C, _C.Tensor)
 
@@ -872,6 +874,18 @@ from lazyscope.linalg import (  # noqa: E402,F401  (torch's top-level names of t
     det, slogdet, logdet, cholesky_solve, cholesky_inverse, matrix_power)
 
 Tensor.norm = norm
+
+
+def where(condition, input=None, other=None):  # noqa: A002  (PyTorch's names)
+    """torch.where(condition, input, other): input where condition holds, else
+    other; torch.where(condition) alone: nonzero(condition, as_tuple=True)
+    (reads the data: a counted fallback on a lazy device, as nonzero)."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: expected where(condition) or where(condition, input, other), got one of input "
+                        "and other")
+    return _C.where(condition, input, other)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001

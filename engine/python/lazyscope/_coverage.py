@@ -104,6 +104,8 @@ TORCH.update(_supported("""
     linalg.eigvalsh linalg.qr linalg.svd linalg.svdvals linalg.pinv linalg.matrix_rank linalg.matrix_norm
     linalg.norm linalg.vector_norm linalg.matrix_power linalg.multi_dot linalg.vecdot linalg.cross
 """))
+TORCH["__version__"] = (DIFFERS, "LazyScope's own version (CMakeLists.txt's project version), not PyTorch's")
+TORCH["where"] = (DIFFERS, "where(condition) alone reads the data (nonzero's counted fallback on a lazy device)")
 TORCH["compile"] = (DIFFERS, "returns the module or function itself: a lazy device already traces each step "
                              "into a graph compiled once and cached; arguments are checked and change nothing")
 TORCH.update(_supported("compiler.disable compiler.is_compiling compiler.reset"))
