@@ -201,8 +201,8 @@ NN.update({
     "CTCLoss": (DIFFERS, "the lengths and targets are read on the host (a sync for lazy tensors)"),
     "EmbeddingBag": (DIFFERS, "modes sum, mean, max; max_norm and scale_grad_by_freq are refused"),
     "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
-    "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
-    "Conv1d": (DIFFERS, "padding_mode 'zeros' only"),
+    "Conv2d": (SUPPORTED, ""),
+    "Conv1d": (SUPPORTED, ""),
     "AdaptiveMaxPool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "AdaptiveMaxPool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "MaxPool1d": (DIFFERS, "return_indices=True is refused"),
@@ -301,6 +301,9 @@ UTILS = _supported("""
 UTILS.update({
     "data.DataLoader": (DIFFERS, "num_workers > 0 uses worker threads, not processes (same batches as 0)"),
     "checkpoint.checkpoint": (DIFFERS, "runs the function: the same values and gradients, without recomputation"),
+    "tensorboard.SummaryWriter": (DIFFERS, "writes into LazyScope's history, not TensorBoard files: scalars, "
+                                           "scalars dicts, histograms (min/mean/max/std) and hparams; images, "
+                                           "text, graphs... accepted, not recorded (a warning once)"),
 })
 
 # Section title, the module path under lazyscope that PyTorch's names map to, the table.

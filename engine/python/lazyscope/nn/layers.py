@@ -102,12 +102,44 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _check_padding_mode(layer, padding_mode):
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(f"{layer}: padding_mode must be one of {list(_PADDING_MODES)}, got {padding_mode!r}")
+
+
+def _explicit_padding(padding, kernel_size, dilation):
+    """Per spatial dim, (before, after) for a padding of ints, 'valid' or 'same'
+    (the total dilation * (k - 1), split as PyTorch splits it: the extra one after)."""
+    if padding == "valid":
+        return [(0, 0)] * len(kernel_size)
+    if padding == "same":
+        out = []
+        for k, d in zip(kernel_size, dilation):
+            total = d * (k - 1)
+            out.append((total // 2, total - total // 2))
+        return out
+    return [(p, p) for p in padding]
+
+
+def _pad_for_mode(input, padding, kernel_size, dilation, padding_mode):  # noqa: A002
+    """input padded by F.pad in padding_mode (reflect, replicate, circular), as
+    PyTorch's conv layers do before a convolution without padding."""
+    pairs = _explicit_padding(padding, kernel_size, dilation)
+    flat = []
+    for before, after in reversed(pairs):  # F.pad: last dim first
+        flat += [before, after]
+    return F.pad(input, flat, mode=padding_mode)
+
+
 class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported, only 'zeros'")
+        _check_padding_mode("Conv2d", padding_mode)
+        self.padding_mode = padding_mode
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
@@ -124,6 +156,9 @@ class Conv2d(Module):
         init._default_reset(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
+        if self.padding_mode != "zeros":
+            padded = _pad_for_mode(input, self.padding, self.kernel_size, self.dilation, self.padding_mode)
+            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
@@ -722,8 +757,8 @@ class Conv1d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported, only 'zeros'")
+        _check_padding_mode("Conv1d", padding_mode)
+        self.padding_mode = padding_mode
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"Conv1d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
@@ -736,6 +771,9 @@ class Conv1d(Module):
                          dtype)
 
     def forward(self, input):  # noqa: A002
+        if self.padding_mode != "zeros":
+            padded = _pad_for_mode(input, self.padding, self.kernel_size, self.dilation, self.padding_mode)
+            return F.conv1d(padded, self.weight, self.bias, self.stride[0], 0, self.dilation[0], self.groups)
         padding = self.padding if isinstance(self.padding, str) else self.padding[0]
         return F.conv1d(input, self.weight, self.bias, self.stride[0], padding, self.dilation[0], self.groups)
 
