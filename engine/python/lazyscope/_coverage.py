@@ -213,6 +213,14 @@ NN.update({name: (DIFFERS, "the lengths are read on the host (PyTorch too wants 
                           "GRU run the padded batch with each state held past its length") for name in (
     "utils.rnn.pack_padded_sequence", "utils.rnn.pad_packed_sequence", "utils.rnn.pack_sequence",
     "utils.rnn.unpack_sequence", "utils.rnn.PackedSequence")})
+NN.update(_supported("""
+    utils.weight_norm utils.remove_weight_norm utils.spectral_norm utils.remove_spectral_norm
+    utils.parametrize.register_parametrization utils.parametrize.remove_parametrizations
+    utils.parametrize.is_parametrized utils.parametrize.cached utils.parametrizations.weight_norm
+    utils.parametrizations.spectral_norm
+"""))
+NN["utils.parametrizations.orthogonal"] = (REFUSED, "parametrize.register_parametrization with a module of your "
+                                                    "own (Q of linalg.qr, say)")
 NN.update({name: (REFUSED, instead) for name, instead in {
     "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
 }.items()})
