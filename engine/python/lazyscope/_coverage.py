@@ -219,6 +219,12 @@ NN.update(_supported("""
     utils.parametrize.is_parametrized utils.parametrize.cached utils.parametrizations.weight_norm
     utils.parametrizations.spectral_norm
 """))
+NN.update(_supported("""
+    RMSNorm AlphaDropout Dropout3d Softmax2d RReLU LocalResponseNorm LPPool1d LPPool2d ChannelShuffle
+    CircularPad1d CircularPad2d
+"""))
+NN["LazyLinear"] = (DIFFERS, "its parameters exist after the first forward (no UninitializedParameter): build the "
+                             "optimizer after a dry run")
 NN["utils.parametrizations.orthogonal"] = (REFUSED, "parametrize.register_parametrization with a module of your "
                                                     "own (Q of linalg.qr, say)")
 NN.update({name: (REFUSED, instead) for name, instead in {
@@ -238,6 +244,10 @@ FUNCTIONAL = _supported("""
     triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
     bilinear unfold fold affine_grid
 """)
+FUNCTIONAL.update(_supported("""
+    rms_norm gumbel_softmax alpha_dropout dropout3d rrelu local_response_norm lp_pool1d lp_pool2d pdist
+    channel_shuffle
+"""))
 FUNCTIONAL["ctc_loss"] = (DIFFERS, "the lengths and targets are read on the host (a sync for lazy tensors); the "
                                    "forward variables are a scan over T traced op by op")
 FUNCTIONAL["grid_sample"] = (DIFFERS, "2-D inputs, modes bilinear and nearest (no bicubic)")

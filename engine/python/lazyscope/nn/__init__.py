@@ -24,4 +24,7 @@ from lazyscope.nn.loss import (  # noqa: F401
     MultiMarginLoss, PairwiseDistance, PoissonNLLLoss, CTCLoss, SoftMarginLoss, TripletMarginLoss,
 )
 from lazyscope.nn.module import Module, ModuleDict, ModuleList, Sequential  # noqa: F401
+from lazyscope.nn.layers_more import (  # noqa: F401
+    RMSNorm, LazyLinear, AlphaDropout, Dropout3d, Softmax2d, RReLU, LocalResponseNorm, LPPool1d, LPPool2d,
+    ChannelShuffle, CircularPad1d, CircularPad2d)
 from lazyscope.nn.parameter import Parameter  # noqa: F401

@@ -1212,3 +1212,131 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction == "sum":
         return loss.sum()
     return loss if batched else loss.squeeze(0)
+
+
+# --- Normalization, sampling and pooling functions composed from engine ops -----------------
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """x / sqrt(mean(x^2) + eps) over the trailing normalized_shape dims, times
+    weight; eps defaults to the dtype's machine epsilon, as PyTorch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.dim() - len(shape):]) != shape:
+        raise lazyscope.ShapeError(f"rms_norm: the input's trailing dims {list(input.shape)} do not end with "
+                                   f"normalized_shape {list(shape)}" + lazyscope._C._at_user_line())
+    if eps is None:
+        eps = float(np.finfo(np.float64 if input.dtype == lazyscope.float64 else np.float32).eps)
+    dims = list(range(input.dim() - len(shape), input.dim()))
+    out = input * (input * input).mean(dims, keepdim=True).add(eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) with g ~ Gumbel(0, 1) drawn from lazyscope's
+    generator (uploaded: no sync); hard=True gives the one-hot of its argmax
+    forward and the soft sample's gradient backward (straight-through)."""
+    u = _C.from_numpy(lazyscope._rng.random(tuple(logits.shape)).clip(1e-20, 1.0), str(logits.device))
+    gumbels = -(-(u.to(logits.dtype)).log()).log()
+    y = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y
+    index = y.argmax(dim, keepdim=True)
+    y_hard = lazyscope.zeros_like(y).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y
+
+
+_SELU_ALPHA_PRIME = -1.7580993408473766  # -scale * alpha of SELU
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """Dropout that keeps SELU's mean and variance: dropped values go to
+    SELU's negative saturation, then an affine map restores the moments."""
+    _check_p(p, "alpha_dropout")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = _C.from_numpy((lazyscope._rng.random(tuple(input.shape)) >= p).astype(np.float32),
+                         str(input.device)).to(input.dtype)
+    a = ((1 - p) * (1 + p * _SELU_ALPHA_PRIME ** 2)) ** -0.5
+    b = -a * _SELU_ALPHA_PRIME * p
+    return (input * keep + _SELU_ALPHA_PRIME * (1 - keep)) * a + b
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Whole channels of a [N, C, D, H, W] (or [C, D, H, W]) input zeroed with probability p."""
+    _check_p(p, "dropout3d")
+    if not training or p == 0.0:
+        return input
+    if input.dim() not in (4, 5):
+        raise lazyscope.ShapeError(f"dropout3d: expected a 4-D or 5-D input, got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
+    if p == 1.0:
+        return input * 0.0
+    return input * _host_mask(tuple(input.shape[:-3]) + (1, 1, 1), p, input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    """Leaky ReLU whose negative slope is drawn U(lower, upper) per element in
+    training, (lower + upper) / 2 otherwise."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2)
+    slope = _C.from_numpy(lazyscope._rng.uniform(lower, upper, tuple(input.shape)).astype(np.float32),
+                          str(input.device)).to(input.dtype)
+    return lazyscope.where(input >= 0, input, input * slope)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """x / (k + alpha / size * sum of x^2 over `size` neighbouring channels)^beta
+    (the window padded by size // 2 before and (size - 1) // 2 after, as PyTorch)."""
+    if input.dim() < 3:
+        raise lazyscope.ShapeError(f"local_response_norm: expected an input of 3 or more dims [N, C, ...], got "
+                                   f"shape {tuple(input.shape)}" + lazyscope._C._at_user_line())
+    sq = input * input
+    channels = input.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    pieces = []
+    if before:
+        pieces.append(lazyscope.zeros(input.shape[0], before, *input.shape[2:], dtype=input.dtype, device=input.device))
+    pieces.append(sq)
+    if after:
+        pieces.append(lazyscope.zeros(input.shape[0], after, *input.shape[2:], dtype=input.dtype, device=input.device))
+    padded = lazyscope.cat(pieces, 1) if len(pieces) > 1 else sq
+    window = padded.narrow(1, 0, channels)
+    for j in range(1, size):
+        window = window + padded.narrow(1, j, channels)
+    return input / (window * (alpha / size) + k).pow(beta)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """(sum of x^p over each window)^(1/p), as PyTorch: from avg_pool2d of x^p."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The p-norm distances between the rows of an [N, M] input, pairs i < j in row-major order."""
+    if input.dim() != 2:
+        raise lazyscope.ShapeError(f"pdist: expected a 2-D input [N, M], got shape {tuple(input.shape)}"
+                                   + lazyscope._C._at_user_line())
+    n = input.shape[0]
+    rows, cols = np.triu_indices(n, 1)
+    if len(rows) == 0:
+        return lazyscope.zeros(0, dtype=input.dtype, device=input.device)
+    index = lambda a: _C.from_numpy(a.astype(np.int64), str(input.device))  # noqa: E731
+    diff = input.index_select(0, index(rows)) - input.index_select(0, index(cols))
+    return lazyscope.linalg.vector_norm(diff, p, dim=1)
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    """[N, C, ...] with its channels regrouped: C = groups x k, read as [groups, k], emitted as [k, groups]."""
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise ValueError(f"channel_shuffle: {c} channels are not divisible by groups={groups}")
+    rest = tuple(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
