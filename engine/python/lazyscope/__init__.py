@@ -875,6 +875,10 @@ from lazyscope.linalg import (  # noqa: E402,F401  (torch's top-level names of t
 
 Tensor.norm = norm
 
+from lazyscope import _surface_extra  # noqa: E402
+
+_surface_extra.install(globals())
+
 
 def where(condition, input=None, other=None):  # noqa: A002  (PyTorch's names)
     """torch.where(condition, input, other): input where condition holds, else

@@ -109,6 +109,17 @@ TORCH["where"] = (DIFFERS, "where(condition) alone reads the data (nonzero's cou
 TORCH["compile"] = (DIFFERS, "returns the module or function itself: a lazy device already traces each step "
                              "into a graph compiled once and cached; arguments are checked and change nothing")
 TORCH.update(_supported("compiler.disable compiler.is_compiling compiler.reset"))
+TORCH.update(_supported("""
+    asarray addbmm chain_matmul combinations dsplit unflatten vander select_scatter slice_scatter masked_scatter
+    index_add narrow_copy range greater greater_equal less less_equal not_equal
+"""))
+for _name in ("matrix_exp", "linalg.matrix_exp"):
+    TORCH[_name] = (DIFFERS, "Pade 13 with scaling and squaring; the squarings come from the 1-norm, read on the "
+                             "host (a sync on a lazy device)")
+TORCH["unravel_index"] = (DIFFERS, "reads the indices on the host to refuse one out of bounds")
+TORCH["gradient"] = (DIFFERS, "uniform spacing (a number or one per dim); coordinate tensors are refused")
+for _name in ("unique_consecutive", "histogram", "poisson"):
+    TORCH[_name] = (DIFFERS, "reads the values on the host (a sync on a lazy device)")
 TORCH["linalg.lstsq"] = (DIFFERS, "through the pseudo-inverse (gelsd's answer, rank-deficient A included); "
                                   "residuals and rank are empty tensors")
 TORCH["linalg.qr"] = (DIFFERS, "the gradient needs mode='reduced' and at least as many rows as columns")
@@ -118,7 +129,6 @@ TORCH["det"] = TORCH["linalg.det"]
 TORCH.update({name: (REFUSED, instead) for name, instead in {
     "linalg.eig": "linalg.eigh for symmetric matrices (LazyScope has no complex dtypes for a general eig)",
     "linalg.eigvals": "linalg.eigvalsh for symmetric matrices (no complex dtypes)",
-    "linalg.matrix_exp": "a truncated series with linalg.matrix_power, or scipy.linalg.expm on the host",
     "linalg.lu_factor": "linalg.solve, which factors and solves in one op",
 }.items()})
 TORCH.update(_supported("""
