@@ -984,6 +984,8 @@ _atexit.register(_C.publish_metric_snapshot)
 # The PyTorch-style front end: nn, optim, data, serialization (lazyscope.save/load).
 from lazyscope import datasets, distributed, nn, optim, utils  # noqa: E402,F401
 from lazyscope import distributions  # noqa: E402,F401
+from lazyscope import func  # noqa: E402,F401
+from lazyscope.func import vmap  # noqa: E402,F401
 from lazyscope.serialization import load, save  # noqa: E402,F401
 
 # Names PyTorch has and LazyScope refuses raise NotImplementedError saying what to use (see _coverage.py).

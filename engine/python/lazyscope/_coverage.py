@@ -120,6 +120,15 @@ TORCH["unravel_index"] = (DIFFERS, "reads the indices on the host to refuse one 
 TORCH["gradient"] = (DIFFERS, "uniform spacing (a number or one per dim); coordinate tensors are refused")
 for _name in ("unique_consecutive", "histogram", "poisson"):
     TORCH[_name] = (DIFFERS, "reads the values on the host (a sync on a lazy device)")
+TORCH.update(_supported("""
+    func.grad func.grad_and_value func.vjp func.jacrev func.hessian autograd.functional.jacobian
+    autograd.functional.hessian autograd.functional.vjp autograd.functional.jvp autograd.functional.hvp
+    autograd.functional.vhp
+"""))
+for _name in ("vmap", "func.vmap"):
+    TORCH[_name] = (DIFFERS, "calls the function once per slice and stacks the results (the same values; on a lazy "
+                             "device one graph for the batch)")
+TORCH["func.jacfwd"] = (DIFFERS, "the same Jacobian, built by reverse passes")
 TORCH["linalg.lstsq"] = (DIFFERS, "through the pseudo-inverse (gelsd's answer, rank-deficient A included); "
                                   "residuals and rank are empty tensors")
 TORCH["linalg.qr"] = (DIFFERS, "the gradient needs mode='reduced' and at least as many rows as columns")

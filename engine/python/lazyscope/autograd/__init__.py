@@ -160,3 +160,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads:
         result = [_ls.zeros_like(x) if g is None else g for g, x in zip(result, ins)]
     return tuple(result)
+
+
+from lazyscope.autograd import functional  # noqa: E402,F401
