@@ -149,3 +149,57 @@ def test_data_dependent_functions_match_numpy(dev):
     np.testing.assert_allclose(draws.mean(0), rates, atol=5 * np.sqrt(rates / 20000).max())
     np.testing.assert_allclose(draws.var(0), rates, rtol=0.05)
     assert math.isclose(float(draws.min()), 0.0)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_tensor_methods_fill_strides_and_puts(dev):
+    x = t(np.zeros((3, 4)), dev)
+    x.fill_diagonal_(2.0)
+    want = np.zeros((3, 4))
+    np.fill_diagonal(want, 2.0)
+    np.testing.assert_array_equal(x.numpy(), want)
+    tall = t(np.zeros((7, 3)), dev)
+    tall.fill_diagonal_(1.0, wrap=True)
+    want = np.zeros((7, 3))
+    np.fill_diagonal(want, 1.0, wrap=True)
+    np.testing.assert_array_equal(tall.numpy(), want)
+    a = np.zeros((2, 3, 4))
+    assert t(a, dev).stride() == tuple(s // 8 for s in a.strides) and t(a, dev).stride(1) == 4
+    b = rng.standard_normal((2, 3, 4))
+    np.testing.assert_allclose(t(b, dev).sum_to_size(3, 1).numpy(), b.sum(0).sum(-1, keepdims=True), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="not expandable"):
+        t(b, dev).sum_to_size(5)
+    y = t(np.zeros(6), dev)
+    y.put_(t(np.array([0, 5, -1, 2]), dev), t(np.array([1.0, 2.0, 3.0, 4.0]), dev), accumulate=True)
+    np.testing.assert_array_equal(y.numpy(), [1.0, 0.0, 4.0, 0.0, 0.0, 5.0])
+    z = t(np.zeros((2, 2)), dev)
+    z.put_(t(np.array([3]), dev), t(np.array([7.0]), dev))
+    np.testing.assert_array_equal(z.numpy(), [[0.0, 0.0], [0.0, 7.0]])
+    u, v = rng.standard_normal(3), rng.standard_normal(2)
+    np.testing.assert_allclose(t(u, dev).ger(t(v, dev)).numpy(), np.outer(u, v))
+    assert t(u, dev).pin_memory() is not None and not t(u, dev).is_pinned()
+    upper = np.triu(rng.standard_normal((3, 3))) + 3 * np.eye(3)
+    rhs = rng.standard_normal((3, 2))
+    sol, coeff = lazyscope.triangular_solve(t(rhs, dev), t(upper, dev))
+    np.testing.assert_allclose(sol.numpy(), np.linalg.solve(upper, rhs), rtol=1e-12)
+    np.testing.assert_array_equal(coeff.numpy(), upper)
+    sol_t, _ = t(rhs, dev).triangular_solve(t(upper, dev), transpose=True)
+    np.testing.assert_allclose(sol_t.numpy(), np.linalg.solve(upper.T, rhs), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_in_place_random_fills_follow_their_distributions(dev):
+    lazyscope.manual_seed(5)
+    n = 100000
+    e = t(np.zeros(n), dev).exponential_(2.0).numpy()
+    assert abs(e.mean() - 0.5) < 5 * 0.5 / np.sqrt(n) and e.min() >= 0
+    g = t(np.zeros(n), dev).geometric_(0.25).numpy()
+    assert abs(g.mean() - 4.0) < 5 * np.sqrt(0.75 / 0.25 ** 2 / n) and g.min() >= 1
+    ln = t(np.zeros(n), dev).log_normal_(0.5, 0.25).numpy()
+    assert abs(np.log(ln).mean() - 0.5) < 5 * 0.25 / np.sqrt(n)
+    c = t(np.zeros(n), dev).cauchy_(1.0, 2.0).numpy()
+    assert abs(np.median(c) - 1.0) < 0.05
+    bern = t(np.zeros(n), dev).bernoulli_(0.3).numpy()
+    assert set(np.unique(bern)) <= {0.0, 1.0} and abs(bern.mean() - 0.3) < 5 * np.sqrt(0.21 / n)
+    r = t(np.zeros(n, dtype=np.int64), dev).random_(3, 7).numpy()
+    assert r.min() == 3 and r.max() == 6

@@ -129,6 +129,7 @@ for _name in ("vmap", "func.vmap"):
     TORCH[_name] = (DIFFERS, "calls the function once per slice and stacks the results (the same values; on a lazy "
                              "device one graph for the batch)")
 TORCH["func.jacfwd"] = (DIFFERS, "the same Jacobian, built by reverse passes")
+TORCH["triangular_solve"] = (SUPPORTED, "")
 TORCH["linalg.lstsq"] = (DIFFERS, "through the pseudo-inverse (gelsd's answer, rank-deficient A included); "
                                   "residuals and rank are empty tensors")
 TORCH["linalg.qr"] = (DIFFERS, "the gradient needs mode='reduced' and at least as many rows as columns")
@@ -179,6 +180,17 @@ TENSOR.update({
                     transpose_ swapaxes_ swapdims_"""),
     **_supported("""det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse pinverse matrix_power qr
                     svd"""),
+    **_supported("""fill_diagonal_ stride sum_to_size put_ triangular_solve ger dsplit hardshrink addbmm
+                    masked_scatter narrow_copy matrix_exp select_scatter slice_scatter greater greater_equal less
+                    less_equal not_equal"""),
+    **{name: (DIFFERS, "drawn on the host from lazyscope's generator and uploaded (no sync)") for name in (
+        "bernoulli_", "exponential_", "geometric_", "log_normal_", "cauchy_", "random_")},
+    **{name: (DIFFERS, "the tensor itself: host memory is the device's here, nothing to pin or share") for name in (
+        "pin_memory", "share_memory_", "is_pinned", "is_shared")},
+    **{name: (DIFFERS, "reads the values on the host (a sync on a lazy device)") for name in (
+        "unique_consecutive", "histogram")},
+    "short": (REFUSED, "int32 (t.int()): LazyScope has no int16 dtype"),
+    "char": (REFUSED, "int32 (t.int()) or uint8 (t.byte()): LazyScope has no int8 dtype"),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
     "scatter_reduce": TENSOR_SCATTER_REDUCE,
     "bernoulli": (DIFFERS, "draws from lazyscope's generator (the generator= argument is ignored)"),

@@ -235,6 +235,129 @@ def poisson(input, generator=None):  # noqa: A002
     return ls.tensor(rng.poisson(rates).astype(rates.dtype), device=input.device)
 
 
+# --- Tensor methods: in-place random fills, memory no-ops, strides, small compositions -------
+
+def _host_fill(self, draw):
+    """self filled with the host generator's draw(shape) (uploaded: no sync), its dtype kept."""
+    ls = _lib()
+    values = np.asarray(draw(tuple(self.shape)))
+    with ls.no_grad():
+        return self.copy_(_C.from_numpy(values.astype(np.float64), str(self.device)).to(self.dtype))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    rng = (generator or _lib())._rng
+    if isinstance(p, Tensor):
+        probs = p.detach().numpy()
+        return _host_fill(self, lambda shape: rng.random(shape) < probs)
+    return _host_fill(self, lambda shape: rng.random(shape) < p)
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    rng = (generator or _lib())._rng
+    return _host_fill(self, lambda shape: rng.exponential(1.0 / lambd, shape))
+
+
+def geometric_(self, p, *, generator=None):
+    rng = (generator or _lib())._rng
+    return _host_fill(self, lambda shape: rng.geometric(p, shape))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    rng = (generator or _lib())._rng
+    return _host_fill(self, lambda shape: rng.lognormal(mean, std, shape))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    rng = (generator or _lib())._rng
+    return _host_fill(self, lambda shape: median + sigma * rng.standard_cauchy(shape))
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    """Integers uniform on [from, to) (to None: [0, from) if given one bound, else the dtype's mantissa range)."""
+    rng = (generator or _lib())._rng
+    if to is None:
+        low, high = (0, from_) if from_ else (0, 2 ** 24 if self.is_floating_point() else 2 ** 31)
+    else:
+        low, high = from_, to
+    return _host_fill(self, lambda shape: rng.integers(low, high, shape))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """The main diagonal (all dims equal indices; for a tall 2-D matrix with
+    wrap, restarting every N + 1 rows, as NumPy's fill_diagonal) set to fill_value."""
+    ls = _lib()
+    shape = tuple(self.shape)
+    if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
+        raise RuntimeError(f"fill_diagonal_: all dims must be equal for a tensor of more than 2 dims, got "
+                           f"{list(shape)}")
+    mask = np.zeros(shape, dtype=bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    with ls.no_grad():
+        return self.copy_(ls.where(_C.from_numpy(mask, str(self.device)), fill_value, self))
+
+
+def stride(self, dim=None):
+    """The contiguous row-major strides of the tensor's shape (every value is stored contiguous)."""
+    shape = tuple(self.shape)
+    strides, acc = [], 1
+    for size in reversed(shape):
+        strides.append(acc)
+        acc *= max(size, 1)
+    strides = tuple(reversed(strides))
+    return strides if dim is None else strides[dim]
+
+
+def sum_to_size(self, *size):
+    """Summed over the broadcast dims down to `size` (which must broadcast to the tensor's shape)."""
+    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(target)
+    if lead < 0 or any(t not in (1, s) for t, s in zip(target, shape[lead:])):
+        raise RuntimeError(f"sum_to_size: size {list(target)} is not expandable to the tensor's shape {list(shape)}")
+    dims = list(range(lead)) + [lead + i for i, (t, s) in enumerate(zip(target, shape[lead:])) if t == 1 and s != 1]
+    out = self.sum(dims, keepdim=True) if dims else self
+    return out.reshape(target)
+
+
+def put_(self, index, source, accumulate=False):
+    """self.view(-1)[index] = source (or += with accumulate), in place."""
+    ls = _lib()
+    flat = self.reshape(-1)
+    idx = index.reshape(-1)
+    idx = ls.where(idx < 0, idx + flat.shape[0], idx)
+    src = source.reshape(-1).to(self.dtype)
+    updated = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
+    with ls.no_grad():
+        return self.copy_(updated.reshape(tuple(self.shape)))
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):  # noqa: N803  (PyTorch's names)
+    """torch.triangular_solve (deprecated for linalg.solve_triangular): (X, A clone) with op(A) X = b."""
+    ls = _lib()
+    x = ls.linalg.solve_triangular(A.mT if transpose else A, b, upper=upper != transpose, unitriangular=unitriangular)
+    return x, A.clone()
+
+
+def _memory_noop(name):
+    def method(self, *args, **kwargs):
+        return self
+    method.__name__ = name
+    method.__doc__ = f"{name}: the tensor itself (host memory is the device's here; nothing to pin or share)."
+    return method
+
+
+_EXTRA_METHODS = {"bernoulli_": bernoulli_, "exponential_": exponential_, "geometric_": geometric_,
+                  "log_normal_": log_normal_, "cauchy_": cauchy_, "random_": random_,
+                  "fill_diagonal_": fill_diagonal_, "stride": stride, "sum_to_size": sum_to_size, "put_": put_,
+                  "triangular_solve": lambda self, A, upper=True, transpose=False, unitriangular=False:
+                  triangular_solve(self, A, upper, transpose, unitriangular),
+                  "ger": lambda self, other: self.outer(other), "dsplit": dsplit,
+                  "pin_memory": _memory_noop("pin_memory"), "share_memory_": _memory_noop("share_memory_"),
+                  "is_pinned": lambda self, device=None: False, "is_shared": lambda self: False,
+                  "hardshrink": lambda self, lambd=0.5: _lib().nn.functional.hardshrink(self, lambd)}
+
+
 _FUNCTIONS = ["asarray", "addbmm", "chain_matmul", "combinations", "dsplit", "unflatten", "unravel_index", "vander",
               "select_scatter", "slice_scatter", "masked_scatter", "index_add", "narrow_copy", "gradient",
               "matrix_exp", "unique_consecutive", "histogram", "poisson"]
@@ -253,3 +376,6 @@ def install(namespace):
         namespace[alias] = namespace[name]
         setattr(Tensor, alias, getattr(Tensor, name))
     namespace["linalg"].matrix_exp = matrix_exp
+    namespace["triangular_solve"] = triangular_solve
+    for name, method in _EXTRA_METHODS.items():
+        setattr(Tensor, name, method)
