@@ -446,3 +446,26 @@ def test_batch_norm_updates_its_running_statistics_in_place():
     np.testing.assert_allclose(mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(var.numpy(), 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-5)
     assert int(count.item()) == 1
+
+
+def test_module_dtype_casts_lookups_and_no_op_methods():
+    import lazyscope as _ls
+    net = _ls.nn.Sequential(_ls.nn.Linear(2, 3), _ls.nn.BatchNorm1d(3))
+    w = net[0].weight.detach().numpy().copy()
+    assert net.get_parameter("0.weight") is net[0].weight
+    assert net.get_buffer("1.running_mean") is net[1].running_mean
+    with pytest.raises(AttributeError, match="has no parameter 'gamma'"):
+        net.get_parameter("0.gamma")
+    with pytest.raises(AttributeError, match="has no submodule '5'"):
+        net.get_parameter("5.weight")
+    net.double()
+    assert net[0].weight.dtype == _ls.float64
+    net.half()
+    assert net[0].weight.dtype == _ls.float16
+    np.testing.assert_allclose(net[0].weight.to(_ls.float32).numpy(), w.astype(np.float16), rtol=0)
+    net.bfloat16()
+    assert net[0].weight.dtype == _ls.bfloat16
+    assert net.type(_ls.float32) is net and net[0].weight.dtype == _ls.float32
+    assert net.share_memory() is net and net.compile() is None
+    with pytest.raises(NotImplementedError, match="Module.cuda is not supported"):
+        net.cuda()

@@ -281,6 +281,46 @@ class Module:
         from lazyscope import float64
         return self.to(float64)
 
+    def half(self):
+        from lazyscope import float16
+        return self.to(float16)
+
+    def bfloat16(self):
+        from lazyscope import bfloat16
+        return self.to(bfloat16)
+
+    def type(self, dst_type):
+        """Casts floating-point parameters and buffers to dst_type (a dtype)."""
+        return self.to(dst_type)
+
+    def cuda(self, device=None):
+        raise NotImplementedError("Module.cuda is not supported by LazyScope (no CUDA backend); use "
+                                  "module.to(xm.xla_device()) or module.to('lazy:0')")
+
+    def share_memory(self):
+        """The module itself: host memory is the device's here, nothing to share."""
+        return self
+
+    def compile(self, *args, **kwargs):
+        """Module.compile (torch 2): nothing to do, a lazy device already compiles each step's graph."""
+        from lazyscope import compile as _compile
+        _compile(self, *args, **kwargs)
+
+    def _lookup(self, target, table, what):
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        entries = module.__dict__.get(table, {})
+        if name not in entries or entries[name] is None:
+            raise AttributeError(f"{type(module).__name__} has no {what} {name!r} (looking up {target!r})")
+        return entries[name]
+
+    def get_parameter(self, target):
+        """The parameter at the dotted path `target` ("layer.0.weight")."""
+        return self._lookup(target, "_parameters", "parameter")
+
+    def get_buffer(self, target):
+        return self._lookup(target, "_buffers", "buffer")
+
     def apply(self, fn):
         for module in self.children():
             module.apply(fn)
