@@ -426,3 +426,17 @@ def test_a_least_squares_fit_trains_on_a_lazy_device_like_on_cpu():
         lam -= 0.01 * (loss_of(lam + 1e-6) - loss_of(lam - 1e-6)) / 2e-6
     for got in results.values():
         np.testing.assert_allclose(got, lam, rtol=1e-7)
+
+
+def test_the_program_listing_estimates_factorization_flops():
+    """The Kernels view's GFLOP/s come from these estimates: LU 2/3 n^3 +
+    2 n^2 k for a solve, Cholesky 1/3 n^3, per matrix of the batch."""
+    import re
+    from runtime_util import run_graph
+    r = rng(15)
+    a = t(well_conditioned(r, 3, 6, 6), "lazy:0")
+    b = t(r.standard_normal((3, 6, 2)), "lazy:0")
+    s = t(spd(r, 6, 6), "lazy:0")
+    _, program = run_graph(lambda: (linalg.solve(a, b), linalg.cholesky(s)), require_compile=True)
+    assert re.search(r"= linalg\.solve\(.*flops=%d " % (3 * (2 * 6 ** 3 // 3 + 2 * 36 * 2)), program), program
+    assert re.search(r"= linalg\.cholesky\(.*flops=%d " % (6 ** 3 // 3), program), program

@@ -115,7 +115,7 @@ metrics::Counter* donated_counter() {
 // operations and bytes read plus written. Rows by cost shape; an op with no
 // row (a newly added one) counts one operation per output element, the
 // elementwise estimate — a lower bound for anything heavier.
-enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv, kAttention };
+enum class Cost : uint8_t { kFree, kPerOutput, kPerInput, kMatmul, kConv, kAttention, kFactorization };
 struct CostRow {
   OpKind op;
   Cost cost;
@@ -156,6 +156,19 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kIndexAdd, Cost::kPerInput, 1},
     {OpKind::kAttention, Cost::kAttention, 2},
     {OpKind::kAttentionBackward, Cost::kAttention, 2},
+    // Factorizations: thirds of m n min(m, n) per matrix (per_element / 3),
+    // the textbook counts: LU 2/3 n^3 (+ 2 n^2 k for the solve), inverse
+    // 2 n^3, Cholesky 1/3 n^3, symmetric eigendecomposition ~9 n^3 with
+    // vectors, Householder QR ~2 m n^2 (+ forming Q), SVD ~12 m n^2; a
+    // triangular solve n^2 k (counted below).
+    {OpKind::kLinalgSolve, Cost::kFactorization, 2},
+    {OpKind::kLinalgInv, Cost::kFactorization, 6},
+    {OpKind::kLinalgSlogdet, Cost::kFactorization, 2},
+    {OpKind::kLinalgCholesky, Cost::kFactorization, 1},
+    {OpKind::kLinalgSolveTriangular, Cost::kFactorization, 0},
+    {OpKind::kLinalgEigh, Cost::kFactorization, 27},
+    {OpKind::kLinalgQr, Cost::kFactorization, 12},
+    {OpKind::kLinalgSvd, Cost::kFactorization, 36},
 };
 
 struct KernelCost {
@@ -185,6 +198,17 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
     case Cost::kMatmul:  // a multiply and an add per (output element, k)
       c.flops = inputs.empty() || inputs[0]->shape.empty() ? 0 : per * numel(out.shape) * inputs[0]->shape.back();
       break;
+    case Cost::kFactorization: {
+      if (inputs.empty() || inputs[0]->shape.size() < 2) break;
+      const Shape& a = inputs[0]->shape;
+      const int64_t m = a[a.size() - 2], n = a.back(), batch = numel(a) / std::max<int64_t>(1, m * n);
+      c.flops = batch * (per * m * n * std::min(m, n) / 3);
+      // A solve's right-hand sides: 2 n^2 k for LU's two triangles, n^2 k for one.
+      if ((op == OpKind::kLinalgSolve || op == OpKind::kLinalgSolveTriangular) && inputs.size() > 1) {
+        c.flops += batch * (op == OpKind::kLinalgSolve ? 2 : 1) * n * n * inputs[1]->shape.back();
+      }
+      break;
+    }
     case Cost::kAttention: {  // its products: q k^T and P v; backward dO v^T, P^T dO, dS k and dS^T q
       const Shape& q = inputs[0]->shape;
       const bool packed = q.size() == 5;  // [N, L, 3, H, D]
