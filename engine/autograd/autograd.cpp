@@ -145,7 +145,8 @@ void record(OpKind op, const std::vector<Tensor>& inputs, const Attrs& attrs, co
     throw EngineError("backward with create_graph=True: the gradient of this graph runs " + std::string(op_name(op)) +
                       ", which has no derivative of its own, so a higher-order gradient through it is not "
                       "supported (ops with a second derivative: elementwise, matmul, reductions, softmax, "
-                      "cross-entropy, layer_norm, convolutions and average pooling; not max pooling or attention)");
+                      "cross-entropy, layer_norm, convolutions, average pooling and max pooling over windows that "
+                      "do not overlap; not fused attention)");
   }
   std::vector<std::shared_ptr<GradFn>> next;
   bool any = false;

@@ -413,6 +413,39 @@ void add_second_order_rules(Table& t) {
                         {"count_include_pad", c.attrs.get_bool("count_include_pad")},
                         {"divisor", c.attrs.get_int("divisor")}})};
   });
+  // max_pool2d's gradient puts each window's g at the window's argmax: for
+  // windows that do not overlap (stride = kernel, no dilation), its adjoint
+  // takes each window's G at that argmax, a window sum (an average pool with
+  // divisor 1) of G masked to the argmaxes (the forward's own backward of
+  // ones). x's derivative is zero almost everywhere. Overlapping windows
+  // would count a position for several windows: refused, by name.
+  set(t, OpKind::kMaxPool2dBackward, kInput1, [](const Ctx& c, const Tensor& gg) -> Grads {
+    const auto& kernel = c.attrs.get_ints("kernel_size");
+    const auto& stride = c.attrs.get_ints("stride");
+    const auto& dilation = c.attrs.get_ints("dilation");
+    if (kernel != stride || dilation != std::vector<int64_t>{1, 1}) {
+      throw EngineError(
+          "backward with create_graph=True: the gradient of this graph runs max_pool2d_backward over "
+          "overlapping or dilated windows (kernel " +
+          shape_str(kernel) + ", stride " + shape_str(stride) +
+          "), which has no derivative of its own here; windows that do not "
+          "overlap (stride = kernel_size) have one");
+    }
+    const Tensor& x = in1(c);
+    const Shape& g_shape = c.shape(0);
+    const Tensor ones = ops::expand(num(1, gg), g_shape);
+    const Tensor argmax = ops::apply(OpKind::kMaxPool2dBackward, {ones, x}, c.attrs);
+    Grads out{c.needs(0) ? ops::apply(OpKind::kAvgPool2d, {ops::mul(gg, argmax)},
+                                      {{"kernel_size", kernel},
+                                       {"stride", stride},
+                                       {"padding", c.attrs.get_ints("padding")},
+                                       {"ceil_mode", c.attrs.get_bool("ceil_mode")},
+                                       {"count_include_pad", true},
+                                       {"divisor", int64_t{1}}})
+                         : Tensor(),
+              Tensor()};
+    return out;
+  });
   set(t, OpKind::kAdaptiveAvgPool2dBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
     const Shape& out = c.shape(0);
     return {ops::apply(OpKind::kAdaptiveAvgPool2d, {g}, {{"output_size", Shape{out[2], out[3]}}})};

@@ -220,12 +220,37 @@ def test_conv2d_and_average_pooling_differentiate_twice(dev):
     np.testing.assert_allclose(w.grad.numpy(), fd(lambda b: (gw_np(x0, b) * v).sum(), w0), rtol=1e-7, atol=1e-8)
 
 
-def test_max_pooling_has_no_second_derivative_and_says_so():
-    x = lazyscope.tensor(np.random.default_rng(4).standard_normal((1, 1, 4, 4))).requires_grad_()
-    y = F.max_pool2d(x, 2).pow(2).sum()
-    # The pass that would record max_pool2d_backward for a second derivative refuses, naming it.
-    with pytest.raises(Exception, match="max_pool2d_backward, which has no derivative of its own"):
-        autograd.grad(y, x, create_graph=True)
+def maxpool_energy_np(x, w):
+    y = conv_np(x, w)
+    n, o, h, ww = y.shape
+    pooled = y[:, :, :h // 2 * 2, :ww // 2 * 2].reshape(n, o, h // 2, 2, ww // 2, 2).max((3, 5))
+    return (pooled ** 2).sum()
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_max_pooling_differentiates_twice_over_windows_that_do_not_overlap(dev):
+    r = np.random.default_rng(6)
+    x0, w0 = r.standard_normal((2, 2, 6, 6)), r.standard_normal((3, 2, 3, 3))
+    v = r.standard_normal(w0.shape)
+    x, w = t(x0, dev, grad=True), t(w0, dev, grad=True)
+    energy = (F.max_pool2d(F.conv2d(x, w), 2) ** 2).sum()
+    (gw,) = autograd.grad(energy, w, create_graph=True)
+    np.testing.assert_allclose(gw.detach().numpy(), fd(lambda q: maxpool_energy_np(x0, q), w0), rtol=1e-6,
+                               atol=1e-8)
+    (gw * t(v, dev)).sum().backward()
+
+    def gwv(a, b):  # <d energy / d w, v> = the directional derivative along v, by differences
+        return (maxpool_energy_np(a, b + 1e-5 * v) - maxpool_energy_np(a, b - 1e-5 * v)) / 2e-5
+
+    np.testing.assert_allclose(x.grad.numpy(), fd(lambda a: gwv(a, w0), x0, eps=1e-4), rtol=1e-4, atol=1e-5)
+
+
+def test_overlapping_max_pooling_has_no_second_derivative_and_says_so():
+    x = lazyscope.tensor(np.random.default_rng(4).standard_normal((1, 1, 5, 5))).requires_grad_()
+    y = F.max_pool2d(x, 3, stride=1).pow(2).sum()
+    (g,) = autograd.grad(y, x, create_graph=True)
+    with pytest.raises(Exception, match="max_pool2d_backward over overlapping or dilated windows"):
+        autograd.grad(g.sum(), x)
     # Without create_graph nothing changed: first-order gradients as before.
     x2 = lazyscope.tensor(np.arange(16.0).reshape(1, 1, 4, 4)).requires_grad_()
     F.max_pool2d(x2, 2).sum().backward()

@@ -67,7 +67,7 @@ TORCH.update(_supported("""
     autograd.Function autograd.backward autograd.no_grad autograd.enable_grad autograd.set_grad_enabled
 """))
 TORCH["autograd.grad"] = (DIFFERS, "is_grads_batched is refused; create_graph=True has no second derivative "
-                                   "through max pooling and fused attention (a clear error)")
+                                   "through overlapping max pooling and fused attention (a clear error)")
 TORCH["special.ndtri"] = (DIFFERS, "sqrt(2) erfinv(2p - 1): ~1e-11 relative below p ~ 1e-4 in float64 (PyTorch's "
                                    "Cephes ndtri is exact there)")
 TORCH["imag"] = (DIFFERS, "raises: LazyScope has no complex dtypes")
