@@ -186,7 +186,7 @@ NN = _supported("""
     InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell TransformerDecoderLayer
     TransformerDecoder Transformer MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss
     TripletMarginLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss PairwiseDistance
-    Bilinear Fold Unfold
+    Bilinear Fold Unfold AvgPool3d AdaptiveAvgPool3d
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain init.eye_ init.dirac_
     init.sparse_
@@ -199,6 +199,9 @@ NN.update({
     "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
     "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
     "Conv1d": (DIFFERS, "padding_mode 'zeros' only"),
+    "Conv3d": (DIFFERS, "padding_mode 'zeros' only"),
+    "ConvTranspose3d": (DIFFERS, "padding_mode 'zeros' only (as PyTorch)"),
+    "MaxPool3d": (DIFFERS, "return_indices=True is refused"),
     "AdaptiveMaxPool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "AdaptiveMaxPool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "MaxPool1d": (DIFFERS, "return_indices=True is refused"),
@@ -209,9 +212,6 @@ NN.update({name: (DIFFERS, "the lengths are read on the host (PyTorch too wants 
                           "GRU run the padded batch with each state held past its length") for name in (
     "utils.rnn.pack_padded_sequence", "utils.rnn.pad_packed_sequence", "utils.rnn.pack_sequence",
     "utils.rnn.unpack_sequence", "utils.rnn.PackedSequence")})
-NN.update({name: (REFUSED, instead) for name, instead in {
-    "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
-}.items()})
 
 # torch.nn.functional.X
 FUNCTIONAL = _supported("""
@@ -224,7 +224,7 @@ FUNCTIONAL = _supported("""
     upsample_bilinear max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d adaptive_max_pool2d dropout1d
     instance_norm pairwise_distance margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss
     triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
-    bilinear unfold fold affine_grid
+    bilinear unfold fold affine_grid conv3d conv_transpose3d avg_pool3d adaptive_avg_pool3d
 """)
 FUNCTIONAL["ctc_loss"] = (DIFFERS, "the lengths and targets are read on the host (a sync for lazy tensors); the "
                                    "forward variables are a scan over T traced op by op")
@@ -234,6 +234,7 @@ FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),
     "max_pool2d": (DIFFERS, "return_indices=True is refused"),
     "max_pool1d": (DIFFERS, "return_indices=True is refused"),
+    "max_pool3d": (DIFFERS, "return_indices=True is refused"),
     "adaptive_max_pool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "adaptive_max_pool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
 })
