@@ -11,6 +11,7 @@ import lazyscope
 from lazyscope import nn
 from lazyscope.core import lazy_model as lm
 from test_autograd import check
+from test_op_coverage_gaps import HALF_DTYPES, check_half
 
 DEVICES = ["cpu", "lazy:0"]
 rng = np.random.default_rng(3003)
@@ -510,3 +511,16 @@ def test_a_small_3d_cnn_trains_the_same_on_both_devices():
     eager, lazy = train("cpu"), train("lazy:0")
     assert eager == lazy
     assert eager[-1] < eager[0]
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_conv3d_and_pools_on_16_bit_floats_match_numpy(dtype):
+    """float16 and bfloat16 run in float32 (as the 2-D ops) and round once."""
+    x = rng.standard_normal((2, 2, 5, 6, 4))
+    w = rng.standard_normal((3, 2, 3, 3, 2))
+    check_half(dtype, lambda t, k: lazyscope.conv3d(t, k, padding=1), lambda a, k: conv3d_ref(a, k, padding=1), [x, w],
+               ulps=2)
+    check_half(dtype, lambda t: lazyscope.max_pool3d(t, 2), lambda a: max_pool3d_ref(a, 2), [x])
+    check_half(dtype, lambda t: lazyscope.avg_pool3d(t, 3, 2, 1), lambda a: avg_pool3d_ref(a, 3, 2, 1), [x])
+    check_half(dtype, lambda t: lazyscope.adaptive_avg_pool3d(t, (2, 3, 1)),
+               lambda a: adaptive_avg_pool3d_ref(a, (2, 3, 1)), [x])
