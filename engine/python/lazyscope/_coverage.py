@@ -186,7 +186,7 @@ NN = _supported("""
     InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell TransformerDecoderLayer
     TransformerDecoder Transformer MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss
     TripletMarginLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss PairwiseDistance
-    Bilinear Fold Unfold AvgPool3d AdaptiveAvgPool3d
+    Bilinear Fold Unfold AvgPool3d AdaptiveAvgPool3d ConvTranspose3d
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain init.eye_ init.dirac_
     init.sparse_
@@ -200,7 +200,6 @@ NN.update({
     "Conv2d": (DIFFERS, "padding_mode 'zeros' only"),
     "Conv1d": (DIFFERS, "padding_mode 'zeros' only"),
     "Conv3d": (DIFFERS, "padding_mode 'zeros' only"),
-    "ConvTranspose3d": (DIFFERS, "padding_mode 'zeros' only (as PyTorch)"),
     "MaxPool3d": (DIFFERS, "return_indices=True is refused"),
     "AdaptiveMaxPool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "AdaptiveMaxPool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
