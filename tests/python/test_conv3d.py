@@ -225,11 +225,13 @@ def test_conv3d_gradients_match_finite_differences(device, kw):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kw", [dict(), dict(stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1), groups=2)])
-def test_conv3d_float32_gradients_match_the_numpy_adjoints(device, kw):
+@pytest.mark.parametrize("channels, kw", [
+    (4, dict()), (4, dict(stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1), groups=2)),
+    (1, dict(padding=1)), (3, dict(stride=2, padding=(0, 1, 2))), (18, dict(padding=1, groups=3))])
+def test_conv3d_float32_gradients_match_the_numpy_adjoints(device, channels, kw):
     """The float32 gradients (oneDNN's backward primitives) against the adjoints written out in NumPy."""
-    x = rng.standard_normal((3, 4, 6, 7, 5)).astype(np.float32)
-    w = rng.standard_normal((6, 4 // kw.get("groups", 1), 3, 2, 3)).astype(np.float32)
+    x = rng.standard_normal((3, channels, 6, 7, 5)).astype(np.float32)
+    w = rng.standard_normal((6, channels // kw.get("groups", 1), 3, 2, 3)).astype(np.float32)
     tx = lazyscope.tensor(x, device=device, requires_grad=True)
     tw = lazyscope.tensor(w, device=device, requires_grad=True)
     y = lazyscope.conv3d(tx, tw, **kw)
@@ -479,6 +481,24 @@ def test_3d_modules_match_the_functional_references(device):
     out = up(t, output_size=(13, 11, 15))
     np.testing.assert_allclose(out.numpy(), conv_transpose3d_ref(x, up.weight.numpy(), up.bias.numpy(), stride=2,
                                                                  output_padding=1), rtol=1e-12, atol=1e-12)
+
+
+def test_a_lazy_conv3d_training_step_compiles_once():
+    lazyscope._C.clear_compile_cache()
+    dev = lm.lazy_device()
+    w = lazyscope.randn(4, 3, 3, 3, 3, device=dev) * 0.1
+    lm.mark_step()  # w's initialisation is its own graph
+    lazyscope._C.reset_metrics()
+    for _ in range(4):
+        x = lazyscope.randn(2, 3, 5, 8, 8, device=dev)
+        w.requires_grad_()
+        loss = lazyscope.avg_pool3d(lazyscope.max_pool3d(lazyscope.conv3d(x, w, padding=1), 2), 2).sum()
+        loss.backward()
+        w = (w - w.grad * 0.01).detach()
+        lm.mark_step()
+    counters = lm.counters()
+    assert counters["UncachedCompile"] == 1
+    assert counters["CachedCompile"] == 3
 
 
 def small_cnn():
