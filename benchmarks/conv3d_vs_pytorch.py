@@ -1,7 +1,8 @@
 """conv3d (+ max_pool3d) forward and backward on LazyScope's eager cpu
 device against PyTorch's CPU ops, float32, alternated in one process
 (A B A B ...) on the same thread count, and against the workaround the
-refusal of Conv3d used to suggest (conv2d over each depth tap, summed).
+refusal of Conv3d used to suggest (conv2d over each depth tap, summed);
+then max_pool3d alone against PyTorch's.
 
     LAZYSCOPE_BUILD_DIR=$PWD/build/release /usr/bin/python3 benchmarks/conv3d_vs_pytorch.py --rounds 7
 
@@ -55,6 +56,18 @@ def slices(x, w, k, p, pool):
     return tw.grad.numpy()
 
 
+def ours_pool(x, pool):
+    tx = lazyscope.tensor(x, requires_grad=True)
+    lazyscope.max_pool3d(tx, pool, stride=pool // 2 + 1, padding=pool // 2).sum().backward()
+    return tx.grad.numpy()
+
+
+def theirs_pool(x, pool):
+    tx = torch.from_numpy(x).requires_grad_()
+    torch.nn.functional.max_pool3d(tx, pool, stride=pool // 2 + 1, padding=pool // 2).sum().backward()
+    return tx.grad.numpy()
+
+
 def theirs(x, w, k, p, pool):
     tx = torch.from_numpy(x).requires_grad_()
     tw = torch.from_numpy(w).requires_grad_()
@@ -96,6 +109,16 @@ def main():
               f"slices {med['slices']:.2f} ms; pytorch/lazyscope {med['pytorch'] / med['lazyscope']:.2f}x, "
               f"slices/conv3d {med['slices'] / med['lazyscope']:.2f}x  (each round: "
               + ", ".join(f"{t / o:.2f}" for t, o in zip(times["pytorch"], times["lazyscope"])) + ")")
+    # max_pool3d alone (forward and backward), overlapping 3x3x3 windows at stride 2.
+    x = rng.standard_normal((4, 16, 16, 32, 32)).astype(np.float32)
+    np.testing.assert_array_equal(ours_pool(x, 3), theirs_pool(x, 3))
+    times = {"lazyscope": [], "pytorch": []}
+    for _ in range(args.rounds):
+        times["lazyscope"].append(timed(ours_pool, (x, 3), args.reps))
+        times["pytorch"].append(timed(theirs_pool, (x, 3), args.reps))
+    med = {key: statistics.median(v) for key, v in times.items()}
+    print(f"max_pool3d 3x3x3/2 pad 1 [4, 16, 16, 32, 32]: lazyscope {med['lazyscope']:.2f} ms, pytorch "
+          f"{med['pytorch']:.2f} ms; pytorch/lazyscope {med['pytorch'] / med['lazyscope']:.2f}x")
     print("load average:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/kernel_util.h"
@@ -293,37 +293,52 @@ int64_t plane_grain(const Pool3dGeometry& g) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, volume(g.in)));
 }
 
+// The taps [first, last) of a window of output `o` in dim `d` that land
+// inside the input: o*s - p + t*dil in [0, size). Found by arithmetic once
+// per window row, so the inner loop has no bounds test.
+std::pair<int64_t, int64_t> inside_taps(const Pool3dGeometry& g, size_t d, int64_t o) {
+  const int64_t start = o * g.stride[d] - g.pad[d];
+  const int64_t first = start >= 0 ? 0 : (-start + g.dil[d] - 1) / g.dil[d];
+  const int64_t last = start >= g.in[d] ? 0 : std::min(g.k[d], (g.in[d] - 1 - start) / g.dil[d] + 1);
+  return {first, std::max(first, last)};
+}
+
 // f(plane, output offset, input offset of the window's max) for the planes
 // [p0, p1). NaN wins (it propagates, as in PyTorch); on ties the first
-// element wins, which is where the gradient goes.
+// element wins, which is where the gradient goes. The comparison is
+// branch-free (selects): which element is the maximum is data, and a branch
+// per element mispredicts on real activations (kernels_pool.cpp's note).
 template <typename T, typename F>
 void for_each_max(const Pool3dGeometry& g, const T* x, int64_t p0, int64_t p1, F&& f) {
   for (int64_t p = p0; p < p1; ++p) {
     const T* plane = x + p * volume(g.in);
     for (int64_t z = 0; z < g.out[0]; ++z) {
+      const auto [a0, a1] = inside_taps(g, 0, z);
       for (int64_t y = 0; y < g.out[1]; ++y) {
+        const auto [b0, b1] = inside_taps(g, 1, y);
         for (int64_t xo = 0; xo < g.out[2]; ++xo) {
-          int64_t best_at = -1;
-          T best = -std::numeric_limits<T>::infinity();
-          for (int64_t a = 0; a < g.k[0]; ++a) {
+          const auto [c0, c1] = inside_taps(g, 2, xo);
+          const int64_t ix0 = xo * g.stride[2] - g.pad[2];
+          // The shape rule guarantees every window an element: start at the first.
+          int64_t best_at = ((z * g.stride[0] - g.pad[0] + a0 * g.dil[0]) * g.in[1] + y * g.stride[1] - g.pad[1] +
+                             b0 * g.dil[1]) *
+                                g.in[2] +
+                            ix0 + c0 * g.dil[2];
+          T best = plane[best_at];
+          for (int64_t a = a0; a < a1; ++a) {
             const int64_t iz = z * g.stride[0] - g.pad[0] + a * g.dil[0];
-            if (iz < 0 || iz >= g.in[0]) continue;
-            for (int64_t b = 0; b < g.k[1]; ++b) {
-              const int64_t iy = y * g.stride[1] - g.pad[1] + b * g.dil[1];
-              if (iy < 0 || iy >= g.in[1]) continue;
-              for (int64_t c = 0; c < g.k[2]; ++c) {
-                const int64_t ix = xo * g.stride[2] - g.pad[2] + c * g.dil[2];
-                if (ix < 0 || ix >= g.in[2]) continue;
-                const int64_t at = (iz * g.in[1] + iy) * g.in[2] + ix;
+            for (int64_t b = b0; b < b1; ++b) {
+              const int64_t row = (iz * g.in[1] + y * g.stride[1] - g.pad[1] + b * g.dil[1]) * g.in[2] + ix0;
+              for (int64_t c = c0; c < c1; ++c) {
+                const int64_t at = row + c * g.dil[2];
                 const T v = plane[at];
-                if (best_at < 0 || (!std::isnan(best) && (v > best || std::isnan(v)))) {
-                  best = v;
-                  best_at = at;
-                }
+                const bool take = (best == best) & ((v > best) | (v != v));
+                best = take ? v : best;
+                best_at = take ? at : best_at;
               }
             }
           }
-          f(p, (z * g.out[1] + y) * g.out[2] + xo, best_at);  // the shape rule guarantees every window an element
+          f(p, (z * g.out[1] + y) * g.out[2] + xo, best_at);
         }
       }
     }
