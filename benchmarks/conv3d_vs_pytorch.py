@@ -56,15 +56,15 @@ def slices(x, w, k, p, pool):
     return tw.grad.numpy()
 
 
-def ours_pool(x, pool):
+def ours_pool(x, k, s, p):
     tx = lazyscope.tensor(x, requires_grad=True)
-    lazyscope.max_pool3d(tx, pool, stride=pool // 2 + 1, padding=pool // 2).sum().backward()
+    lazyscope.max_pool3d(tx, k, stride=s, padding=p).sum().backward()
     return tx.grad.numpy()
 
 
-def theirs_pool(x, pool):
+def theirs_pool(x, k, s, p):
     tx = torch.from_numpy(x).requires_grad_()
-    torch.nn.functional.max_pool3d(tx, pool, stride=pool // 2 + 1, padding=pool // 2).sum().backward()
+    torch.nn.functional.max_pool3d(tx, k, stride=s, padding=p).sum().backward()
     return tx.grad.numpy()
 
 
@@ -109,16 +109,18 @@ def main():
               f"slices {med['slices']:.2f} ms; pytorch/lazyscope {med['pytorch'] / med['lazyscope']:.2f}x, "
               f"slices/conv3d {med['slices'] / med['lazyscope']:.2f}x  (each round: "
               + ", ".join(f"{t / o:.2f}" for t, o in zip(times["pytorch"], times["lazyscope"])) + ")")
-    # max_pool3d alone (forward and backward), overlapping 3x3x3 windows at stride 2.
+    # max_pool3d alone (forward and backward): overlapping 3x3x3 windows at
+    # stride 2, and the common 2x2x2 at stride 2.
     x = rng.standard_normal((4, 16, 16, 32, 32)).astype(np.float32)
-    np.testing.assert_array_equal(ours_pool(x, 3), theirs_pool(x, 3))
-    times = {"lazyscope": [], "pytorch": []}
-    for _ in range(args.rounds):
-        times["lazyscope"].append(timed(ours_pool, (x, 3), args.reps))
-        times["pytorch"].append(timed(theirs_pool, (x, 3), args.reps))
-    med = {key: statistics.median(v) for key, v in times.items()}
-    print(f"max_pool3d 3x3x3/2 pad 1 [4, 16, 16, 32, 32]: lazyscope {med['lazyscope']:.2f} ms, pytorch "
-          f"{med['pytorch']:.2f} ms; pytorch/lazyscope {med['pytorch'] / med['lazyscope']:.2f}x")
+    for k, s, p in ((3, 2, 1), (2, 2, 0)):
+        np.testing.assert_array_equal(ours_pool(x, k, s, p), theirs_pool(x, k, s, p))
+        times = {"lazyscope": [], "pytorch": []}
+        for _ in range(args.rounds):
+            times["lazyscope"].append(timed(ours_pool, (x, k, s, p), args.reps))
+            times["pytorch"].append(timed(theirs_pool, (x, k, s, p), args.reps))
+        med = {key: statistics.median(v) for key, v in times.items()}
+        print(f"max_pool3d {k}x{k}x{k}/{s} pad {p} [4, 16, 16, 32, 32]: lazyscope {med['lazyscope']:.2f} ms, "
+              f"pytorch {med['pytorch']:.2f} ms; pytorch/lazyscope {med['pytorch'] / med['lazyscope']:.2f}x")
     print("load average:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

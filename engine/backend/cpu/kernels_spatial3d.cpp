@@ -308,8 +308,46 @@ std::pair<int64_t, int64_t> inside_taps(const Pool3dGeometry& g, size_t d, int64
 // element wins, which is where the gradient goes. The comparison is
 // branch-free (selects): which element is the maximum is data, and a branch
 // per element mispredicts on real activations (kernels_pool.cpp's note).
+// The common 2x2x2 window at stride 2 (no padding, no dilation, every
+// window whole): its eight elements unrolled in the general loop's order
+// (depth, row, column), so ties and NaN go the same way.
+bool is_plain_2x2x2(const Pool3dGeometry& g) {
+  for (size_t d = 0; d < 3; ++d) {
+    if (g.k[d] != 2 || g.stride[d] != 2 || g.pad[d] != 0 || g.dil[d] != 1 || 2 * g.out[d] > g.in[d]) return false;
+  }
+  return true;
+}
+
+template <typename T, typename F>
+void for_each_max_2x2x2(const Pool3dGeometry& g, const T* x, int64_t p0, int64_t p1, F&& f) {
+  const int64_t w = g.in[2], hw = g.in[1] * g.in[2];
+  const int64_t offsets[8] = {0, 1, w, w + 1, hw, hw + 1, hw + w, hw + w + 1};
+  for (int64_t p = p0; p < p1; ++p) {
+    const T* plane = x + p * volume(g.in);
+    for (int64_t z = 0; z < g.out[0]; ++z) {
+      for (int64_t y = 0; y < g.out[1]; ++y) {
+        const int64_t row = (2 * z * g.in[1] + 2 * y) * w;
+        for (int64_t xo = 0; xo < g.out[2]; ++xo) {
+          const int64_t first = row + 2 * xo;
+          int64_t best_at = first;
+          T best = plane[first];
+          for (int64_t i = 1; i < 8; ++i) {
+            const int64_t at = first + offsets[i];
+            const T v = plane[at];
+            const bool take = (best == best) & ((v > best) | (v != v));
+            best = take ? v : best;
+            best_at = take ? at : best_at;
+          }
+          f(p, (z * g.out[1] + y) * g.out[2] + xo, best_at);
+        }
+      }
+    }
+  }
+}
+
 template <typename T, typename F>
 void for_each_max(const Pool3dGeometry& g, const T* x, int64_t p0, int64_t p1, F&& f) {
+  if (is_plain_2x2x2(g)) return for_each_max_2x2x2(g, x, p0, p1, f);
   for (int64_t p = p0; p < p1; ++p) {
     const T* plane = x + p * volume(g.in);
     for (int64_t z = 0; z < g.out[0]; ++z) {
