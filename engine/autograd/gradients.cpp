@@ -361,6 +361,91 @@ void add_linalg_rules(Table& t) {
   });
 }
 
+// The convolution and pool ops of spatial rank R (2: NCHW, 3: NCDHW): one
+// row of op kinds per rank, so the 2-D and 3-D rules are the same code.
+struct SpatialOps {
+  OpKind conv, conv_backward_input, conv_backward_weight, max_pool, max_pool_backward, avg_pool, avg_pool_backward,
+      adaptive_avg_pool, adaptive_avg_pool_backward;
+};
+template <size_t R>
+constexpr SpatialOps kSpatialOps = R == 2 ? SpatialOps{OpKind::kConv2d,
+                                                       OpKind::kConv2dBackwardInput,
+                                                       OpKind::kConv2dBackwardWeight,
+                                                       OpKind::kMaxPool2d,
+                                                       OpKind::kMaxPool2dBackward,
+                                                       OpKind::kAvgPool2d,
+                                                       OpKind::kAvgPool2dBackward,
+                                                       OpKind::kAdaptiveAvgPool2d,
+                                                       OpKind::kAdaptiveAvgPool2dBackward}
+                                          : SpatialOps{OpKind::kConv3d,
+                                                       OpKind::kConv3dBackwardInput,
+                                                       OpKind::kConv3dBackwardWeight,
+                                                       OpKind::kMaxPool3d,
+                                                       OpKind::kMaxPool3dBackward,
+                                                       OpKind::kAvgPool3d,
+                                                       OpKind::kAvgPool3dBackward,
+                                                       OpKind::kAdaptiveAvgPool3d,
+                                                       OpKind::kAdaptiveAvgPool3dBackward};
+
+// The spatial dims of an [N, C, ...] shape.
+Shape spatial_dims(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+
+// A conv's attrs plus `name` (the size a backward op gives back).
+Attrs conv_attrs(const Ctx& c, const char* name, Shape size) {
+  return Attrs{{"stride", c.attrs.get_ints("stride")},
+               {"padding", c.attrs.get_ints("padding")},
+               {"dilation", c.attrs.get_ints("dilation")},
+               {"groups", c.attrs.get_int("groups")},
+               {name, std::move(size)}};
+}
+
+// Convolution and pooling. The backward ops carry the forward's attrs plus
+// the size they give back.
+template <size_t R> void add_spatial_rules(Table& t) {
+  constexpr SpatialOps k = kSpatialOps<R>;
+  set(t, k.conv, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    constexpr SpatialOps ops_ = kSpatialOps<R>;
+    return {
+        c.needs(0)
+            ? ops::apply(ops_.conv_backward_input, {g, in1(c)}, conv_attrs(c, "input_size", spatial_dims(c.shape(0))))
+            : Tensor(),
+        c.needs(1)
+            ? ops::apply(ops_.conv_backward_weight, {in0(c), g}, conv_attrs(c, "kernel_size", spatial_dims(c.shape(1))))
+            : Tensor()};
+  });
+  // The transposed convolution (conv_transpose2d): linear in each
+  // operand; its adjoint in the "grad" operand is the conv with the same
+  // attrs, and in the weight the weight gradient of the conv whose input
+  // is g and whose output gradient is that operand.
+  set(t, k.conv_backward_input, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
+    constexpr SpatialOps ops_ = kSpatialOps<R>;
+    Attrs attrs = conv_attrs(c, "kernel_size", spatial_dims(c.shape(1)));
+    return {c.needs(0) ? ops::apply(ops_.conv, {g, in1(c)},
+                                    {{"stride", c.attrs.get_ints("stride")},
+                                     {"padding", c.attrs.get_ints("padding")},
+                                     {"dilation", c.attrs.get_ints("dilation")},
+                                     {"groups", c.attrs.get_int("groups")}})
+                       : Tensor(),
+            c.needs(1) ? ops::apply(ops_.conv_backward_weight, {g, in0(c)}, attrs) : Tensor()};
+  });
+  set(t, k.max_pool, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(kSpatialOps<R>.max_pool_backward, {g, in0(c)}, c.attrs)};
+  });
+  set(t, k.avg_pool, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(kSpatialOps<R>.avg_pool_backward, {g},
+                       {{"kernel_size", c.attrs.get_ints("kernel_size")},
+                        {"stride", c.attrs.get_ints("stride")},
+                        {"padding", c.attrs.get_ints("padding")},
+                        {"ceil_mode", c.attrs.get_bool("ceil_mode")},
+                        {"count_include_pad", c.attrs.get_bool("count_include_pad")},
+                        {"divisor", c.attrs.get_int("divisor")},
+                        {"input_size", spatial_dims(c.shape(0))}})};
+  });
+  set(t, k.adaptive_avg_pool, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(kSpatialOps<R>.adaptive_avg_pool_backward, {g}, {{"input_size", spatial_dims(c.shape(0))}})};
+  });
+}
+
 // layer_norm's gradients in differentiable ops, for a create_graph pass
 // (its kernels have no derivative of their own): over the last `dims` dims,
 // xhat = (x - mean) * rstd, dx = rstd * (gw - mean(gw) - xhat * mean(gw *
@@ -388,67 +473,63 @@ Grads layer_norm_composite_gradients(const Ctx& c, const Tensor& g) {
   return out;
 }
 
+// The pooling attrs of an average pool over `kernel`: for the adjoints below.
+Attrs avg_pool_attrs(const Ctx& c, bool count_include_pad, int64_t divisor) {
+  return Attrs{{"kernel_size", c.attrs.get_ints("kernel_size")}, {"stride", c.attrs.get_ints("stride")},
+               {"padding", c.attrs.get_ints("padding")},         {"ceil_mode", c.attrs.get_bool("ceil_mode")},
+               {"count_include_pad", count_include_pad},         {"divisor", divisor}};
+}
+
 // Gradient kernels that are linear (or bilinear) in their operands, so a
 // create_graph pass can differentiate through them: their adjoints are the
-// forward ops again.
-void add_second_order_rules(Table& t) {
-  // conv2d's weight gradient of (x, g): <dW(x, g), G> = <conv2d(x, G), g> =
-  // <x, conv2d_backward_input(g, G)>.
-  set(t, OpKind::kConv2dBackwardWeight, kInputs, [](const Ctx& c, const Tensor& gw) -> Grads {
-    const Shape& x = c.shape(0);
-    const Attr stride{"stride", c.attrs.get_ints("stride")}, padding{"padding", c.attrs.get_ints("padding")},
-        dilation{"dilation", c.attrs.get_ints("dilation")}, groups{"groups", c.attrs.get_int("groups")};
-    return {c.needs(0) ? ops::apply(OpKind::kConv2dBackwardInput, {in1(c), gw},
-                                    {stride, padding, dilation, groups, {"input_size", Shape{x[2], x[3]}}})
+// forward ops again. Both spatial ranks.
+template <size_t R> void add_second_order_rules(Table& t) {
+  constexpr SpatialOps k = kSpatialOps<R>;
+  // The weight gradient of (x, g): <dW(x, g), G> = <conv(x, G), g> =
+  // <x, conv_backward_input(g, G)>.
+  set(t, k.conv_backward_weight, kInputs, [](const Ctx& c, const Tensor& gw) -> Grads {
+    constexpr SpatialOps ops_ = kSpatialOps<R>;
+    return {c.needs(0) ? ops::apply(ops_.conv_backward_input, {in1(c), gw},
+                                    conv_attrs(c, "input_size", spatial_dims(c.shape(0))))
                        : Tensor(),
-            c.needs(1) ? ops::apply(OpKind::kConv2d, {in0(c), gw}, {stride, padding, dilation, groups}) : Tensor()};
+            c.needs(1) ? ops::apply(ops_.conv, {in0(c), gw},
+                                    {{"stride", c.attrs.get_ints("stride")},
+                                     {"padding", c.attrs.get_ints("padding")},
+                                     {"dilation", c.attrs.get_ints("dilation")},
+                                     {"groups", c.attrs.get_int("groups")}})
+                       : Tensor()};
   });
-  // avg_pool2d's gradient spreads g over the windows: its adjoint averages them.
-  set(t, OpKind::kAvgPool2dBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::apply(OpKind::kAvgPool2d, {g},
-                       {{"kernel_size", c.attrs.get_ints("kernel_size")},
-                        {"stride", c.attrs.get_ints("stride")},
-                        {"padding", c.attrs.get_ints("padding")},
-                        {"ceil_mode", c.attrs.get_bool("ceil_mode")},
-                        {"count_include_pad", c.attrs.get_bool("count_include_pad")},
-                        {"divisor", c.attrs.get_int("divisor")}})};
+  // avg_pool's gradient spreads g over the windows: its adjoint averages them.
+  set(t, k.avg_pool_backward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(kSpatialOps<R>.avg_pool, {g},
+                       avg_pool_attrs(c, c.attrs.get_bool("count_include_pad"), c.attrs.get_int("divisor")))};
   });
-  // max_pool2d's gradient puts each window's g at the window's argmax: for
+  // max_pool's gradient puts each window's g at the window's argmax: for
   // windows that do not overlap (stride = kernel, no dilation), its adjoint
   // takes each window's G at that argmax, a window sum (an average pool with
   // divisor 1) of G masked to the argmaxes (the forward's own backward of
   // ones). x's derivative is zero almost everywhere. Overlapping windows
   // would count a position for several windows: refused, by name.
-  set(t, OpKind::kMaxPool2dBackward, kInput1, [](const Ctx& c, const Tensor& gg) -> Grads {
+  set(t, k.max_pool_backward, kInput1, [](const Ctx& c, const Tensor& gg) -> Grads {
     const auto& kernel = c.attrs.get_ints("kernel_size");
     const auto& stride = c.attrs.get_ints("stride");
     const auto& dilation = c.attrs.get_ints("dilation");
-    if (kernel != stride || dilation != std::vector<int64_t>{1, 1}) {
-      throw EngineError(
-          "backward with create_graph=True: the gradient of this graph runs max_pool2d_backward over "
-          "overlapping or dilated windows (kernel " +
-          shape_str(kernel) + ", stride " + shape_str(stride) +
-          "), which has no derivative of its own here; windows that do not "
-          "overlap (stride = kernel_size) have one");
+    if (kernel != stride || std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
+      throw EngineError("backward with create_graph=True: the gradient of this graph runs " +
+                        std::string(op_name(kSpatialOps<R>.max_pool_backward)) +
+                        " over overlapping or dilated windows (kernel " + shape_str(kernel) + ", stride " +
+                        shape_str(stride) +
+                        "), which has no derivative of its own here; windows that do not overlap (stride = "
+                        "kernel_size) have one");
     }
-    const Tensor& x = in1(c);
-    const Shape& g_shape = c.shape(0);
-    const Tensor ones = ops::expand(num(1, gg), g_shape);
-    const Tensor argmax = ops::apply(OpKind::kMaxPool2dBackward, {ones, x}, c.attrs);
-    Grads out{c.needs(0) ? ops::apply(OpKind::kAvgPool2d, {ops::mul(gg, argmax)},
-                                      {{"kernel_size", kernel},
-                                       {"stride", stride},
-                                       {"padding", c.attrs.get_ints("padding")},
-                                       {"ceil_mode", c.attrs.get_bool("ceil_mode")},
-                                       {"count_include_pad", true},
-                                       {"divisor", int64_t{1}}})
-                         : Tensor(),
-              Tensor()};
-    return out;
+    const Tensor ones = ops::expand(num(1, gg), c.shape(0));
+    const Tensor argmax = ops::apply(kSpatialOps<R>.max_pool_backward, {ones, in1(c)}, c.attrs);
+    return {
+        c.needs(0) ? ops::apply(kSpatialOps<R>.avg_pool, {ops::mul(gg, argmax)}, avg_pool_attrs(c, true, 1)) : Tensor(),
+        Tensor()};
   });
-  set(t, OpKind::kAdaptiveAvgPool2dBackward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& out = c.shape(0);
-    return {ops::apply(OpKind::kAdaptiveAvgPool2d, {g}, {{"output_size", Shape{out[2], out[3]}}})};
+  set(t, k.adaptive_avg_pool_backward, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
+    return {ops::apply(kSpatialOps<R>.adaptive_avg_pool, {g}, {{"output_size", spatial_dims(c.shape(0))}})};
   });
 }
 
@@ -579,61 +660,10 @@ Table make_table() {
   });
   // Convolution, pooling, normalization, dropout. The backward ops carry
   // the forward's attrs plus the size they give back.
-  set(t, OpKind::kConv2d, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& x = c.shape(0);
-    const Shape& w = c.shape(1);
-    const auto with = [&](const char* name, Shape size) {
-      return Attrs{{"stride", c.attrs.get_ints("stride")},
-                   {"padding", c.attrs.get_ints("padding")},
-                   {"dilation", c.attrs.get_ints("dilation")},
-                   {"groups", c.attrs.get_int("groups")},
-                   {name, std::move(size)}};
-    };
-    return {
-        c.needs(0) ? ops::apply(OpKind::kConv2dBackwardInput, {g, in1(c)}, with("input_size", {x[2], x[3]})) : Tensor(),
-        c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {in0(c), g}, with("kernel_size", {w[2], w[3]}))
-                   : Tensor()};
-  });
-  // The transposed convolution (conv_transpose2d): linear in each
-  // operand; its adjoint in the "grad" operand is conv2d with the same
-  // attrs, and in the weight the weight gradient of the conv2d whose input
-  // is g and whose output gradient is that operand.
-  set(t, OpKind::kConv2dBackwardInput, kInputs, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& w = c.shape(1);
-    const auto& stride = c.attrs.get_ints("stride");
-    const auto& padding = c.attrs.get_ints("padding");
-    const auto& dilation = c.attrs.get_ints("dilation");
-    const int64_t groups = c.attrs.get_int("groups");
-    return {c.needs(0)
-                ? ops::apply(OpKind::kConv2d, {g, in1(c)},
-                             {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}})
-                : Tensor(),
-            c.needs(1) ? ops::apply(OpKind::kConv2dBackwardWeight, {g, in0(c)},
-                                    {{"stride", stride},
-                                     {"padding", padding},
-                                     {"dilation", dilation},
-                                     {"groups", groups},
-                                     {"kernel_size", std::vector<int64_t>{w[2], w[3]}}})
-                       : Tensor()};
-  });
-  set(t, OpKind::kMaxPool2d, kInput0, [](const Ctx& c, const Tensor& g) -> Grads {
-    return {ops::apply(OpKind::kMaxPool2dBackward, {g, in0(c)}, c.attrs)};
-  });
-  set(t, OpKind::kAvgPool2d, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& x = c.shape(0);
-    return {ops::apply(OpKind::kAvgPool2dBackward, {g},
-                       {{"kernel_size", c.attrs.get_ints("kernel_size")},
-                        {"stride", c.attrs.get_ints("stride")},
-                        {"padding", c.attrs.get_ints("padding")},
-                        {"ceil_mode", c.attrs.get_bool("ceil_mode")},
-                        {"count_include_pad", c.attrs.get_bool("count_include_pad")},
-                        {"divisor", c.attrs.get_int("divisor")},
-                        {"input_size", Shape{x[2], x[3]}}})};
-  });
-  set(t, OpKind::kAdaptiveAvgPool2d, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
-    const Shape& x = c.shape(0);
-    return {ops::apply(OpKind::kAdaptiveAvgPool2dBackward, {g}, {{"input_size", Shape{x[2], x[3]}}})};
-  });
+  add_spatial_rules<2>(t);
+  add_spatial_rules<3>(t);
+  add_second_order_rules<2>(t);
+  add_second_order_rules<3>(t);
   set(t, OpKind::kReshape, kNothing,
       [](const Ctx& c, const Tensor& g) -> Grads { return {ops::reshape(g, c.shape(0))}; });
   set(t, OpKind::kPermute, kNothing, [](const Ctx& c, const Tensor& g) -> Grads {
@@ -799,7 +829,6 @@ Table make_table() {
   });
   add_index_rules(t);
   add_linalg_rules(t);
-  add_second_order_rules(t);
   // Rounding is piecewise constant: zero gradient, as in PyTorch.
   for (OpKind op : {OpKind::kSign, OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) {
     set(t, op, kNothing, [](const Ctx& c, const Tensor& g) -> Grads { return {zeros_of(c.shape(0), g)}; });

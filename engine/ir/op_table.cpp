@@ -61,10 +61,21 @@ TensorSpec infer_matmul(const char* op, Specs in, const Attrs&) {
 
 // Convolution, pooling, normalization, dropout. Spatial attrs are [h, w]
 // pairs; operands are 4-D NCHW (ops.h adds the batch dim of 3-D inputs).
+// The conv and pool rules are templates on R, the spatial rank: R = 2 for
+// the 2-D ops, R = 3 for the 3-D ones (NCDHW, [d, h, w] triples), so both
+// share one set of checks and messages.
 
-void check_nchw(const char* op, const char* what, const TensorSpec& t) {
-  if (t.shape.size() != 4) {
-    throw ShapeError(std::string(op) + ": expected a 4-D " + what + " [N, C, H, W], got " + shape_str(t.shape));
+template <size_t R> const char* layout_name() { return R == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]"; }
+template <size_t R> const char* kernel_dims() { return R == 2 ? "kH, kW" : "kD, kH, kW"; }
+template <size_t R> const char* count_name() { return R == 2 ? "two" : "three"; }
+
+// The spatial dims of an [N, C, ...] shape (or any shape's last R values).
+template <size_t R> Shape spatial(const Shape& s) { return Shape(s.end() - R, s.end()); }
+
+template <size_t R> void check_nchw(const char* op, const char* what, const TensorSpec& t) {
+  if (t.shape.size() != R + 2) {
+    throw ShapeError(std::string(op) + ": expected a " + std::to_string(R + 2) + "-D " + what + " " + layout_name<R>() +
+                     ", got " + shape_str(t.shape));
   }
   if (!is_floating(t.dtype)) {
     throw EngineError(std::string(op) + ": expected a floating point " + what + ", got " +
@@ -72,15 +83,22 @@ void check_nchw(const char* op, const char* what, const TensorSpec& t) {
   }
 }
 
-// attrs[name] as an [h, w] pair, each at least `min`.
-std::array<int64_t, 2> pair_attr(const char* op, const Attrs& attrs, const char* name, int64_t min) {
+// attrs[name] as R values ([h, w] or [d, h, w]), each at least `min`.
+template <size_t R>
+std::array<int64_t, R> spatial_attr(const char* op, const Attrs& attrs, const char* name, int64_t min) {
   const auto& v = attrs.get_ints(name);
-  if (v.size() != 2 || v[0] < min || v[1] < min) {
-    throw ShapeError(std::string(op) + ": " + name + " must be two values >= " + std::to_string(min) + ", got " +
-                     shape_str(v));
+  bool ok = v.size() == R;
+  for (size_t i = 0; ok && i < R; ++i) ok = v[i] >= min;
+  if (!ok) {
+    throw ShapeError(std::string(op) + ": " + name + " must be " + count_name<R>() +
+                     " values >= " + std::to_string(min) + ", got " + shape_str(v));
   }
-  return {v[0], v[1]};
+  std::array<int64_t, R> out{};
+  std::copy(v.begin(), v.end(), out.begin());
+  return out;
 }
+
+template <size_t R> Shape as_shape(const std::array<int64_t, R>& a) { return Shape(a.begin(), a.end()); }
 
 // The output size of one spatial dim, as PyTorch's pooling_output_shape: the
 // last window must start inside the input or its left padding (ceil_mode).
@@ -92,15 +110,17 @@ int64_t window_count(int64_t size, int64_t kernel, int64_t stride, int64_t pad, 
   return out;
 }
 
-Shape conv2d_shape(const char* op, const TensorSpec& input, const TensorSpec& weight, const Attrs& attrs) {
-  check_nchw(op, "input", input);
-  if (weight.shape.size() != 4) {
-    throw ShapeError(std::string(op) + ": expected a 4-D weight [out_channels, in_channels/groups, kH, kW], got " +
+template <size_t R>
+Shape conv_shape(const char* op, const TensorSpec& input, const TensorSpec& weight, const Attrs& attrs) {
+  check_nchw<R>(op, "input", input);
+  if (weight.shape.size() != R + 2) {
+    throw ShapeError(std::string(op) + ": expected a " + std::to_string(R + 2) +
+                     "-D weight [out_channels, in_channels/groups, " + kernel_dims<R>() + "], got " +
                      shape_str(weight.shape));
   }
-  const auto stride = pair_attr(op, attrs, "stride", 1);
-  const auto padding = pair_attr(op, attrs, "padding", 0);
-  const auto dilation = pair_attr(op, attrs, "dilation", 1);
+  const auto stride = spatial_attr<R>(op, attrs, "stride", 1);
+  const auto padding = spatial_attr<R>(op, attrs, "padding", 0);
+  const auto dilation = spatial_attr<R>(op, attrs, "dilation", 1);
   const int64_t groups = attrs.get_int("groups");
   const Shape& x = input.shape;
   const Shape& w = weight.shape;
@@ -113,82 +133,96 @@ Shape conv2d_shape(const char* op, const TensorSpec& input, const TensorSpec& we
                      " channels, but weight " + shape_str(w) + " with groups=" + std::to_string(groups) + " expects " +
                      std::to_string(w[1] * groups));
   }
-  Shape out{x[0], w[0], 0, 0};
-  for (size_t d = 0; d < 2; ++d) {
+  Shape out(R + 2, 0);
+  out[0] = x[0];
+  out[1] = w[0];
+  for (size_t d = 0; d < R; ++d) {
     out[d + 2] = window_count(x[d + 2], w[d + 2], stride[d], padding[d], dilation[d], false);
     if (out[d + 2] < 1 || w[d + 2] < 1) {
-      throw ShapeError(std::string(op) + ": kernel " + shape_str({w[2], w[3]}) + " (dilation " +
-                       shape_str({dilation[0], dilation[1]}) + ") is larger than the padded input " +
-                       shape_str({x[2] + 2 * padding[0], x[3] + 2 * padding[1]}) + " of input " + shape_str(x));
+      Shape padded = spatial<R>(x);
+      for (size_t i = 0; i < R; ++i) padded[i] += 2 * padding[i];
+      throw ShapeError(std::string(op) + ": kernel " + shape_str(spatial<R>(w)) + " (dilation " +
+                       shape_str(as_shape<R>(dilation)) + ") is larger than the padded input " + shape_str(padded) +
+                       " of input " + shape_str(x));
     }
   }
   return out;
 }
 
-TensorSpec infer_conv2d(const char* op, Specs in, const Attrs& attrs) {
-  return {conv2d_shape(op, in[0], in[1], attrs), in[0].dtype};
+template <size_t R> TensorSpec infer_conv(const char* op, Specs in, const Attrs& attrs) {
+  return {conv_shape<R>(op, in[0], in[1], attrs), in[0].dtype};
 }
 
-// (grad, weight) -> the input's gradient, of the input shape conv2d saw.
-TensorSpec infer_conv2d_backward_input(const char* op, Specs in, const Attrs& attrs) {
-  const auto size = pair_attr(op, attrs, "input_size", 1);
+// (grad, weight) -> the input's gradient, of the input shape the conv saw.
+template <size_t R> TensorSpec infer_conv_backward_input(const char* op, Specs in, const Attrs& attrs) {
+  const auto size = spatial_attr<R>(op, attrs, "input_size", 1);
   const Shape& g = in[0].shape;
   const Shape& w = in[1].shape;
-  if (g.size() != 4 || w.size() != 4) {
-    throw ShapeError(std::string(op) + ": expected 4-D grad and weight, got " + shape_str(g) + " and " + shape_str(w));
+  if (g.size() != R + 2 || w.size() != R + 2) {
+    throw ShapeError(std::string(op) + ": expected " + std::to_string(R + 2) + "-D grad and weight, got " +
+                     shape_str(g) + " and " + shape_str(w));
   }
-  const TensorSpec input{{g[0], w[1] * attrs.get_int("groups"), size[0], size[1]}, in[0].dtype};
-  if (conv2d_shape(op, input, in[1], attrs) != g) {
-    throw ShapeError(std::string(op) + ": grad " + shape_str(g) + " does not match conv2d of " +
+  Shape x{g[0], w[1] * attrs.get_int("groups")};
+  x.insert(x.end(), size.begin(), size.end());
+  const TensorSpec input{x, in[0].dtype};
+  if (conv_shape<R>(op, input, in[1], attrs) != g) {
+    throw ShapeError(std::string(op) + ": grad " + shape_str(g) + " does not match conv" + std::to_string(R) + "d of " +
                      shape_str(input.shape) + " with weight " + shape_str(w));
   }
   return input;
 }
 
 // (input, grad) -> the weight's gradient.
-TensorSpec infer_conv2d_backward_weight(const char* op, Specs in, const Attrs& attrs) {
-  const auto kernel = pair_attr(op, attrs, "kernel_size", 1);
-  check_nchw(op, "input", in[0]);
+template <size_t R> TensorSpec infer_conv_backward_weight(const char* op, Specs in, const Attrs& attrs) {
+  const auto kernel = spatial_attr<R>(op, attrs, "kernel_size", 1);
+  check_nchw<R>(op, "input", in[0]);
   const Shape& g = in[1].shape;
-  if (g.size() != 4) throw ShapeError(std::string(op) + ": expected a 4-D grad, got " + shape_str(g));
-  const TensorSpec weight{{g[1], in[0].shape[1] / std::max<int64_t>(1, attrs.get_int("groups")), kernel[0], kernel[1]},
-                          in[0].dtype};
-  if (conv2d_shape(op, in[0], weight, attrs) != g) {
-    throw ShapeError(std::string(op) + ": grad " + shape_str(g) + " does not match conv2d of " +
+  if (g.size() != R + 2) {
+    throw ShapeError(std::string(op) + ": expected a " + std::to_string(R + 2) + "-D grad, got " + shape_str(g));
+  }
+  Shape w{g[1], in[0].shape[1] / std::max<int64_t>(1, attrs.get_int("groups"))};
+  w.insert(w.end(), kernel.begin(), kernel.end());
+  const TensorSpec weight{w, in[0].dtype};
+  if (conv_shape<R>(op, in[0], weight, attrs) != g) {
+    throw ShapeError(std::string(op) + ": grad " + shape_str(g) + " does not match conv" + std::to_string(R) + "d of " +
                      shape_str(in[0].shape) + " with weight " + shape_str(weight.shape));
   }
   return weight;
 }
 
 // Pooling output shape; `dilated` pools (max) take a dilation attr.
-Shape pool2d_shape(const char* op, const TensorSpec& input, const Attrs& attrs, bool dilated) {
-  check_nchw(op, "input", input);
-  const auto kernel = pair_attr(op, attrs, "kernel_size", 1);
-  const auto stride = pair_attr(op, attrs, "stride", 1);
-  const auto padding = pair_attr(op, attrs, "padding", 0);
-  const std::array<int64_t, 2> dilation = dilated ? pair_attr(op, attrs, "dilation", 1) : std::array<int64_t, 2>{1, 1};
+template <size_t R> Shape pool_shape(const char* op, const TensorSpec& input, const Attrs& attrs, bool dilated) {
+  check_nchw<R>(op, "input", input);
+  const auto kernel = spatial_attr<R>(op, attrs, "kernel_size", 1);
+  const auto stride = spatial_attr<R>(op, attrs, "stride", 1);
+  const auto padding = spatial_attr<R>(op, attrs, "padding", 0);
+  std::array<int64_t, R> dilation{};
+  dilation.fill(1);
+  if (dilated) dilation = spatial_attr<R>(op, attrs, "dilation", 1);
   const Shape& x = input.shape;
-  Shape out{x[0], x[1], 0, 0};
-  for (size_t d = 0; d < 2; ++d) {
+  Shape out(R + 2, 0);
+  out[0] = x[0];
+  out[1] = x[1];
+  for (size_t d = 0; d < R; ++d) {
     // A window entirely in the padding would have no element to pool.
     if (padding[d] > (dilation[d] * (kernel[d] - 1) + 1) / 2) {
-      throw ShapeError(std::string(op) + ": padding " + shape_str({padding[0], padding[1]}) +
-                       " should be at most half of the kernel size " + shape_str({kernel[0], kernel[1]}));
+      throw ShapeError(std::string(op) + ": padding " + shape_str(as_shape<R>(padding)) +
+                       " should be at most half of the kernel size " + shape_str(as_shape<R>(kernel)));
     }
     out[d + 2] = window_count(x[d + 2], kernel[d], stride[d], padding[d], dilation[d], attrs.get_bool("ceil_mode"));
     if (out[d + 2] < 1) {
-      throw ShapeError(std::string(op) + ": kernel " + shape_str({kernel[0], kernel[1]}) +
+      throw ShapeError(std::string(op) + ": kernel " + shape_str(as_shape<R>(kernel)) +
                        " is larger than the padded input of shape " + shape_str(x) + ": the output would be empty");
     }
   }
   return out;
 }
 
-TensorSpec infer_max_pool2d(const char* op, Specs in, const Attrs& attrs) {
-  return {pool2d_shape(op, in[0], attrs, true), in[0].dtype};
+template <size_t R> TensorSpec infer_max_pool(const char* op, Specs in, const Attrs& attrs) {
+  return {pool_shape<R>(op, in[0], attrs, true), in[0].dtype};
 }
-TensorSpec infer_avg_pool2d(const char* op, Specs in, const Attrs& attrs) {
-  return {pool2d_shape(op, in[0], attrs, false), in[0].dtype};
+template <size_t R> TensorSpec infer_avg_pool(const char* op, Specs in, const Attrs& attrs) {
+  return {pool_shape<R>(op, in[0], attrs, false), in[0].dtype};
 }
 
 void check_grad_shape(const char* op, const TensorSpec& grad, const Shape& expected) {
@@ -199,42 +233,51 @@ void check_grad_shape(const char* op, const TensorSpec& grad, const Shape& expec
 }
 
 // (grad, input) -> input's spec.
-TensorSpec infer_max_pool2d_backward(const char* op, Specs in, const Attrs& attrs) {
-  check_grad_shape(op, in[0], pool2d_shape(op, in[1], attrs, true));
+template <size_t R> TensorSpec infer_max_pool_backward(const char* op, Specs in, const Attrs& attrs) {
+  check_grad_shape(op, in[0], pool_shape<R>(op, in[1], attrs, true));
   return in[1];
 }
 
-// The input of a backward op that gets only the grad: N and C from it, H, W from input_size.
-TensorSpec input_of(const char* op, const TensorSpec& grad, const Attrs& attrs) {
-  const auto size = pair_attr(op, attrs, "input_size", 1);
-  if (grad.shape.size() != 4) throw ShapeError(std::string(op) + ": expected a 4-D grad, got " + shape_str(grad.shape));
-  return {{grad.shape[0], grad.shape[1], size[0], size[1]}, grad.dtype};
+// The input of a backward op that gets only the grad: N and C from it, the
+// spatial dims from input_size.
+template <size_t R> TensorSpec input_of(const char* op, const TensorSpec& grad, const Attrs& attrs) {
+  const auto size = spatial_attr<R>(op, attrs, "input_size", 1);
+  if (grad.shape.size() != R + 2) {
+    throw ShapeError(std::string(op) + ": expected a " + std::to_string(R + 2) + "-D grad, got " +
+                     shape_str(grad.shape));
+  }
+  Shape x{grad.shape[0], grad.shape[1]};
+  x.insert(x.end(), size.begin(), size.end());
+  return {x, grad.dtype};
 }
 
-TensorSpec infer_avg_pool2d_backward(const char* op, Specs in, const Attrs& attrs) {
-  const TensorSpec input = input_of(op, in[0], attrs);
-  check_grad_shape(op, in[0], pool2d_shape(op, input, attrs, false));
+template <size_t R> TensorSpec infer_avg_pool_backward(const char* op, Specs in, const Attrs& attrs) {
+  const TensorSpec input = input_of<R>(op, in[0], attrs);
+  check_grad_shape(op, in[0], pool_shape<R>(op, input, attrs, false));
   return input;
 }
 
-Shape adaptive_pool2d_shape(const char* op, const TensorSpec& input, const Attrs& attrs) {
-  check_nchw(op, "input", input);
-  const auto size = pair_attr(op, attrs, "output_size", 1);
+template <size_t R> Shape adaptive_pool_shape(const char* op, const TensorSpec& input, const Attrs& attrs) {
+  check_nchw<R>(op, "input", input);
+  const auto size = spatial_attr<R>(op, attrs, "output_size", 1);
   const Shape& x = input.shape;
-  if (x[2] < 1 || x[3] < 1) {
-    throw ShapeError(std::string(op) + ": expected non-empty spatial dims, got input " + shape_str(x));
+  for (size_t d = 0; d < R; ++d) {
+    if (x[d + 2] < 1) {
+      throw ShapeError(std::string(op) + ": expected non-empty spatial dims, got input " + shape_str(x));
+    }
   }
-  return {x[0], x[1], size[0], size[1]};
+  Shape out{x[0], x[1]};
+  out.insert(out.end(), size.begin(), size.end());
+  return out;
 }
 
-TensorSpec infer_adaptive_avg_pool2d(const char* op, Specs in, const Attrs& attrs) {
-  return {adaptive_pool2d_shape(op, in[0], attrs), in[0].dtype};
+template <size_t R> TensorSpec infer_adaptive_avg_pool(const char* op, Specs in, const Attrs& attrs) {
+  return {adaptive_pool_shape<R>(op, in[0], attrs), in[0].dtype};
 }
 
-TensorSpec infer_adaptive_avg_pool2d_backward(const char* op, Specs in, const Attrs& attrs) {
-  const TensorSpec input = input_of(op, in[0], attrs);
-  const Shape& g = in[0].shape;
-  check_grad_shape(op, in[0], adaptive_pool2d_shape(op, input, Attrs{{"output_size", Shape{g[2], g[3]}}}));
+template <size_t R> TensorSpec infer_adaptive_avg_pool_backward(const char* op, Specs in, const Attrs& attrs) {
+  const TensorSpec input = input_of<R>(op, in[0], attrs);
+  check_grad_shape(op, in[0], adaptive_pool_shape<R>(op, input, Attrs{{"output_size", spatial<R>(in[0].shape)}}));
   return input;
 }
 
@@ -869,15 +912,15 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"clamp", 1, infer_same, Promote::kNone},
     {"matmul", 2, infer_matmul, Promote::kCommon},
     // Convolution, pooling, normalization, dropout
-    {"conv2d", 2, infer_conv2d, Promote::kCommon},
-    {"conv2d_backward_input", 2, infer_conv2d_backward_input, Promote::kCommon},
-    {"conv2d_backward_weight", 2, infer_conv2d_backward_weight, Promote::kCommon},
-    {"max_pool2d", 1, infer_max_pool2d, Promote::kNone},
-    {"max_pool2d_backward", 2, infer_max_pool2d_backward, Promote::kCommon},
-    {"avg_pool2d", 1, infer_avg_pool2d, Promote::kNone},
-    {"avg_pool2d_backward", 1, infer_avg_pool2d_backward, Promote::kNone},
-    {"adaptive_avg_pool2d", 1, infer_adaptive_avg_pool2d, Promote::kNone},
-    {"adaptive_avg_pool2d_backward", 1, infer_adaptive_avg_pool2d_backward, Promote::kNone},
+    {"conv2d", 2, infer_conv<2>, Promote::kCommon},
+    {"conv2d_backward_input", 2, infer_conv_backward_input<2>, Promote::kCommon},
+    {"conv2d_backward_weight", 2, infer_conv_backward_weight<2>, Promote::kCommon},
+    {"max_pool2d", 1, infer_max_pool<2>, Promote::kNone},
+    {"max_pool2d_backward", 2, infer_max_pool_backward<2>, Promote::kCommon},
+    {"avg_pool2d", 1, infer_avg_pool<2>, Promote::kNone},
+    {"avg_pool2d_backward", 1, infer_avg_pool_backward<2>, Promote::kNone},
+    {"adaptive_avg_pool2d", 1, infer_adaptive_avg_pool<2>, Promote::kNone},
+    {"adaptive_avg_pool2d_backward", 1, infer_adaptive_avg_pool_backward<2>, Promote::kNone},
     {"dropout_mask", 1, infer_dropout_mask, Promote::kNone},
     {"reshape", 1, infer_reshape, Promote::kNone},
     {"permute", 1, infer_permute, Promote::kNone},
@@ -947,6 +990,15 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"linalg.eigh", 1, infer_linalg_eigh, Promote::kNone},
     {"linalg.qr", 1, infer_linalg_qr, Promote::kNone},
     {"linalg.svd", 1, infer_linalg_svd, Promote::kNone},
+    {"conv3d", 2, infer_conv<3>, Promote::kCommon},
+    {"conv3d_backward_input", 2, infer_conv_backward_input<3>, Promote::kCommon},
+    {"conv3d_backward_weight", 2, infer_conv_backward_weight<3>, Promote::kCommon},
+    {"max_pool3d", 1, infer_max_pool<3>, Promote::kNone},
+    {"max_pool3d_backward", 2, infer_max_pool_backward<3>, Promote::kCommon},
+    {"avg_pool3d", 1, infer_avg_pool<3>, Promote::kNone},
+    {"avg_pool3d_backward", 1, infer_avg_pool_backward<3>, Promote::kNone},
+    {"adaptive_avg_pool3d", 1, infer_adaptive_avg_pool<3>, Promote::kNone},
+    {"adaptive_avg_pool3d_backward", 1, infer_adaptive_avg_pool_backward<3>, Promote::kNone},
 }};
 
 }  // namespace
@@ -1117,7 +1169,16 @@ OpCategory op_category(OpKind op) {
     case OpKind::kLinalgSolveTriangular:
     case OpKind::kLinalgEigh:
     case OpKind::kLinalgQr:
-    case OpKind::kLinalgSvd: return OpCategory::kMatmulConv;
+    case OpKind::kLinalgSvd:
+    case OpKind::kConv3d:
+    case OpKind::kConv3dBackwardInput:
+    case OpKind::kConv3dBackwardWeight:
+    case OpKind::kMaxPool3d:
+    case OpKind::kMaxPool3dBackward:
+    case OpKind::kAvgPool3d:
+    case OpKind::kAvgPool3dBackward:
+    case OpKind::kAdaptiveAvgPool3d:
+    case OpKind::kAdaptiveAvgPool3dBackward: return OpCategory::kMatmulConv;
     case OpKind::kNumOps: break;
   }
   return OpCategory::kOther;

@@ -225,6 +225,18 @@ enum class OpKind : uint16_t {
   // A [..., m, n] -> [..., m*u + q + v*n]: U [m, u], S [q] descending, Vh
   // [v, n]; q = min(m, n), u = v = q, or u = m and v = n with attr full.
   kLinalgSvd,
+  // The 3-D convolution and pools: conv2d's and the 2-D pools' rows with a
+  // depth dim. NCDHW, 5-D operands (ops.h adds and drops the batch dim of
+  // unbatched [C, D, H, W] inputs); spatial attrs are [d, h, w] triples.
+  kConv3d,                     // (input [N,C,D,H,W], weight [O,C/groups,kD,kH,kW]), conv2d's attrs
+  kConv3dBackwardInput,        // (grad, weight), conv3d's attrs + input_size [D, H, W]
+  kConv3dBackwardWeight,       // (input, grad), conv3d's attrs + kernel_size [kD, kH, kW]
+  kMaxPool3d,                  // max_pool2d's attrs
+  kMaxPool3dBackward,          // (grad, input), max_pool3d's attrs
+  kAvgPool3d,                  // avg_pool2d's attrs
+  kAvgPool3dBackward,          // (grad), avg_pool3d's attrs + input_size [D, H, W]
+  kAdaptiveAvgPool3d,          // attr output_size [oD, oH, oW]
+  kAdaptiveAvgPool3dBackward,  // (grad), attr input_size [D, H, W]
   kNumOps
 };
 

@@ -109,6 +109,21 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
                   Size2 padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
+// The 3-D versions: NCDHW [N, C, D, H, W] inputs or unbatched [C, D, H, W]
+// ones; spatial arguments are [d, h, w] triples; weight [O, C/groups, kD,
+// kH, kW] (conv_transpose3d: [C, O/groups, kD, kH, kW]).
+using Size3 = std::array<int64_t, 3>;
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size3 stride = {1, 1, 1},
+              Size3 padding = {0, 0, 0}, Size3 dilation = {1, 1, 1}, int64_t groups = 1);
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        Size3 stride = {1, 1, 1}, Size3 padding = {0, 0, 0}, Size3 output_padding = {0, 0, 0},
+                        int64_t groups = 1, Size3 dilation = {1, 1, 1});
+Tensor max_pool3d(const Tensor& input, Size3 kernel_size, std::optional<Size3> stride = std::nullopt,
+                  Size3 padding = {0, 0, 0}, Size3 dilation = {1, 1, 1}, bool ceil_mode = false);
+Tensor avg_pool3d(const Tensor& input, Size3 kernel_size, std::optional<Size3> stride = std::nullopt,
+                  Size3 padding = {0, 0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool3d(const Tensor& input, Size3 output_size);
 // Normalizes over the last dims (normalized_shape), biased variance; weight
 // and bias (of normalized_shape) may be undefined.
 Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight = Tensor(),

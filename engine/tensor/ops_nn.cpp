@@ -20,23 +20,32 @@ std::string at_line() {
   return loc.known() ? " (at " + loc.str() + ")" : "";
 }
 
-std::vector<int64_t> vec(const Size2& s) { return {s[0], s[1]}; }
+template <size_t N> std::vector<int64_t> vec(const std::array<int64_t, N>& s) { return {s.begin(), s.end()}; }
 
 void check_defined(const char* op, const Tensor& t, const char* what) {
   if (!t.defined()) throw EngineError(std::string(op) + ": " + what + " is undefined");
 }
 
-// Runs `f` on a 4-D view of an NCHW or unbatched CHW input and gives the
-// result back in the input's rank.
-template <typename F> Tensor batched(const char* op, const Tensor& input, F&& f) {
+// Runs `f` on an [N, C, ...] view of a batched or unbatched [C, ...] input
+// with R spatial dims and gives the result back in the input's rank.
+template <size_t R, typename F> Tensor batched(const char* op, const Tensor& input, F&& f) {
   check_defined(op, input, "the input");
   const size_t rank = input.shape().size();
-  if (rank != 3 && rank != 4) {
-    throw ShapeError(std::string(op) + ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got " +
+  if (rank != R + 1 && rank != R + 2) {
+    throw ShapeError(std::string(op) +
+                     (R == 2 ? ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got "
+                             : ": expected a 4-D [C, D, H, W] or 5-D [N, C, D, H, W] input, got ") +
                      shape_str(input.shape()) + at_line());
   }
-  if (rank == 4) return f(input);
+  if (rank == R + 2) return f(input);
   return squeeze(f(unsqueeze(input, 0)), 0);
+}
+
+// bias [O] as [1, O, 1, ...] against an output with R spatial dims.
+template <size_t R> Tensor channel_bias(const Tensor& bias) {
+  Shape shape(R + 2, 1);
+  shape[1] = -1;
+  return reshape(bias, shape);
 }
 
 Tensor num(double v, const Tensor& like) { return scalar(v, like.dtype(), like.device()); }
@@ -114,32 +123,40 @@ Tensor dropout_with_mask_shape(const char* op, const Tensor& input, double p, bo
 
 }  // namespace
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
-              Size2 dilation, int64_t groups) {
-  check_defined("conv2d", weight, "the weight");
-  return batched("conv2d", input, [&](const Tensor& x) {
+namespace {
+
+// The convolutions and pools of R spatial dims (2: conv2d, max_pool2d, ...;
+// 3: conv3d, ...): one body each, the op kind and name passed in.
+template <size_t R>
+Tensor conv_nd(const char* op, OpKind kind, const Tensor& input, const Tensor& weight, const Tensor& bias,
+               std::array<int64_t, R> stride, std::array<int64_t, R> padding, std::array<int64_t, R> dilation,
+               int64_t groups) {
+  check_defined(op, weight, "the weight");
+  return batched<R>(op, input, [&](const Tensor& x) {
     Tensor out = apply(
-        OpKind::kConv2d, {x, weight},
+        kind, {x, weight},
         {{"stride", vec(stride)}, {"padding", vec(padding)}, {"dilation", vec(dilation)}, {"groups", groups}});
     if (!bias.defined()) return out;
-    check_param("conv2d", "bias", bias, {weight.shape()[0]});
-    return add(out, reshape(bias, {1, -1, 1, 1}));
+    check_param(op, "bias", bias, {weight.shape()[0]});
+    return add(out, channel_bias<R>(bias));
   });
 }
 
-// kConv2dBackwardInput is the transposed convolution: the input here is
-// the "grad" of a conv2d whose input (the result) has the size computed
+// The transposed convolution is the conv's backward-input op: the input here
+// is the "grad" of a conv whose input (the result) has the size computed
 // below; the op's own shape check then says whether the sizes agree.
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
-                        Size2 output_padding, int64_t groups, Size2 dilation) {
-  const char* op = "conv_transpose2d";
+template <size_t R>
+Tensor conv_transpose_nd(const char* op, OpKind kind, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                         std::array<int64_t, R> stride, std::array<int64_t, R> padding,
+                         std::array<int64_t, R> output_padding, int64_t groups, std::array<int64_t, R> dilation) {
   check_defined(op, weight, "the weight");
-  return batched(op, input, [&](const Tensor& x) {
+  return batched<R>(op, input, [&](const Tensor& x) {
     check_floating(op, x);
     const Shape& w = weight.shape();
-    if (w.size() != 4) {
-      throw ShapeError(std::string(op) + ": expected a 4-D weight [in_channels, out_channels/groups, kH, kW], got " +
-                       shape_str(w) + at_line());
+    if (w.size() != R + 2) {
+      throw ShapeError(std::string(op) + ": expected a " + std::to_string(R + 2) +
+                       "-D weight [in_channels, out_channels/groups, " + (R == 2 ? "kH, kW" : "kD, kH, kW") +
+                       "], got " + shape_str(w) + at_line());
     }
     if (groups < 1 || w[0] % groups != 0) {
       throw ShapeError(std::string(op) + ": groups=" + std::to_string(groups) + " must be positive and divide the " +
@@ -149,8 +166,8 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
       throw ShapeError(std::string(op) + ": input " + shape_str(x.shape()) + " has " + std::to_string(x.shape()[1]) +
                        " channels, but weight " + shape_str(w) + " expects " + std::to_string(w[0]) + at_line());
     }
-    Shape size(2);
-    for (size_t d = 0; d < 2; ++d) {
+    Shape size(R);
+    for (size_t d = 0; d < R; ++d) {
       if (stride[d] < 1 || dilation[d] < 1 || padding[d] < 0 || output_padding[d] < 0) {
         throw ShapeError(std::string(op) + ": stride " + shape_str(vec(stride)) + " and dilation " +
                          shape_str(vec(dilation)) + " must be positive, padding " + shape_str(vec(padding)) +
@@ -165,11 +182,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                 1;
       if (size[d] < 1) {
         throw ShapeError(std::string(op) + ": input " + shape_str(x.shape()) + " with kernel " +
-                         shape_str({w[2], w[3]}) + ", stride " + shape_str(vec(stride)) + " and padding " +
-                         shape_str(vec(padding)) + " gives an empty output " + shape_str(size) + at_line());
+                         shape_str(Shape(w.begin() + 2, w.end())) + ", stride " + shape_str(vec(stride)) +
+                         " and padding " + shape_str(vec(padding)) + " gives an empty output " + shape_str(size) +
+                         at_line());
       }
     }
-    Tensor out = apply(OpKind::kConv2dBackwardInput, {x, weight},
+    Tensor out = apply(kind, {x, weight},
                        {{"stride", vec(stride)},
                         {"padding", vec(padding)},
                         {"dilation", vec(dilation)},
@@ -177,14 +195,16 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                         {"input_size", size}});
     if (!bias.defined()) return out;
     check_param(op, "bias", bias, {w[1] * groups});
-    return add(out, reshape(bias, {1, -1, 1, 1}));
+    return add(out, channel_bias<R>(bias));
   });
 }
 
-Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
-                  bool ceil_mode) {
-  return batched("max_pool2d", input, [&](const Tensor& x) {
-    return apply(OpKind::kMaxPool2d, {x},
+template <size_t R>
+Tensor max_pool_nd(const char* op, OpKind kind, const Tensor& input, std::array<int64_t, R> kernel_size,
+                   std::optional<std::array<int64_t, R>> stride, std::array<int64_t, R> padding,
+                   std::array<int64_t, R> dilation, bool ceil_mode) {
+  return batched<R>(op, input, [&](const Tensor& x) {
+    return apply(kind, {x},
                  {{"kernel_size", vec(kernel_size)},
                   {"stride", vec(stride.value_or(kernel_size))},
                   {"padding", vec(padding)},
@@ -193,13 +213,15 @@ Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
   });
 }
 
-Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
-                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+template <size_t R>
+Tensor avg_pool_nd(const char* op, OpKind kind, const Tensor& input, std::array<int64_t, R> kernel_size,
+                   std::optional<std::array<int64_t, R>> stride, std::array<int64_t, R> padding, bool ceil_mode,
+                   bool count_include_pad, std::optional<int64_t> divisor_override) {
   if (divisor_override && *divisor_override == 0) {
-    throw EngineError("avg_pool2d: divisor_override must be non-zero" + at_line());
+    throw EngineError(std::string(op) + ": divisor_override must be non-zero" + at_line());
   }
-  return batched("avg_pool2d", input, [&](const Tensor& x) {
-    return apply(OpKind::kAvgPool2d, {x},
+  return batched<R>(op, input, [&](const Tensor& x) {
+    return apply(kind, {x},
                  {{"kernel_size", vec(kernel_size)},
                   {"stride", vec(stride.value_or(kernel_size))},
                   {"padding", vec(padding)},
@@ -209,10 +231,58 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
   });
 }
 
+template <size_t R>
+Tensor adaptive_avg_pool_nd(const char* op, OpKind kind, const Tensor& input, std::array<int64_t, R> output_size) {
+  return batched<R>(op, input, [&](const Tensor& x) { return apply(kind, {x}, {{"output_size", vec(output_size)}}); });
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+              Size2 dilation, int64_t groups) {
+  return conv_nd<2>("conv2d", OpKind::kConv2d, input, weight, bias, stride, padding, dilation, groups);
+}
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size3 stride, Size3 padding,
+              Size3 dilation, int64_t groups) {
+  return conv_nd<3>("conv3d", OpKind::kConv3d, input, weight, bias, stride, padding, dilation, groups);
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+                        Size2 output_padding, int64_t groups, Size2 dilation) {
+  return conv_transpose_nd<2>("conv_transpose2d", OpKind::kConv2dBackwardInput, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation);
+}
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size3 stride, Size3 padding,
+                        Size3 output_padding, int64_t groups, Size3 dilation) {
+  return conv_transpose_nd<3>("conv_transpose3d", OpKind::kConv3dBackwardInput, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation);
+}
+
+Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
+                  bool ceil_mode) {
+  return max_pool_nd<2>("max_pool2d", OpKind::kMaxPool2d, input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+Tensor max_pool3d(const Tensor& input, Size3 kernel_size, std::optional<Size3> stride, Size3 padding, Size3 dilation,
+                  bool ceil_mode) {
+  return max_pool_nd<3>("max_pool3d", OpKind::kMaxPool3d, input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool_nd<2>("avg_pool2d", OpKind::kAvgPool2d, input, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override);
+}
+Tensor avg_pool3d(const Tensor& input, Size3 kernel_size, std::optional<Size3> stride, Size3 padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool_nd<3>("avg_pool3d", OpKind::kAvgPool3d, input, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override);
+}
+
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
-  return batched("adaptive_avg_pool2d", input, [&](const Tensor& x) {
-    return apply(OpKind::kAdaptiveAvgPool2d, {x}, {{"output_size", vec(output_size)}});
-  });
+  return adaptive_avg_pool_nd<2>("adaptive_avg_pool2d", OpKind::kAdaptiveAvgPool2d, input, output_size);
+}
+Tensor adaptive_avg_pool3d(const Tensor& input, Size3 output_size) {
+  return adaptive_avg_pool_nd<3>("adaptive_avg_pool3d", OpKind::kAdaptiveAvgPool3d, input, output_size);
 }
 
 Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight,

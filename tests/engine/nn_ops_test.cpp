@@ -52,6 +52,28 @@ TEST(NnOps, LazyConvAndPoolBackwardAreIrOps) {
   EXPECT_EQ(w.grad().shape(), (Shape{4, 3, 3, 3}));
 }
 
+// The 3-D ops the same way: their gradients are IR backward ops too (the
+// rules are the 2-D ones instantiated for three spatial dims).
+TEST(NnOps, LazyConv3dAndPool3dBackwardAreIrOps) {
+  executor::mark_step(lazy0());
+  Tensor x = make(iota(2 * 3 * 4 * 6 * 6, 0.1f), {2, 3, 4, 6, 6}, lazy0());
+  Tensor w = make(iota(4 * 3 * 3 * 3 * 3, 0.05f), {4, 3, 3, 3, 3}, lazy0());
+  x.set_requires_grad(true);
+  w.set_requires_grad(true);
+  Tensor y = ops::avg_pool3d(ops::max_pool3d(ops::conv3d(x, w, Tensor(), {1, 1, 1}, {1, 1, 1}), {2, 2, 2}), {1, 1, 1});
+  y = ops::adaptive_avg_pool3d(y, {2, 1, 2});
+  EXPECT_EQ(y.shape(), (Shape{2, 4, 2, 1, 2}));
+  ops::sum(y).backward();
+  const auto names = pending_ops();
+  for (const char* op : {"conv3d_backward_input", "conv3d_backward_weight", "max_pool3d_backward",
+                         "avg_pool3d_backward", "adaptive_avg_pool3d_backward"}) {
+    EXPECT_TRUE(names.contains(op)) << op;
+  }
+  executor::mark_step(lazy0());
+  EXPECT_EQ(x.grad().shape(), (Shape{2, 3, 4, 6, 6}));
+  EXPECT_EQ(w.grad().shape(), (Shape{4, 3, 3, 3, 3}));
+}
+
 TEST(NnOps, BatchNormRunningStatsKeepOneGraphAcrossSteps) {
   executor::mark_step(lazy0());
   executor::compile_cache().clear();

@@ -100,6 +100,24 @@ TEST(OpenMpTeams, OneDnnConvolutionsAndPoolsStartNone) {
   EXPECT_EQ(g_teams.load(), 0);
 }
 
+// The 3-D convolutions run on oneDNN the same way (a single-threaded
+// primitive per part of the batch): forward and both backward passes,
+// groups and strides, start no team either.
+TEST(OpenMpTeams, OneDnn3dConvolutionsStartNone) {
+  g_teams = 0;
+  for (int64_t batch : {3, 1, 3}) {
+    Tensor x = filled({batch, 16, 5, 7, 6}, 21);
+    Tensor w1 = filled({32, 16, 3, 3, 3}, 22), w2 = filled({32, 16, 3, 2, 3}, 23);
+    Tensor h = ops::conv3d(x, w1, Tensor(), {1, 1, 1}, {1, 1, 1});
+    h = ops::conv3d(h, w2, Tensor(), {2, 1, 1}, {1, 0, 1}, {1, 1, 1}, 2);
+    ops::sum(ops::mul(h, h)).backward();
+    executor::mark_step(lazy0());
+    ASSERT_EQ(x.grad().shape(), (Shape{batch, 16, 5, 7, 6}));
+    ASSERT_EQ(w2.grad().shape(), (Shape{32, 16, 3, 2, 3}));
+  }
+  EXPECT_EQ(g_teams.load(), 0);
+}
+
 TEST(OpenMpTeams, TheCountSeesOneDnnsOwnTeams) {
   // The control: one primitive over the whole batch on a team of two, as
   // before the split.

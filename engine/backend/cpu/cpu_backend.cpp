@@ -135,6 +135,9 @@ constexpr CostRow kCostRows[] = {
     {OpKind::kConv2d, Cost::kConv, 2},
     {OpKind::kConv2dBackwardInput, Cost::kConv, 2},
     {OpKind::kConv2dBackwardWeight, Cost::kConv, 2},
+    {OpKind::kConv3d, Cost::kConv, 2},
+    {OpKind::kConv3dBackwardInput, Cost::kConv, 2},
+    {OpKind::kConv3dBackwardWeight, Cost::kConv, 2},
     {OpKind::kSum, Cost::kPerInput, 1},
     {OpKind::kMean, Cost::kPerInput, 1},
     {OpKind::kProd, Cost::kPerInput, 1},
@@ -224,9 +227,9 @@ KernelCost estimate(OpKind op, const std::vector<const TensorSpec*>& inputs, con
       const auto tail = [](const Shape& s) { return s.empty() ? int64_t{0} : numel(s) / s[0]; };
       // forward (input, weight) -> out; backward_input (grad, weight) -> input;
       // backward_weight (input, grad) -> weight: the same products each time.
-      if (op == OpKind::kConv2dBackwardWeight) {
+      if (op == OpKind::kConv2dBackwardWeight || op == OpKind::kConv3dBackwardWeight) {
         c.flops = per * numel(inputs[1]->shape) * tail(out.shape);
-      } else if (op == OpKind::kConv2dBackwardInput) {
+      } else if (op == OpKind::kConv2dBackwardInput || op == OpKind::kConv3dBackwardInput) {
         c.flops = per * numel(inputs[0]->shape) * tail(inputs[1]->shape);
       } else {
         c.flops = per * numel(out.shape) * tail(inputs[1]->shape);

@@ -191,6 +191,7 @@ void add_nn_kernels(Table& t);
 // Convolution, pooling, normalization, dropout
 void add_conv_kernels(Table& t);
 void add_pool_kernels(Table& t);
+void add_spatial3d_kernels(Table& t);  // conv3d and the 3-D pools (kernels_spatial3d.cpp)
 void add_random_kernels(Table& t);
 void add_index_kernels(Table& t);
 void add_collective_kernels(

@@ -95,6 +95,7 @@ const Table& kernel_table() {
     // Convolution, pooling, normalization, dropout
     add_conv_kernels(t);
     add_pool_kernels(t);
+    add_spatial3d_kernels(t);
     add_random_kernels(t);
     add_index_kernels(t);
     add_collective_kernels(t);

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <string>
@@ -16,52 +17,90 @@ namespace py = pybind11;
 namespace lazyscope::python {
 namespace {
 
-// An int (both dims) or a sequence of two ints, as PyTorch's _pair.
-ops::Size2 pair_arg(const char* op, const char* name, const py::handle& v) {
+// An int (every dim) or a sequence of N ints, as PyTorch's _pair / _triple
+// (a one-element sequence repeats too).
+template <size_t N> std::array<int64_t, N> tuple_arg(const char* op, const char* name, const py::handle& v) {
+  std::array<int64_t, N> out{};
   if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
-    const auto i = v.cast<int64_t>();
-    return {i, i};
+    out.fill(v.cast<int64_t>());
+    return out;
   }
   if (py::isinstance<py::sequence>(v) && !py::isinstance<py::str>(v)) {
     const auto values = v.cast<std::vector<int64_t>>();
-    if (values.size() == 2) return {values[0], values[1]};
-    if (values.size() == 1) return {values[0], values[0]};
+    if (values.size() == N) {
+      std::copy(values.begin(), values.end(), out.begin());
+      return out;
+    }
+    if (values.size() == 1) {
+      out.fill(values[0]);
+      return out;
+    }
   }
-  throw py::type_error(std::string(op) + ": " + name + " must be an int or a pair of ints, got " +
-                       py::repr(v).cast<std::string>());
+  throw py::type_error(std::string(op) + ": " + name + " must be an int or " + (N == 2 ? "a pair" : "a triple") +
+                       " of ints, got " + py::repr(v).cast<std::string>());
 }
 
-std::optional<ops::Size2> optional_pair(const char* op, const char* name, const py::object& v) {
+ops::Size2 pair_arg(const char* op, const char* name, const py::handle& v) { return tuple_arg<2>(op, name, v); }
+ops::Size3 triple_arg(const char* op, const char* name, const py::handle& v) { return tuple_arg<3>(op, name, v); }
+
+template <size_t N>
+std::optional<std::array<int64_t, N>> optional_tuple(const char* op, const char* name, const py::object& v) {
   if (v.is_none()) return std::nullopt;
   // PyTorch's max_pool2d(stride=[]) means "the kernel size", as None does.
   if (py::isinstance<py::sequence>(v) && !py::isinstance<py::str>(v) && py::len(v) == 0) return std::nullopt;
-  return pair_arg(op, name, v);
+  return tuple_arg<N>(op, name, v);
 }
 
 Tensor optional(const py::object& t) { return t.is_none() ? Tensor() : t.cast<Tensor>(); }
 
-// conv2d's padding: an int, a pair, "valid" (none) or "same" (stride 1; the
-// output keeps the input's size, which needs an even total padding here).
-ops::Size2 conv_padding(const py::object& padding, const Tensor& weight, ops::Size2 stride, ops::Size2 dilation) {
-  if (!py::isinstance<py::str>(padding)) return pair_arg("conv2d", "padding", padding);
+// A conv's padding: an int, N ints, "valid" (none) or "same" (stride 1;
+// the output keeps the input's size, which needs an even total padding here).
+template <size_t N>
+std::array<int64_t, N> conv_padding(const char* op, const py::object& padding, const Tensor& weight,
+                                    std::array<int64_t, N> stride, std::array<int64_t, N> dilation) {
+  if (!py::isinstance<py::str>(padding)) return tuple_arg<N>(op, "padding", padding);
   const auto mode = padding.cast<std::string>();
-  if (mode == "valid") return {0, 0};
+  if (mode == "valid") return {};
   if (mode != "same")
-    throw py::value_error("conv2d: invalid padding string '" + mode + "', expected 'valid' or 'same'");
-  if (stride[0] != 1 || stride[1] != 1)
-    throw py::value_error("conv2d: padding='same' is not supported for strided convolutions");
+    throw py::value_error(std::string(op) + ": invalid padding string '" + mode + "', expected 'valid' or 'same'");
+  if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; }))
+    throw py::value_error(std::string(op) + ": padding='same' is not supported for strided convolutions");
   const Shape& w = weight.shape();
-  if (w.size() != 4) throw ShapeError("conv2d: expected a 4-D weight, got " + shape_str(w));
-  ops::Size2 out{};
-  for (size_t d = 0; d < 2; ++d) {
+  if (w.size() != N + 2) {
+    throw ShapeError(std::string(op) + ": expected a " + std::to_string(N + 2) + "-D weight, got " + shape_str(w));
+  }
+  std::array<int64_t, N> out{};
+  for (size_t d = 0; d < N; ++d) {
     const int64_t total = dilation[d] * (w[d + 2] - 1);
     if (total % 2 != 0) {
-      throw EngineError("conv2d: padding='same' with kernel " + shape_str({w[2], w[3]}) + " and dilation " +
-                        shape_str({dilation[0], dilation[1]}) + " needs uneven padding, which is not supported");
+      throw EngineError(std::string(op) + ": padding='same' with kernel " + shape_str(Shape(w.begin() + 2, w.end())) +
+                        " and dilation " + shape_str(Shape(dilation.begin(), dilation.end())) +
+                        " needs uneven padding, which is not supported");
     }
     out[d] = total / 2;
   }
   return out;
+}
+
+// adaptive_avg_pool's output_size: an int or N values, PyTorch's None
+// keeping that dim of the input.
+template <size_t N>
+std::array<int64_t, N> adaptive_size(const char* op, const Tensor& input, const py::object& output_size) {
+  std::array<int64_t, N> size{};
+  const Shape& s = input.shape();
+  const py::sequence items = py::isinstance<py::int_>(output_size)
+                                 ? py::sequence(N == 2 ? py::make_tuple(output_size, output_size)
+                                                       : py::make_tuple(output_size, output_size, output_size))
+                                 : output_size.cast<py::sequence>();
+  if (py::len(items) != N || s.size() < N) {
+    throw py::type_error(std::string(op) + ": output_size must be an int or " + (N == 2 ? "a pair" : "a triple") +
+                         ", got " + py::repr(output_size).cast<std::string>());
+  }
+  for (size_t d = 0; d < N; ++d) {
+    const py::object v = items[d];
+    size[d] = v.is_none() ? s[s.size() - N + d] : v.cast<int64_t>();
+  }
+  return size;
 }
 
 }  // namespace
@@ -73,7 +112,8 @@ void bind_nn(py::module_& m) {
          const py::object& padding, const py::object& dilation, int64_t groups) {
         const auto s = pair_arg("conv2d", "stride", stride);
         const auto d = pair_arg("conv2d", "dilation", dilation);
-        return ops::conv2d(input, weight, optional(bias), s, conv_padding(padding, weight, s, d), d, groups);
+        return ops::conv2d(input, weight, optional(bias), s, conv_padding<2>("conv2d", padding, weight, s, d), d,
+                           groups);
       },
       py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
       py::arg("dilation") = 1, py::arg("groups") = 1);
@@ -93,9 +133,10 @@ void bind_nn(py::module_& m) {
       [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
          const py::object& dilation, bool ceil_mode, bool return_indices) {
         if (return_indices) throw EngineError("max_pool2d: return_indices=True is not supported");
-        return ops::max_pool2d(
-            input, pair_arg("max_pool2d", "kernel_size", kernel_size), optional_pair("max_pool2d", "stride", stride),
-            pair_arg("max_pool2d", "padding", padding), pair_arg("max_pool2d", "dilation", dilation), ceil_mode);
+        return ops::max_pool2d(input, pair_arg("max_pool2d", "kernel_size", kernel_size),
+                               optional_tuple<2>("max_pool2d", "stride", stride),
+                               pair_arg("max_pool2d", "padding", padding), pair_arg("max_pool2d", "dilation", dilation),
+                               ceil_mode);
       },
       py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
       py::arg("dilation") = 1, py::arg("ceil_mode") = false, py::arg("return_indices") = false);
@@ -103,30 +144,68 @@ void bind_nn(py::module_& m) {
       "avg_pool2d",
       [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
          bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-        return ops::avg_pool2d(
-            input, pair_arg("avg_pool2d", "kernel_size", kernel_size), optional_pair("avg_pool2d", "stride", stride),
-            pair_arg("avg_pool2d", "padding", padding), ceil_mode, count_include_pad, divisor_override);
+        return ops::avg_pool2d(input, pair_arg("avg_pool2d", "kernel_size", kernel_size),
+                               optional_tuple<2>("avg_pool2d", "stride", stride),
+                               pair_arg("avg_pool2d", "padding", padding), ceil_mode, count_include_pad,
+                               divisor_override);
       },
       py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
       py::arg("ceil_mode") = false, py::arg("count_include_pad") = true, py::arg("divisor_override") = py::none());
   m.def(
       "adaptive_avg_pool2d",
       [](const Tensor& input, const py::object& output_size) {
-        // PyTorch's None in output_size keeps that dim of the input.
-        ops::Size2 size{};
-        const Shape& s = input.shape();
-        const py::sequence items = py::isinstance<py::int_>(output_size)
-                                       ? py::sequence(py::make_tuple(output_size, output_size))
-                                       : output_size.cast<py::sequence>();
-        if (py::len(items) != 2 || s.size() < 2) {
-          throw py::type_error("adaptive_avg_pool2d: output_size must be an int or a pair, got " +
-                               py::repr(output_size).cast<std::string>());
-        }
-        for (size_t d = 0; d < 2; ++d) {
-          const py::object v = items[d];
-          size[d] = v.is_none() ? s[s.size() - 2 + d] : v.cast<int64_t>();
-        }
-        return ops::adaptive_avg_pool2d(input, size);
+        return ops::adaptive_avg_pool2d(input, adaptive_size<2>("adaptive_avg_pool2d", input, output_size));
+      },
+      py::arg("input"), py::arg("output_size"));
+  m.def(
+      "conv3d",
+      [](const Tensor& input, const Tensor& weight, const py::object& bias, const py::object& stride,
+         const py::object& padding, const py::object& dilation, int64_t groups) {
+        const auto s = triple_arg("conv3d", "stride", stride);
+        const auto d = triple_arg("conv3d", "dilation", dilation);
+        return ops::conv3d(input, weight, optional(bias), s, conv_padding<3>("conv3d", padding, weight, s, d), d,
+                           groups);
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("groups") = 1);
+  m.def(
+      "conv_transpose3d",
+      [](const Tensor& input, const Tensor& weight, const py::object& bias, const py::object& stride,
+         const py::object& padding, const py::object& output_padding, int64_t groups, const py::object& dilation) {
+        const char* op = "conv_transpose3d";
+        return ops::conv_transpose3d(
+            input, weight, optional(bias), triple_arg(op, "stride", stride), triple_arg(op, "padding", padding),
+            triple_arg(op, "output_padding", output_padding), groups, triple_arg(op, "dilation", dilation));
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("output_padding") = 0, py::arg("groups") = 1, py::arg("dilation") = 1);
+  m.def(
+      "max_pool3d",
+      [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
+         const py::object& dilation, bool ceil_mode, bool return_indices) {
+        const char* op = "max_pool3d";
+        if (return_indices) throw EngineError("max_pool3d: return_indices=True is not supported");
+        return ops::max_pool3d(input, triple_arg(op, "kernel_size", kernel_size),
+                               optional_tuple<3>(op, "stride", stride), triple_arg(op, "padding", padding),
+                               triple_arg(op, "dilation", dilation), ceil_mode);
+      },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("ceil_mode") = false, py::arg("return_indices") = false);
+  m.def(
+      "avg_pool3d",
+      [](const Tensor& input, const py::object& kernel_size, const py::object& stride, const py::object& padding,
+         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+        const char* op = "avg_pool3d";
+        return ops::avg_pool3d(input, triple_arg(op, "kernel_size", kernel_size),
+                               optional_tuple<3>(op, "stride", stride), triple_arg(op, "padding", padding), ceil_mode,
+                               count_include_pad, divisor_override);
+      },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
+      py::arg("ceil_mode") = false, py::arg("count_include_pad") = true, py::arg("divisor_override") = py::none());
+  m.def(
+      "adaptive_avg_pool3d",
+      [](const Tensor& input, const py::object& output_size) {
+        return ops::adaptive_avg_pool3d(input, adaptive_size<3>("adaptive_avg_pool3d", input, output_size));
       },
       py::arg("input"), py::arg("output_size"));
   m.def(

@@ -221,7 +221,7 @@ NN = _supported("""
     InstanceNorm2d ParameterList ParameterDict RNN RNNCell LSTMCell GRUCell TransformerDecoderLayer
     TransformerDecoder Transformer MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss
     TripletMarginLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss PairwiseDistance
-    Bilinear Fold Unfold
+    Bilinear Fold Unfold AvgPool3d AdaptiveAvgPool3d ConvTranspose3d
     init.uniform_ init.normal_ init.constant_ init.zeros_ init.ones_ init.xavier_uniform_ init.xavier_normal_
     init.kaiming_uniform_ init.kaiming_normal_ init.trunc_normal_ init.calculate_gain init.eye_ init.dirac_
     init.sparse_
@@ -234,6 +234,8 @@ NN.update({
     "LSTM": (DIFFERS, "proj_size is refused; otherwise PyTorch's parameters, gates and results"),
     "Conv2d": (SUPPORTED, ""),
     "Conv1d": (SUPPORTED, ""),
+    "Conv3d": (SUPPORTED, ""),
+    "MaxPool3d": (DIFFERS, "return_indices=True is refused"),
     "AdaptiveMaxPool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "AdaptiveMaxPool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "MaxPool1d": (DIFFERS, "return_indices=True is refused"),
@@ -258,9 +260,6 @@ NN["LazyLinear"] = (DIFFERS, "its parameters exist after the first forward (no U
                              "optimizer after a dry run")
 NN["utils.parametrizations.orthogonal"] = (REFUSED, "parametrize.register_parametrization with a module of your "
                                                     "own (Q of linalg.qr, say)")
-NN.update({name: (REFUSED, instead) for name, instead in {
-    "Conv3d": "Conv2d over each depth slice, or reshape the depth into the batch",
-}.items()})
 
 # torch.nn.functional.X
 FUNCTIONAL = _supported("""
@@ -273,7 +272,7 @@ FUNCTIONAL = _supported("""
     upsample_bilinear max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d adaptive_max_pool2d dropout1d
     instance_norm pairwise_distance margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss
     triplet_margin_loss poisson_nll_loss gaussian_nll_loss multilabel_soft_margin_loss multi_margin_loss
-    bilinear unfold fold affine_grid
+    bilinear unfold fold affine_grid conv3d conv_transpose3d avg_pool3d adaptive_avg_pool3d
 """)
 FUNCTIONAL.update(_supported("""
     rms_norm gumbel_softmax alpha_dropout dropout3d rrelu local_response_norm lp_pool1d lp_pool2d pdist
@@ -287,6 +286,7 @@ FUNCTIONAL.update({
     "interpolate": (DIFFERS, "modes nearest, linear, bilinear, trilinear (no bicubic/area, no antialias)"),
     "max_pool2d": (DIFFERS, "return_indices=True is refused"),
     "max_pool1d": (DIFFERS, "return_indices=True is refused"),
+    "max_pool3d": (DIFFERS, "return_indices=True is refused"),
     "adaptive_max_pool2d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
     "adaptive_max_pool1d": (DIFFERS, "return_indices=True is refused; tied maxima share the gradient (as amax)"),
 })

@@ -6,6 +6,7 @@ from lazyscope.nn.layers import (  # noqa: F401
     Softmax, Tanh, Softplus, Conv1d, GroupNorm, L1Loss, ELU, Hardtanh, ReLU6, LogSigmoid, Mish, GLU,
     CosineSimilarity, ConvTranspose1d, ConvTranspose2d, Hardswish, Hardsigmoid, SELU, Softsign, Tanhshrink, CELU,
     PReLU, Softmin, Threshold, Softshrink, Hardshrink, Bilinear, EmbeddingBag,
+    Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d,
 )
 from lazyscope.nn.layers_spatial import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, ConstantPad1d, ConstantPad2d, ConstantPad3d,

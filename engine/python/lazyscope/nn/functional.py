@@ -121,6 +121,35 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     return _engine_op("adaptive_avg_pool2d")(input, output_size)
 
 
+
+# The 3-D versions: NCDHW [N, C, D, H, W] or unbatched [C, D, H, W] inputs,
+# spatial arguments an int or a triple.
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return _engine_op("conv3d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """The transposed convolution: weight [C_in, C_out/groups, kD, kH, kW] (PyTorch's order of arguments)."""
+    return _engine_op("conv_transpose3d")(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    if return_indices:
+        raise NotImplementedError("max_pool3d: return_indices=True is not supported")
+    return _engine_op("max_pool3d")(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    return _engine_op("avg_pool3d")(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                    divisor_override)
+
+
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    return _engine_op("adaptive_avg_pool3d")(input, output_size)
+
 # Normalization.
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
     if isinstance(normalized_shape, int):

@@ -134,20 +134,25 @@ def _pad_for_mode(input, padding, kernel_size, dilation, padding_mode):  # noqa:
     return F.pad(input, flat, mode=padding_mode)
 
 
-class Conv2d(Module):
+class _ConvNd(Module):
+    """Conv2d/Conv3d: PyTorch's parameters (weight [out, in/groups, *kernel]), default init and arguments."""
+    _dims = 2
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
-        _check_padding_mode("Conv2d", padding_mode)
+        name = type(self).__name__
+        _check_padding_mode(name, padding_mode)
         self.padding_mode = padding_mode
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
+        tup = lambda v, what: _ntuple(v, what, self._dims)  # noqa: E731
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
-        self.dilation = _pair(dilation, "dilation")
+        self.kernel_size = tup(kernel_size, "kernel_size")
+        self.stride = tup(stride, "stride")
+        self.padding = padding if isinstance(padding, str) else tup(padding, "padding")
+        self.dilation = tup(dilation, "dilation")
         self.groups = groups
         _conv_parameters(self, (out_channels, in_channels // groups, *self.kernel_size), out_channels, bias, device,
                          dtype)
@@ -155,23 +160,38 @@ class Conv2d(Module):
     def reset_parameters(self):
         init._default_reset(self.weight, self.bias)
 
-    def forward(self, input):  # noqa: A002
+    def _operands(self, input):  # noqa: A002
+        """(input, weight, bias, stride, padding, dilation, groups) for F.convNd: a padding_mode other
+        than zeros pads the input first (F.pad), as PyTorch's layers do, and the conv pads nothing."""
         if self.padding_mode != "zeros":
-            padded = _pad_for_mode(input, self.padding, self.kernel_size, self.dilation, self.padding_mode)
-            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+            input = _pad_for_mode(input, self.padding, self.kernel_size, self.dilation, self.padding_mode)
+            return input, self.weight, self.bias, self.stride, 0, self.dilation, self.groups
+        return input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
 
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}")
-        if self.padding not in ((0, 0), 0):
+        if self.padding != 0 and (isinstance(self.padding, str) or any(self.padding)):
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if any(d != 1 for d in self.dilation):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
+
+
+class Conv2d(_ConvNd):
+    def forward(self, input):  # noqa: A002
+        return F.conv2d(*self._operands(input))
+
+
+class Conv3d(_ConvNd):
+    """The convolution over [N, C, D, H, W] (or [C, D, H, W]): video and volumes."""
+    _dims = 3
+
+    def forward(self, input):  # noqa: A002
+        return F.conv3d(*self._operands(input))
 
 
 class MaxPool2d(Module):
@@ -214,6 +234,23 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class MaxPool3d(MaxPool2d):
+    def forward(self, input):  # noqa: A002
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 def _norm_state(module, num_features, eps, momentum, affine, track_running_stats, device, dtype):
@@ -676,7 +713,7 @@ class Softplus(Module):
 
 
 class _ConvTransposeNd(Module):
-    """ConvTranspose1d/2d: PyTorch's parameters (weight [in, out/groups, *kernel]), init and output_size."""
+    """ConvTranspose1d/2d/3d: PyTorch's parameters (weight [in, out/groups, *kernel]), init and output_size."""
     _dims = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
@@ -739,6 +776,15 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):  # noqa: A002
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The transposed convolution over [N, C, D, H, W] (or [C, D, H, W])."""
+    _dims = 3
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups, self.dilation)
 
 
