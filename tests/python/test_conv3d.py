@@ -9,6 +9,7 @@ import pytest
 
 import lazyscope
 from lazyscope import nn
+from lazyscope.nn import functional as F
 from lazyscope.core import lazy_model as lm
 from test_autograd import check
 from test_op_coverage_gaps import HALF_DTYPES, check_half
@@ -550,3 +551,33 @@ def test_conv3d_and_pools_on_16_bit_floats_match_numpy(dtype):
     check_half(dtype, lambda t: lazyscope.avg_pool3d(t, 3, 2, 1), lambda a: avg_pool3d_ref(a, 3, 2, 1), [x])
     check_half(dtype, lambda t: lazyscope.adaptive_avg_pool3d(t, (2, 3, 1)),
                lambda a: adaptive_avg_pool3d_ref(a, (2, 3, 1)), [x])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conv3d_and_3d_pooling_differentiate_twice(device):
+    """create_graph through conv3d and avg/max pooling (windows that do not
+    overlap): d/dx <dE/dw, v> against differences of the NumPy references."""
+    from lazyscope import autograd
+    rng = np.random.default_rng(12)
+    x0, w0 = rng.standard_normal((1, 1, 5, 5, 5)), rng.standard_normal((2, 1, 2, 2, 2))
+    v = rng.standard_normal(w0.shape)
+    for pool_np, pool in ((lambda y: avg_pool3d_ref(y, 2), lambda y: F.avg_pool3d(y, 2)),
+                          (lambda y: max_pool3d_ref(y, 2), lambda y: F.max_pool3d(y, 2))):
+        def energy_np(a, b):
+            return (pool_np(conv3d_ref(a, b)) ** 2).sum()
+
+        x = lazyscope.tensor(x0, device=device).requires_grad_()
+        w = lazyscope.tensor(w0, device=device).requires_grad_()
+        (gw,) = autograd.grad((pool(F.conv3d(x, w)) ** 2).sum(), w, create_graph=True)
+        (gw * lazyscope.tensor(v, device=device)).sum().backward()
+
+        def directional(a):
+            return (energy_np(a, w0 + 1e-5 * v) - energy_np(a, w0 - 1e-5 * v)) / 2e-5
+
+        fd = np.zeros_like(x0)
+        for i in np.ndindex(x0.shape):
+            up, down = x0.copy(), x0.copy()
+            up[i] += 1e-4
+            down[i] -= 1e-4
+            fd[i] = (directional(up) - directional(down)) / 2e-4
+        np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-4, atol=1e-5)
