@@ -947,6 +947,10 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"linalg.eigh", 1, infer_linalg_eigh, Promote::kNone},
     {"linalg.qr", 1, infer_linalg_qr, Promote::kNone},
     {"linalg.svd", 1, infer_linalg_svd, Promote::kNone},
+    {"gcd", 2, infer_binary, Promote::kIntegral},
+    {"nextafter", 2, infer_binary, Promote::kCommon},
+    {"frexp_mantissa", 1, infer_same, Promote::kNone},
+    {"frexp_exponent", 1, infer_same, Promote::kNone},
 }};
 
 }  // namespace
@@ -1058,6 +1062,10 @@ OpCategory op_category(OpKind op) {
     case OpKind::kBitwiseXor:
     case OpKind::kShiftLeft:
     case OpKind::kShiftRight:
+    case OpKind::kGcd:
+    case OpKind::kNextafter:
+    case OpKind::kFrexpMantissa:
+    case OpKind::kFrexpExponent:
     case OpKind::kTril:
     case OpKind::kTriu: return OpCategory::kElementwise;
     case OpKind::kMatmul:

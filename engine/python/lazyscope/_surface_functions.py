@@ -381,6 +381,70 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
         v, indices = v.squeeze(d), indices.squeeze(d)
     return lib._ValuesIndices(v, indices)
 
+
+# --- integer and float elementwise math: gcd, lcm, nextafter, frexp (session 10) -----------------
+
+def _operands(op, input, other, want):  # noqa: A002
+    """The two operands as tensors, refused unless each is of the `want` kind ('integer' or 'floating')."""
+    lib = _lib()
+    like = input if isinstance(input, Tensor) else other
+    if not isinstance(like, Tensor):
+        raise TypeError(f"{op}: expected a tensor operand, got {type(input).__name__} and {type(other).__name__}")
+    a, b = (t if isinstance(t, Tensor) else lib.tensor(t, device=like.device) for t in (input, other))
+    for t in (a, b):
+        floating = t.is_floating_point()
+        if (want == "integer" and (floating or t.dtype == lib.bool)) or (want == "floating" and not floating):
+            raise RuntimeError(f"{op}: expected {want} tensors, got {t.dtype}{_at()}")
+    return a, b
+
+
+def gcd(input, other):  # noqa: A002
+    """The greatest common divisor of integers, elementwise (non-negative; gcd(0, 0) = 0), as torch.gcd."""
+    return _C._gcd(*_operands("gcd", input, other, "integer"))
+
+
+def lcm(input, other):  # noqa: A002
+    """The least common multiple of integers, |a / gcd(a, b) * b| (0 when either is 0), as torch.lcm."""
+    lib = _lib()
+    a, b = _operands("lcm", input, other, "integer")
+    g = _C._gcd(a, b)
+    zero = g == 0
+    return lib.where(zero, lib.zeros_like(g), (a // lib.where(zero, lib.ones_like(g), g) * b).abs())
+
+
+def nextafter(input, other):  # noqa: A002
+    """The next representable float after input toward other, elementwise, as torch.nextafter."""
+    return _C._nextafter(*_operands("nextafter", input, other, "floating"))
+
+
+class _MantissaExponent(tuple):
+    """torch.frexp's return type: (mantissa, exponent) with names."""
+
+    def __new__(cls, mantissa, exponent):
+        return super().__new__(cls, (mantissa, exponent))
+
+    mantissa = property(lambda self: self[0])
+    exponent = property(lambda self: self[1])
+
+
+def frexp(input):  # noqa: A002
+    """(mantissa, exponent) with input = mantissa * 2^exponent, 0.5 <= |mantissa| < 1 and an int32
+    exponent (0 and the value itself at 0, infinities and NaN), as torch.frexp."""
+    lib = _lib()
+    if not isinstance(input, Tensor) or not input.is_floating_point():
+        raise RuntimeError(f"frexp: only supports floating-point dtypes, got "
+                           f"{input.dtype if isinstance(input, Tensor) else type(input).__name__}{_at()}")
+    exponent = _C._frexp_exponent(input.detach())
+    mantissa = _C._frexp_mantissa(input.detach())
+    if input.requires_grad and lib.is_grad_enabled():
+        # PyTorch's gradient, grad / 2^exponent, through a term that is exactly 0 (x - x at the
+        # finite elements): the kernel's mantissa stays exact where x * 2^-exponent would
+        # overflow the scale for subnormals. (Not an autograd.Function: its hooks live on the
+        # output, which a caller may drop at once.)
+        finite = lib.where(input.isfinite(), input, lib.zeros_like(input))
+        mantissa = mantissa + (finite - finite.detach()) / lib.exp2(exponent)
+    return _MantissaExponent(mantissa, exponent.to(lib.int32))
+
 # --- more math: atleast_nd, isin, xlogy, copysign, float_power, trapezoid,
 # quantile, histc (session 9) ---------------------------------------------------
 
@@ -984,7 +1048,8 @@ _INPLACE = ("tan", "asinh", "acosh", "atanh", "ldexp", "renorm",
             "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square", "atan", "asin", "acos",
             "expm1", "lerp", "clamp_min", "clamp_max", "nan_to_num", "index_fill", "index_copy", "addmm", "addmv",
             "addr", "baddbmm", "logical_xor", "hypot", "logaddexp", "fmod", "remainder", "floor_divide", "atan2",
-            "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn")
+            "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn", "gcd", "lcm",
+            "nextafter")
 
 
 # In-place shape ops: the tensor becomes a view of its data with the new
@@ -1022,13 +1087,13 @@ _MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "ad
                  "isposinf", "isneginf", "isreal", "is_nonzero")
 _FUNCTIONS = ("tan", "asinh", "acosh", "atanh", "positive", "ldexp", "var_mean", "renorm", "mvlgamma", "conj",
               "conj_physical", "resolve_conj", "resolve_neg", "real", "imag", "scatter_reduce", "atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
-              "trapz", "cumulative_trapezoid", "mode", "nanmedian", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
+              "trapz", "cumulative_trapezoid", "gcd", "lcm", "nextafter", "frexp", "mode", "nanmedian", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
               "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
               "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
 _METHODS = ("tan", "asinh", "acosh", "atanh", "positive", "ldexp", "var_mean", "std_mean", "renorm", "mvlgamma",
-            "conj", "conj_physical", "resolve_conj", "resolve_neg", "scatter_reduce", "xlogy", "copysign", "float_power", "mode", "nanmedian", "quantile", "nanquantile", "histc", "cummax", "cummin",
+            "conj", "conj_physical", "resolve_conj", "resolve_neg", "scatter_reduce", "xlogy", "copysign", "float_power", "gcd", "lcm", "nextafter", "frexp", "mode", "nanmedian", "quantile", "nanquantile", "histc", "cummax", "cummin",
             "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
             "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
             "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
