@@ -271,3 +271,24 @@ def test_bad_arguments_are_refused_by_name():
         optim.LBFGS([{"params": [x]}, {"params": [lazyscope.zeros(1, requires_grad=True)]}])
     with pytest.raises(RuntimeError, match="closure"):
         optim.LBFGS([x]).step()
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_host_reads_on_a_lazy_device_are_the_documented_ones(line_search):
+    # One read per closure evaluation and one per iteration (g.d), plus, after a line search,
+    # one for the new gradient's max and curvature pair: nothing else syncs.
+    from lazyscope import _C
+    from lazyscope.core import lazy_model as lm
+    x = lazyscope.tensor(X0.copy(), device="lazy:0", requires_grad=True)
+    opt = optim.LBFGS([x], lr=1 if line_search else 0.05, max_iter=4, line_search_fn=line_search)
+    closure = closure_for(opt, [x], rosen_ls)
+    opt.step(closure)
+    state = opt.state[x]
+    iters, evals = state["n_iter"], state["func_evals"]
+    _C.reset_metrics()
+    opt.step(closure)
+    iters, evals = state["n_iter"] - iters, state["func_evals"] - evals
+    assert iters == 4
+    counters = lm.counters()
+    per_iteration = 2 if line_search else 1
+    assert counters["ExecuteCount"] == counters["SyncCause.to_host"] == evals + per_iteration * iters
