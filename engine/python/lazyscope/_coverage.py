@@ -118,9 +118,11 @@ TORCH.update({name: (REFUSED, instead) for name, instead in {
     "linalg.lu_factor": "linalg.solve, which factors and solves in one op",
 }.items()})
 TORCH.update(_supported("""
-    gcd lcm nextafter frexp polygamma i0 nanmedian special.i0 special.i0e special.i1 special.i1e
+    gcd lcm nextafter frexp polygamma i0 special.i0 special.i0e special.i1 special.i1e
     special.polygamma special.multigammaln
 """))
+TORCH["nanmedian"] = (DIFFERS, "over a dim, the index is the element's in a stable sort, an all-NaN line's its "
+                               "first element's (PyTorch leaves ties' index unspecified)")
 TORCH["mode"] = (DIFFERS, "the index is the mode's last occurrence along dim (PyTorch's CPU kernel takes the last "
                           "of the mode's run after an unstable sort by value: the same wherever that sort keeps "
                           "equal values in order; otherwise PyTorch's is unspecified)")
@@ -163,8 +165,9 @@ TENSOR.update({
                     std_mean renorm mvlgamma conj conj_physical resolve_conj resolve_neg real lgamma digamma erfinv
                     tan_ asinh_ acosh_ atanh_ ldexp_ renorm_ xlogy copysign float_power quantile nanquantile histc cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
                     transpose_ swapaxes_ swapdims_"""),
-    **_supported("""gcd lcm nextafter frexp polygamma i0 nanmedian gcd_ lcm_ nextafter_ i0_ polygamma_"""),
+    **_supported("""gcd lcm nextafter frexp polygamma i0 gcd_ lcm_ nextafter_ i0_ polygamma_"""),
     "mode": TORCH["mode"],
+    "nanmedian": TORCH["nanmedian"],
     **_supported("""det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse pinverse matrix_power qr
                     svd"""),
     "argwhere": (DIFFERS, "reads the data (a counted fallback on a lazy device), as nonzero"),
