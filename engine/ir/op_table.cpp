@@ -999,6 +999,10 @@ constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kNumOps)> kOps = {{
     {"avg_pool3d_backward", 1, infer_avg_pool_backward<3>, Promote::kNone},
     {"adaptive_avg_pool3d", 1, infer_adaptive_avg_pool<3>, Promote::kNone},
     {"adaptive_avg_pool3d_backward", 1, infer_adaptive_avg_pool_backward<3>, Promote::kNone},
+    {"gcd", 2, infer_binary, Promote::kIntegral},
+    {"nextafter", 2, infer_binary, Promote::kCommon},
+    {"frexp_mantissa", 1, infer_same, Promote::kNone},
+    {"frexp_exponent", 1, infer_same, Promote::kNone},
 }};
 
 }  // namespace
@@ -1110,6 +1114,10 @@ OpCategory op_category(OpKind op) {
     case OpKind::kBitwiseXor:
     case OpKind::kShiftLeft:
     case OpKind::kShiftRight:
+    case OpKind::kGcd:
+    case OpKind::kNextafter:
+    case OpKind::kFrexpMantissa:
+    case OpKind::kFrexpExponent:
     case OpKind::kTril:
     case OpKind::kTriu: return OpCategory::kElementwise;
     case OpKind::kMatmul:

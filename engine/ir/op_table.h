@@ -237,6 +237,17 @@ enum class OpKind : uint16_t {
   kAvgPool3dBackward,          // (grad), avg_pool3d's attrs + input_size [D, H, W]
   kAdaptiveAvgPool3d,          // attr output_size [oD, oH, oW]
   kAdaptiveAvgPool3dBackward,  // (grad), attr input_size [D, H, W]
+  // Integer and float elementwise math (appended: op codes are stored).
+  // gcd(a, b) of integers, non-negative as PyTorch's (Euclid on |a| and |b|;
+  // gcd(0, 0) = 0; the magnitude of the most negative value wraps, as there).
+  kGcd,
+  // nextafter(x, y): the next representable float after x toward y (C's).
+  kNextafter,
+  // frexp's two parts, x = m * 2^e with 0.5 <= |m| < 1 (m = x and e = 0 at
+  // zero, infinities and NaN, as C's frexp there). The exponent comes in
+  // x's float dtype (exactly: a small integer); the front end casts it to int32.
+  kFrexpMantissa,
+  kFrexpExponent,
   kNumOps
 };
 

@@ -411,6 +411,10 @@ Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary(OpKind::kBit
 Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary(OpKind::kBitwiseXor, a, b); }
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return binary(OpKind::kShiftLeft, a, b); }
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return binary(OpKind::kShiftRight, a, b); }
+Tensor gcd(const Tensor& a, const Tensor& b) { return binary(OpKind::kGcd, a, b); }
+Tensor nextafter(const Tensor& a, const Tensor& b) { return binary(OpKind::kNextafter, a, b); }
+Tensor frexp_mantissa(const Tensor& a) { return unary(OpKind::kFrexpMantissa, a); }
+Tensor frexp_exponent(const Tensor& a) { return unary(OpKind::kFrexpExponent, a); }
 Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
   if (rounding_mode == "floor") return floor_divide(a, b);
   if (rounding_mode != "trunc") {

@@ -60,6 +60,12 @@ Tensor bitwise_or(const Tensor& a, const Tensor& b);
 Tensor bitwise_xor(const Tensor& a, const Tensor& b);
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+// gcd of integers (non-negative); nextafter of floats; frexp's mantissa and
+// its exponent (in the operand's float dtype). The package checks dtypes.
+Tensor gcd(const Tensor& a, const Tensor& b);
+Tensor nextafter(const Tensor& a, const Tensor& b);
+Tensor frexp_mantissa(const Tensor& a);
+Tensor frexp_exponent(const Tensor& a);
 // div(a, b, rounding_mode): "trunc" or "floor"; integers stay integers.
 Tensor div_rounded(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
 // Floating ops: integer inputs are computed in float32, as in PyTorch.

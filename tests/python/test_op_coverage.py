@@ -200,6 +200,13 @@ COVERAGE = {
        for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
     **{op: (["test_surface_bitwise::test_shifts_match_numpy_including_counts_past_the_width"], None)
        for op in ("bitwise_left_shift", "bitwise_right_shift")},
+    # gcd, nextafter and frexp's parts (test_surface_math_extra); lcm is composed from gcd.
+    "gcd": (["test_surface_math_extra::test_gcd_and_lcm_match_python_math",
+             "test_surface_math_extra::test_gcd_lcm_refuse_floats_and_nextafter_frexp_refuse_integers"], None),
+    "nextafter": (["test_surface_math_extra::test_nextafter_matches_numpy"], None),
+    **{op: (["test_surface_math_extra::test_frexp_matches_numpy_and_recomposes_exactly"],
+            ["test_surface_math_extra::test_frexp_mantissa_gradient_is_grad_over_two_to_the_exponent"])
+       for op in ("frexp_mantissa", "frexp_exponent")},
 }
 
 # Ops that cannot run on the eager cpu device, each with the test that its

@@ -204,6 +204,38 @@ template <typename T> void shift_right_kernel(const KernelArgs& k) {
     return static_cast<T>(x >> n);  // arithmetic for signed T (C++20)
   });
 }
+
+// Euclid on the magnitudes in the unsigned type: |INT64_MIN| has no signed
+// value (PyTorch's abs wraps it; the cast back here does the same).
+template <typename T> void gcd_kernel(const KernelArgs& k) {
+  using U = std::make_unsigned_t<T>;
+  binary<T>(k, [](T x, T y) {
+    auto magnitude = [](T v) { return v < 0 ? static_cast<U>(U(0) - static_cast<U>(v)) : static_cast<U>(v); };
+    U a = magnitude(x), b = magnitude(y);
+    while (a != 0) {
+      const U c = a;
+      a = static_cast<U>(b % a);
+      b = c;
+    }
+    return static_cast<T>(b);
+  });
+}
+template <typename T> void nextafter_kernel(const KernelArgs& k) {
+  binary<T>(k, [](T x, T y) { return std::nextafter(x, y); });
+}
+template <typename T> void frexp_mantissa_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) {
+    int e = 0;
+    return std::isfinite(x) ? std::frexp(x, &e) : x;
+  });
+}
+template <typename T> void frexp_exponent_kernel(const KernelArgs& k) {
+  unary<T>(k, [](T x) {
+    int e = 0;
+    if (std::isfinite(x)) std::frexp(x, &e);
+    return static_cast<T>(e);
+  });
+}
 template <typename T> void sigmoid_kernel(const KernelArgs& k) {
   unary<T>(k, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
 }
@@ -370,6 +402,10 @@ void add_elementwise_kernels(Table& t) {
   rows<bool, uint8_t, int32_t, int64_t>(t, OpKind::kBitwiseXor, LAZYSCOPE_KERNEL(bitwise_xor_kernel));
   rows<uint8_t, int32_t, int64_t>(t, OpKind::kShiftLeft, LAZYSCOPE_KERNEL(shift_left_kernel));
   rows<uint8_t, int32_t, int64_t>(t, OpKind::kShiftRight, LAZYSCOPE_KERNEL(shift_right_kernel));
+  rows<uint8_t, int32_t, int64_t>(t, OpKind::kGcd, LAZYSCOPE_KERNEL(gcd_kernel));
+  rows<float, double>(t, OpKind::kNextafter, LAZYSCOPE_KERNEL(nextafter_kernel));
+  rows<float, double>(t, OpKind::kFrexpMantissa, LAZYSCOPE_KERNEL(frexp_mantissa_kernel));
+  rows<float, double>(t, OpKind::kFrexpExponent, LAZYSCOPE_KERNEL(frexp_exponent_kernel));
   rows<float, double>(t, OpKind::kSigmoid, LAZYSCOPE_KERNEL(sigmoid_kernel));
   rows<float, double>(t, OpKind::kSilu, LAZYSCOPE_KERNEL(silu_kernel));
   rows<float, double>(t, OpKind::kGelu, LAZYSCOPE_KERNEL(gelu_kernel));

@@ -974,6 +974,11 @@ void bind_tensor(py::module_& m) {
   bind_binary(cls, m, "_bitwise_xor", &ops::bitwise_xor);
   bind_binary(cls, m, "bitwise_left_shift", &ops::bitwise_left_shift, "__lshift__", "__rlshift__");
   bind_binary(cls, m, "bitwise_right_shift", &ops::bitwise_right_shift, "__rshift__", "__rrshift__");
+  // gcd, nextafter and frexp's parts: the package's wrappers check dtypes and name the function.
+  bind_binary(cls, m, "_gcd", &ops::gcd);
+  bind_binary(cls, m, "_nextafter", &ops::nextafter);
+  m.def("_frexp_mantissa", &ops::frexp_mantissa, py::arg("input"));
+  m.def("_frexp_exponent", &ops::frexp_exponent, py::arg("input"));
   m.def(
       "_div_rounded",
       [](const py::object& a, const py::object& b, const std::string& mode) {

@@ -858,6 +858,12 @@ from lazyscope.special import digamma, erfinv, lgamma  # noqa: E402,F401
 Tensor.lgamma = lgamma
 Tensor.digamma = digamma
 Tensor.erfinv = erfinv
+from lazyscope.special import i0, polygamma  # noqa: E402,F401
+
+Tensor.i0 = i0
+Tensor.i0_ = lambda self: self.copy_(i0(self))
+Tensor.polygamma = lambda self, n: polygamma(n, self)
+Tensor.polygamma_ = lambda self, n: self.copy_(polygamma(n, self))
 from lazyscope.amp import autocast  # noqa: E402,F401
 
 _MATMUL_PRECISIONS = ("highest", "high", "medium")

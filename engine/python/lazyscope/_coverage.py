@@ -142,6 +142,17 @@ TORCH.update({name: (REFUSED, instead) for name, instead in {
     "linalg.lu_factor": "linalg.solve, which factors and solves in one op",
 }.items()})
 TORCH.update(_supported("""
+    gcd lcm nextafter frexp polygamma i0 special.i0 special.i0e special.i1 special.i1e
+    special.polygamma special.multigammaln
+"""))
+TORCH["nanmedian"] = (DIFFERS, "over a dim, the index is the element's in a stable sort, an all-NaN line's its "
+                               "first element's (PyTorch leaves ties' index unspecified)")
+TORCH["mode"] = (DIFFERS, "the index is the mode's last occurrence along dim (PyTorch's CPU kernel takes the last "
+                          "of the mode's run after an unstable sort by value: the same wherever that sort keeps "
+                          "equal values in order; otherwise PyTorch's is unspecified)")
+TORCH["special.zeta"] = (DIFFERS, "other < 0 (not an integer) gives NaN, where PyTorch (Cephes) sums the series for "
+                                  "an integer input; a gradient for both operands (PyTorch's has none for input)")
+TORCH.update(_supported("""
     bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift atan asin acos atan2
     arctan arcsin arccos arctan2
 """))
@@ -178,6 +189,9 @@ TENSOR.update({
                     std_mean renorm mvlgamma conj conj_physical resolve_conj resolve_neg real lgamma digamma erfinv
                     tan_ asinh_ acosh_ atanh_ ldexp_ renorm_ xlogy copysign float_power quantile nanquantile histc cummax cummin logcumsumexp squeeze_ unsqueeze_ t_
                     transpose_ swapaxes_ swapdims_"""),
+    **_supported("""gcd lcm nextafter frexp polygamma i0 gcd_ lcm_ nextafter_ i0_ polygamma_"""),
+    "mode": TORCH["mode"],
+    "nanmedian": TORCH["nanmedian"],
     **_supported("""det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse pinverse matrix_power qr
                     svd"""),
     **_supported("""fill_diagonal_ stride sum_to_size put_ triangular_solve ger dsplit hardshrink addbmm
@@ -342,6 +356,9 @@ OPTIM = _supported("""
     lr_scheduler.PolynomialLR lr_scheduler.MultiplicativeLR lr_scheduler.CosineAnnealingWarmRestarts
     lr_scheduler.SequentialLR lr_scheduler.CyclicLR
 """)
+OPTIM["LBFGS"] = (DIFFERS, "a lazy device reads values at each closure evaluation (the loss, max |g|, y.s, y.y) "
+                           "and once per iteration (g.d, max |d|), as PyTorch/XLA; the history's growth traces one "
+                           "graph per length up to history_size")
 
 # torch.utils.X
 UTILS = _supported("""

@@ -322,6 +322,129 @@ def logcumsumexp(input, dim):  # noqa: A002
     return _scan(input, d, lib.logaddexp, float("-inf"))
 
 
+
+def mode(input, dim=-1, keepdim=False):  # noqa: A002
+    """The most frequent value along dim (the smallest of those tied for most frequent) and an index
+    of it, as torch.mode. The index is the mode's last occurrence along dim: PyTorch's CPU kernel
+    takes the last element of the mode's run after sorting (value, index) pairs by value, which is
+    the last occurrence wherever its sort keeps equal values in order (PyTorch leaves it
+    unspecified otherwise). From a stable sort, without a host read."""
+    lib = _lib()
+    if not _shape_of(input):
+        return lib._ValuesIndices(input.clone(), lib.zeros((), dtype=lib.int64, device=input.device))
+    d = _wrap_dim("mode", dim, len(_shape_of(input)))
+    n = _shape_of(input)[d]
+    if n == 0:
+        raise IndexError(f"mode(): expected a non-empty dimension {dim}, got size 0{_at()}")
+    values, order = lib.sort(input.detach(), dim=d)
+    shape = [1] * input.dim()
+    shape[d] = n
+    position = lib.arange(n, device=input.device).reshape(shape).expand(*_shape_of(input))
+    # A run starts where the sorted value differs from the one before (NaN != NaN: each its own run);
+    # a position's count is its distance from its run's start plus one, the largest at the run's end.
+    before = values.narrow(d, 0, n - 1)
+    starts = lib.cat([lib.ones_like(values.narrow(d, 0, 1), dtype=lib.bool),
+                      values.narrow(d, 1, n - 1) != before], d)
+    run_start = _scan(lib.where(starts, position, lib.zeros_like(position)), d, lib.maximum, 0)
+    count = position - run_start
+    # argmax's first maximum: the end of the first (smallest) value's run with the largest count.
+    at = count.argmax(d, keepdim=True)
+    indices = order.gather(d, at)
+    v = input.gather(d, indices)  # the gradient goes to the chosen element
+    if not keepdim:
+        v, indices = v.squeeze(d), indices.squeeze(d)
+    return lib._ValuesIndices(v, indices)
+
+
+def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+    """The lower median of the non-NaN elements (all NaN: NaN), as torch.nanmedian: over all
+    elements a 0-d tensor; over dim (values, indices), the index that of the element in a stable
+    sort (an all-NaN line: its first element's). NaNs sort last, so the k-th of each line's
+    non-NaN count is gathered from one sort, without a host read."""
+    lib = _lib()
+    if dim is None:
+        flat = input.reshape(-1)
+        if _shape_of(flat)[0] == 0:
+            raise RuntimeError("nanmedian() of an empty tensor" + _at())
+        return nanmedian(flat, 0).values.reshape(())
+    if not _shape_of(input):
+        return lib._ValuesIndices(input.clone(), lib.zeros((), dtype=lib.int64, device=input.device))
+    d = _wrap_dim("nanmedian", dim, len(_shape_of(input)))
+    if _shape_of(input)[d] == 0:
+        raise IndexError(f"nanmedian(): expected a non-empty dimension {dim}, got size 0{_at()}")
+    _, order = lib.sort(input.detach(), dim=d)  # stable, NaNs last
+    count = _shape_of(input)[d] - input.isnan().sum(d, keepdim=True)
+    k = ((count - 1) // 2).clamp(min=0)
+    indices = order.gather(d, k)
+    v = input.gather(d, indices)
+    if not keepdim:
+        v, indices = v.squeeze(d), indices.squeeze(d)
+    return lib._ValuesIndices(v, indices)
+
+
+# --- integer and float elementwise math: gcd, lcm, nextafter, frexp (session 10) -----------------
+
+def _operands(op, input, other, want):  # noqa: A002
+    """The two operands as tensors, refused unless each is of the `want` kind ('integer' or 'floating')."""
+    lib = _lib()
+    like = input if isinstance(input, Tensor) else other
+    if not isinstance(like, Tensor):
+        raise TypeError(f"{op}: expected a tensor operand, got {type(input).__name__} and {type(other).__name__}")
+    a, b = (t if isinstance(t, Tensor) else lib.tensor(t, device=like.device) for t in (input, other))
+    for t in (a, b):
+        floating = t.is_floating_point()
+        if (want == "integer" and (floating or t.dtype == lib.bool)) or (want == "floating" and not floating):
+            raise RuntimeError(f"{op}: expected {want} tensors, got {t.dtype}{_at()}")
+    return a, b
+
+
+def gcd(input, other):  # noqa: A002
+    """The greatest common divisor of integers, elementwise (non-negative; gcd(0, 0) = 0), as torch.gcd."""
+    return _C._gcd(*_operands("gcd", input, other, "integer"))
+
+
+def lcm(input, other):  # noqa: A002
+    """The least common multiple of integers, |a / gcd(a, b) * b| (0 when either is 0), as torch.lcm."""
+    lib = _lib()
+    a, b = _operands("lcm", input, other, "integer")
+    g = _C._gcd(a, b)
+    zero = g == 0
+    return lib.where(zero, lib.zeros_like(g), (a // lib.where(zero, lib.ones_like(g), g) * b).abs())
+
+
+def nextafter(input, other):  # noqa: A002
+    """The next representable float after input toward other, elementwise, as torch.nextafter."""
+    return _C._nextafter(*_operands("nextafter", input, other, "floating"))
+
+
+class _MantissaExponent(tuple):
+    """torch.frexp's return type: (mantissa, exponent) with names."""
+
+    def __new__(cls, mantissa, exponent):
+        return super().__new__(cls, (mantissa, exponent))
+
+    mantissa = property(lambda self: self[0])
+    exponent = property(lambda self: self[1])
+
+
+def frexp(input):  # noqa: A002
+    """(mantissa, exponent) with input = mantissa * 2^exponent, 0.5 <= |mantissa| < 1 and an int32
+    exponent (0 and the value itself at 0, infinities and NaN), as torch.frexp."""
+    lib = _lib()
+    if not isinstance(input, Tensor) or not input.is_floating_point():
+        raise RuntimeError(f"frexp: only supports floating-point dtypes, got "
+                           f"{input.dtype if isinstance(input, Tensor) else type(input).__name__}{_at()}")
+    exponent = _C._frexp_exponent(input.detach())
+    mantissa = _C._frexp_mantissa(input.detach())
+    if input.requires_grad and lib.is_grad_enabled():
+        # PyTorch's gradient, grad / 2^exponent, through a term that is exactly 0 (x - x at the
+        # finite elements): the kernel's mantissa stays exact where x * 2^-exponent would
+        # overflow the scale for subnormals. (Not an autograd.Function: its hooks live on the
+        # output, which a caller may drop at once.)
+        finite = lib.where(input.isfinite(), input, lib.zeros_like(input))
+        mantissa = mantissa + (finite - finite.detach()) / lib.exp2(exponent)
+    return _MantissaExponent(mantissa, exponent.to(lib.int32))
+
 # --- more math: atleast_nd, isin, xlogy, copysign, float_power, trapezoid,
 # quantile, histc (session 9) ---------------------------------------------------
 
@@ -925,7 +1048,8 @@ _INPLACE = ("tan", "asinh", "acosh", "atanh", "ldexp", "renorm",
             "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square", "atan", "asin", "acos",
             "expm1", "lerp", "clamp_min", "clamp_max", "nan_to_num", "index_fill", "index_copy", "addmm", "addmv",
             "addr", "baddbmm", "logical_xor", "hypot", "logaddexp", "fmod", "remainder", "floor_divide", "atan2",
-            "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn")
+            "sinh", "cosh", "log2", "log10", "exp2", "logit", "heaviside", "deg2rad", "rad2deg", "sgn", "gcd", "lcm",
+            "nextafter")
 
 
 # In-place shape ops: the tensor becomes a view of its data with the new
@@ -963,13 +1087,13 @@ _MORE_METHODS = ("select", "take", "tensor_split", "hsplit", "vsplit", "mv", "ad
                  "isposinf", "isneginf", "isreal", "is_nonzero")
 _FUNCTIONS = ("tan", "asinh", "acosh", "atanh", "positive", "ldexp", "var_mean", "renorm", "mvlgamma", "conj",
               "conj_physical", "resolve_conj", "resolve_neg", "real", "imag", "scatter_reduce", "atleast_1d", "atleast_2d", "atleast_3d", "isin", "xlogy", "copysign", "float_power", "trapezoid",
-              "trapz", "cumulative_trapezoid", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
+              "trapz", "cumulative_trapezoid", "gcd", "lcm", "nextafter", "frexp", "mode", "nanmedian", "quantile", "nanquantile", "histc", "cummax", "cummin", "logcumsumexp",
               "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
               "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
               "cross", "std_mean", "aminmax", "cov", "corrcoef", "kthvalue", "logspace", "tril_indices",
               "triu_indices", "block_diag", "broadcast_shapes", "cartesian_prod", "bernoulli", "normal", "index_copy", "index_fill")
 _METHODS = ("tan", "asinh", "acosh", "atanh", "positive", "ldexp", "var_mean", "std_mean", "renorm", "mvlgamma",
-            "conj", "conj_physical", "resolve_conj", "resolve_neg", "scatter_reduce", "xlogy", "copysign", "float_power", "quantile", "nanquantile", "histc", "cummax", "cummin",
+            "conj", "conj_physical", "resolve_conj", "resolve_neg", "scatter_reduce", "xlogy", "copysign", "float_power", "gcd", "lcm", "nextafter", "frexp", "mode", "nanmedian", "quantile", "nanquantile", "histc", "cummax", "cummin",
             "logcumsumexp", "movedim", "swapaxes", "tile", "ravel", "take_along_dim", "nansum", "nanmean", "logaddexp",
             "logaddexp2", "hypot", "sgn", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "sinc", "erfc", "dist",
             "cross", "aminmax", "cov", "corrcoef", "kthvalue", "bernoulli", "index_copy", "index_fill")
