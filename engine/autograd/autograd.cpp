@@ -39,12 +39,9 @@ Tensor fit(const Tensor& grad, const Shape& shape, DType dtype) {
   return g.dtype() == dtype ? g : ops::cast(g, dtype);
 }
 
-// The gradient reaching `t` after its hooks (register_hook), each seeing
-// the previous one's result; a non-leaf that retains its gradient keeps it.
-Tensor apply_hooks(TensorImpl& t, Tensor grad) {
-  const std::shared_ptr<GradHooks> hooks = t.grad_hooks;  // a hook may remove itself
-  if (!hooks || !grad.defined()) return grad;
-  for (const auto& [id, hook] : std::vector(hooks->hooks)) {
+// `grad` after the hooks, each seeing the previous one's result.
+Tensor run_hooks(const std::shared_ptr<GradHooks>& hooks, Tensor grad) {
+  for (const auto& [id, hook] : std::vector(hooks->hooks)) {  // a copy: a hook may remove itself
     Tensor changed = hook(grad);
     if (!changed.defined()) continue;
     if (changed.shape() != grad.shape()) {
@@ -53,6 +50,15 @@ Tensor apply_hooks(TensorImpl& t, Tensor grad) {
     }
     grad = changed.dtype() == grad.dtype() ? changed : ops::cast(changed, grad.dtype());
   }
+  return grad;
+}
+
+// The gradient reaching `t` after its hooks (register_hook); a non-leaf
+// that retains its gradient keeps it.
+Tensor apply_hooks(TensorImpl& t, Tensor grad) {
+  const std::shared_ptr<GradHooks> hooks = t.grad_hooks;
+  if (!hooks || !grad.defined()) return grad;
+  grad = run_hooks(hooks, std::move(grad));
   if (hooks->retain && t.grad_fn) {
     const Tensor kept = grad.detach();
     t.grad = t.grad ? ops::add(Tensor(t.grad), kept).impl() : kept.impl();
@@ -316,7 +322,11 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& s
     // The live result once per node, and only when a gradient reached it:
     // its hooks (register_hook) and, below, its value for the rule.
     std::shared_ptr<TensorImpl> live = grad.defined() ? fn->live_output.lock() : nullptr;
-    if (live && live->grad_hooks) grad = apply_hooks(*live, std::move(grad));
+    if (live && live->grad_hooks) {
+      grad = apply_hooks(*live, std::move(grad));
+    } else if (fn->hooks && grad.defined()) {
+      grad = run_hooks(fn->hooks, std::move(grad));  // the result was dropped: its hooks still run
+    }
     if (captured && grad.defined()) {
       if (auto c = captured->find(fn); c != captured->end()) c->second = grad;
     }

@@ -41,6 +41,11 @@ struct GradFn {
   // Accumulators only: the leaf whose .grad receives the gradient.
   std::shared_ptr<TensorImpl> leaf;
   bool released = false;  // saved tensors freed by a backward without retain_graph
+  // The hooks registered on the result (register_hook), shared with its
+  // TensorImpl: they run on the gradient reaching this node even when the
+  // caller dropped the result (autograd.Function's outputs, a hooked
+  // intermediate nobody holds), as PyTorch keeps tensor hooks on the node.
+  std::shared_ptr<struct GradHooks> hooks;
 
   bool is_accumulator() const { return leaf != nullptr; }
 };

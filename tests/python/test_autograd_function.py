@@ -177,3 +177,29 @@ def test_autograd_grad_unused_inputs_and_refusals():
     lazyscope.autograd.grad(y, x)
     with pytest.raises(Exception, match="second time"):
         lazyscope.autograd.grad(y, x)  # the graph was freed (retain_graph=False)
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy:0"])
+def test_a_functions_output_that_nobody_holds_still_runs_its_backward(device):
+    """The hooks that route a Function's gradient live on its output's
+    node: an output dropped at once (f(x).sum().backward()) still gets the
+    user's backward, not zeros; the same for a hooked intermediate."""
+    class Triple(lazyscope.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2  # deliberately not 3: the user's rule, not the forward's derivative
+
+    z = lazyscope.tensor([0.5, 2.0], dtype=lazyscope.float64, device=device, requires_grad=True)
+    Triple.apply(z).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [2.0, 2.0])
+    x = lazyscope.tensor([1.0, -1.0], dtype=lazyscope.float64, device=device, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    total = y.sum()
+    del y
+    total.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [20.0, 20.0])

@@ -888,6 +888,7 @@ void bind_tensor(py::module_& m) {
         }
         auto& hooks = t.impl()->grad_hooks;
         if (!hooks) hooks = std::make_shared<autograd::GradHooks>();
+        if (t.impl()->grad_fn) t.impl()->grad_fn->hooks = hooks;  // they outlive the tensor (grad_fn.h)
         std::shared_ptr<py::function> held(new py::function(fn), [](py::function* f) {
           if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing to release
           py::gil_scoped_acquire gil;
