@@ -203,3 +203,29 @@ def test_a_functions_output_that_nobody_holds_still_runs_its_backward(device):
     del y
     total.backward()
     np.testing.assert_array_equal(x.grad.numpy(), [20.0, 20.0])
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy:0"])
+def test_two_applications_on_one_input_each_get_their_own_backward(device):
+    """Each application's gradient reaches its input through a node of its
+    own: with views of the input (which share theirs), the second
+    application's hooks replaced the first's and its gradient came back
+    zero."""
+    class Scale(lazyscope.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    x = lazyscope.tensor([1.0, 2.0], dtype=lazyscope.float64, device=device, requires_grad=True)
+    a, b = Scale.apply(x, 3.0), Scale.apply(x, 5.0)
+    (a * b.detach()).sum().backward()  # only a's path: 3 * b
+    np.testing.assert_array_equal(x.grad.numpy(), [15.0, 30.0])
+    x = lazyscope.tensor([1.0, 2.0], dtype=lazyscope.float64, device=device, requires_grad=True)
+    a, b = Scale.apply(x, 3.0), Scale.apply(x, 5.0)
+    (a + b).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 8.0])
