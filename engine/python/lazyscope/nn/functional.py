@@ -1336,16 +1336,20 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
     return input / (window * (alpha / size) + k).pow(beta)
 
 
+def _lp_from_average(average, window, norm_type):
+    """The window's p-norm from the average of x^p over it, as PyTorch's lp pools."""
+    return (average.sign() * average.abs().relu()).mul(window).pow(1.0 / norm_type)
+
+
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
     """(sum of x^p over each window)^(1/p), as PyTorch: from avg_pool2d of x^p."""
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-    out = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+    return _lp_from_average(avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode), kh * kw, norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
-    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)
+    return _lp_from_average(avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode), kernel_size,
+                            norm_type)
 
 
 def pdist(input, p=2):  # noqa: A002
